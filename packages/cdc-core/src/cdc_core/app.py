@@ -1,0 +1,59 @@
+"""The standalone service: a Debezium Server configuration turned into a running engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_core.config import ServerConfig, load_file, server_config
+from cdc_core.config.common import OFFSET_FILE
+from cdc_core.engine import Engine, connector_problems
+from cdc_core.errors import CdcError, ConfigError
+from cdc_core.plugins import PluginRegistry, registry
+
+
+@dataclass
+class Application:
+    """A validated service configuration and the plugins it names."""
+
+    server: ServerConfig
+    plugins: PluginRegistry
+
+    def problems(self) -> list[str]:
+        """Every problem with the configuration, one line each, with the full property names."""
+        out = list(self.server.problems) + list(self.server.unknown)
+        out += [self.server.source_name(p) for p in connector_problems(self.server.source, self.plugins)]
+        try:
+            sink_cls = self.plugins.get("sink", self.server.sink_type)
+        except CdcError as e:
+            out.append(f"debezium.sink.type: {e}")
+        else:
+            fields = getattr(sink_cls, "fields", None)
+            if fields is not None:
+                out += [f"debezium.sink.{self.server.sink_type}.{p}" for p in self.server.sink.problems(fields)]
+        return out
+
+    def engine(self) -> Engine:
+        """Build the engine with its sink and serializer; ConfigError if anything is invalid."""
+        problems = self.problems()
+        if problems:
+            raise ConfigError(problems)
+        sink = self.plugins.get("sink", self.server.sink_type)(self.server.sink)
+        serializer = self.plugins.get("serializer", self.server.value_format)(
+            self.server.key_schemas_enable, self.server.value_schemas_enable
+        )
+        return Engine(self.server.source, sink=sink, serializer=serializer, plugins=self.plugins)
+
+    def offset_store(self) -> Any:
+        """The offset store the configuration names (for ``cdc offsets show``)."""
+        from cdc_core.config.common import OFFSET_STORAGE
+
+        name = self.server.source.get(OFFSET_STORAGE)
+        if not self.server.source.get(OFFSET_FILE) and name == OFFSET_STORAGE.default:
+            raise ConfigError([f"{self.server.source_name(OFFSET_FILE.name)}: is not set, so no offsets are stored"])
+        return self.plugins.get("offset store", name)(self.server.source)
+
+
+def load_application(path: str, plugins: PluginRegistry | None = None) -> Application:
+    """Read a configuration file into an Application (no validation yet)."""
+    return Application(server_config(load_file(path)), plugins or registry())

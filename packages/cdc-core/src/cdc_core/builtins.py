@@ -1,0 +1,40 @@
+"""The built-in plugins, registered through the same hooks as any third-party plugin."""
+
+from __future__ import annotations
+
+from cdc_core.hookspecs import hookimpl
+
+
+@hookimpl
+def register_sinks() -> list[type]:
+    """The stdout and file sinks."""
+    from cdc_core.sinks.file import FileSink
+    from cdc_core.sinks.stdout import StdoutSink
+
+    return [StdoutSink, FileSink]
+
+
+@hookimpl
+def register_offset_stores() -> list[type]:
+    """The file and memory offset stores."""
+    from cdc_core.stores.file_offsets import FileOffsetStore
+    from cdc_core.stores.memory_offsets import MemoryOffsetStore
+
+    return [FileOffsetStore, MemoryOffsetStore]
+
+
+@hookimpl
+def register_schema_history_stores() -> list[type]:
+    """The file and memory schema history stores."""
+    from cdc_core.stores.file_history import FileSchemaHistoryStore
+    from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+
+    return [FileSchemaHistoryStore, MemorySchemaHistoryStore]
+
+
+@hookimpl
+def register_serializers() -> list[type]:
+    """Kafka Connect's JSON converter."""
+    from cdc_core.serializers.json import JsonSerializer
+
+    return [JsonSerializer]

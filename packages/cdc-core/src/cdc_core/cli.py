@@ -1,0 +1,128 @@
+"""The ``cdc`` command: run, validate, offsets show, demo."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+
+import orjson
+
+from cdc_core.app import load_application
+from cdc_core.errors import CdcError, ConfigError
+from cdc_core.logs import configure_logging
+
+EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
+
+log = logging.getLogger("cdc.cli")
+
+
+def _print_problems(problems: list[str]) -> int:
+    print("invalid configuration:", file=sys.stderr)
+    for p in problems:
+        print(f"  {p}", file=sys.stderr)
+    return EXIT_CONFIG
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Check a configuration without starting anything."""
+    try:
+        app = load_application(args.config)
+        problems = app.problems()
+    except ConfigError as e:
+        return _print_problems(e.problems)
+    if problems:
+        return _print_problems(problems)
+    print(f"{args.config}: configuration is valid")
+    return EXIT_OK
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the connector into the configured sink until SIGTERM/SIGINT, then drain, commit and exit 0."""
+    try:
+        engine = load_application(args.config).engine()
+    except ConfigError as e:
+        return _print_problems(e.problems)
+    except CdcError as e:
+        log.error("%s", e)
+        return EXIT_FAILED
+
+    def on_signal(signum: int, frame: object) -> None:
+        log.info("received %s: draining, committing offsets and stopping", signal.Signals(signum).name)
+        engine.stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        engine.run()
+    except CdcError as e:
+        log.error("%s", e)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def cmd_offsets_show(args: argparse.Namespace) -> int:
+    """Print the stored offsets of a configuration as JSON."""
+    try:
+        store = load_application(args.config).offset_store()
+        entries = store.all()
+    except ConfigError as e:
+        return _print_problems(e.problems)
+    except CdcError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    doc = [{"partition": p, "offset": o} for p, o in entries]
+    sys.stdout.write(orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return EXIT_OK
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Run a demo registered by a plugin (``postgres`` by default)."""
+    from cdc_core.plugins import registry
+
+    demos: dict[str, object] = {}
+    for impl in registry().manager.hook.register_demos.get_hookimpls():
+        try:
+            demos.update(dict(impl.function() or []))
+        except Exception as e:  # a broken plugin only loses its demo
+            log.warning("cdc plugin %r failed to register its demo: %s", impl.plugin_name, e)
+    func = demos.get(args.name)
+    if func is None:
+        available = ", ".join(sorted(demos)) or "none (install cdc[postgres])"
+        print(f"no demo called {args.name!r}; available: {available}", file=sys.stderr)
+        return EXIT_CONFIG
+    return int(func() or 0)  # type: ignore[operator]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``cdc`` command."""
+    parser = argparse.ArgumentParser(prog="cdc", description="Change data capture with Debezium-format events.")
+    parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="stream a database's changes into the configured sink")
+    p.add_argument("config", help="configuration file (.properties, .yaml or .json)")
+    p.set_defaults(func=cmd_run)
+    p = sub.add_parser("validate", help="check a configuration and exit")
+    p.add_argument("config")
+    p.set_defaults(func=cmd_validate)
+    p = sub.add_parser("offsets", help="inspect stored offsets")
+    osub = p.add_subparsers(dest="offsets_command", required=True)
+    ps = osub.add_parser("show", help="print the stored offsets as JSON")
+    ps.add_argument("config")
+    ps.set_defaults(func=cmd_offsets_show)
+    p = sub.add_parser("demo", help="stream a throwaway local database's changes to the terminal")
+    p.add_argument("name", nargs="?", default="postgres")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``cdc`` command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_level.upper())
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

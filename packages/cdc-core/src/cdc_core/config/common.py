@@ -1,0 +1,69 @@
+"""The properties every connector shares, with Debezium's names, defaults and enum values."""
+
+from __future__ import annotations
+
+from cdc_core.config.fields import ConfigField as F
+from cdc_core.config.fields import Fields
+
+
+def _topic_prefix_ok(value: str) -> str | None:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9._-]+", value):
+        return f"{value!r} may contain only letters, digits, '.', '_' and '-'"
+    return None
+
+
+NAME = F("name", "string", doc="The connector's name, used in logs and metrics.")
+CONNECTOR_CLASS = F("connector.class", "string", required=True, doc="Debezium class name or short name of the connector.")
+TOPIC_PREFIX = F("topic.prefix", "string", required=True, validator=_topic_prefix_ok, doc="The namespace of every topic.")
+TOPIC_DELIMITER = F("topic.delimiter", "string", ".", doc="Separator between topic name parts.")
+SCHEMA_INCLUDE = F("schema.include.list", "regex-list", doc="Schemas to capture (anchored regexes).")
+SCHEMA_EXCLUDE = F("schema.exclude.list", "regex-list", doc="Schemas not to capture.")
+TABLE_INCLUDE = F("table.include.list", "regex-list", doc="Tables to capture, as schema.table regexes.")
+TABLE_EXCLUDE = F("table.exclude.list", "regex-list", doc="Tables not to capture.")
+COLUMN_INCLUDE = F("column.include.list", "regex-list", doc="Columns to emit, as schema.table.column regexes.")
+COLUMN_EXCLUDE = F("column.exclude.list", "regex-list", doc="Columns to leave out of events.")
+TOMBSTONES_ON_DELETE = F("tombstones.on.delete", "boolean", True, doc="Follow each delete with a tombstone.")
+MAX_QUEUE_SIZE = F("max.queue.size", "int", 8192, minimum=1, doc="Capacity of the queue between connector and sink.")
+MAX_BATCH_SIZE = F("max.batch.size", "int", 2048, minimum=1, doc="Largest batch handed to the sink.")
+POLL_INTERVAL_MS = F("poll.interval.ms", "long", 500, minimum=0, doc="How long to wait for new events before an empty poll.")
+DECIMAL_MODE = F("decimal.handling.mode", "enum", "precise", allowed=("precise", "double", "string"))
+TIME_PRECISION_MODE = F(
+    "time.precision.mode", "enum", "adaptive", allowed=("adaptive", "adaptive_time_microseconds", "connect")
+)
+BINARY_MODE = F("binary.handling.mode", "enum", "bytes", allowed=("bytes", "base64", "base64-url-safe", "hex"))
+ERRORS_MAX_RETRIES = F("errors.max.retries", "int", -1, minimum=-1, doc="Retries of a retriable error; -1 forever, 0 none.")
+ERRORS_RETRY_DELAY_INITIAL_MS = F("errors.retry.delay.initial.ms", "long", 300, minimum=1)
+ERRORS_RETRY_DELAY_MAX_MS = F("errors.retry.delay.max.ms", "long", 10000, minimum=1)
+OFFSET_STORAGE = F("offset.storage", "string", "org.apache.kafka.connect.storage.FileOffsetBackingStore")
+OFFSET_FILE = F("offset.storage.file.filename", "string", doc="Where the file offset store keeps offsets.")
+OFFSET_FLUSH_INTERVAL_MS = F("offset.flush.interval.ms", "long", 0, minimum=0)
+SCHEMA_HISTORY = F("schema.history.internal", "string", "io.debezium.storage.file.history.FileSchemaHistory")
+SCHEMA_HISTORY_FILE = F("schema.history.internal.file.filename", "string")
+
+# Kafka Connect's own worker/connector properties: accepted, and meaningless here.
+_CONNECT_PROPERTIES = (
+    "tasks.max", "key.converter", "value.converter", "header.converter", "offset.flush.timeout.ms",
+    "offset.storage.topic", "offset.storage.partitions", "offset.storage.replication.factor",
+)
+
+COMMON_FIELDS = Fields(
+    [
+        NAME, CONNECTOR_CLASS, TOPIC_PREFIX, TOPIC_DELIMITER,
+        SCHEMA_INCLUDE, SCHEMA_EXCLUDE, TABLE_INCLUDE, TABLE_EXCLUDE, COLUMN_INCLUDE, COLUMN_EXCLUDE,
+        TOMBSTONES_ON_DELETE, MAX_QUEUE_SIZE, MAX_BATCH_SIZE, POLL_INTERVAL_MS,
+        DECIMAL_MODE, TIME_PRECISION_MODE, BINARY_MODE,
+        ERRORS_MAX_RETRIES, ERRORS_RETRY_DELAY_INITIAL_MS, ERRORS_RETRY_DELAY_MAX_MS,
+        OFFSET_STORAGE, OFFSET_FILE, OFFSET_FLUSH_INTERVAL_MS, SCHEMA_HISTORY, SCHEMA_HISTORY_FILE,
+        *(F(n) for n in _CONNECT_PROPERTIES),
+    ],
+    prefixes=("key.converter.", "value.converter.", "schema.history.internal.file."),
+)
+
+#: Pairs of properties that cannot be set together.
+EXCLUSIVE_PAIRS = (
+    ("schema.include.list", "schema.exclude.list"),
+    ("table.include.list", "table.exclude.list"),
+    ("column.include.list", "column.exclude.list"),
+)

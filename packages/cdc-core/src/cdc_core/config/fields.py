@@ -1,0 +1,147 @@
+"""Property definitions: a name, a type, a default, the allowed values and how to check them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+_TRUE = {"true", "yes", "on", "1"}
+_FALSE = {"false", "no", "off", "0"}
+
+
+class InvalidValue(ValueError):
+    """A property value cannot be parsed; the message is the reason."""
+
+
+def _parse_int(raw: str) -> int:
+    try:
+        return int(raw.strip())
+    except ValueError:
+        raise InvalidValue(f"{raw!r} is not an integer") from None
+
+
+def _parse_double(raw: str) -> float:
+    try:
+        return float(raw.strip())
+    except ValueError:
+        raise InvalidValue(f"{raw!r} is not a number") from None
+
+
+def _parse_bool(raw: str) -> bool:
+    v = raw.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise InvalidValue(f"{raw!r} is not a boolean (true or false)")
+
+
+def _parse_list(raw: str) -> list[str]:
+    return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+def _parse_regex_list(raw: str) -> list[re.Pattern[str]]:
+    # Debezium splits regex lists on commas that are not escaped with a backslash.
+    out = []
+    for part in re.split(r"(?<!\\),", raw):
+        part = part.strip().replace("\\,", ",")
+        if not part:
+            continue
+        try:
+            out.append(re.compile(part))
+        except re.error as e:
+            raise InvalidValue(f"{part!r} is not a valid regular expression: {e}") from None
+    return out
+
+
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "string": str,
+    "password": str,
+    "int": _parse_int,
+    "long": _parse_int,
+    "double": _parse_double,
+    "boolean": _parse_bool,
+    "list": _parse_list,
+    "regex-list": _parse_regex_list,
+    "enum": str,
+}
+
+
+@dataclass(frozen=True)
+class ConfigField:
+    """One configuration property as Debezium defines it.
+
+    ``type`` is one of string, password, int, long, double, boolean, list, regex-list, enum.
+    ``allowed`` lists an enum's values; ``aliases`` maps accepted legacy values to their
+    canonical one (``never`` -> ``no_data``). ``validator`` returns a reason string when a parsed
+    value is invalid. ``secret`` values are never printed.
+    """
+
+    name: str
+    type: str = "string"
+    default: Any = None
+    doc: str = ""
+    allowed: tuple[str, ...] = ()
+    aliases: dict[str, str] = field(default_factory=dict)
+    required: bool = False
+    validator: Callable[[Any], str | None] | None = None
+    minimum: int | float | None = None
+
+    @property
+    def secret(self) -> bool:
+        """True for passwords and other values that must never be printed."""
+        return self.type == "password"
+
+    def parse(self, raw: Any) -> Any:
+        """Parse a raw value (str, or a YAML/JSON scalar) into the field's type; InvalidValue if bad."""
+        if raw is None:
+            return self.default
+        if isinstance(raw, bool):
+            raw = "true" if raw else "false"
+        elif not isinstance(raw, str):
+            raw = str(raw)
+        value = PARSERS[self.type](raw)
+        if self.type == "enum":
+            value = value.strip().lower()
+            value = self.aliases.get(value, value)
+            if self.allowed and value not in self.allowed:
+                raise InvalidValue(f"{raw!r} is not one of: {', '.join(self.allowed)}")
+        if self.minimum is not None and value < self.minimum:
+            raise InvalidValue(f"{raw!r} is below the minimum {self.minimum}")
+        if self.validator is not None:
+            reason = self.validator(value)
+            if reason:
+                raise InvalidValue(reason)
+        return value
+
+
+class Fields:
+    """An ordered set of ConfigFields, looked up by name, plus the prefixes of free-form properties."""
+
+    def __init__(self, fields: Iterable[ConfigField] = (), prefixes: Iterable[str] = ()):
+        self._by_name: dict[str, ConfigField] = {}
+        self.prefixes: list[str] = list(prefixes)
+        for f in fields:
+            self._by_name[f.name] = f
+
+    def __iter__(self) -> Iterator[ConfigField]:
+        return iter(self._by_name.values())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __getitem__(self, name: str) -> ConfigField:
+        return self._by_name[name]
+
+    def get(self, name: str) -> ConfigField | None:
+        """Return the field called ``name``, or None."""
+        return self._by_name.get(name)
+
+    def __add__(self, other: Fields) -> Fields:
+        return Fields([*self, *other], [*self.prefixes, *other.prefixes])
+
+    def knows(self, name: str) -> bool:
+        """True if ``name`` is a defined property or starts with a free-form prefix."""
+        return name in self._by_name or any(name.startswith(p) for p in self.prefixes)

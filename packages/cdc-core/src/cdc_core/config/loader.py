@@ -1,0 +1,115 @@
+"""Reading configuration files (.properties, YAML, JSON) into one flat dict of dotted names."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from cdc_core.errors import ConfigError
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """Flatten nested mappings into dotted names: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``; lists join with commas."""
+    out: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            name = f"{prefix}.{k}" if prefix else str(k)
+            if isinstance(v, dict):
+                out.update(flatten(v, name))
+            elif isinstance(v, list):
+                out[name] = ",".join(str(x) for x in v)
+            else:
+                out[name] = v
+    return out
+
+
+def parse_properties(text: str, source: str = "<string>") -> dict[str, str]:
+    """Parse Java .properties text: ``key=value``, ``key: value`` or ``key value``; # and ! comments; \\ continuations."""
+    out: dict[str, str] = {}
+    logical = ""
+    for line in text.splitlines():
+        stripped = line.strip() if not logical else line.lstrip()
+        if not logical and (not stripped or stripped[0] in "#!"):
+            continue
+        trailing = len(stripped) - len(stripped.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical += stripped[:-1]
+            continue
+        logical += stripped
+        key, value = _split_property(logical)
+        out[key] = value
+        logical = ""
+    if logical:
+        key, value = _split_property(logical)
+        out[key] = value
+    return out
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=:" or ch.isspace():
+            key = line[:i]
+            rest = line[i:].lstrip()
+            if rest[:1] in ("=", ":"):
+                rest = rest[1:].lstrip()
+            return _unescape(key), _unescape(rest)
+        i += 1
+    return _unescape(line), ""
+
+
+def _unescape(s: str) -> str:
+    if "\\" not in s:
+        return s
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        ch = s[i]
+        if ch == "\\" and i + 1 < len(s):
+            nxt = s[i + 1]
+            if nxt == "u" and i + 5 < len(s):
+                out.append(chr(int(s[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def load_file(path: str | Path) -> dict[str, Any]:
+    """Load a configuration file by its extension (.properties, .yaml/.yml, .json) into a flat dict."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError([f"cannot read configuration file {p}: {e.strerror}"]) from None
+    suffix = p.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            data = yaml.safe_load(text) or {}
+        except yaml.YAMLError as e:
+            raise ConfigError([f"{p}: not valid YAML: {e}"]) from None
+        if not isinstance(data, dict):
+            raise ConfigError([f"{p}: expected a mapping of properties at the top level"])
+        return flatten(data)
+    if suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ConfigError([f"{p}: not valid JSON at line {e.lineno} column {e.colno}: {e.msg}"]) from None
+        if not isinstance(data, dict):
+            raise ConfigError([f"{p}: expected a JSON object of properties"])
+        return flatten(data)
+    return parse_properties(text, str(p))

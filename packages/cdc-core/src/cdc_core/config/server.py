@@ -1,0 +1,89 @@
+"""The Debezium Server layout: ``debezium.source.*``, ``debezium.sink.*`` and ``debezium.format.*``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from cdc_core.config.config import Config
+from cdc_core.config.fields import InvalidValue, _parse_bool
+
+_FORMAT_KEYS = {
+    "debezium.format.key": "key_format",
+    "debezium.format.value": "value_format",
+    "debezium.format.key.schemas.enable": "key_schemas_enable",
+    "debezium.format.value.schemas.enable": "value_schemas_enable",
+}
+# Other Debezium Server settings accepted and not used: Quarkus' own, and the header format.
+_IGNORED_PREFIXES = ("quarkus.", "debezium.format.header", "debezium.api.")
+
+
+@dataclass
+class ServerConfig:
+    """A standalone service's configuration: the connector's properties, the sink and the formats."""
+
+    source: Config
+    sink_type: str = "stdout"
+    sink: Config = field(default_factory=Config)
+    key_format: str = "json"
+    value_format: str = "json"
+    key_schemas_enable: bool = True
+    value_schemas_enable: bool = True
+    problems: list[str] = field(default_factory=list)
+    #: Properties under ``debezium.`` the service does not know (reported by validation).
+    unknown: list[str] = field(default_factory=list)
+    #: True for the Debezium Server layout; False for plain connector properties.
+    server_layout: bool = True
+
+    def source_name(self, name: str) -> str:
+        """A connector property's name as the user wrote it (with ``debezium.source.`` in the server layout)."""
+        return f"debezium.source.{name}" if self.server_layout else name
+
+
+def server_config(props: Mapping[str, Any]) -> ServerConfig:
+    """Split a flat property dict in the Debezium Server layout into its parts.
+
+    A dict without any ``debezium.`` property is taken as plain connector properties (the
+    embedded-engine layout) streaming to stdout.
+    """
+    if not any(str(k).startswith("debezium.") for k in props):
+        return ServerConfig(source=Config(props), server_layout=False)
+    source: dict[str, Any] = {}
+    sink_props: dict[str, Any] = {}
+    out = ServerConfig(source=Config())
+    sink_type = props.get("debezium.sink.type")
+    if sink_type in (None, ""):
+        out.problems.append("debezium.sink.type: is required (e.g. stdout or file)")
+    else:
+        out.sink_type = str(sink_type).strip()
+    sink_prefix = f"debezium.sink.{out.sink_type}."
+    for key, value in props.items():
+        key = str(key)
+        if key.startswith("debezium.source."):
+            source[key[len("debezium.source.") :]] = value
+        elif key == "debezium.sink.type":
+            continue
+        elif key.startswith(sink_prefix):
+            sink_props[key[len(sink_prefix) :]] = value
+        elif key in _FORMAT_KEYS:
+            attr = _FORMAT_KEYS[key]
+            if attr.endswith("schemas_enable"):
+                try:
+                    setattr(out, attr, _parse_bool(str(value)))
+                except InvalidValue as e:
+                    out.problems.append(f"{key}: {e}")
+            else:
+                fmt = str(value).strip().lower()
+                if fmt != "json":
+                    out.problems.append(f"{key}: {value!r} is not supported; the supported format is json")
+                setattr(out, attr, fmt)
+        elif key.startswith(_IGNORED_PREFIXES) or not key.startswith("debezium."):
+            continue
+        elif key.startswith("debezium.sink."):
+            out.unknown.append(f"{key}: not a property of sink {out.sink_type!r}")
+        else:
+            out.unknown.append(f"{key}: unknown property")
+    out.source = Config(source)
+    out.sink = Config(sink_props)
+    return out

@@ -1,0 +1,237 @@
+"""The engine: connector thread -> bounded queue -> serializer -> sink -> offset commit.
+
+Offsets are committed only for records the sink (or handler) has acknowledged, so a crash at
+any point loses nothing: a restart re-reads at most the batch that was not acknowledged.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cdc_core.config import Config, Fields
+from cdc_core.config import common
+from cdc_core.config.config import exclusive
+from cdc_core.envelope import EventBuilder
+from cdc_core.errors import ConfigError, RetriableError
+from cdc_core.events import ChangeRecord, Checkpoint
+from cdc_core.logs import ConnectorLogger, connector_logger
+from cdc_core.plugins import PluginRegistry, registry
+from cdc_core.queue import BatchQueue
+from cdc_core.spi.connector import Connector, ConnectorContext
+from cdc_core.spi.sink import Sink
+
+Handler = Callable[[list[ChangeRecord]], None]
+
+
+def connector_class(config: Config, plugins: PluginRegistry | None = None) -> type:
+    """The connector class named by ``connector.class`` (Debezium class name or short name)."""
+    name = config.get(common.CONNECTOR_CLASS)
+    if not name:
+        raise ConfigError([f"{common.CONNECTOR_CLASS.name}: is required (e.g. postgres)"])
+    from cdc_core.errors import PluginError
+
+    try:
+        return (plugins or registry()).get("connector", str(name).strip())
+    except PluginError as e:
+        raise ConfigError([f"{common.CONNECTOR_CLASS.name}: {e}"]) from None
+
+
+def connector_problems(config: Config, plugins: PluginRegistry | None = None) -> list[str]:
+    """Every problem with a connector configuration: bad values, unknown names, exclusive pairs."""
+    try:
+        cls = connector_class(config, plugins)
+    except ConfigError as e:
+        return e.problems + config.problems(common.COMMON_FIELDS, check_unknown=False)
+    fields: Fields = common.COMMON_FIELDS + cls.fields
+    problems = config.problems(fields)
+    problems += exclusive(config, common.EXCLUSIVE_PAIRS)
+    if not problems:
+        problems += cls(config, ConnectorContext(log=connector_logger("cdc", cls.name, "-"))).validate()
+    return problems
+
+
+class Engine:
+    """Runs one connector: snapshot and streaming into a handler or a sink, committing acknowledged offsets.
+
+    Library use::
+
+        engine = Engine({"connector.class": "postgres", ...}, offset_store=MemoryOffsetStore())
+        engine.run(lambda records: ...)   # returns when stopped (engine.stop()) or the connector ends
+    """
+
+    def __init__(
+        self,
+        config: Mapping[str, Any] | Config,
+        *,
+        sink: Sink | None = None,
+        serializer: Any = None,
+        offset_store: Any = None,
+        history_store: Any = None,
+        plugins: PluginRegistry | None = None,
+    ):
+        self.config = config if isinstance(config, Config) else Config(config)
+        self.plugins = plugins or registry()
+        problems = connector_problems(self.config, self.plugins)
+        if problems:
+            raise ConfigError(problems)
+        self.connector_class = connector_class(self.config, self.plugins)
+        self.name = self.config.get(common.NAME) or self.config.get(common.TOPIC_PREFIX)
+        self.log: ConnectorLogger = connector_logger("cdc.engine", self.connector_class.name, self.name)
+        self.sink = sink
+        self.serializer = serializer
+        self.offset_store = offset_store if offset_store is not None else self._make_offset_store()
+        self.history_store = history_store
+        self.queue: BatchQueue[ChangeRecord | Checkpoint] = BatchQueue(self.config.get(common.MAX_QUEUE_SIZE))
+        self.max_batch = self.config.get(common.MAX_BATCH_SIZE)
+        self.poll_interval = self.config.get(common.POLL_INTERVAL_MS) / 1000.0
+        self.flush_interval = self.config.get(common.OFFSET_FLUSH_INTERVAL_MS) / 1000.0
+        self._stopping = threading.Event()
+        self._connector: Connector | None = None
+        self._connector_lock = threading.Lock()
+        self._producer_error: BaseException | None = None
+        self._acked_offset: dict[str, Any] | None = None
+        self._flushed_offset: dict[str, Any] | None = None
+        self._produced = 0
+        self._acked = 0
+        self._progress = threading.Condition()
+        self.partition: dict[str, Any] | None = None
+
+    def _make_offset_store(self) -> Any:
+        name = self.config.get(common.OFFSET_STORAGE)
+        if not self.config.get(common.OFFSET_FILE) and name == common.OFFSET_STORAGE.default:
+            name = "memory"  # no file given: offsets live as long as the process, as in Debezium's embedded tests
+        return self.plugins.get("offset store", name)(self.config)
+
+    # -- control -------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Ask the engine to drain, commit and return from ``run`` (safe from signal handlers and threads)."""
+        self._stopping.set()
+        with self._connector_lock:
+            if self._connector is not None:
+                self._connector.stop()
+
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop`` was called."""
+        return self._stopping.is_set()
+
+    # -- producer ------------------------------------------------------------------------------
+
+    def _new_connector(self) -> Connector:
+        ctx = ConnectorContext(log=connector_logger(f"cdc.{self.connector_class.name}", self.connector_class.name, self.name), history=self.history_store)
+        return self.connector_class(self.config, ctx)
+
+    def _produce(self) -> None:
+        retries = 0
+        max_retries = self.config.get(common.ERRORS_MAX_RETRIES)
+        delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
+        max_delay = self.config.get(common.ERRORS_RETRY_DELAY_MAX_MS) / 1000.0
+        try:
+            while not self.stopping:
+                connector = self._new_connector()
+                self.partition = connector.partition()
+                with self._connector_lock:
+                    self._connector = connector
+                builder = EventBuilder(self.config, connector.source_schema, self.partition)
+                try:
+                    offset = self._acked_offset if self._acked_offset is not None else self.offset_store.get(self.partition)
+                    connector.start(offset)
+                    for raw in connector.stream():
+                        retries = 0
+                        if not raw:
+                            continue
+                        records = builder.build(raw)
+                        with self._progress:
+                            self._produced += len(records)
+                        if not self.queue.put(records, self._stopping.is_set):
+                            break
+                    return
+                except RetriableError as e:
+                    retries += 1
+                    if max_retries >= 0 and retries > max_retries:
+                        raise
+                    self.log.warning("%s; retrying in %.1fs (attempt %d%s)", e, delay, retries,
+                                     "" if max_retries < 0 else f" of {max_retries}")
+                    self._wait_acked()
+                    self._stopping.wait(delay)
+                    delay = min(delay * 2, max_delay)
+                finally:
+                    with self._connector_lock:
+                        self._connector = None
+                    connector.close()
+        except BaseException as e:  # handed to run(), which raises it after draining
+            self._producer_error = e
+        finally:
+            self.queue.close()
+
+    def _wait_acked(self) -> None:
+        """Wait until every produced record is acknowledged (so a retry restarts from the true position)."""
+        with self._progress:
+            while self._acked < self._produced and self._producer_error is None and not self.stopping:
+                self._progress.wait(0.1)
+
+    # -- consumer ------------------------------------------------------------------------------
+
+    def run(self, handler: Handler | None = None) -> None:
+        """Run until stopped or the connector finishes; raise the connector's or sink's error, if any."""
+        if handler is None:
+            if self.sink is None:
+                raise ValueError("Engine.run needs a handler or a sink")
+            if self.serializer is None:
+                from cdc_core.serializers.json import JsonSerializer
+
+                self.serializer = JsonSerializer()
+            serialize, write = self.serializer.serialize, self.sink.write
+            handler = lambda records: write(serialize(records))  # noqa: E731
+        producer = threading.Thread(target=self._produce, name="cdc-connector", daemon=True)
+        producer.start()
+        last_flush = time.monotonic()
+        try:
+            while True:
+                batch = self.queue.get(self.max_batch, self.poll_interval)
+                if batch:
+                    records = [r for r in batch if r.__class__ is not Checkpoint]
+                    if records:
+                        handler(records)
+                    self._acknowledge(batch)
+                elif self.queue.drained:
+                    break
+                if self._acked_offset is not self._flushed_offset and time.monotonic() - last_flush >= self.flush_interval:
+                    self._flush()
+                    last_flush = time.monotonic()
+        except BaseException:
+            self.stop()
+            raise
+        finally:
+            producer.join(timeout=30)
+            if self._acked_offset is not self._flushed_offset:
+                self._flush()
+            self.offset_store.close()
+            if self.sink is not None:
+                self.sink.close()
+        if self._producer_error is not None:
+            raise self._producer_error
+
+    def _acknowledge(self, batch: list[ChangeRecord | Checkpoint]) -> None:
+        for r in reversed(batch):
+            if r.offset is not None:
+                self._acked_offset = r.offset
+                break
+        with self._progress:
+            self._acked += len(batch)
+            self._progress.notify_all()
+
+    def _flush(self) -> None:
+        offset = self._acked_offset
+        if offset is None or self.partition is None:
+            return
+        self.offset_store.commit([(self.partition, offset)])
+        self._flushed_offset = offset
+        with self._connector_lock:
+            connector = self._connector
+        if connector is not None:
+            connector.acknowledge(offset)

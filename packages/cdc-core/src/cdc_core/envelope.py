@@ -1,0 +1,181 @@
+"""Turning a connector's RawChanges into Debezium change records: key, envelope, topic and schemas.
+
+Per table version the builder compiles a ``TableEvents``: the Key/Value/Envelope schemas and
+generated functions that convert a raw row into the value struct in one call, so the per-event
+work is a dict literal and the column converters, nothing more.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from cdc_core.config import Config
+from cdc_core.config import common
+from cdc_core.events import UNAVAILABLE, ChangeRecord, Checkpoint, RawChange
+from cdc_core.filters import ColumnFilter
+from cdc_core.relational import Column, Table
+from cdc_core.schema import INT64, OPTIONAL_INT64, STRING, Schema, struct
+from cdc_core.topics import DefaultTopicNamingStrategy
+
+#: The ``transaction`` block of every envelope (null unless provide.transaction.metadata is on).
+TRANSACTION_BLOCK = struct(
+    "event.block", [("id", STRING), ("total_order", INT64), ("data_collection_order", INT64)], optional=True, version=1
+)
+
+#: Debezium's default ``unavailable.value.placeholder``.
+UNAVAILABLE_PLACEHOLDER = "__debezium_unavailable_value"
+
+
+def envelope_schema(name: str, value: Schema, source: Schema) -> Schema:
+    """The Envelope struct, fields in Debezium 2.7's order (version 1, as Envelope.SCHEMA_VERSION)."""
+    return struct(
+        name,
+        [
+            ("before", value),
+            ("after", value),
+            ("source", source),
+            ("op", STRING),
+            ("ts_ms", OPTIONAL_INT64),
+            ("ts_us", OPTIONAL_INT64),
+            ("ts_ns", OPTIONAL_INT64),
+            ("transaction", TRANSACTION_BLOCK),
+        ],
+        version=1,
+    )
+
+
+def _placeholder_for(column: Column) -> Any:
+    if column.schema.type == "string":
+        return UNAVAILABLE_PLACEHOLDER
+    if column.schema.type == "bytes":
+        return base64.b64encode(UNAVAILABLE_PLACEHOLDER.encode()).decode()
+    return None
+
+
+def compile_row_function(columns: list[tuple[int, Column]], with_unavailable: bool) -> Callable[[Sequence[Any]], dict]:
+    """Generate ``row(values) -> dict`` for the given (raw index, column) pairs.
+
+    The generated code reads each raw value once, keeps None as None, and calls the column's
+    converter otherwise; ``with_unavailable`` adds the placeholder for unchanged TOASTed values.
+    """
+    env: dict[str, Any] = {"U": UNAVAILABLE}
+    lines = ["def row(v):"]
+    items = []
+    for n, (index, column) in enumerate(columns):
+        env[f"c{n}"] = column.convert
+        env[f"p{n}"] = _placeholder_for(column)
+        lines.append(f"    x{n} = v[{index}]")
+        expr = f"None if x{n} is None else c{n}(x{n})"
+        if with_unavailable:
+            expr = f"p{n} if x{n} is U else ({expr})"
+        items.append(f"{column.name!r}: {expr}")
+    lines.append("    return {" + ", ".join(items) + "}")
+    exec(compile("\n".join(lines), "<cdc row converter>", "exec"), env)
+    return env["row"]
+
+
+def compile_key_function(key_columns: list[str]) -> Callable[[dict], dict]:
+    """Generate ``key(value_struct) -> dict`` picking the key columns out of a converted row."""
+    env: dict[str, Any] = {}
+    body = ", ".join(f"{c!r}: r[{c!r}]" for c in key_columns)
+    exec(compile(f"def key(r):\n    return {{{body}}}", "<cdc key converter>", "exec"), env)
+    return env["key"]
+
+
+class TableEvents:
+    """Everything needed to build one table version's records: topic, schemas and row functions."""
+
+    __slots__ = ("table", "topic", "key_schema", "value_schema", "envelope", "row", "row_toast", "key")
+
+    def __init__(self, table: Table, config: Config, source_schema: Schema, topics: DefaultTopicNamingStrategy):
+        column_filter = ColumnFilter(config)
+        included = [(i, c) for i, c in enumerate(table.columns) if column_filter.includes(table.id, c.name)]
+        prefix = topics.record_schema_prefix(table.id)
+        self.table = table
+        self.topic = topics.data_topic(table.id)
+        self.value_schema = struct(f"{prefix}.Value", [(c.name, c.schema) for _, c in included], optional=True)
+        self.envelope = envelope_schema(f"{prefix}.Envelope", self.value_schema, source_schema)
+        key_columns = [c for c in table.primary_key if any(col.name == c for _, col in included)]
+        if key_columns:
+            self.key_schema = struct(
+                f"{prefix}.Key", [(c, table.column(c).schema.with_optional(False)) for c in key_columns]
+            )
+            self.key = compile_key_function(key_columns)
+        else:
+            self.key_schema = None
+            self.key = None
+        self.row = compile_row_function(included, with_unavailable=False)
+        self.row_toast = compile_row_function(included, with_unavailable=True)
+
+
+class EventBuilder:
+    """Builds ChangeRecords from RawChanges: per-table compiled converters, tombstones, PK changes."""
+
+    def __init__(self, config: Config, source_schema: Schema, partition: dict[str, Any]):
+        self.config = config
+        self.source_schema = source_schema
+        self.partition = partition
+        self.topics = DefaultTopicNamingStrategy(config)
+        self.tombstones = config.get(common.TOMBSTONES_ON_DELETE)
+        self._tables: dict[int, TableEvents] = {}
+
+    def table_events(self, table: Table) -> TableEvents:
+        """The compiled TableEvents of a table version (built on first use)."""
+        found = self._tables.get(id(table))
+        if found is None or found.table is not table:
+            found = self._tables[id(table)] = TableEvents(table, self.config, self.source_schema, self.topics)
+        return found
+
+    def build(self, changes: list[RawChange | Checkpoint]) -> list[ChangeRecord | Checkpoint]:
+        """Convert a batch; ts_ms/ts_us/ts_ns are the processing time of the batch.
+
+        When one change becomes several records (a delete and its tombstone; a key change), only
+        the last carries the offset, so a batch boundary between them can never skip the rest.
+        Checkpoints pass through unchanged.
+        """
+        now_ns = time.time_ns()
+        ts_ms, ts_us = now_ns // 1_000_000, now_ns // 1_000
+        out: list[ChangeRecord] = []
+        append = out.append
+        partition = self.partition
+        last_table = None
+        te: TableEvents | None = None
+        for ch in changes:
+            if ch.__class__ is Checkpoint:
+                append(ch)
+                continue
+            if ch.table is not last_table:
+                te = self.table_events(ch.table)
+                last_table = ch.table
+            assert te is not None
+            op = ch.op
+            before = None if ch.before is None else (te.row_toast(ch.before) if op == "u" else te.row(ch.before))
+            after = None if ch.after is None else (te.row_toast(ch.after) if op == "u" else te.row(ch.after))
+            keyf = te.key
+            keyed_row = after if after is not None else before
+            key = keyf(keyed_row) if keyf is not None and keyed_row is not None else None
+            if op == "u" and keyf is not None and before is not None and keyf(before) != key:
+                # A primary-key change: a delete of the old key, its tombstone, and a create of the new.
+                old_key = keyf(before)
+                del_value = {"before": before, "after": None, "source": ch.source, "op": "d",
+                             "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": None}
+                append(ChangeRecord(te.topic, old_key, del_value, te.key_schema, te.envelope, None,
+                                    {"__debezium.newkey": key}, partition))
+                if self.tombstones:
+                    append(ChangeRecord(te.topic, old_key, None, te.key_schema, None, None, {}, partition))
+                value = {"before": None, "after": after, "source": ch.source, "op": "c",
+                         "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": None}
+                append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, ch.offset,
+                                    {"__debezium.oldkey": old_key}, partition))
+                continue
+            value = {"before": before, "after": after, "source": ch.source, "op": op,
+                     "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": None}
+            if op == "d" and self.tombstones:
+                append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, None, {}, partition))
+                append(ChangeRecord(te.topic, key, None, te.key_schema, None, ch.offset, {}, partition))
+            else:
+                append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, ch.offset, {}, partition))
+        return out

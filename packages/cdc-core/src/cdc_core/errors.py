@@ -1,0 +1,39 @@
+"""The exceptions cdc raises, each with a message a user can act on."""
+
+from __future__ import annotations
+
+
+class CdcError(Exception):
+    """Base class of every error cdc raises on purpose."""
+
+
+class ConfigError(CdcError):
+    """The configuration is invalid; ``problems`` lists each bad property with its reason."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        super().__init__("invalid configuration:\n" + "\n".join(f"  {p}" for p in self.problems))
+
+
+class ConnectorError(CdcError):
+    """The connector cannot go on; the message says why and how to fix it."""
+
+
+class RetriableError(ConnectorError):
+    """A failure worth retrying (e.g. the database is unreachable), per ``errors.max.retries``."""
+
+
+class OffsetStoreError(CdcError):
+    """The offset store cannot be read or written (e.g. a corrupt offsets file)."""
+
+
+class SchemaHistoryError(CdcError):
+    """The schema history store cannot be read or written."""
+
+
+class SinkError(CdcError):
+    """A sink failed to write a batch; nothing of that batch is acknowledged."""
+
+
+class PluginError(CdcError):
+    """A plugin named in the configuration is missing or broken."""

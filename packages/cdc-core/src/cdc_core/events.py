@@ -1,0 +1,71 @@
+"""The two event shapes: a connector's ``RawChange`` and the core's ``ChangeRecord``.
+
+Payload values are JSON-ready: exactly the values Kafka's JsonConverter writes (base64 strings
+for bytes and Connect decimals, ints for temporal types, ...). Converters produce them once, so
+serializers never walk the payload again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Sequence
+
+from cdc_core.relational import Table
+from cdc_core.schema import Schema
+
+
+class Unavailable:
+    """The sentinel for a column value the log did not carry (an unchanged TOASTed value)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNAVAILABLE"
+
+
+UNAVAILABLE = Unavailable()
+
+
+class RawChange(NamedTuple):
+    """One row change as a connector reads it, before the core turns it into an event.
+
+    ``before``/``after`` hold raw column values in ``table.columns`` order (None for SQL NULL,
+    ``UNAVAILABLE`` for a value the log did not carry). ``source`` is the ``source`` block payload,
+    ``offset`` the connector offset that is safe to commit once this change and every change
+    before it are acknowledged by the sink. ``op`` is one of ``c``, ``u``, ``d``, ``r``, ``t``.
+    """
+
+    table: Table
+    op: str
+    before: Sequence[Any] | None
+    after: Sequence[Any] | None
+    source: dict[str, Any]
+    offset: dict[str, Any]
+
+
+@dataclass(slots=True)
+class ChangeRecord:
+    """A record ready for a sink: topic, key and value payloads with their schemas, and headers.
+
+    ``value`` None is a tombstone. ``offset`` is the connector offset to commit once this record
+    and all records before it have been acknowledged; ``partition`` names whose offset it is.
+    """
+
+    topic: str
+    key: dict[str, Any] | None
+    value: dict[str, Any] | None
+    key_schema: Schema | None
+    value_schema: Schema | None
+    offset: dict[str, Any] | None = None
+    headers: dict[str, Any] = field(default_factory=dict)
+    partition: dict[str, Any] | None = None
+
+
+class Checkpoint(NamedTuple):
+    """An offset with no record: committed once everything before it is acknowledged.
+
+    Connectors yield it (inside a batch) to record progress that produced no event, such as the
+    end of a snapshot of empty tables; sinks never see it.
+    """
+
+    offset: dict[str, Any]

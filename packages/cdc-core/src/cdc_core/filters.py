@@ -1,0 +1,65 @@
+"""Which schemas, tables and columns are captured: Debezium's anchored include/exclude regex lists."""
+
+from __future__ import annotations
+
+import re
+
+from cdc_core.config import Config
+from cdc_core.config import common
+from cdc_core.relational import TableId
+
+
+def _matches(patterns: list[re.Pattern[str]], text: str) -> bool:
+    return any(p.fullmatch(text) for p in patterns)
+
+
+class TableFilter:
+    """Decides whether a table is captured, from the schema and table include/exclude lists.
+
+    Every regex must match the whole name (Debezium anchors them). Table lists match
+    ``schema.table`` (or ``database.table`` where a connector has no schemas).
+    """
+
+    def __init__(self, config: Config, system_schemas: frozenset[str] = frozenset()):
+        self.schema_include = config.get(common.SCHEMA_INCLUDE) or []
+        self.schema_exclude = config.get(common.SCHEMA_EXCLUDE) or []
+        self.table_include = config.get(common.TABLE_INCLUDE) or []
+        self.table_exclude = config.get(common.TABLE_EXCLUDE) or []
+        self.system_schemas = system_schemas
+
+    def includes_schema(self, schema: str | None) -> bool:
+        """True if tables of ``schema`` may be captured."""
+        if schema is None:
+            return True
+        if self.schema_include:
+            return _matches(self.schema_include, schema)
+        if schema in self.system_schemas:
+            return False
+        return not _matches(self.schema_exclude, schema)
+
+    def includes(self, table: TableId) -> bool:
+        """True if ``table`` is captured."""
+        if not self.includes_schema(table.schema):
+            return False
+        name = table.identifier
+        if self.table_include:
+            return _matches(self.table_include, name)
+        return not _matches(self.table_exclude, name)
+
+
+class ColumnFilter:
+    """Decides whether a column appears in events, from ``column.include.list``/``column.exclude.list``.
+
+    The regexes match ``schema.table.column`` (``database.table.column`` where there are no schemas).
+    """
+
+    def __init__(self, config: Config):
+        self.include = config.get(common.COLUMN_INCLUDE) or []
+        self.exclude = config.get(common.COLUMN_EXCLUDE) or []
+
+    def includes(self, table: TableId, column: str) -> bool:
+        """True if ``column`` of ``table`` is emitted."""
+        name = f"{table.identifier}.{column}"
+        if self.include:
+            return _matches(self.include, name)
+        return not _matches(self.exclude, name)

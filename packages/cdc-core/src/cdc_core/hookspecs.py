@@ -1,0 +1,42 @@
+"""The plugin hooks: one small function per kind of plugin. Built-ins implement them too."""
+
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("cdc")
+hookimpl = pluggy.HookimplMarker("cdc")
+
+
+@hookspec
+def register_connectors() -> list[type]:
+    """Return connector classes (see ``cdc_core.spi.connector.Connector``).
+
+    Each class has ``name`` (the short ``connector.class`` value, e.g. ``postgres``) and
+    ``class_names`` (Debezium's class names it answers to).
+    """
+
+
+@hookspec
+def register_sinks() -> list[type]:
+    """Return sink classes (see ``cdc_core.spi.sink.Sink``), each with a ``name`` used as ``debezium.sink.type``."""
+
+
+@hookspec
+def register_offset_stores() -> list[type]:
+    """Return offset store classes (see ``cdc_core.spi.offsets.OffsetStore``), each with ``name`` and ``class_names``."""
+
+
+@hookspec
+def register_schema_history_stores() -> list[type]:
+    """Return schema history store classes (see ``cdc_core.spi.history.SchemaHistoryStore``)."""
+
+
+@hookspec
+def register_serializers() -> list[type]:
+    """Return serializer classes (see ``cdc_core.spi.serializer.Serializer``), each with a ``name`` used as format."""
+
+
+@hookspec
+def register_demos() -> list[tuple[str, object]]:
+    """Return ``(name, function)`` pairs for ``cdc demo [NAME]``; the function takes no arguments and returns an exit code."""

@@ -1,0 +1,77 @@
+"""The bounded queue between the connector thread and the sink: batches in, batches out, back-pressure."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class BatchQueue(Generic[T]):
+    """A FIFO of items bounded by ``capacity`` items; producers put lists, the consumer takes batches.
+
+    ``put`` blocks while the queue is full (a list larger than the capacity is accepted when the
+    queue is empty, so progress never stalls). ``close`` ends the stream: ``get`` then returns
+    what is left and finally an empty list.
+    """
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._items: deque[T] = deque()
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def remaining_capacity(self) -> int:
+        """How many more items fit before ``put`` blocks."""
+        return max(0, self.capacity - len(self._items))
+
+    def put(self, items: list[T], should_stop=lambda: False) -> bool:
+        """Append items, waiting while full; False if the queue was closed or ``should_stop()`` became true."""
+        with self._cond:
+            while self._items and len(self._items) + len(items) > self.capacity:
+                if self._closed or should_stop():
+                    return False
+                self._cond.wait(0.1)
+            if self._closed:
+                return False
+            self._items.extend(items)
+            self._cond.notify_all()
+            return True
+
+    def get(self, max_items: int, timeout: float) -> list[T]:
+        """Take up to ``max_items``, waiting up to ``timeout`` seconds for the first one."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not self._items and not self._closed:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return []
+                self._cond.wait(left)
+            n = min(max_items, len(self._items))
+            popleft = self._items.popleft
+            out = [popleft() for _ in range(n)]
+            self._cond.notify_all()
+            return out
+
+    def close(self) -> None:
+        """No more items will come; wake everyone."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` was called."""
+        return self._closed
+
+    @property
+    def drained(self) -> bool:
+        """True when closed and empty."""
+        return self._closed and not self._items

@@ -1,0 +1,1 @@
+"""Serializers: records to bytes (the converters of Kafka Connect)."""

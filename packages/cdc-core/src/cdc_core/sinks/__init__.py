@@ -1,0 +1,1 @@
+"""Sinks: where serialized records go."""

@@ -1,0 +1,1 @@
+"""The contracts plugins implement: connectors, sinks, serializers, offset and schema history stores."""

@@ -1,0 +1,65 @@
+"""The connector contract: what a database plugin gives the core."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from cdc_core.config import Config, Fields
+from cdc_core.events import RawChange
+from cdc_core.schema import Schema
+
+
+@dataclass
+class ConnectorContext:
+    """What the engine hands a connector: its logger and the stores it may need."""
+
+    log: logging.LoggerAdapter
+    history: Any = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Connector(Protocol):
+    """A database plugin: it connects, snapshots and streams, and yields plain ``RawChange`` batches.
+
+    Lifecycle per attempt: ``__init__`` (no I/O) -> ``start(offset)`` -> iterate ``stream()`` ->
+    ``close()``. ``stop()`` and ``acknowledge()`` are called from another thread while
+    ``stream()`` runs. A retriable failure (database unreachable) raises
+    ``cdc_core.errors.RetriableError``; the engine then drains, waits and starts a new attempt
+    from the last acknowledged offset.
+    """
+
+    #: Short name used in ``connector.class`` (e.g. ``postgres``).
+    name: ClassVar[str]
+    #: Debezium class names this connector answers to.
+    class_names: ClassVar[tuple[str, ...]]
+    #: The connector's own properties (the common ones are added by the core).
+    fields: ClassVar[Fields]
+    #: The Connect schema of this connector's ``source`` block.
+    source_schema: ClassVar[Schema]
+
+    def __init__(self, config: Config, context: ConnectorContext) -> None: ...
+
+    def validate(self) -> list[str]:
+        """Problems with the configuration beyond single properties (no I/O); one line each."""
+
+    def partition(self) -> dict[str, Any]:
+        """The offset partition this connector's offsets are stored under (e.g. ``{"server": prefix}``)."""
+
+    def start(self, offset: dict[str, Any] | None) -> None:
+        """Connect and check prerequisites; ``offset`` is the last acknowledged one, or None."""
+
+    def stream(self) -> Iterator[list[RawChange]]:
+        """Yield batches of changes (snapshot first, then the log) until ``stop`` or the end of an initial-only run."""
+
+    def acknowledge(self, offset: dict[str, Any]) -> None:
+        """Everything up to ``offset`` is durably stored by the sink; the source may release it."""
+
+    def stop(self) -> None:
+        """Ask ``stream`` to end soon (called from another thread)."""
+
+    def close(self) -> None:
+        """Release connections; called once after ``stream`` ends or fails."""

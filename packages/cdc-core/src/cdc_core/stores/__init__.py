@@ -1,0 +1,1 @@
+"""Offset and schema history stores: files and memory."""

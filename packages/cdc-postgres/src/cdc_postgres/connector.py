@@ -1,0 +1,285 @@
+"""The PostgreSQL connector: checks, slot and publication, exported-snapshot handoff, streaming."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import psycopg
+from psycopg import sql
+
+from cdc_core.config import Config, Fields
+from cdc_core.config import common
+from cdc_core.errors import ConnectorError, RetriableError
+from cdc_core.events import Checkpoint, RawChange
+from cdc_core.filters import TableFilter
+from cdc_core.spi.connector import ConnectorContext
+from cdc_postgres import config as pgc
+from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
+from cdc_postgres.replication import ReplicationConnection, ReplicationError
+from cdc_postgres.snapshot import SnapshotReader
+from cdc_postgres.source import SOURCE_SCHEMA
+from cdc_postgres.streaming import ResumePoint, StreamReader
+from cdc_postgres.types import TypeModes
+
+_REGEX_CHARS = set("[](){}*+?|^$\\")
+
+
+class PostgresConnector:
+    """Debezium's PostgreSQL connector on pgoutput: snapshot in the slot's exported snapshot, then the WAL."""
+
+    name: ClassVar[str] = "postgres"
+    class_names: ClassVar[tuple[str, ...]] = ("io.debezium.connector.postgresql.PostgresConnector", "postgresql")
+    fields: ClassVar[Fields] = pgc.FIELDS
+    source_schema = SOURCE_SCHEMA
+
+    def __init__(self, config: Config, context: ConnectorContext):
+        self.config = config
+        self.log = context.log
+        self.server = config.get(common.TOPIC_PREFIX)
+        self.db = config.get(pgc.DBNAME)
+        self.slot = config.get(pgc.SLOT_NAME)
+        self.publication = config.get(pgc.PUBLICATION_NAME)
+        self.address = pgc.server_address(config)
+        self.modes = TypeModes(
+            decimal_handling=config.get(common.DECIMAL_MODE),
+            binary_handling=config.get(common.BINARY_MODE),
+            time_precision=config.get(common.TIME_PRECISION_MODE),
+        )
+        self.filter = TableFilter(config, SYSTEM_SCHEMAS)
+        self._stop = threading.Event()
+        self._ack_lsn = 0
+        self._conn: psycopg.Connection | None = None
+        self._repl: ReplicationConnection | None = None
+        self._offset: dict[str, Any] | None = None
+        self._snapshot_reader: SnapshotReader | None = None
+
+    # -- SPI ---------------------------------------------------------------------------------
+
+    def validate(self) -> list[str]:
+        """Cross-property problems (none yet beyond single properties)."""
+        return []
+
+    def partition(self) -> dict[str, Any]:
+        """Offsets are stored under ``{"server": topic.prefix}``, as Debezium does."""
+        return {"server": self.server}
+
+    def start(self, offset: dict[str, Any] | None) -> None:
+        """Connect, check the server's prerequisites and prepare the publication."""
+        self._offset = offset
+        try:
+            self._conn = psycopg.connect(pgc.conninfo(self.config), autocommit=True)
+        except psycopg.OperationalError as e:
+            raise RetriableError(f"cannot connect to PostgreSQL at {self.address}: {_first_line(e)}") from None
+        initial = self.config.get(pgc.DATABASE_INITIAL_STATEMENTS)
+        if initial:
+            for statement in initial.split(";;"):
+                if statement.strip():
+                    self._conn.execute(statement)
+        self._check_server()
+        self._catalog = Catalog(self._conn, self.modes, self.filter)
+        self._tables = self._catalog.captured_tables()
+        self._check_include_list()
+        self._prepare_publication()
+
+    def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
+        """Snapshot if the mode and offsets ask for it, then stream from the slot."""
+        try:
+            yield from self._run()
+        except (psycopg.OperationalError, ReplicationError) as e:
+            if self._stop.is_set():
+                return
+            raise RetriableError(f"lost the connection to PostgreSQL at {self.address}: {_first_line(e)}") from None
+
+    def acknowledge(self, offset: dict[str, Any]) -> None:
+        """Record the sink-acknowledged position; the streaming thread confirms it to the slot."""
+        lsn = offset.get("lsn_commit")
+        if lsn and "snapshot" not in offset and lsn > self._ack_lsn:
+            self._ack_lsn = lsn
+
+    def stop(self) -> None:
+        """Ask ``stream`` to end."""
+        self._stop.set()
+        if self._snapshot_reader is not None:
+            self._snapshot_reader.stopped = True
+
+    def close(self) -> None:
+        """Close the connections; drop the slot if ``slot.drop.on.stop`` is set."""
+        if self._repl is not None:
+            self._repl.close()
+            self._repl = None
+        if self._conn is not None:
+            try:
+                if self.config.get(pgc.SLOT_DROP_ON_STOP) and not self._conn.closed:
+                    self._conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                                       "WHERE slot_name = %s AND NOT active", (self.slot,))
+            except psycopg.Error as e:
+                self.log.warning("could not drop slot %s: %s", self.slot, _first_line(e))
+            self._conn.close()
+            self._conn = None
+
+    # -- checks ------------------------------------------------------------------------------
+
+    def _check_server(self) -> None:
+        assert self._conn is not None
+        wal_level = self._conn.execute("SHOW wal_level").fetchone()[0]
+        if wal_level != "logical":
+            raise ConnectorError(
+                f"PostgreSQL at {self.address} has wal_level={wal_level}; logical decoding needs "
+                "wal_level=logical. Run ALTER SYSTEM SET wal_level = logical (or set it in postgresql.conf) "
+                "and restart the server."
+            )
+        user, can_replicate = self._conn.execute(
+            "SELECT current_user, rolreplication OR rolsuper FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()
+        if not can_replicate:
+            raise ConnectorError(
+                f"user {user!r} on {self.address} lacks the REPLICATION privilege; grant it with "
+                f'ALTER ROLE "{user}" WITH REPLICATION (or connect as a superuser).'
+            )
+
+    def _check_include_list(self) -> None:
+        """A literal table name in ``table.include.list`` that matches no table is an error."""
+        names = {t.id.identifier for t in self._tables.values()}
+        for pattern in self.filter.table_include:
+            if not _REGEX_CHARS & set(pattern.pattern.replace(".", "")) and not any(pattern.fullmatch(n) for n in names):
+                raise ConnectorError(
+                    f"table.include.list names {pattern.pattern!r}, but database {self.db!r} on {self.address} "
+                    "has no such table: create the table, or fix the list (entries are schema.table regexes)."
+                )
+
+    def _prepare_publication(self) -> None:
+        assert self._conn is not None
+        mode = self.config.get(pgc.PUBLICATION_AUTOCREATE)
+        exists = self._conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (self.publication,)).fetchone()
+        pub = sql.Identifier(self.publication)
+        if mode == "disabled":
+            if not exists:
+                raise ConnectorError(
+                    f"publication {self.publication!r} does not exist in database {self.db!r} and "
+                    "publication.autocreate.mode=disabled: create it (CREATE PUBLICATION ... FOR TABLE ...) "
+                    "or choose another publication.autocreate.mode."
+                )
+            return
+        try:
+            if mode == "all_tables":
+                if not exists:
+                    self.log.info("creating publication %s for all tables", self.publication)
+                    self._conn.execute(sql.SQL("CREATE PUBLICATION {} FOR ALL TABLES").format(pub))
+            elif mode == "filtered":
+                tables = sql.SQL(", ").join(sql.Identifier(t.id.schema, t.id.table) for t in self._tables.values())
+                if not self._tables:
+                    raise ConnectorError("publication.autocreate.mode=filtered but no table matches the filters")
+                verb = "ALTER PUBLICATION {} SET TABLE {}" if exists else "CREATE PUBLICATION {} FOR TABLE {}"
+                self._conn.execute(sql.SQL(verb).format(pub, tables))
+        except psycopg.errors.InsufficientPrivilege as e:
+            raise ConnectorError(
+                f"cannot create publication {self.publication!r}: {_first_line(e)}. Create it as a superuser "
+                "or set publication.autocreate.mode=disabled with an existing publication."
+            ) from None
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def _slot_state(self) -> tuple[bool, bool]:
+        assert self._conn is not None
+        row = self._conn.execute(
+            "SELECT active, database FROM pg_replication_slots WHERE slot_name = %s", (self.slot,)
+        ).fetchone()
+        if row is None:
+            return False, False
+        if row[1] != self.db:
+            raise ConnectorError(f"replication slot {self.slot!r} belongs to database {row[1]!r}, not {self.db!r}; "
+                                 "use another slot.name")
+        return True, bool(row[0])
+
+    def _needs_snapshot(self, slot_exists: bool) -> bool:
+        mode = self.config.get(pgc.SNAPSHOT_MODE)
+        offset = self._offset
+        if mode == "no_data":
+            return False
+        if offset is None or offset.get("snapshot"):
+            return True  # never snapshotted, or the snapshot did not complete
+        if mode == "always":
+            return True
+        if not slot_exists:
+            if mode == "when_needed":
+                self.log.warning("slot %s is gone; taking a new snapshot (snapshot.mode=when_needed)", self.slot)
+                return True
+            raise ConnectorError(
+                f"replication slot {self.slot!r} does not exist on {self.address}, but offsets say streaming "
+                f"stopped at LSN {offset.get('lsn')}: changes since then cannot be read. Set snapshot.mode="
+                "when_needed to take a new snapshot, or delete the offsets to start over."
+            )
+        return False
+
+    def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
+        assert self._conn is not None
+        mode = self.config.get(pgc.SNAPSHOT_MODE)
+        slot_exists, active = self._slot_state()
+        if active:
+            raise ConnectorError(f"replication slot {self.slot!r} is in use by another connection; "
+                                 "stop the other client or use another slot.name")
+        snapshot = self._needs_snapshot(slot_exists)
+        if mode == "initial_only" and self._offset is not None and not self._offset.get("snapshot"):
+            self.log.info("snapshot already completed and snapshot.mode=initial_only: nothing to do")
+            return
+        self._repl = ReplicationConnection(
+            pgc.conninfo(self.config), status_interval=self.config.get(pgc.STATUS_UPDATE_INTERVAL_MS) / 1000.0
+        )
+        resume = ResumePoint(self._offset)
+        start_lsn = resume.commit
+        if snapshot or not slot_exists:
+            if slot_exists:
+                self.log.info("dropping slot %s to export a fresh snapshot from a new one", self.slot)
+                self._repl.drop_slot(self.slot)
+            created = self._repl.create_slot(self.slot, "pgoutput", export_snapshot=snapshot)
+            self.log.info("created slot %s at %s", self.slot, created.consistent_point)
+            start_lsn = created.consistent_point
+            resume = ResumePoint({"lsn_commit": start_lsn, "lsn_proc": None})
+            if snapshot:
+                yield from self._snapshot(created.snapshot_name, created.consistent_point)
+                if self._stop.is_set():
+                    return
+            else:
+                yield [Checkpoint({"lsn_proc": None, "lsn_commit": start_lsn, "lsn": start_lsn,
+                                   "txId": None, "ts_usec": None})]
+        if mode == "initial_only":
+            return
+        yield from self._stream(start_lsn, resume)
+
+    def _snapshot(self, snapshot_name: str | None, lsn: int) -> Iterator[list[RawChange | Checkpoint]]:
+        snap_conn = psycopg.connect(pgc.conninfo(self.config), autocommit=True)
+        try:
+            reader = self._snapshot_reader = SnapshotReader(
+                snap_conn, self.server, self.db, lsn, min(self.config.get(pgc.SNAPSHOT_FETCH_SIZE), 2048),
+                self.log.with_context("snapshot") if hasattr(self.log, "with_context") else self.log,
+            )
+            reader.begin(snapshot_name)
+            tables = sorted(self._tables.values(), key=lambda t: t.id.identifier)
+            self.log.info("snapshot of %d tables at LSN %d", len(tables), lsn)
+            yield from reader.read(tables)
+            reader.end()
+        finally:
+            self._snapshot_reader = None
+            snap_conn.close()
+
+    def _stream(self, start_lsn: int, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
+        assert self._repl is not None
+        options = {"proto_version": "1", "publication_names": f'"{self.publication}"'}
+        self._repl.start(self.slot, start_lsn, options)
+        self.log.info("streaming from slot %s at LSN %d", self.slot, start_lsn)
+        reader = StreamReader(self._repl, self._catalog, self._tables, self.server, self.db, resume, self.log)
+        timeout = min(self.config.get(common.POLL_INTERVAL_MS) / 1000.0, 0.5)
+        repl = self._repl
+        while not self._stop.is_set():
+            if self._ack_lsn > repl.confirmed_lsn:
+                repl.confirm(self._ack_lsn)
+            yield reader.read(timeout)
+        if self._ack_lsn > repl.confirmed_lsn:
+            repl.confirm(self._ack_lsn)
+            repl.send_status()
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -1,0 +1,150 @@
+"""Streaming: pgoutput messages from the replication connection turned into RawChange batches."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cdc_core.events import Checkpoint, RawChange
+from cdc_core.relational import Table
+from cdc_postgres.catalog import Catalog
+from cdc_postgres.pgoutput import Begin, Commit, Delete, Insert, Relation, Update, decode
+from cdc_postgres.replication import ReplicationConnection
+from cdc_postgres.source import CONNECTOR, DEBEZIUM_VERSION
+from cdc_postgres.types import column_for
+
+
+class ResumePoint:
+    """Where a restart resumes inside the log: skip what the stored offset says was acknowledged.
+
+    The offset holds ``lsn_commit`` (the commit LSN of the transaction being processed, or the
+    end LSN of the last completed one) and ``lsn_proc`` (the LSN of the last acknowledged change
+    in that transaction, or None). A transaction committed before ``lsn_commit`` was fully
+    processed; within the transaction at ``lsn_commit`` only changes after ``lsn_proc`` are new.
+    """
+
+    def __init__(self, offset: dict[str, Any] | None):
+        self.commit = (offset or {}).get("lsn_commit") or 0
+        self.proc = (offset or {}).get("lsn_proc")
+
+    def skip_transaction(self, commit_lsn: int) -> bool:
+        """True if the whole transaction committing at ``commit_lsn`` was already processed."""
+        return commit_lsn < self.commit
+
+    def skip_change(self, commit_lsn: int, lsn: int) -> bool:
+        """True if this change of a partly processed transaction was already acknowledged."""
+        return commit_lsn == self.commit and self.proc is not None and lsn <= self.proc
+
+
+class StreamReader:
+    """Decodes XLogData into RawChanges for the captured tables, tracking transactions and relations."""
+
+    def __init__(self, repl: ReplicationConnection, catalog: Catalog, tables: dict[int, Table],
+                 server: str, db: str, resume: ResumePoint, log):
+        self.repl = repl
+        self.catalog = catalog
+        self.tables = tables
+        self.server = server
+        self.db = db
+        self.resume = resume
+        self.log = log
+        self._xid: int | None = None
+        self._commit_lsn = 0
+        self._ts_us = 0
+        self._changes_in_tx = 0
+        self._skip_tx = False
+        self._last_commit_lsn: int | None = resume.commit or None
+
+    def read(self, timeout: float) -> list[RawChange | Checkpoint]:
+        """One batch: every message already received (waiting up to ``timeout`` for the first)."""
+        out: list[RawChange | Checkpoint] = []
+        append = out.append
+        tables = self.tables
+        server, db = self.server, self.db
+        for x in self.repl.read(timeout):
+            msg = decode(x.payload)
+            cls = msg.__class__
+            if cls is Insert or cls is Update or cls is Delete:
+                table = tables.get(msg.relation_oid)
+                if table is None or self._skip_tx:
+                    continue
+                lsn = x.data_start
+                if self.resume.skip_change(self._commit_lsn, lsn):
+                    continue
+                if cls is Insert:
+                    op, before, after = "c", None, msg.new
+                elif cls is Update:
+                    # With REPLICA IDENTITY DEFAULT the old key arrives only when the key changed.
+                    op, before, after = "u", msg.old, msg.new
+                else:
+                    op, before, after = "d", msg.old, None
+                ts_us = self._ts_us
+                tid = table.id
+                source = {
+                    "version": DEBEZIUM_VERSION, "connector": CONNECTOR, "name": server,
+                    "ts_ms": ts_us // 1000, "snapshot": "false", "db": db,
+                    "sequence": f'["{self._last_commit_lsn}","{lsn}"]' if self._last_commit_lsn else f'[null,"{lsn}"]',
+                    "ts_us": ts_us, "ts_ns": ts_us * 1000, "schema": tid.schema, "table": tid.table,
+                    "txId": self._xid, "lsn": lsn, "xmin": None,
+                }
+                offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn,
+                          "txId": self._xid, "ts_usec": ts_us}
+                append(RawChange(table, op, before, after, source, offset))
+                self._changes_in_tx += 1
+            elif cls is Begin:
+                self._xid = msg.xid
+                self._commit_lsn = msg.final_lsn
+                self._ts_us = msg.commit_ts_us
+                self._changes_in_tx = 0
+                self._skip_tx = self.resume.skip_transaction(msg.final_lsn)
+            elif cls is Commit:
+                if self._changes_in_tx or self._skip_tx:
+                    # The transaction is complete: once acknowledged, confirm past its commit.
+                    append(Checkpoint({"lsn_proc": None, "lsn_commit": msg.end_lsn, "lsn": msg.end_lsn,
+                                       "txId": self._xid, "ts_usec": self._ts_us}))
+                self._last_commit_lsn = msg.commit_lsn
+                self._skip_tx = False
+                self._xid = None
+            elif cls is Relation:
+                self._relation(msg)
+        return out
+
+    def _relation(self, rel: Relation) -> None:
+        """Keep the cached table if the relation still matches it; otherwise re-read its definition."""
+        current = self.tables.get(rel.oid)
+        if current is None and not self.catalog.filter.includes(_table_id(rel)):
+            return
+        if current is not None and _matches(current, rel):
+            return
+        fresh = self.catalog.table(rel.oid)
+        if fresh is None or not _matches(fresh, rel):
+            fresh = _table_from_relation(rel, fresh, self.catalog)
+        if current is not None:
+            self.log.info("table %s changed; new columns: %s", fresh.id, ", ".join(c.name for c in fresh.columns))
+        self.tables[rel.oid] = fresh
+
+
+def _table_id(rel: Relation):
+    from cdc_core.relational import TableId
+
+    return TableId(None, rel.namespace, rel.name)
+
+
+def _matches(table: Table, rel: Relation) -> bool:
+    if table.id.schema != rel.namespace or table.id.table != rel.name or len(table.columns) != len(rel.columns):
+        return False
+    return all(c.name == r.name and c.type_oid == r.type_oid for c, r in zip(table.columns, rel.columns))
+
+
+def _table_from_relation(rel: Relation, catalog_table: Table | None, catalog: Catalog) -> Table:
+    """A table built from the Relation message itself, borrowing nullability from the catalog by name."""
+    known = {c.name: c for c in catalog_table.columns} if catalog_table else {}
+    columns = []
+    for i, rc in enumerate(rel.columns):
+        col = known.get(rc.name)
+        if col is None or col.type_oid != rc.type_oid:
+            col = column_for(rc.name, rc.type_oid, rc.type_modifier, True, catalog.modes, position=i + 1)
+        columns.append(col)
+    pk = [c for c in (catalog_table.primary_key if catalog_table else []) if any(rc.name == c for rc in rel.columns)]
+    if not pk:
+        pk = [rc.name for rc in rel.columns if rc.is_key]
+    return Table(_table_id(rel), columns, pk)
