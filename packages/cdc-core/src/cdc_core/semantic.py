@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from cdc_core.errors import CdcError
-from cdc_core.schema import Schema, primitive, struct as struct_schema
+from cdc_core.schema import Field, Schema, primitive
 
 # --------------------------------------------------------------------------- names
 
@@ -125,16 +125,20 @@ def decimal_schema(scale: int, precision: int | None = None, *, optional: bool =
     return semantic_schema(CONNECT_DECIMAL, optional=optional, parameters=params)
 
 
-@lru_cache(maxsize=None)
 def variable_scale_decimal_schema(*, optional: bool = False) -> Schema:
     """Debezium's VariableScaleDecimal: struct {scale: int32, value: bytes}, version 1, with its doc."""
+    return _variable_scale_decimal_schema(optional)
+
+
+@lru_cache(maxsize=None)
+def _variable_scale_decimal_schema(optional: bool) -> Schema:
     return Schema(
         "struct",
         optional=optional,
         name=VARIABLE_SCALE_DECIMAL,
         version=1,
         doc="Variable scaled decimal",
-        fields=struct_schema(None, [("scale", Schema("int32")), ("value", Schema("bytes"))]).fields,
+        fields=(Field("scale", Schema("int32")), Field("value", Schema("bytes"))),
     )
 
 
@@ -295,9 +299,19 @@ def json_float(value: float) -> float | str:
     return "Infinity" if value > 0 else "-Infinity"
 
 
+#: Above this magnitude a double rounds to float32 infinity (FLT_MAX plus half an ulp).
+_F32_OVERFLOW = 3.4028235677973366e38
+_F32_MAX = 3.4028234663852886e38
+
+
 def to_float32(value: float) -> float:
-    """Round a Python float to the nearest IEEE float32, returned as a Python float."""
-    return _F32.unpack(_F32.pack(value))[0]
+    """Round a Python float to the nearest IEEE float32 (as ``Float.valueOf`` does), returned as a Python float."""
+    try:
+        return _F32.unpack(_F32.pack(value))[0]
+    except OverflowError:
+        # struct refuses values between FLT_MAX and the rounding boundary; they round to FLT_MAX.
+        magnitude = _F32_MAX if abs(value) < _F32_OVERFLOW else math.inf
+        return math.copysign(magnitude, value)
 
 
 def json_float32(value: float) -> float | str:
@@ -351,7 +365,7 @@ MICROS_PER_DAY = 86_400_000_000
 def days_from_civil(year: int, month: int, day: int) -> int:
     """Days since 1970-01-01 of a proleptic Gregorian date; year 0 is 1 BC, -1 is 2 BC (like java.time)."""
     year -= month <= 2
-    era = (year if year >= 0 else year - 399) // 400
+    era = year // 400  # floor division: Hinnant's "(y >= 0 ? y : y - 399) / 400" in C
     yoe = year - era * 400
     doy = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
     doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
@@ -361,7 +375,7 @@ def days_from_civil(year: int, month: int, day: int) -> int:
 def civil_from_days(days: int) -> tuple[int, int, int]:
     """The proleptic Gregorian (year, month, day) ``days`` after 1970-01-01 (inverse of ``days_from_civil``)."""
     z = days + 719468
-    era = (z if z >= 0 else z - 146096) // 146097
+    era = z // 146097
     doe = z - era * 146097
     yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
     doy = doe - (365 * yoe + yoe // 4 - yoe // 100)

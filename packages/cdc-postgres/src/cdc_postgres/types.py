@@ -552,6 +552,11 @@ def _zoned_timestamp_slow(ctx: _Ctx, text: str) -> str:
 
 def _build_timestamptz(ctx: _Ctx) -> _Built:
     def convert(text: str) -> str:
+        # Fast path, TimeZone=UTC output "YYYY-MM-DD HH:MM:SS[.f]+00": only re-punctuate
+        # (PostgreSQL already drops trailing fractional zeros).
+        if text[-3:] == "+00" and text[4:5] == "-" and text[10:11] == " ":
+            if len(text) == 22 or (text[19:20] == "." and text[-4] != "0"):
+                return f"{text[:10]}T{text[11:-3]}Z"
         try:
             dt = _fromiso_datetime(text)
             if dt.tzinfo is None:
@@ -568,6 +573,17 @@ def _build_timestamptz(ctx: _Ctx) -> _Built:
 
 def _build_timetz(ctx: _Ctx) -> _Built:
     def convert(text: str) -> str:
+        try:
+            t = _fromiso_time(text)
+        except ValueError:
+            return slow(text)
+        offset = t.utcoffset()
+        if offset is None:
+            raise ctx.fail(text, "expected HH:MM:SS[.ffffff]+HH[:MM]")
+        micros = sem.micros_of_day(t) - offset // _US
+        return sem.format_zoned_time((micros % sem.MICROS_PER_DAY) * 1000)
+
+    def slow(text: str) -> str:
         m = _TIMETZ_RE.fullmatch(text)
         if m is None:
             raise ctx.fail(text, "expected HH:MM:SS[.ffffff]+HH[:MM]")
