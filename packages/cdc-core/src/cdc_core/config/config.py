@@ -54,7 +54,9 @@ class Config(Mapping[str, Any]):
             try:
                 value = key.parse(raw)
             except InvalidValue as e:
-                raise ConfigError([f"{key.name}: {e}"]) from None
+                # As in ``problems``: the reason quotes the value, and a secret's value is never shown.
+                reason = "invalid value" if key.secret or is_secret(key.name) else e
+                raise ConfigError([f"{key.name}: {reason}"]) from None
         self._cache[key.name] = value
         return value
 

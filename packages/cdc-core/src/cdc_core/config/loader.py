@@ -9,6 +9,7 @@ from typing import Any
 from cdc_core.errors import ConfigError
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+_HEX = frozenset("0123456789abcdefABCDEF")
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -30,22 +31,44 @@ def parse_properties(text: str, source: str = "<string>") -> dict[str, str]:
     """Parse Java .properties text: ``key=value``, ``key: value`` or ``key value``; # and ! comments; \\ continuations."""
     out: dict[str, str] = {}
     logical = ""
-    for line in text.splitlines():
-        stripped = line.strip() if not logical else line.lstrip()
+    first = 0
+    for lineno, line in enumerate(text.splitlines(), 1):
+        # Leading whitespace never counts; a line continues only if its very last character is an
+        # unescaped backslash (so an escaped trailing space, ``a=x\\ ``, does not continue).
+        stripped = line.lstrip()
         if not logical and (not stripped or stripped[0] in "#!"):
             continue
+        first = first or lineno
         trailing = len(stripped) - len(stripped.rstrip("\\"))
         if trailing % 2 == 1:
             logical += stripped[:-1]
             continue
-        logical += stripped
-        key, value = _split_property(logical)
-        out[key] = value
-        logical = ""
+        logical += _rstrip_unescaped(stripped)
+        _store(out, logical, source, first)
+        logical, first = "", 0
     if logical:
-        key, value = _split_property(logical)
-        out[key] = value
+        _store(out, logical, source, first)
     return out
+
+
+def _rstrip_unescaped(line: str) -> str:
+    """Drop trailing whitespace, but not an escaped space (``\\ ``) at the end."""
+    end = len(line)
+    while end and line[end - 1] in " \t\f":
+        backslashes = len(line[: end - 1]) - len(line[: end - 1].rstrip("\\"))
+        if backslashes % 2 == 1:
+            break
+        end -= 1
+    return line[:end]
+
+
+def _store(out: dict[str, str], logical: str, source: str, lineno: int) -> None:
+    try:
+        key, value = _split_property(logical)
+    except ValueError:
+        # The value may be a secret: name the place, never the text.
+        raise ConfigError([f"{source}: line {lineno}: malformed \\uXXXX escape"]) from None
+    out[key] = value
 
 
 def _split_property(line: str) -> tuple[str, str]:
@@ -74,8 +97,11 @@ def _unescape(s: str) -> str:
         ch = s[i]
         if ch == "\\" and i + 1 < len(s):
             nxt = s[i + 1]
-            if nxt == "u" and i + 5 < len(s):
-                out.append(chr(int(s[i + 2 : i + 6], 16)))
+            if nxt == "u":
+                digits = s[i + 2 : i + 6]
+                if len(digits) < 4 or not all(d in _HEX for d in digits):
+                    raise ValueError(f"malformed \\uXXXX escape: {digits!r}")
+                out.append(chr(int(digits, 16)))
                 i += 6
                 continue
             out.append(_ESCAPES.get(nxt, nxt))

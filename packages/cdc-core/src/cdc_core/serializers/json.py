@@ -18,7 +18,7 @@ def _with_schema(schema: Schema | None, payload: Any) -> bytes | None:
     if payload is None and schema is None:
         return None
     schema_json = schema.json_bytes() if schema is not None else b"null"
-    return b'{"schema":' + schema_json + b',"payload":' + _dumps(payload) + b"}"
+    return b"".join((b'{"schema":', schema_json, b',"payload":', _dumps(payload), b"}"))
 
 
 def _bare(schema: Schema | None, payload: Any) -> bytes | None:

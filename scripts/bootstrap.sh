@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install what cdc's demo and tests need on a fresh Debian machine, then sync the uv workspace.
+# Idempotent: anything already present is left alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
+
+apt_packages=()
+if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  apt_packages+=(postgresql)
+fi
+command -v runuser >/dev/null 2>&1 || apt_packages+=(util-linux)
+if [ ${#apt_packages[@]} -gt 0 ]; then
+  echo "bootstrap: installing Debian packages: ${apt_packages[*]}" >&2
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
+fi
+# The Debian postgresql package creates the postgres OS user that runs throwaway servers as root.
+if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
+  useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+fi
+
+if ! command -v uv >/dev/null 2>&1; then
+  echo "bootstrap: installing uv" >&2
+  python3 -m pip install --quiet --disable-pip-version-check uv
+fi
+uv sync --all-extras --locked --quiet
