@@ -60,7 +60,7 @@ class MemoryScript:
 
     ``batches`` are yielded in order; a batch whose changes all lie at or before the start
     offset's ``pos`` is skipped (so a restart resumes). ``fail_at`` (a batch index) raises
-    ``RetriableError`` instead of yielding that batch, ``failures`` times in all.
+    ``error`` (``RetriableError`` by default) instead of yielding that batch, ``failures`` times in all.
     ``keep_streaming`` makes ``stream`` wait for ``stop()`` after the last batch, like a
     connector following a live log.
     """
@@ -68,6 +68,7 @@ class MemoryScript:
     batches: list[list[RawChange | Checkpoint]]
     fail_at: int | None = None
     failures: int = 1
+    error: type[Exception] = RetriableError
     keep_streaming: bool = False
     starts: list[dict[str, Any] | None] = field(default_factory=list)
     acknowledged: list[dict[str, Any]] = field(default_factory=list)
@@ -140,7 +141,7 @@ class MemoryConnector:
                 continue
             if index == script.fail_at and script.failures > 0:
                 script.failures -= 1
-                raise RetriableError(f"memory connector: simulated outage before batch {index}")
+                raise script.error(f"memory connector: simulated outage before batch {index}")
             script.yielded.append(index)
             yield list(batch)
         while script.keep_streaming and not self._stop.wait(0.005):

@@ -48,6 +48,9 @@ FIELDS = Fields(
 )
 
 
+SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres -c bytea_output=hex -c extra_float_digits=1"
+
+
 def conninfo(config, **extra: str) -> str:
     """A libpq conninfo string for the configured server (the password included; never log it)."""
     from psycopg.conninfo import make_conninfo
@@ -60,6 +63,9 @@ def conninfo(config, **extra: str) -> str:
         "sslmode": config.get(SSLMODE),
         "connect_timeout": str(max(1, config.get(CONNECTION_TIMEOUT) // 1000)),
         "application_name": "cdc",
+        # The converters parse PostgreSQL's text output: pin the settings that shape it, on every
+        # connection (the walsender formats pgoutput values with its own session's settings).
+        "options": SESSION_OPTIONS,
     }
     password = config.get(PASSWORD)
     if password:

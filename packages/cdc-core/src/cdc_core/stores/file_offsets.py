@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import tempfile
 from pathlib import Path
@@ -61,17 +62,18 @@ class FileOffsetStore:
     def get(self, partition: dict[str, Any]) -> dict[str, Any] | None:
         """The stored offset of ``partition``, or None."""
         found = self._offsets.get(_key(partition))
-        return dict(found[1]) if found else None
+        return copy.deepcopy(found[1]) if found else None
 
     def all(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Every stored ``(partition, offset)`` pair."""
-        return list(self._offsets.values())
+        return copy.deepcopy(list(self._offsets.values()))
 
     def commit(self, offsets: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
         """Merge these offsets and replace the file atomically: temp file, fsync, rename, fsync dir."""
         merged = dict(self._offsets)
         for partition, offset in offsets:
-            merged[_key(partition)] = (partition, offset)
+            # Copies: a caller changing its dicts later must not change what is stored.
+            merged[_key(partition)] = (copy.deepcopy(partition), copy.deepcopy(offset))
         doc = {"version": FORMAT_VERSION, "offsets": [{"partition": p, "offset": o} for p, o in merged.values()]}
         data = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
         directory = self.path.parent
