@@ -257,11 +257,6 @@ def test_column_lists_shape_the_value(props: dict, value_fields: list[str]) -> N
     assert record.key_schema.field_names == ("id",)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="envelope.TableEvents builds the key from the filtered columns; Debezium always keeps "
-    "primary-key columns in the key even when column.include/exclude.list drops them from the value",
-)
 @pytest.mark.parametrize(
     "props",
     [{"column.exclude.list": "public.customers.id"}, {"column.include.list": "public.customers.name"}],

@@ -38,7 +38,10 @@ def captured(props: dict) -> list[str]:
         ({"schema.include.list": "inventory"}, ["inventory.customers", "shop.items"]),
         ({"schema.include.list": "pub"}, ["shop.items"]),  # anchored; tables without a schema are not schema-filtered
         ({"schema.exclude.list": "public"}, ["inventory.customers", "shop.items"]),
-        ({"schema.include.list": "pg_catalog"}, ["pg_catalog.pg_class", "shop.items"]),  # system schemas only when asked for
+        # Built-in tables are never captured, whatever the lists say (table.ignore.builtin).
+        ({"schema.include.list": "pg_catalog"}, ["shop.items"]),
+        ({"table.include.list": "pg_catalog.pg_class"}, []),
+        ({"table.include.list": ".*"}, ["public.customers", "public.cust", "public.orders", "inventory.customers", "shop.items"]),
         ({"schema.include.list": "public", "table.include.list": "inventory.customers"}, []),
         ({"schema.include.list": "public", "table.exclude.list": "public.orders"}, ["public.customers", "public.cust", "shop.items"]),
         ({"table.include.list": "shop.items"}, ["shop.items"]),  # catalog.table where there is no schema

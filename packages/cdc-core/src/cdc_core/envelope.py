@@ -99,14 +99,6 @@ def compile_row_function(columns: list[tuple[int, Column]], with_unavailable: bo
     return env["row"]
 
 
-def compile_key_function(key_columns: list[str]) -> Callable[[dict], dict]:
-    """Generate ``key(value_struct) -> dict`` picking the key columns out of a converted row."""
-    env: dict[str, Any] = {}
-    body = ", ".join(f"{c!r}: r[{c!r}]" for c in key_columns)
-    exec(compile(f"def key(r):\n    return {{{body}}}", "<cdc key converter>", "exec"), env)
-    return env["key"]
-
-
 class TableEvents:
     """Everything needed to build one table version's records: topic, schemas and row functions."""
 
@@ -120,12 +112,13 @@ class TableEvents:
         self.topic = topics.data_topic(table.id)
         self.value_schema = struct(f"{prefix}.Value", [(c.name, c.schema) for _, c in included], optional=True)
         self.envelope = envelope_schema(f"{prefix}.Envelope", self.value_schema, source_schema)
-        key_columns = [c for c in table.primary_key if any(col.name == c for _, col in included)]
-        if key_columns:
-            self.key_schema = struct(
-                f"{prefix}.Key", [(c, table.column(c).schema.with_optional(False)) for c in key_columns]
-            )
-            self.key = compile_key_function(key_columns)
+        # Debezium always keys by the primary key, even where the column filters drop its columns
+        # from the value; so the key is converted from the raw row, not taken from the value.
+        if table.primary_key:
+            positions = {c.name: i for i, c in enumerate(table.columns)}
+            key_columns = [(positions[name], table.column(name)) for name in table.primary_key]
+            self.key_schema = struct(f"{prefix}.Key", [(c.name, c.schema.with_optional(False)) for _, c in key_columns])
+            self.key = compile_row_function(key_columns, with_unavailable=False)
         else:
             self.key_schema = None
             self.key = None
@@ -177,11 +170,11 @@ class EventBuilder:
             before = None if ch.before is None else (te.row_toast(ch.before) if op == "u" else te.row(ch.before))
             after = None if ch.after is None else (te.row_toast(ch.after) if op == "u" else te.row(ch.after))
             keyf = te.key
-            keyed_row = after if after is not None else before
+            keyed_row = ch.after if ch.after is not None else ch.before
             key = keyf(keyed_row) if keyf is not None and keyed_row is not None else None
-            if op == "u" and keyf is not None and before is not None and keyf(before) != key:
+            if op == "u" and keyf is not None and ch.before is not None and keyf(ch.before) != key:
                 # A primary-key change: a delete of the old key, its tombstone, and a create of the new.
-                old_key = keyf(before)
+                old_key = keyf(ch.before)
                 del_value = {"before": before, "after": None, "source": ch.source, "op": "d",
                              "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": None}
                 append(ChangeRecord(te.topic, old_key, del_value, te.key_schema, te.envelope, None,

@@ -17,7 +17,8 @@ class TableFilter:
     """Decides whether a table is captured, from the schema and table include/exclude lists.
 
     Every regex must match the whole name (Debezium anchors them). Table lists match
-    ``schema.table`` (or ``database.table`` where a connector has no schemas).
+    ``schema.table`` (or ``database.table`` where a connector has no schemas). Tables of
+    ``system_schemas`` are never captured, whatever the lists say (``table.ignore.builtin``).
     """
 
     def __init__(self, config: Config, system_schemas: frozenset[str] = frozenset()):
@@ -31,10 +32,11 @@ class TableFilter:
         """True if tables of ``schema`` may be captured."""
         if schema is None:
             return True
+        if schema in self.system_schemas:
+            # Debezium ignores built-in tables regardless of the include and exclude lists.
+            return False
         if self.schema_include:
             return _matches(self.schema_include, schema)
-        if schema in self.system_schemas:
-            return False
         return not _matches(self.schema_exclude, schema)
 
     def includes(self, table: TableId) -> bool:

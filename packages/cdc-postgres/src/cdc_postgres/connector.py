@@ -253,7 +253,7 @@ class PostgresConnector:
         try:
             reader = self._snapshot_reader = SnapshotReader(
                 snap_conn, self.server, self.db, lsn, min(self.config.get(pgc.SNAPSHOT_FETCH_SIZE), 2048),
-                self.log.with_context("snapshot") if hasattr(self.log, "with_context") else self.log,
+                self.log.with_context("snapshot"),
             )
             reader.begin(snapshot_name)
             tables = sorted(self._tables.values(), key=lambda t: t.id.identifier)
@@ -268,8 +268,9 @@ class PostgresConnector:
         assert self._repl is not None
         options = {"proto_version": "1", "publication_names": f'"{self.publication}"'}
         self._repl.start(self.slot, start_lsn, options)
-        self.log.info("streaming from slot %s at LSN %d", self.slot, start_lsn)
-        reader = StreamReader(self._repl, self._catalog, self._tables, self.server, self.db, resume, self.log)
+        log = self.log.with_context("streaming")
+        log.info("streaming from slot %s at LSN %d", self.slot, start_lsn)
+        reader = StreamReader(self._repl, self._catalog, self._tables, self.server, self.db, resume, log)
         timeout = min(self.config.get(common.POLL_INTERVAL_MS) / 1000.0, 0.5)
         repl = self._repl
         while not self._stop.is_set():

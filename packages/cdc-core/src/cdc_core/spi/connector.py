@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from cdc_core.config import Config, Fields
 from cdc_core.events import RawChange
+from cdc_core.logs import ConnectorLogger
 from cdc_core.schema import Schema
 
 
@@ -16,7 +16,7 @@ from cdc_core.schema import Schema
 class ConnectorContext:
     """What the engine hands a connector: its logger and the stores it may need."""
 
-    log: logging.LoggerAdapter
+    log: ConnectorLogger
     history: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
 
