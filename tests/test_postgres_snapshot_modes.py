@@ -122,7 +122,7 @@ def test_primary_key_update_is_delete_tombstone_create(pg_server, pg_db, tmp_pat
     assert create["key"]["payload"] == {"id": 10}
     assert delete["value"]["payload"]["before"]["id"] == 1
     assert create["value"]["payload"]["after"] == {"id": 10, "v": "v1"}
-    assert delete["headers"] == {"__debezium.newkey": {"id": 10}}
+    assert delete["headers"] == tombstone["headers"] == {"__debezium.newkey": {"id": 10}}
     assert create["headers"] == {"__debezium.oldkey": {"id": 1}}
 
 

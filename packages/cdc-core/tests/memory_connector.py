@@ -76,6 +76,11 @@ class MemoryScript:
     stops: int = 0
     closes: int = 0
     streaming: threading.Event = field(default_factory=threading.Event)
+    #: When set, ``partition()`` signals ``in_partition`` and waits for ``partition_gate`` (to pause
+    #: the engine between creating a connector and starting it).
+    partition_gate: threading.Event | None = None
+    in_partition: threading.Event = field(default_factory=threading.Event)
+    connectors: list[MemoryConnector] = field(default_factory=list)
 
 
 SOURCES: dict[str, MemoryScript] = {}
@@ -108,6 +113,8 @@ class MemoryConnector:
         self.script_key = config.get(SCRIPT)
         self._stop = threading.Event()
         self._start: dict[str, Any] | None = None
+        if self.script_key in SOURCES:
+            self.script.connectors.append(self)
 
     @property
     def script(self) -> MemoryScript:
@@ -122,6 +129,10 @@ class MemoryConnector:
 
     def partition(self) -> dict[str, Any]:
         """Offsets live under ``{"server": topic.prefix}``, as Debezium's relational connectors do."""
+        gate = self.script.partition_gate
+        if gate is not None:
+            self.script.in_partition.set()
+            gate.wait(10)
         return {"server": self.server}
 
     def start(self, offset: dict[str, Any] | None) -> None:

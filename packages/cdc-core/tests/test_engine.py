@@ -141,6 +141,24 @@ def test_stop_from_another_thread_drains_the_queue_and_returns() -> None:
     assert script.stops >= 1 and script.closes == 1
 
 
+def test_stop_while_the_connector_is_being_set_up_is_not_lost() -> None:
+    gate = threading.Event()
+    script = MemoryScript(batches(1), keep_streaming=True, partition_gate=gate)
+    engine = engine_for(script)
+    thread = threading.Thread(target=engine.run, args=(Collector(),), daemon=True)
+    thread.start()
+    try:
+        assert script.in_partition.wait(10)
+        engine.stop()
+        gate.set()
+        thread.join(3)
+        assert not thread.is_alive(), "run() did not return after stop()"
+    finally:
+        for connector in script.connectors:  # let a stuck engine thread end
+            connector.stop()
+        thread.join(10)
+
+
 def test_stop_before_run_returns_at_once() -> None:
     script = MemoryScript(batches(2), keep_streaming=True)
     engine = engine_for(script)

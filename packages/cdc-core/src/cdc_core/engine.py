@@ -90,7 +90,8 @@ class Engine:
         self.flush_interval = self.config.get(common.OFFSET_FLUSH_INTERVAL_MS) / 1000.0
         self._stopping = threading.Event()
         self._connector: Connector | None = None
-        self._connector_lock = threading.Lock()
+        # Reentrant: stop() may run in a signal handler while this thread holds the lock.
+        self._connector_lock = threading.RLock()
         self._producer_error: BaseException | None = None
         self._acked_offset: dict[str, Any] | None = None
         self._flushed_offset: dict[str, Any] | None = None
@@ -136,12 +137,16 @@ class Engine:
                 self.partition = connector.partition()
                 with self._connector_lock:
                     self._connector = connector
+                if self.stopping:  # stop() came while the connector was being set up
+                    connector.stop()
                 builder = EventBuilder(self.config, connector.source_schema, self.partition)
                 try:
                     offset = self._acked_offset if self._acked_offset is not None else self.offset_store.get(self.partition)
                     connector.start(offset)
                     for raw in connector.stream():
-                        retries = 0
+                        if retries:
+                            retries = 0
+                            delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
                         if not raw:
                             continue
                         records = builder.build(raw)

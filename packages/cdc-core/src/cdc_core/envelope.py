@@ -177,10 +177,10 @@ class EventBuilder:
                 old_key = keyf(ch.before)
                 del_value = {"before": before, "after": None, "source": ch.source, "op": "d",
                              "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": None}
-                append(ChangeRecord(te.topic, old_key, del_value, te.key_schema, te.envelope, None,
-                                    {"__debezium.newkey": key}, partition))
-                if self.tombstones:
-                    append(ChangeRecord(te.topic, old_key, None, te.key_schema, None, None, {}, partition))
+                headers = {"__debezium.newkey": key}
+                append(ChangeRecord(te.topic, old_key, del_value, te.key_schema, te.envelope, None, headers, partition))
+                if self.tombstones:  # a tombstone carries its delete's headers, as in Debezium
+                    append(ChangeRecord(te.topic, old_key, None, te.key_schema, None, None, dict(headers), partition))
                 value = {"before": None, "after": after, "source": ch.source, "op": "c",
                          "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": None}
                 append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, ch.offset,
