@@ -10,19 +10,12 @@ from pathlib import Path
 import orjson
 import pytest
 
+from cdc_postgres.demo import CUSTOMERS_TABLE as CUSTOMERS
+
 from cdc_process import CdcProcess, matches, server_properties, write_properties
 
 DATA = Path(__file__).parent / "data" / "postgres_customers"
 
-CUSTOMERS = """
-CREATE TABLE customers (
-  id SERIAL,
-  first_name VARCHAR(255) NOT NULL,
-  last_name VARCHAR(255) NOT NULL,
-  email VARCHAR(255) NOT NULL,
-  PRIMARY KEY(id)
-);
-"""
 
 
 def _expected(name: str, db: str) -> dict:

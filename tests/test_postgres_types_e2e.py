@@ -20,9 +20,10 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 import psycopg
@@ -385,13 +386,6 @@ def test_connector_sessions_pin_text_output_settings(pg_server, pg_db) -> None:
         repl.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="snapshot decodes COPY output as UTF-8 (snapshot.py, parse_row(bytes(data).decode('utf-8'))) but "
-    "config.conninfo() does not set client_encoding, so a non-UTF8 database sends COPY rows in its own "
-    "encoding (UnicodeDecodeError); the replication connection sets client_encoding=UTF8 itself. "
-    "Fix: add \"client_encoding\": \"UTF8\" to the params of cdc_postgres.config.conninfo().",
-)
 def test_snapshot_and_streaming_agree_in_a_latin1_database(pg_server) -> None:
     """Text read from a LATIN1 database: the same characters on both paths (each connection must ask for UTF-8)."""
     dbname = f"types_{uuid.uuid4().hex[:12]}"

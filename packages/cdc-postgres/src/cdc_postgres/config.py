@@ -38,17 +38,23 @@ SNAPSHOT_MODE = F(
 SNAPSHOT_FETCH_SIZE = F("snapshot.fetch.size", "int", 10240, minimum=1)
 STATUS_UPDATE_INTERVAL_MS = F("status.update.interval.ms", "long", 10000, minimum=1)
 DATABASE_INITIAL_STATEMENTS = F("database.initial.statements", "string")
+INTERVAL_MODE = F("interval.handling.mode", "enum", "numeric", allowed=("numeric", "string"))
+MONEY_FRACTION_DIGITS = F("money.fraction.digits", "int", 2, minimum=0)
 
 FIELDS = Fields(
     [
         HOSTNAME, PORT, USER, PASSWORD, DBNAME, SSLMODE, TCP_KEEPALIVE, CONNECTION_TIMEOUT,
         PLUGIN_NAME, SLOT_NAME, SLOT_DROP_ON_STOP, PUBLICATION_NAME, PUBLICATION_AUTOCREATE,
         SNAPSHOT_MODE, SNAPSHOT_FETCH_SIZE, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
+        INTERVAL_MODE, MONEY_FRACTION_DIGITS,
     ]
 )
 
 
-SESSION_OPTIONS = "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres -c bytea_output=hex -c extra_float_digits=1"
+SESSION_OPTIONS = (
+    "-c TimeZone=UTC -c DateStyle=ISO -c IntervalStyle=postgres -c bytea_output=hex "
+    "-c extra_float_digits=1 -c lc_monetary=C"
+)
 
 
 def conninfo(config, **extra: str) -> str:
@@ -66,6 +72,7 @@ def conninfo(config, **extra: str) -> str:
         # The converters parse PostgreSQL's text output: pin the settings that shape it, on every
         # connection (the walsender formats pgoutput values with its own session's settings).
         "options": SESSION_OPTIONS,
+        "client_encoding": "UTF8",
     }
     password = config.get(PASSWORD)
     if password:

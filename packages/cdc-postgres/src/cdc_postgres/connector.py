@@ -46,6 +46,8 @@ class PostgresConnector:
             decimal_handling=config.get(common.DECIMAL_MODE),
             binary_handling=config.get(common.BINARY_MODE),
             time_precision=config.get(common.TIME_PRECISION_MODE),
+            interval_handling=config.get(pgc.INTERVAL_MODE),
+            money_fraction_digits=config.get(pgc.MONEY_FRACTION_DIGITS),
         )
         self.filter = TableFilter(config, SYSTEM_SCHEMAS)
         self._stop = threading.Event()
@@ -68,15 +70,7 @@ class PostgresConnector:
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect, check the server's prerequisites and prepare the publication."""
         self._offset = offset
-        try:
-            self._conn = psycopg.connect(pgc.conninfo(self.config), autocommit=True)
-        except psycopg.OperationalError as e:
-            raise RetriableError(f"cannot connect to PostgreSQL at {self.address}: {_first_line(e)}") from None
-        initial = self.config.get(pgc.DATABASE_INITIAL_STATEMENTS)
-        if initial:
-            for statement in initial.split(";;"):
-                if statement.strip():
-                    self._conn.execute(statement)
+        self._conn = self._connect()
         self._check_server()
         self._catalog = Catalog(self._conn, self.modes, self.filter)
         self._tables = self._catalog.captured_tables()
@@ -118,6 +112,18 @@ class PostgresConnector:
                 self.log.warning("could not drop slot %s: %s", self.slot, _first_line(e))
             self._conn.close()
             self._conn = None
+
+    def _connect(self) -> psycopg.Connection:
+        """A regular connection, with ``database.initial.statements`` run on it (separated by ``;;``)."""
+        try:
+            conn = psycopg.connect(pgc.conninfo(self.config), autocommit=True)
+        except psycopg.OperationalError as e:
+            raise RetriableError(f"cannot connect to PostgreSQL at {self.address}: {_first_line(e)}") from None
+        initial = self.config.get(pgc.DATABASE_INITIAL_STATEMENTS)
+        for statement in (initial or "").split(";;"):
+            if statement.strip():
+                conn.execute(statement)
+        return conn
 
     # -- checks ------------------------------------------------------------------------------
 
@@ -249,7 +255,7 @@ class PostgresConnector:
         yield from self._stream(start_lsn, resume)
 
     def _snapshot(self, snapshot_name: str | None, lsn: int) -> Iterator[list[RawChange | Checkpoint]]:
-        snap_conn = psycopg.connect(pgc.conninfo(self.config), autocommit=True)
+        snap_conn = self._connect()
         try:
             reader = self._snapshot_reader = SnapshotReader(
                 snap_conn, self.server, self.db, lsn, min(self.config.get(pgc.SNAPSHOT_FETCH_SIZE), 2048),

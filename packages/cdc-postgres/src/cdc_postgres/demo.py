@@ -16,7 +16,8 @@ from cdc_core.serializers.json import JsonSerializer
 from cdc_core.sinks.file import FileSink
 from cdc_core.config import Config
 
-SCHEMA = """
+#: The table of the PostgreSQL chapter's example events.
+CUSTOMERS_TABLE = """
 CREATE TABLE customers (
   id SERIAL,
   first_name VARCHAR(255) NOT NULL,
@@ -24,6 +25,9 @@ CREATE TABLE customers (
   email VARCHAR(255) NOT NULL,
   PRIMARY KEY(id)
 );
+"""
+
+SCHEMA = CUSTOMERS_TABLE + """
 INSERT INTO customers (first_name, last_name, email) VALUES
   ('Sally', 'Thomas', 'sally.thomas@acme.com'),
   ('George', 'Bailey', 'gbailey@foobar.com'),
