@@ -15,7 +15,7 @@ from cdc_core.config import Config, Fields
 from cdc_core.config import common
 from cdc_core.config.config import exclusive
 from cdc_core.envelope import EventBuilder
-from cdc_core.errors import ConfigError, RetriableError
+from cdc_core.errors import ConfigError, PluginError, RetriableError
 from cdc_core.events import ChangeRecord, Checkpoint
 from cdc_core.logs import ConnectorLogger, connector_logger
 from cdc_core.plugins import PluginRegistry, registry
@@ -31,8 +31,6 @@ def connector_class(config: Config, plugins: PluginRegistry | None = None) -> ty
     name = config.get(common.CONNECTOR_CLASS)
     if not name:
         raise ConfigError([f"{common.CONNECTOR_CLASS.name}: is required (e.g. postgres)"])
-    from cdc_core.errors import PluginError
-
     try:
         return (plugins or registry()).get("connector", str(name).strip())
     except PluginError as e:
