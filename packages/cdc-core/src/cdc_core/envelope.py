@@ -144,12 +144,12 @@ class EventBuilder:
             found = self._tables[id(table)] = TableEvents(table, self.config, self.source_schema, self.topics)
         return found
 
-    def build(self, changes: list[RawChange | Checkpoint]) -> list[ChangeRecord | Checkpoint]:
+    def build(self, changes: list[RawChange | Checkpoint | ChangeRecord]) -> list[ChangeRecord | Checkpoint]:
         """Convert a batch; ts_ms/ts_us/ts_ns are the processing time of the batch.
 
         When one change becomes several records (a delete and its tombstone; a key change), only
         the last carries the offset, so a batch boundary between them can never skip the rest.
-        Checkpoints pass through unchanged.
+        Checkpoints and ready-made ChangeRecords pass through unchanged.
         """
         now_ns = time.time_ns()
         ts_ms, ts_us = now_ns // 1_000_000, now_ns // 1_000
@@ -159,7 +159,7 @@ class EventBuilder:
         last_table = None
         te: TableEvents | None = None
         for ch in changes:
-            if ch.__class__ is Checkpoint:
+            if ch.__class__ is not RawChange:  # Checkpoints and ready-made ChangeRecords
                 append(ch)
                 continue
             if ch.table is not last_table:

@@ -33,6 +33,8 @@ class RawChange(NamedTuple):
     ``UNAVAILABLE`` for a value the log did not carry). ``source`` is the ``source`` block payload,
     ``offset`` the connector offset that is safe to commit once this change and every change
     before it are acknowledged by the sink. ``op`` is one of ``c``, ``u``, ``d``, ``r``, ``t``.
+    ``transaction_id`` is the id Debezium writes in transaction metadata (PostgreSQL
+    ``"<txId>:<LSN>"``, MySQL the GTID or ``file:pos``); None outside a transaction (snapshots).
     """
 
     table: Table
@@ -41,11 +43,15 @@ class RawChange(NamedTuple):
     after: Sequence[Any] | None
     source: dict[str, Any]
     offset: dict[str, Any]
+    transaction_id: str | None = None
 
 
 @dataclass(slots=True)
 class ChangeRecord:
     """A record ready for a sink: topic, key and value payloads with their schemas, and headers.
+
+    Connectors may also yield ChangeRecords themselves, for events that are not row changes
+    (schema change events, logical decoding messages); the core passes them through as they are.
 
     ``value`` None is a tombstone. ``offset`` is the connector offset to commit once this record
     and all records before it have been acknowledged; ``partition`` names whose offset it is.
