@@ -11,6 +11,9 @@ if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb 
   apt_packages+=(postgresql)
 fi
 command -v runuser >/dev/null 2>&1 || apt_packages+=(util-linux)
+if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
+  apt_packages+=(mariadb-server)
+fi
 if [ ${#apt_packages[@]} -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${apt_packages[*]}" >&2
   as_root apt-get update -qq
@@ -19,6 +22,10 @@ fi
 # The Debian postgresql package creates the postgres OS user that runs throwaway servers as root.
 if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
   useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
+fi
+# The Debian mariadb-server package creates the mysql OS user that runs throwaway servers as root.
+if [ "$(id -u)" = 0 ] && ! id mysql >/dev/null 2>&1; then
+  useradd --system --home-dir /nonexistent --shell /usr/sbin/nologin mysql
 fi
 
 if ! command -v uv >/dev/null 2>&1; then

@@ -1,0 +1,1 @@
+"""cdc MariaDB connector: MariaDB's differences on top of cdc-mysql."""

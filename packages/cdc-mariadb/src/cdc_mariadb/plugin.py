@@ -1,0 +1,3 @@
+"""Registers the MariaDB connector through cdc's plugin hooks."""
+
+from __future__ import annotations

@@ -1,0 +1,1 @@
+"""cdc MySQL connector: binlog streaming on mysql-replication, sqlglot DDL -> schema history."""
