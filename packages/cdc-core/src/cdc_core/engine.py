@@ -140,6 +140,7 @@ class Engine:
                 builder = EventBuilder(self.config, connector.source_schema, self.partition)
                 try:
                     offset = self._acked_offset if self._acked_offset is not None else self.offset_store.get(self.partition)
+                    builder.restore(offset)
                     connector.start(offset)
                     for raw in connector.stream():
                         if retries:

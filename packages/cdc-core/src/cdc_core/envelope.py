@@ -16,9 +16,11 @@ from cdc_core.config import Config
 from cdc_core.config import common
 from cdc_core.events import UNAVAILABLE, ChangeRecord, Checkpoint, RawChange
 from cdc_core.filters import ColumnFilter
+from cdc_core.heartbeat import Heartbeat
 from cdc_core.relational import Column, Table
 from cdc_core.schema import INT64, OPTIONAL_INT64, STRING, Schema, struct
 from cdc_core.topics import DefaultTopicNamingStrategy
+from cdc_core.transactions import TransactionTracker
 
 #: The ``transaction`` block of every envelope (null unless provide.transaction.metadata is on).
 TRANSACTION_BLOCK = struct(
@@ -127,7 +129,8 @@ class TableEvents:
 
 
 class EventBuilder:
-    """Builds ChangeRecords from RawChanges: per-table compiled converters, tombstones, PK changes."""
+    """Builds ChangeRecords from RawChanges: compiled converters, tombstones, key changes,
+    skipped operations, transaction metadata and heartbeats."""
 
     def __init__(self, config: Config, source_schema: Schema, partition: dict[str, Any]):
         self.config = config
@@ -135,7 +138,21 @@ class EventBuilder:
         self.partition = partition
         self.topics = DefaultTopicNamingStrategy(config)
         self.tombstones = config.get(common.TOMBSTONES_ON_DELETE)
+        self.skipped = frozenset(config.get(common.SKIPPED_OPERATIONS))
+        self.skip_unchanged = config.get(common.SKIP_MESSAGES_WITHOUT_CHANGE)
+        self.transactions = (
+            TransactionTracker(self.topics.transaction_topic())
+            if config.get(common.PROVIDE_TRANSACTION_METADATA) else None
+        )
+        self.heartbeat = Heartbeat(
+            config.get(common.HEARTBEAT_INTERVAL_MS), self.topics.heartbeat_topic(), self.topics.prefix
+        )
         self._tables: dict[int, TableEvents] = {}
+
+    def restore(self, offset: dict[str, Any] | None) -> None:
+        """Continue from a committed offset (an open transaction's numbering)."""
+        if self.transactions is not None:
+            self.transactions.restore(offset)
 
     def table_events(self, table: Table) -> TableEvents:
         """The compiled TableEvents of a table version (built on first use)."""
@@ -144,31 +161,57 @@ class EventBuilder:
             found = self._tables[id(table)] = TableEvents(table, self.config, self.source_schema, self.topics)
         return found
 
+    def _checkpoint(self, cp: Checkpoint, append: Callable[[Any], None]) -> None:
+        if cp.transaction_end is not None and self.transactions is not None:
+            end = self.transactions.end(cp.transaction_end, cp.offset, cp.ts_ms)
+            if end is not None:
+                append(end)
+                return
+        if self.heartbeat.due():
+            append(self.heartbeat.record(cp.offset))
+        else:
+            append(cp)
+
     def build(self, changes: list[RawChange | Checkpoint | ChangeRecord]) -> list[ChangeRecord | Checkpoint]:
         """Convert a batch; ts_ms/ts_us/ts_ns are the processing time of the batch.
 
         When one change becomes several records (a delete and its tombstone; a key change), only
         the last carries the offset, so a batch boundary between them can never skip the rest.
-        Checkpoints and ready-made ChangeRecords pass through unchanged.
+        A skipped change leaves its offset behind as a Checkpoint. Ready-made ChangeRecords pass
+        through; Checkpoints become END events or heartbeats when those are due.
         """
         now_ns = time.time_ns()
         ts_ms, ts_us = now_ns // 1_000_000, now_ns // 1_000
-        out: list[ChangeRecord] = []
+        out: list[ChangeRecord | Checkpoint] = []
         append = out.append
         partition = self.partition
+        skipped, tx = self.skipped, self.transactions
         last_table = None
         te: TableEvents | None = None
         for ch in changes:
-            if ch.__class__ is not RawChange:  # Checkpoints and ready-made ChangeRecords
-                append(ch)
+            cls = ch.__class__
+            if cls is not RawChange:
+                if cls is Checkpoint:
+                    self._checkpoint(ch, append)
+                else:
+                    append(ch)
+                continue
+            op = ch.op
+            if op in skipped:
+                append(Checkpoint(ch.offset))
                 continue
             if ch.table is not last_table:
                 te = self.table_events(ch.table)
                 last_table = ch.table
             assert te is not None
-            op = ch.op
             before = None if ch.before is None else (te.row_toast(ch.before) if op == "u" else te.row(ch.before))
             after = None if ch.after is None else (te.row_toast(ch.after) if op == "u" else te.row(ch.after))
+            if op == "u" and self.skip_unchanged and before == after:
+                append(Checkpoint(ch.offset))
+                continue
+            block = None
+            if tx is not None and ch.transaction_id is not None:
+                block = tx.event(ch.transaction_id, ch.table.id.identifier, ch.source.get("ts_ms"), ch.offset, out)
             keyf = te.key
             keyed_row = ch.after if ch.after is not None else ch.before
             key = keyf(keyed_row) if keyf is not None and keyed_row is not None else None
@@ -176,18 +219,18 @@ class EventBuilder:
                 # A primary-key change: a delete of the old key, its tombstone, and a create of the new.
                 old_key = keyf(ch.before)
                 del_value = {"before": before, "after": None, "source": ch.source, "op": "d",
-                             "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": None}
+                             "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": block}
                 headers = {"__debezium.newkey": key}
                 append(ChangeRecord(te.topic, old_key, del_value, te.key_schema, te.envelope, None, headers, partition))
                 if self.tombstones:  # a tombstone carries its delete's headers, as in Debezium
                     append(ChangeRecord(te.topic, old_key, None, te.key_schema, None, None, dict(headers), partition))
                 value = {"before": None, "after": after, "source": ch.source, "op": "c",
-                         "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": None}
+                         "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": block}
                 append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, ch.offset,
                                     {"__debezium.oldkey": old_key}, partition))
                 continue
             value = {"before": before, "after": after, "source": ch.source, "op": op,
-                     "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": None}
+                     "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": block}
             if op == "d" and self.tombstones:
                 append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, None, {}, partition))
                 append(ChangeRecord(te.topic, key, None, te.key_schema, None, ch.offset, {}, partition))

@@ -70,8 +70,12 @@ class ChangeRecord:
 class Checkpoint(NamedTuple):
     """An offset with no record: committed once everything before it is acknowledged.
 
-    Connectors yield it (inside a batch) to record progress that produced no event, such as the
-    end of a snapshot of empty tables; sinks never see it.
+    Connectors yield it (inside a batch) to record progress that produced no event: the end of
+    a snapshot of empty tables, a committed transaction (``transaction_end`` names it, so the core
+    can write its END event), or an idle position (the core turns it into a heartbeat when one
+    is due). Sinks never see a Checkpoint itself.
     """
 
     offset: dict[str, Any]
+    transaction_end: str | None = None
+    ts_ms: int | None = None

@@ -24,6 +24,8 @@ class DefaultTopicNamingStrategy:
     def __init__(self, config: Config):
         self.prefix = config.get(common.TOPIC_PREFIX)
         self.delimiter = config.get(common.TOPIC_DELIMITER)
+        self.transaction = config.get(common.TOPIC_TRANSACTION)
+        self.heartbeat_prefix = config.get(common.TOPIC_HEARTBEAT_PREFIX)
 
     def data_topic(self, table: TableId) -> str:
         """The topic of a table's change events."""
@@ -36,5 +38,9 @@ class DefaultTopicNamingStrategy:
         return ".".join(p for p in parts if p is not None)
 
     def transaction_topic(self) -> str:
-        """The topic of transaction metadata events."""
-        return f"{self.prefix}{self.delimiter}transaction"
+        """The topic of transaction metadata events: ``<topic.prefix>.<topic.transaction>``."""
+        return sanitize(f"{self.prefix}{self.delimiter}{self.transaction}")
+
+    def heartbeat_topic(self) -> str:
+        """The topic of heartbeats: ``<topic.heartbeat.prefix>.<topic.prefix>``."""
+        return sanitize(f"{self.heartbeat_prefix}{self.delimiter}{self.prefix}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -254,6 +255,16 @@ class PostgresConnector:
             return
         yield from self._stream(start_lsn, resume)
 
+    def _heartbeat_action(self, query: str, log) -> None:
+        """Run ``heartbeat.action.query`` (e.g. an update of a heartbeat table) so the slot sees WAL."""
+        assert self._conn is not None
+        try:
+            self._conn.execute(query)
+        except psycopg.OperationalError:
+            raise
+        except psycopg.Error as e:
+            log.warning("heartbeat.action.query failed: %s", _first_line(e))
+
     def _snapshot(self, snapshot_name: str | None, lsn: int) -> Iterator[list[RawChange | Checkpoint]]:
         snap_conn = self._connect()
         try:
@@ -277,11 +288,19 @@ class PostgresConnector:
         log = self.log.with_context("streaming")
         log.info("streaming from slot %s at LSN %d", self.slot, start_lsn)
         reader = StreamReader(self._repl, self._catalog, self._tables, self.server, self.db, resume, log)
+        heartbeat = self.config.get(common.HEARTBEAT_INTERVAL_MS) / 1000.0
+        action = self.config.get(common.HEARTBEAT_ACTION_QUERY)
+        if heartbeat:
+            reader.idle_interval = heartbeat
+        last_action = time.monotonic()
         timeout = min(self.config.get(common.POLL_INTERVAL_MS) / 1000.0, 0.5)
         repl = self._repl
         while not self._stop.is_set():
             if self._ack_lsn > repl.confirmed_lsn:
                 repl.confirm(self._ack_lsn)
+            if action and heartbeat and time.monotonic() - last_action >= heartbeat:
+                last_action = time.monotonic()
+                self._heartbeat_action(action, log)
             yield reader.read(timeout)
         if self._ack_lsn > repl.confirmed_lsn:
             repl.confirm(self._ack_lsn)

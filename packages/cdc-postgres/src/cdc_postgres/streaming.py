@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from cdc_core.events import Checkpoint, RawChange
@@ -53,6 +54,11 @@ class StreamReader:
         self._changes_in_tx = 0
         self._skip_tx = False
         self._last_commit_lsn: int | None = resume.commit or None
+        self._tx_id: str | None = None
+        self._checkpointed = resume.commit
+        self._last_idle = time.monotonic()
+        #: How often to checkpoint even when the position did not move (for heartbeats).
+        self.idle_interval = float("inf")
 
     def read(self, timeout: float) -> list[RawChange | Checkpoint]:
         """One batch: every message already received (waiting up to ``timeout`` for the first)."""
@@ -88,10 +94,11 @@ class StreamReader:
                 }
                 offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn,
                           "txId": self._xid, "ts_usec": ts_us}
-                append(RawChange(table, op, before, after, source, offset))
+                append(RawChange(table, op, before, after, source, offset, self._tx_id))
                 self._changes_in_tx += 1
             elif cls is Begin:
                 self._xid = msg.xid
+                self._tx_id = f"{msg.xid}:{msg.final_lsn}"
                 self._commit_lsn = msg.final_lsn
                 self._ts_us = msg.commit_ts_us
                 self._changes_in_tx = 0
@@ -100,13 +107,37 @@ class StreamReader:
                 if self._changes_in_tx or self._skip_tx:
                     # The transaction is complete: once acknowledged, confirm past its commit.
                     append(Checkpoint({"lsn_proc": None, "lsn_commit": msg.end_lsn, "lsn": msg.end_lsn,
-                                       "txId": self._xid, "ts_usec": self._ts_us}))
+                                       "txId": self._xid, "ts_usec": self._ts_us},
+                                      self._tx_id, self._ts_us // 1000))
+                    self._checkpointed = msg.end_lsn
                 self._last_commit_lsn = msg.commit_lsn
                 self._skip_tx = False
-                self._xid = None
+                self._xid = self._tx_id = None
             elif cls is Relation:
                 self._relation(msg)
+        if self._xid is None:
+            self._idle_checkpoint(out)
         return out
+
+    def _idle_checkpoint(self, out: list[RawChange | Checkpoint]) -> None:
+        """Between transactions, checkpoint the server's sent position now and then.
+
+        The walsender has decoded everything before it; a transaction still in progress commits
+        after it and is not skipped. Confirming it lets the slot advance while the captured
+        tables are idle and others write, so WAL does not pile up; the core turns such a
+        checkpoint into a heartbeat when one is due.
+        """
+        now = time.monotonic()
+        wal_end = self.repl.server_wal_end
+        moved = wal_end > self._checkpointed
+        if now - self._last_idle < (1.0 if moved else self.idle_interval):
+            return
+        self._last_idle = now
+        if moved or self.idle_interval != float("inf"):
+            position = max(wal_end, self._checkpointed)
+            self._checkpointed = position
+            out.append(Checkpoint({"lsn_proc": None, "lsn_commit": position, "lsn": position,
+                                   "txId": None, "ts_usec": None}))
 
     def _relation(self, rel: Relation) -> None:
         """Keep the cached table if the relation still matches it; otherwise re-read its definition."""

@@ -39,6 +39,28 @@ ERRORS_RETRY_DELAY_MAX_MS = F("errors.retry.delay.max.ms", "long", 10000, minimu
 OFFSET_STORAGE = F("offset.storage", "string", "org.apache.kafka.connect.storage.FileOffsetBackingStore")
 OFFSET_FILE = F("offset.storage.file.filename", "string", doc="Where the file offset store keeps offsets.")
 OFFSET_FLUSH_INTERVAL_MS = F("offset.flush.interval.ms", "long", 0, minimum=0)
+TOPIC_TRANSACTION = F("topic.transaction", "string", "transaction")
+TOPIC_HEARTBEAT_PREFIX = F("topic.heartbeat.prefix", "string", "__debezium-heartbeat")
+PROVIDE_TRANSACTION_METADATA = F("provide.transaction.metadata", "boolean", False)
+HEARTBEAT_INTERVAL_MS = F("heartbeat.interval.ms", "long", 0, minimum=0)
+HEARTBEAT_ACTION_QUERY = F("heartbeat.action.query", "string", doc="SQL run against the source on every heartbeat.")
+
+
+def _skipped_operations(value: list[str]) -> str | None:
+    bad = [v for v in value if v not in ("c", "u", "d", "t", "none")]
+    return f"unknown operations {', '.join(bad)}; use c, u, d, t or none" if bad else None
+
+
+class _SkippedOperations(F):
+    """``skipped.operations``: a comma list of c/u/d/t, or ``none``."""
+
+    def parse(self, raw):  # noqa: D102
+        value = super().parse(raw)
+        return [] if value == ["none"] else value
+
+
+SKIPPED_OPERATIONS = _SkippedOperations("skipped.operations", "list", ["t"], validator=_skipped_operations)
+SKIP_MESSAGES_WITHOUT_CHANGE = F("skip.messages.without.change", "boolean", False)
 SCHEMA_HISTORY = F("schema.history.internal", "string", "io.debezium.storage.file.history.FileSchemaHistory")
 SCHEMA_HISTORY_FILE = F("schema.history.internal.file.filename", "string")
 
@@ -56,6 +78,8 @@ COMMON_FIELDS = Fields(
         DECIMAL_MODE, TIME_PRECISION_MODE, BINARY_MODE,
         ERRORS_MAX_RETRIES, ERRORS_RETRY_DELAY_INITIAL_MS, ERRORS_RETRY_DELAY_MAX_MS,
         OFFSET_STORAGE, OFFSET_FILE, OFFSET_FLUSH_INTERVAL_MS, SCHEMA_HISTORY, SCHEMA_HISTORY_FILE,
+        TOPIC_TRANSACTION, TOPIC_HEARTBEAT_PREFIX, PROVIDE_TRANSACTION_METADATA, HEARTBEAT_INTERVAL_MS,
+        HEARTBEAT_ACTION_QUERY, SKIPPED_OPERATIONS, SKIP_MESSAGES_WITHOUT_CHANGE,
         *(F(n) for n in _CONNECT_PROPERTIES),
     ],
     prefixes=("key.converter.", "value.converter.", "schema.history.internal.file."),

@@ -1,0 +1,36 @@
+"""Heartbeats: records on ``<topic.heartbeat.prefix>.<topic.prefix>`` that keep offsets moving while idle."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from cdc_core.events import ChangeRecord
+from cdc_core.schema import INT64, STRING, struct
+
+KEY_SCHEMA = struct("io.debezium.connector.common.ServerNameKey", [("serverName", STRING)], version=1)
+VALUE_SCHEMA = struct("io.debezium.connector.common.Heartbeat", [("ts_ms", INT64)], version=1)
+
+
+class Heartbeat:
+    """Turns a due Checkpoint into a heartbeat record carrying its offset (``heartbeat.interval.ms`` > 0)."""
+
+    def __init__(self, interval_ms: int, topic: str, server: str):
+        self.interval = interval_ms / 1000.0
+        self.topic = topic
+        self.key = {"serverName": server}
+        self._last = 0.0
+
+    @property
+    def enabled(self) -> bool:
+        """True when heartbeats are configured."""
+        return self.interval > 0
+
+    def due(self) -> bool:
+        """True if a heartbeat should be written now."""
+        return self.enabled and time.monotonic() - self._last >= self.interval
+
+    def record(self, offset: dict[str, Any]) -> ChangeRecord:
+        """A heartbeat record carrying ``offset``; restarts the interval."""
+        self._last = time.monotonic()
+        return ChangeRecord(self.topic, dict(self.key), {"ts_ms": time.time_ns() // 1_000_000}, KEY_SCHEMA, VALUE_SCHEMA, offset)
