@@ -428,6 +428,9 @@ def test_numeric_nan_in_precise_mode_stops_the_connector_naming_the_column(pg_se
                 time.sleep(0.02)
         finally:
             engine.stop()
-    assert isinstance(engine.error, ValueConversionError), engine.error
-    assert engine.error.column == "amount" and engine.error.value == "NaN"
+    # event.processing.failure.handling.mode=fail (the default) stops with the conversion error as the cause.
+    cause = engine.error.__cause__
+    assert isinstance(cause, ValueConversionError), engine.error
+    assert cause.column == "amount" and cause.value == "NaN"
     assert "decimal.handling.mode=string or double" in str(engine.error)
+    assert "public.prices" in str(engine.error)

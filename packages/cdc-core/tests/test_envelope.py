@@ -12,7 +12,10 @@ import pytest
 from memory_connector import CUSTOMERS, SOURCE_SCHEMA, insert, offset, source
 
 from cdc_core.config import Config
-from cdc_core.envelope import UNAVAILABLE_PLACEHOLDER, EventBuilder
+from cdc_core.config.common import UNAVAILABLE_PLACEHOLDER as PLACEHOLDER_FIELD
+from cdc_core.envelope import EventBuilder
+
+UNAVAILABLE_PLACEHOLDER = PLACEHOLDER_FIELD.default
 from cdc_core.events import UNAVAILABLE, ChangeRecord, Checkpoint, RawChange
 from cdc_core.relational import Column, Table, TableId
 from cdc_core.schema import INT32, OPTIONAL_STRING, STRING, primitive

@@ -14,7 +14,9 @@ from typing import Any
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
 from cdc_core.config.config import exclusive
+from cdc_core.converters import converter_names
 from cdc_core.envelope import EventBuilder
+from cdc_core.table_events import EventSettings
 from cdc_core.errors import ConfigError, PluginError, RetriableError
 from cdc_core.events import ChangeRecord, Checkpoint
 from cdc_core.logs import ConnectorLogger, connector_logger
@@ -43,9 +45,15 @@ def connector_problems(config: Config, plugins: PluginRegistry | None = None) ->
         cls = connector_class(config, plugins)
     except ConfigError as e:
         return e.problems + config.problems(common.COMMON_FIELDS, check_unknown=False)
-    fields: Fields = common.COMMON_FIELDS + cls.fields
+    converters = Fields(prefixes=[f"{name}." for name in converter_names(config)])
+    fields: Fields = common.COMMON_FIELDS + cls.fields + converters
     problems = config.problems(fields)
     problems += exclusive(config, common.EXCLUSIVE_PAIRS)
+    if not problems:
+        try:
+            EventSettings(config, cls.source_schema, plugins or registry())
+        except ConfigError as e:
+            problems += e.problems
     if not problems:
         problems += cls(config, ConnectorContext(log=connector_logger("cdc", cls.name, "-"))).validate()
     return problems
@@ -137,7 +145,7 @@ class Engine:
                     self._connector = connector
                 if self.stopping:  # stop() came while the connector was being set up
                     connector.stop()
-                builder = EventBuilder(self.config, connector.source_schema, self.partition)
+                builder = EventBuilder(self.config, connector.source_schema, self.partition, self.plugins)
                 try:
                     offset = self._acked_offset if self._acked_offset is not None else self.offset_store.get(self.partition)
                     builder.restore(offset)

@@ -40,3 +40,8 @@ def register_serializers() -> list[type]:
 @hookspec
 def register_demos() -> list[tuple[str, object]]:
     """Return ``(name, function)`` pairs for ``cdc demo [NAME]``; the function takes no arguments and returns an exit code."""
+
+
+@hookspec
+def register_converters() -> list[type]:
+    """Return custom converter classes (see ``cdc_core.spi.converter.CustomConverter``), each with a ``name``."""

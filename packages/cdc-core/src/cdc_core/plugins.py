@@ -20,6 +20,7 @@ KINDS = {
     "offset store": "register_offset_stores",
     "schema history store": "register_schema_history_stores",
     "serializer": "register_serializers",
+    "converter": "register_converters",
 }
 
 

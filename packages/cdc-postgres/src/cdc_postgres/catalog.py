@@ -24,8 +24,9 @@ ORDER BY n.nspname, c.relname
 """
 _COLUMNS = """
 SELECT a.attrelid, a.attname, a.atttypid, a.atttypmod, a.attnotnull, a.attnum,
-       pg_catalog.format_type(a.atttypid, a.atttypmod), pg_catalog.pg_get_expr(d.adbin, d.adrelid)
+       t.typname, pg_catalog.pg_get_expr(d.adbin, d.adrelid)
 FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE a.attrelid = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
 ORDER BY a.attrelid, a.attnum

@@ -61,6 +61,14 @@ class _SkippedOperations(F):
 
 SKIPPED_OPERATIONS = _SkippedOperations("skipped.operations", "list", ["t"], validator=_skipped_operations)
 SKIP_MESSAGES_WITHOUT_CHANGE = F("skip.messages.without.change", "boolean", False)
+SCHEMA_NAME_ADJUSTMENT = F("schema.name.adjustment.mode", "enum", "none", allowed=("none", "avro", "avro_unicode"))
+FIELD_NAME_ADJUSTMENT = F("field.name.adjustment.mode", "enum", "none", allowed=("none", "avro", "avro_unicode"))
+FAILURE_HANDLING = F("event.processing.failure.handling.mode", "enum", "fail", allowed=("fail", "warn", "skip", "ignore"))
+MESSAGE_KEY_COLUMNS = F("message.key.columns", "string", doc="<table regex>:<col>,<col>;... custom message keys.")
+CONVERTERS = F("converters", "list", doc="Names of custom converters; each configured by <name>.type and <name>.<param>.")
+COLUMN_PROPAGATE = F("column.propagate.source.type", "regex-list")
+DATATYPE_PROPAGATE = F("datatype.propagate.source.type", "regex-list")
+UNAVAILABLE_PLACEHOLDER = F("unavailable.value.placeholder", "string", "__debezium_unavailable_value")
 SCHEMA_HISTORY = F("schema.history.internal", "string", "io.debezium.storage.file.history.FileSchemaHistory")
 SCHEMA_HISTORY_FILE = F("schema.history.internal.file.filename", "string")
 
@@ -80,9 +88,12 @@ COMMON_FIELDS = Fields(
         OFFSET_STORAGE, OFFSET_FILE, OFFSET_FLUSH_INTERVAL_MS, SCHEMA_HISTORY, SCHEMA_HISTORY_FILE,
         TOPIC_TRANSACTION, TOPIC_HEARTBEAT_PREFIX, PROVIDE_TRANSACTION_METADATA, HEARTBEAT_INTERVAL_MS,
         HEARTBEAT_ACTION_QUERY, SKIPPED_OPERATIONS, SKIP_MESSAGES_WITHOUT_CHANGE,
+        SCHEMA_NAME_ADJUSTMENT, FIELD_NAME_ADJUSTMENT, FAILURE_HANDLING, MESSAGE_KEY_COLUMNS, CONVERTERS,
+        COLUMN_PROPAGATE, DATATYPE_PROPAGATE, UNAVAILABLE_PLACEHOLDER,
         *(F(n) for n in _CONNECT_PROPERTIES),
     ],
-    prefixes=("key.converter.", "value.converter.", "schema.history.internal.file."),
+    prefixes=("key.converter.", "value.converter.", "schema.history.internal.file.",
+              "column.truncate.to.", "column.mask.with.", "column.mask.hash."),
 )
 
 #: Pairs of properties that cannot be set together.

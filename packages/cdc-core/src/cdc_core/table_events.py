@@ -1,0 +1,131 @@
+"""Per table version: its topic, Key/Value/Envelope schemas and compiled row and key functions."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import Any
+
+from cdc_core.columns import ColumnMappers
+from cdc_core.config import Config
+from cdc_core.config import common
+from cdc_core.converters import CustomConverters
+from cdc_core.errors import ConfigError
+from cdc_core.filters import ColumnFilter
+from cdc_core.naming import field_adjuster, schema_adjuster
+from cdc_core.relational import Column, Table, TableId
+from cdc_core.rows import compile_row_function
+from cdc_core.schema import INT64, OPTIONAL_INT64, STRING, Schema, struct
+from cdc_core.topics import DefaultTopicNamingStrategy
+
+#: The ``transaction`` block of every envelope (null unless provide.transaction.metadata is on).
+TRANSACTION_BLOCK = struct(
+    "event.block", [("id", STRING), ("total_order", INT64), ("data_collection_order", INT64)], optional=True, version=1
+)
+
+
+def envelope_schema(name: str, value: Schema, source: Schema) -> Schema:
+    """The Envelope struct, fields in Debezium 2.7's order (version 1, as Envelope.SCHEMA_VERSION)."""
+    return struct(
+        name,
+        [
+            ("before", value),
+            ("after", value),
+            ("source", source),
+            ("op", STRING),
+            ("ts_ms", OPTIONAL_INT64),
+            ("ts_us", OPTIONAL_INT64),
+            ("ts_ns", OPTIONAL_INT64),
+            ("transaction", TRANSACTION_BLOCK),
+        ],
+        version=1,
+    )
+
+
+
+def parse_message_key_columns(value: str | None) -> list[tuple[re.Pattern[str], list[str]]]:
+    """``message.key.columns``: ``<table regex>:<col>,<col>;...`` into (anchored regex, columns) pairs."""
+    out = []
+    for entry in (value or "").split(";"):
+        if not entry.strip():
+            continue
+        table, _, columns = entry.rpartition(":")
+        names = [c.strip() for c in columns.split(",") if c.strip()]
+        if not table.strip() or not names:
+            raise ValueError(f"{entry.strip()!r} is not <table regex>:<column>[,<column>...]")
+        out.append((re.compile(table.strip()), names))
+    return out
+
+
+class EventSettings:
+    """Everything, decided once per connector run, that shapes a table's events."""
+
+    def __init__(self, config: Config, source_schema: Schema, plugins: Any = None):
+        self.config = config
+        self.source_schema = source_schema
+        self.topics = DefaultTopicNamingStrategy(config)
+        self.columns = ColumnFilter(config)
+        problems: list[str] = []
+        try:
+            self.converters = CustomConverters(config, plugins)
+        except ConfigError as e:
+            problems += e.problems
+        try:
+            self.mappers = ColumnMappers(config)
+        except ConfigError as e:
+            problems += e.problems
+        try:
+            self.key_columns = parse_message_key_columns(config.get(common.MESSAGE_KEY_COLUMNS))
+        except (ValueError, re.error) as e:
+            problems.append(f"{common.MESSAGE_KEY_COLUMNS.name}: {e}")
+        if problems:
+            raise ConfigError(problems)
+        self.field_name = field_adjuster(config.get(common.FIELD_NAME_ADJUSTMENT))
+        self.schema_name = schema_adjuster(config.get(common.SCHEMA_NAME_ADJUSTMENT))
+        self.placeholder = config.get(common.UNAVAILABLE_PLACEHOLDER)
+
+    def column(self, table: TableId, column: Column) -> Column:
+        """A column as events carry it: converted, masked, renamed."""
+        out = self.converters.apply(table, column) if self.converters else column
+        out = self.mappers.apply(table, out) if self.mappers else out
+        name = self.field_name(out.name)
+        return out if name == out.name else replace(out, name=name)
+
+    def key_names(self, table: Table) -> list[str]:
+        """The key columns: ``message.key.columns`` for the table if set, else its primary key."""
+        for pattern, names in self.key_columns:
+            if pattern.fullmatch(table.id.identifier):
+                missing = [n for n in names if n not in {c.name for c in table.columns}]
+                if missing:
+                    raise ValueError(f"message.key.columns names {', '.join(missing)}, not columns of {table.id}")
+                return names
+        return table.primary_key
+
+
+class TableEvents:
+    """Everything needed to build one table version's records: topic, schemas and row functions."""
+
+    __slots__ = ("table", "topic", "key_schema", "value_schema", "envelope", "row", "row_toast", "key")
+
+    def __init__(self, table: Table, settings: EventSettings):
+        tid = table.id
+        columns = [(i, settings.column(tid, c)) for i, c in enumerate(table.columns)]
+        included = [(i, c) for i, c in columns if settings.columns.includes(tid, table.columns[i].name)]
+        prefix = settings.schema_name(settings.topics.record_schema_prefix(tid))
+        self.table = table
+        self.topic = settings.topics.data_topic(tid)
+        self.value_schema = struct(f"{prefix}.Value", [(c.name, c.schema) for _, c in included], optional=True)
+        self.envelope = envelope_schema(f"{prefix}.Envelope", self.value_schema, settings.source_schema)
+        # Debezium always keys by the primary key (or message.key.columns), even where the column
+        # filters drop its columns from the value; so the key is converted from the raw row.
+        key_names = settings.key_names(table)
+        if key_names:
+            positions = {c.name: i for i, c in enumerate(table.columns)}
+            key_columns = [(positions[n], columns[positions[n]][1]) for n in key_names]
+            self.key_schema = struct(f"{prefix}.Key", [(c.name, c.schema.with_optional(False)) for _, c in key_columns])
+            self.key = compile_row_function(key_columns, with_unavailable=False)
+        else:
+            self.key_schema = None
+            self.key = None
+        self.row = compile_row_function(included, with_unavailable=False)
+        self.row_toast = compile_row_function(included, with_unavailable=True, placeholder=settings.placeholder)
