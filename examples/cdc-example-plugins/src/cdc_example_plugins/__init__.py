@@ -11,3 +11,11 @@ def register_converters() -> list[type]:
     from cdc_example_plugins.converter import BooleanWordsConverter
 
     return [BooleanWordsConverter]
+
+
+@hookimpl
+def register_snapshotters() -> list[type]:
+    """The ``export`` snapshotter."""
+    from cdc_example_plugins.snapshotter import ExportSnapshotter
+
+    return [ExportSnapshotter]

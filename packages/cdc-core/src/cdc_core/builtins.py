@@ -38,3 +38,27 @@ def register_serializers() -> list[type]:
     from cdc_core.serializers.json import JsonSerializer
 
     return [JsonSerializer]
+
+
+@hookimpl
+def register_snapshotters() -> list[type]:
+    """Every built-in ``snapshot.mode``."""
+    from cdc_core.snapshot.modes import BUILTIN_SNAPSHOTTERS
+
+    return list(BUILTIN_SNAPSHOTTERS)
+
+
+@hookimpl
+def register_snapshot_queries() -> list[type]:
+    """``select_all``."""
+    from cdc_core.snapshot.modes import SelectAllQuery
+
+    return [SelectAllQuery]
+
+
+@hookimpl
+def register_snapshot_locks() -> list[type]:
+    """``none`` and ``shared``."""
+    from cdc_core.snapshot.modes import NoLock, SharedLock
+
+    return [NoLock, SharedLock]

@@ -114,7 +114,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="stream a throwaway local database's changes to the terminal")
     p.add_argument("name", nargs="?", default="postgres")
     p.set_defaults(func=cmd_demo)
+    _plugin_commands(sub)
     return parser
+
+
+def _plugin_commands(sub: argparse._SubParsersAction) -> None:
+    """Subcommands that plugins add through ``register_cli_commands``; a broken plugin only loses its own."""
+    from cdc_core.plugins import registry
+
+    for impl in registry().manager.hook.register_cli_commands.get_hookimpls():
+        try:
+            impl.function(subparsers=sub)
+        except Exception as e:  # noqa: BLE001 - a broken plugin must not take the command down
+            log.warning("cdc plugin %r failed to register its commands: %s", impl.plugin_name, e)
 
 
 def main(argv: list[str] | None = None) -> int:

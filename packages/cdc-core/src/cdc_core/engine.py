@@ -55,7 +55,8 @@ def connector_problems(config: Config, plugins: PluginRegistry | None = None) ->
         except ConfigError as e:
             problems += e.problems
     if not problems:
-        problems += cls(config, ConnectorContext(log=connector_logger("cdc", cls.name, "-"))).validate()
+        context = ConnectorContext(log=connector_logger("cdc", cls.name, "-"), plugins=plugins or registry())
+        problems += cls(config, context).validate()
     return problems
 
 
@@ -129,7 +130,8 @@ class Engine:
     # -- producer ------------------------------------------------------------------------------
 
     def _new_connector(self) -> Connector:
-        ctx = ConnectorContext(log=connector_logger(f"cdc.{self.connector_class.name}", self.connector_class.name, self.name), history=self.history_store)
+        log = connector_logger(f"cdc.{self.connector_class.name}", self.connector_class.name, self.name)
+        ctx = ConnectorContext(log=log, history=self.history_store, plugins=self.plugins)
         return self.connector_class(self.config, ctx)
 
     def _produce(self) -> None:

@@ -45,3 +45,27 @@ def register_demos() -> list[tuple[str, object]]:
 @hookspec
 def register_converters() -> list[type]:
     """Return custom converter classes (see ``cdc_core.spi.converter.CustomConverter``), each with a ``name``."""
+
+
+@hookspec
+def register_snapshotters() -> list[type]:
+    """Return Snapshotter classes (see ``cdc_core.snapshot.spi.Snapshotter``) for ``snapshot.mode=custom``."""
+
+
+@hookspec
+def register_snapshot_queries() -> list[type]:
+    """Return SnapshotQuery classes for ``snapshot.query.mode=custom``."""
+
+
+@hookspec
+def register_snapshot_locks() -> list[type]:
+    """Return SnapshotLock classes for ``snapshot.locking.mode=custom``."""
+
+
+@hookspec
+def register_cli_commands(subparsers: object) -> None:
+    """Add subcommands to the ``cdc`` command: ``subparsers`` is its argparse subparsers object.
+
+    Each subcommand sets ``func`` (``set_defaults(func=...)``): a function of the parsed arguments
+    that returns the exit code. Example: ``cdc ddl apply`` from the MySQL plugin.
+    """

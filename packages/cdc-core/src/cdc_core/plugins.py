@@ -21,6 +21,9 @@ KINDS = {
     "schema history store": "register_schema_history_stores",
     "serializer": "register_serializers",
     "converter": "register_converters",
+    "snapshotter": "register_snapshotters",
+    "snapshot query": "register_snapshot_queries",
+    "snapshot lock": "register_snapshot_locks",
 }
 
 

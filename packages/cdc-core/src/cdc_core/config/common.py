@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from cdc_core.config.fields import ConfigField as F
 from cdc_core.config.fields import Fields
+from cdc_core.snapshot.modes import CONFIGURATION_BASED_FIELDS
 
 
 def _topic_prefix_ok(value: str) -> str | None:
@@ -69,6 +70,13 @@ CONVERTERS = F("converters", "list", doc="Names of custom converters; each confi
 COLUMN_PROPAGATE = F("column.propagate.source.type", "regex-list")
 DATATYPE_PROPAGATE = F("datatype.propagate.source.type", "regex-list")
 UNAVAILABLE_PLACEHOLDER = F("unavailable.value.placeholder", "string", "__debezium_unavailable_value")
+SNAPSHOT_MODE_CUSTOM_NAME = F("snapshot.mode.custom.name", "string")
+SNAPSHOT_QUERY_MODE = F("snapshot.query.mode", "enum", "select_all", allowed=("select_all", "custom"))
+SNAPSHOT_QUERY_MODE_CUSTOM_NAME = F("snapshot.query.mode.custom.name", "string")
+SNAPSHOT_LOCKING_MODE_CUSTOM_NAME = F("snapshot.locking.mode.custom.name", "string")
+SNAPSHOT_LOCK_TIMEOUT_MS = F("snapshot.lock.timeout.ms", "long", 10000, minimum=0)
+SNAPSHOT_SELECT_OVERRIDES = F("snapshot.select.statement.overrides", "list")
+SNAPSHOT_INCLUDE_COLLECTIONS = F("snapshot.include.collection.list", "regex-list")
 SCHEMA_HISTORY = F("schema.history.internal", "string", "io.debezium.storage.file.history.FileSchemaHistory")
 SCHEMA_HISTORY_FILE = F("schema.history.internal.file.filename", "string")
 
@@ -90,10 +98,14 @@ COMMON_FIELDS = Fields(
         HEARTBEAT_ACTION_QUERY, SKIPPED_OPERATIONS, SKIP_MESSAGES_WITHOUT_CHANGE,
         SCHEMA_NAME_ADJUSTMENT, FIELD_NAME_ADJUSTMENT, FAILURE_HANDLING, MESSAGE_KEY_COLUMNS, CONVERTERS,
         COLUMN_PROPAGATE, DATATYPE_PROPAGATE, UNAVAILABLE_PLACEHOLDER,
+        SNAPSHOT_MODE_CUSTOM_NAME, SNAPSHOT_QUERY_MODE, SNAPSHOT_QUERY_MODE_CUSTOM_NAME,
+        SNAPSHOT_LOCKING_MODE_CUSTOM_NAME, SNAPSHOT_LOCK_TIMEOUT_MS, SNAPSHOT_SELECT_OVERRIDES,
+        SNAPSHOT_INCLUDE_COLLECTIONS, *CONFIGURATION_BASED_FIELDS,
         *(F(n) for n in _CONNECT_PROPERTIES),
     ],
     prefixes=("key.converter.", "value.converter.", "schema.history.internal.file.",
-              "column.truncate.to.", "column.mask.with.", "column.mask.hash."),
+              "column.truncate.to.", "column.mask.with.", "column.mask.hash.",
+              "snapshot.select.statement.overrides."),
 )
 
 #: Pairs of properties that cannot be set together.

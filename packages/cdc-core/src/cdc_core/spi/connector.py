@@ -18,6 +18,8 @@ class ConnectorContext:
 
     log: ConnectorLogger
     history: Any = None
+    #: The plugin registry, for the snapshot SPIs and other pluggable parts a connector looks up.
+    plugins: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
 
 
