@@ -37,7 +37,7 @@ EXPECTED_PROBLEMS = [
     "invalid configuration:",
     "  debezium.format.value: 'avro' is not supported; the supported format is json",
     "  debezium.source.database.port: 'abc' is not an integer",
-    "  debezium.source.snapshot.mode: 'sometimes' is not one of: initial, initial_only, no_data, always, when_needed",
+    "  debezium.source.snapshot.mode: 'sometimes' is not one of: initial, initial_only, no_data, always, when_needed, configuration_based, custom",
     "  debezium.source.databse.hostname: unknown property",
     "  debezium.sink.file.fsync: 'perhaps' is not a boolean (true or false)",
 ]

@@ -12,6 +12,7 @@ import orjson
 from cdc_core.app import load_application
 from cdc_core.errors import CdcError, ConfigError
 from cdc_core.logs import configure_logging
+from cdc_core.progress import SnapshotProgress
 
 EXIT_OK, EXIT_FAILED, EXIT_CONFIG = 0, 1, 2
 
@@ -54,11 +55,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    progress = SnapshotProgress(engine.metrics.snapshot).start()
     try:
         engine.run()
     except CdcError as e:
         log.error("%s", e)
         return EXIT_FAILED
+    finally:
+        progress.stop()
     return EXIT_OK
 
 

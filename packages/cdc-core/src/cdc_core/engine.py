@@ -20,6 +20,7 @@ from cdc_core.table_events import EventSettings
 from cdc_core.errors import ConfigError, PluginError, RetriableError
 from cdc_core.events import ChangeRecord, Checkpoint
 from cdc_core.logs import ConnectorLogger, connector_logger
+from cdc_core.metrics import ConnectorMetrics
 from cdc_core.plugins import PluginRegistry, registry
 from cdc_core.queue import BatchQueue
 from cdc_core.spi.connector import Connector, ConnectorContext
@@ -92,6 +93,9 @@ class Engine:
         self.offset_store = offset_store if offset_store is not None else self._make_offset_store()
         self.history_store = history_store
         self.queue: BatchQueue[ChangeRecord | Checkpoint] = BatchQueue(self.config.get(common.MAX_QUEUE_SIZE))
+        #: Debezium's snapshot and streaming metrics of this engine's connector.
+        self.metrics = ConnectorMetrics(self.connector_class.name, self.config.get(common.TOPIC_PREFIX), self.queue)
+        self._metrics_server = None
         self.max_batch = self.config.get(common.MAX_BATCH_SIZE)
         self.poll_interval = self.config.get(common.POLL_INTERVAL_MS) / 1000.0
         self.flush_interval = self.config.get(common.OFFSET_FLUSH_INTERVAL_MS) / 1000.0
@@ -131,7 +135,7 @@ class Engine:
 
     def _new_connector(self) -> Connector:
         log = connector_logger(f"cdc.{self.connector_class.name}", self.connector_class.name, self.name)
-        ctx = ConnectorContext(log=log, history=self.history_store, plugins=self.plugins)
+        ctx = ConnectorContext(log=log, history=self.history_store, plugins=self.plugins, metrics=self.metrics)
         return self.connector_class(self.config, ctx)
 
     def _produce(self) -> None:
@@ -159,6 +163,7 @@ class Engine:
                         if not raw:
                             continue
                         records = builder.build(raw)
+                        self.metrics.record_batch(records)
                         with self._progress:
                             self._produced += len(records)
                         if not self.queue.put(records, self._stopping.is_set):
@@ -201,6 +206,12 @@ class Engine:
                 self.serializer = JsonSerializer()
             serialize, write = self.serializer.serialize, self.sink.write
             handler = lambda records: write(serialize(records))  # noqa: E731
+        port = self.config.get(common.METRICS_PORT)
+        if port is not None and self._metrics_server is None:
+            from cdc_core.prometheus import serve
+
+            self._metrics_server = serve(self.metrics, port)
+            self.log.info("serving metrics at http://127.0.0.1:%d/metrics", self._metrics_server.server_port)
         producer = threading.Thread(target=self._produce, name="cdc-connector", daemon=True)
         producer.start()
         last_flush = time.monotonic()
@@ -227,6 +238,9 @@ class Engine:
             self.offset_store.close()
             if self.sink is not None:
                 self.sink.close()
+            if self._metrics_server is not None:
+                self._metrics_server.shutdown()
+                self._metrics_server = None
         if self._producer_error is not None:
             raise self._producer_error
 

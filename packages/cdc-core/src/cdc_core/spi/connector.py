@@ -20,6 +20,8 @@ class ConnectorContext:
     history: Any = None
     #: The plugin registry, for the snapshot SPIs and other pluggable parts a connector looks up.
     plugins: Any = None
+    #: ``cdc_core.metrics.ConnectorMetrics``: report snapshot progress and the streaming connection here.
+    metrics: Any = None
     extras: dict[str, Any] = field(default_factory=dict)
 
 
