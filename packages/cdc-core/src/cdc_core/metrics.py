@@ -160,7 +160,9 @@ class ConnectorMetrics:
                 if value is not None and value.get("status") == "END":
                     stream.committed_transactions += 1
                 continue
-            op = value["op"]
+            op = value.get("op")
+            if op is None:  # a schema change event (it has a source, no op)
+                continue
             group = snap if op == "r" else stream
             group.total_events += 1
             if op in stream.by_op:

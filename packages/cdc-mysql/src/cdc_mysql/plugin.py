@@ -1,3 +1,21 @@
-"""Registers the MySQL connector and the ``cdc ddl`` command through cdc's plugin hooks."""
+"""Registers the MySQL connector through cdc's plugin hooks."""
 
 from __future__ import annotations
+
+from cdc_core.hookspecs import hookimpl
+
+
+@hookimpl
+def register_connectors() -> list[type]:
+    """The MySQL connector."""
+    from cdc_mysql.connector import MySqlConnector
+
+    return [MySqlConnector]
+
+
+@hookimpl
+def register_cli_commands(subparsers: object) -> None:
+    """``cdc ddl apply --dialect mysql|mariadb FILE.sql``."""
+    from cdc_mysql.ddl_cli import register
+
+    register(subparsers)

@@ -1,0 +1,204 @@
+"""The table model DDL builds: column and table definitions, and their Debezium ``tableChanges`` JSON.
+
+This is the connector's memory of the schema: every binlog row event is decoded with the table
+definition in effect at its position. Definitions are plain data; the Connect schemas and value
+converters are derived from them (``cdc_mysql.types``) once per table version.
+"""
+
+from __future__ import annotations
+
+import re
+
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+#: java.sql.Types codes, as Debezium's ``jdbcType`` writes them.
+JDBC_TYPES: dict[str, int] = {
+    "BIT": -7, "BOOLEAN": 16, "TINYINT": -6, "SMALLINT": 5, "MEDIUMINT": 4, "INT": 4, "BIGINT": -5,
+    "FLOAT": 6, "REAL": 7, "DOUBLE": 8, "DECIMAL": 3, "NUMERIC": 2,
+    "CHAR": 1, "VARCHAR": 12, "TINYTEXT": 12, "TEXT": 12, "MEDIUMTEXT": 12, "LONGTEXT": 12, "JSON": 1,
+    "ENUM": 1, "SET": 1,
+    "BINARY": -2, "VARBINARY": -3, "TINYBLOB": -3, "BLOB": 2004, "MEDIUMBLOB": 2004, "LONGBLOB": 2004,
+    "DATE": 91, "TIME": 92, "DATETIME": 93, "TIMESTAMP": 2014, "YEAR": 4,
+    "GEOMETRY": 1111, "POINT": 1111, "LINESTRING": 1111, "POLYGON": 1111, "MULTIPOINT": 1111,
+    "MULTILINESTRING": 1111, "MULTIPOLYGON": 1111, "GEOMETRYCOLLECTION": 1111, "GEOMCOLLECTION": 1111,
+}
+
+#: Column types that hold character data (a charset applies).
+CHARACTER_TYPES = frozenset({"CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "ENUM", "SET", "JSON"})
+SPATIAL_TYPES = frozenset({"GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING",
+                           "MULTIPOLYGON", "GEOMETRYCOLLECTION", "GEOMCOLLECTION"})
+
+
+class TableId(NamedTuple):
+    """A MySQL table's identity: database and table name."""
+
+    database: str
+    table: str
+
+    def quoted(self) -> str:
+        """Debezium's table id in ``tableChanges``: ``"db"."table"``."""
+        return f'"{self.database}"."{self.table}"'
+
+    def __str__(self) -> str:
+        return f"{self.database}.{self.table}"
+
+
+@dataclass(frozen=True)
+class ColumnDef:
+    """One column as DDL defines it."""
+
+    name: str
+    type_name: str  # canonical upper-case type: INT, VARCHAR, DECIMAL, ENUM, POINT, ...
+    position: int = 1
+    length: int | None = None
+    scale: int | None = None
+    unsigned: bool = False
+    zerofill: bool = False
+    optional: bool = True
+    auto_increment: bool = False
+    generated: bool = False
+    charset: str | None = None
+    collation: str | None = None
+    has_default: bool = False
+    default: str | None = None  # the default's SQL expression, unquoted for string literals
+    enum_values: tuple[str, ...] | None = None
+    comment: str | None = None
+
+    @property
+    def jdbc_type(self) -> int:
+        """The java.sql.Types code Debezium reports."""
+        if self.type_name == "TINYINT" and self.length == 1:
+            return JDBC_TYPES["TINYINT"]
+        return JDBC_TYPES.get(self.type_name, 1111)
+
+    @property
+    def full_type_name(self) -> str:
+        """The type name as Debezium writes it: ``INT UNSIGNED``, ``VARCHAR``."""
+        name = self.type_name
+        if self.unsigned:
+            name += " UNSIGNED"
+        if self.zerofill:
+            name += " ZEROFILL"
+        return name
+
+    def to_change_json(self) -> dict[str, Any]:
+        """This column in Debezium's ``tableChanges`` form (JsonTableChangeSerializer's keys and order)."""
+        out: dict[str, Any] = {
+            "name": self.name,
+            "jdbcType": self.jdbc_type,
+            "nativeType": None,
+            "typeName": self.full_type_name,
+            "typeExpression": self.full_type_name,
+            "charsetName": self.charset,
+            "length": self.length,
+            "scale": self.scale,
+            "position": self.position,
+            "optional": self.optional,
+            "autoIncremented": self.auto_increment,
+            "generated": self.auto_increment or self.generated,
+        }
+        if self.comment is not None:
+            out["comment"] = self.comment
+        if self.has_default:
+            out["hasDefaultValue"] = True
+            out["defaultValueExpression"] = self.default
+        if self.enum_values is not None:
+            out["enumValues"] = list(self.enum_values)
+        return out
+
+    @classmethod
+    def from_change_json(cls, data: dict[str, Any]) -> ColumnDef:
+        """Rebuild a column from its ``tableChanges`` form."""
+        words = data["typeName"].split()
+        enum_values = data.get("enumValues")
+        return cls(
+            name=data["name"], type_name=words[0], position=data.get("position", 1), length=data.get("length"),
+            scale=data.get("scale"), unsigned="UNSIGNED" in words[1:], zerofill="ZEROFILL" in words[1:],
+            optional=bool(data.get("optional", True)), auto_increment=bool(data.get("autoIncremented")),
+            generated=bool(data.get("generated")) and not data.get("autoIncremented"),
+            charset=data.get("charsetName"), has_default=bool(data.get("hasDefaultValue")),
+            default=data.get("defaultValueExpression"), comment=data.get("comment"),
+            enum_values=tuple(enum_values) if enum_values is not None else None,
+        )
+
+
+@dataclass(frozen=True)
+class TableDef:
+    """One table as DDL defines it: columns in order, primary key, default charset."""
+
+    id: TableId
+    columns: tuple[ColumnDef, ...]
+    primary_key: tuple[str, ...] = ()
+    charset: str | None = None
+    comment: str | None = None
+    #: Unique keys (name -> columns); a table without a primary key is keyed by the first all-NOT NULL one.
+    unique_keys: tuple[tuple[str, ...], ...] = field(default=())
+
+    def column(self, name: str) -> ColumnDef | None:
+        """The column called ``name`` (case-insensitive, as MySQL compares column names), or None."""
+        lower = name.lower()
+        for c in self.columns:
+            if c.name.lower() == lower:
+                return c
+        return None
+
+    def renumbered(self, columns: list[ColumnDef] | tuple[ColumnDef, ...]) -> TableDef:
+        """A copy with ``columns`` whose positions are set to 1..n; keys drop columns that are gone."""
+        cols = tuple(c if c.position == i else replace(c, position=i) for i, c in enumerate(columns, 1))
+        names = {c.name.lower() for c in cols}
+        pk = tuple(k for k in self.primary_key if k.lower() in names)
+        uks = tuple(u for u in self.unique_keys if all(k.lower() in names for k in u))
+        return replace(self, columns=cols, primary_key=pk, unique_keys=uks)
+
+    @property
+    def key_columns(self) -> tuple[str, ...]:
+        """The primary key, or else the first unique key whose columns are all NOT NULL."""
+        if self.primary_key:
+            return self.primary_key
+        for uk in self.unique_keys:
+            cols = [self.column(k) for k in uk]
+            if all(c is not None and not c.optional for c in cols):
+                return tuple(c.name for c in cols if c is not None)
+        return ()
+
+    def to_change_json(self) -> dict[str, Any]:
+        """The ``table`` member of a Debezium ``tableChanges`` entry."""
+        out: dict[str, Any] = {
+            "defaultCharsetName": self.charset,
+            "primaryKeyColumnNames": list(self.key_columns),
+            "columns": [c.to_change_json() for c in self.columns],
+            "attributes": [],
+        }
+        if self.comment is not None:
+            out["comment"] = self.comment
+        return out
+
+    @classmethod
+    def from_change_json(cls, table_id: TableId, data: dict[str, Any]) -> TableDef:
+        """Rebuild a table from a ``tableChanges`` entry's ``table``."""
+        columns = tuple(ColumnDef.from_change_json(c) for c in data.get("columns", []))
+        return cls(table_id, columns, tuple(data.get("primaryKeyColumnNames") or ()),
+                   data.get("defaultCharsetName"), data.get("comment"))
+
+
+class TableChange(NamedTuple):
+    """One table touched by a DDL statement: CREATE, ALTER or DROP, with the definition after it."""
+
+    type: str
+    id: TableId
+    table: TableDef | None
+    previous_id: TableId | None = None  # for renames
+
+    def to_json(self) -> dict[str, Any]:
+        """Debezium's ``tableChanges`` entry (a rename's id is ``old,new``)."""
+        ident = self.id.quoted() if self.previous_id is None else f"{self.previous_id.quoted()},{self.id.quoted()}"
+        return {"type": self.type, "id": ident, "table": self.table.to_change_json() if self.table is not None else None}
+
+
+def parse_quoted_id(text: str) -> TableId:
+    """Parse Debezium's ``"db"."table"`` id (of a rename ``old,new``, the new name)."""
+    parts = [p.replace('""', '"') for p in re.findall(r'"((?:[^"]|"")*)"', text)]
+    if len(parts) < 2:
+        raise ValueError(f"not a table id: {text!r}")
+    return TableId(parts[-2], parts[-1])

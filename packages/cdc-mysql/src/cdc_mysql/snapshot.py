@@ -1,0 +1,197 @@
+"""The snapshot: locks, a consistent-snapshot transaction, the binlog position read under the lock, then the rows.
+
+Workflow (Debezium's, ``snapshot.locking.mode``):
+
+1. take the global read lock (``FLUSH TABLES WITH READ LOCK``; where it is not permitted, table
+   locks on the captured tables; ``minimal_percona``: the backup lock; ``none``: no lock);
+2. ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` at REPEATABLE READ;
+3. read the binlog position and GTID set (nothing can commit in between, so streaming from it
+   after the scan neither loses nor repeats a change);
+4. read the table definitions into the history;
+5. ``minimal``: release the global lock; ``extended`` and table locks keep it until the end;
+6. scan each captured table inside the transaction; every ``r`` event carries the step-3 position;
+7. commit, unlock, and checkpoint the position with the snapshot marked complete.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+import pymysql
+import pymysql.cursors
+from pymysql.converters import conversions
+
+from cdc_core.events import Checkpoint, RawChange
+from cdc_core.relational import Table
+
+from cdc_mysql.catalog import quote
+from cdc_mysql.model import SPATIAL_TYPES, ColumnDef, TableDef
+from cdc_mysql.source import source_block
+from cdc_mysql.types import parse_date, parse_datetime, parse_time
+
+#: PyMySQL converters for parameters only: result values stay text/bytes and are parsed per column.
+ENCODERS_ONLY = {k: v for k, v in conversions.items() if not isinstance(k, int)}
+
+
+def _bytes(v: Any) -> bytes:
+    return v if isinstance(v, (bytes, bytearray)) else str(v).encode("utf-8")
+
+
+def _text(v: Any) -> str:
+    return v if isinstance(v, str) else bytes(v).decode("utf-8", "replace")
+
+
+def value_parser(col: ColumnDef) -> Callable[[Any], Any]:
+    """A parser from the text protocol's value (str, or bytes for binary data) to the intermediate value."""
+    t = col.type_name
+    if t in ("TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "YEAR", "BOOLEAN"):
+        return int
+    if t in ("FLOAT", "DOUBLE", "REAL"):
+        return float
+    if t in ("DECIMAL", "NUMERIC"):
+        return Decimal
+    if t == "BIT" or t in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB") or t in SPATIAL_TYPES:
+        return _bytes
+    if t == "DATE":
+        optional = col.optional
+        return lambda v: parse_date(_text(v), optional)
+    if t == "TIME":
+        return lambda v: parse_time(_text(v))
+    if t in ("DATETIME", "TIMESTAMP"):
+        optional = col.optional
+        return lambda v: parse_datetime(_text(v), optional)
+    return _text
+
+
+def row_parser(definition: TableDef) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A function turning one result row into intermediate values, generated per table version."""
+    env: dict[str, Any] = {}
+    items = []
+    for i, col in enumerate(definition.columns):
+        env[f"p{i}"] = value_parser(col)
+        items.append(f"None if r[{i}] is None else p{i}(r[{i}])")
+    code = f"def parse(r):\n    return ({', '.join(items)}{',' if len(items) == 1 else ''})"
+    exec(compile(code, "<cdc snapshot row parser>", "exec"), env)
+    return env["parse"]
+
+
+class SnapshotLocks:
+    """Takes and releases the snapshot's locks as ``snapshot.locking.mode`` says."""
+
+    def __init__(self, conn: pymysql.connections.Connection, mode: str, log: Any):
+        self.conn = conn
+        self.mode = mode
+        self.log = log
+        self.global_lock = False
+        self.table_locks = False
+
+    def acquire(self, tables: list[TableDef]) -> None:
+        """Block writes: the global read lock, or (where it is not permitted) read locks on ``tables``."""
+        if self.mode == "none":
+            return
+        with self.conn.cursor() as cur:
+            if self.mode == "minimal_percona":
+                cur.execute("LOCK TABLES FOR BACKUP")
+                self.global_lock = True
+                return
+            try:
+                cur.execute("FLUSH TABLES WITH READ LOCK")
+                self.global_lock = True
+            except pymysql.err.OperationalError as e:
+                if not tables:
+                    raise
+                self.log.warning("the global read lock is not permitted (%s); locking the %d captured tables instead",
+                                 e.args[-1], len(tables))
+                cur.execute("LOCK TABLES " + ", ".join(f"{quote(t.id.database)}.{quote(t.id.table)} READ" for t in tables))
+                self.table_locks = True
+
+    def after_schema(self) -> None:
+        """``minimal``: release the global read lock once the position and the schemas are read."""
+        if self.global_lock and self.mode in ("minimal", "minimal_percona"):
+            self._unlock()
+
+    def release(self) -> None:
+        """Release whatever is still held (after the snapshot transaction committed)."""
+        if self.global_lock or self.table_locks:
+            self._unlock()
+
+    def _unlock(self) -> None:
+        with self.conn.cursor() as cur:
+            cur.execute("UNLOCK TABLES" if self.mode != "minimal_percona" else "UNLOCK TABLES")
+        self.global_lock = self.table_locks = False
+
+
+class SnapshotReader:
+    """Scans captured tables inside the consistent-snapshot transaction and yields ``op: r`` batches."""
+
+    def __init__(self, conn: pymysql.connections.Connection, connector: str, server: str, server_id: int,
+                 position: dict[str, Any], fetch_size: int, overrides: dict[str, str], log: Any):
+        self.conn = conn
+        self.connector = connector
+        self.server = server
+        self.server_id = server_id
+        self.position = position
+        self.fetch_size = fetch_size
+        self.overrides = overrides
+        self.log = log
+        self.stopped = False
+        self.rows_scanned: dict[str, int] = {}
+
+    def _offset(self) -> dict[str, Any]:
+        return {**self.position, "snapshot": True, "ts_sec": time.time_ns() // 1_000_000_000}
+
+    def read(self, tables: list[tuple[Table, TableDef]]) -> Iterator[list[RawChange | Checkpoint]]:
+        """Yield batches of ``r`` changes table by table; marks ``first``/``last`` (per table and overall)."""
+        pending: RawChange | None = None
+        batch: list[RawChange | Checkpoint] = []
+        first_overall = True
+        file, pos = self.position["file"], self.position["pos"]
+        for table, definition in tables:
+            if self.stopped:
+                return
+            started = time.monotonic()
+            db, name = definition.id.database, definition.id.table
+            parse = row_parser(definition)
+            statement = self.overrides.get(f"{db}.{name}") or (
+                "SELECT " + ", ".join(quote(c.name) for c in definition.columns) + f" FROM {quote(db)}.{quote(name)}")
+            rows = 0
+            prev: RawChange | None = None
+            with self.conn.cursor(pymysql.cursors.SSCursor) as cur:
+                cur.execute(statement)
+                while True:
+                    chunk = cur.fetchmany(self.fetch_size)
+                    if not chunk:
+                        break
+                    ts_ms = time.time_ns() // 1_000_000
+                    for raw in chunk:
+                        marker = "first" if first_overall else ("first_in_data_collection" if prev is None else "true")
+                        first_overall = False
+                        if prev is not None:
+                            if pending is not None:
+                                batch.append(pending)
+                            pending = prev
+                        source = source_block(self.connector, self.server, ts_ms, marker, db, name, self.server_id,
+                                              None, file, pos, 0, None, None)
+                        prev = RawChange(table, "r", None, parse(raw), source, self._offset())
+                        rows += 1
+                    if len(batch) >= self.fetch_size:
+                        yield batch
+                        batch = []
+                        if self.stopped:
+                            return
+            if prev is not None:
+                if pending is not None:
+                    batch.append(pending)
+                if prev.source["snapshot"] == "true":
+                    prev.source["snapshot"] = "last_in_data_collection"
+                pending = prev
+            self.rows_scanned[f"{db}.{name}"] = rows
+            self.log.info("snapshot of %s.%s: %d rows in %.1fs", db, name, rows, time.monotonic() - started)
+        if pending is not None:
+            pending.source["snapshot"] = "last"
+            batch.append(pending)
+        if batch:
+            yield batch

@@ -1,0 +1,363 @@
+"""Streaming: binlog events into RawChange batches, DDL into the model, history and schema change events.
+
+Offsets follow Debezium's shape: ``file``/``pos`` is where the current transaction starts (the
+restart point), ``event`` the rows events of that transaction already handled and ``row`` the
+rows handled in the next one; between transactions ``pos`` is the next event and both are 0.
+``gtids`` is the GTID set of completed transactions. A restart replays the transaction at
+``pos`` and skips what the counters say was acknowledged.
+"""
+
+from __future__ import annotations
+
+import select
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from pymysqlreplication.event import (
+    GtidEvent, HeartbeatLogEvent, MariadbAnnotateRowsEvent, MariadbGtidEvent, QueryEvent, RotateEvent,
+    RowsQueryLogEvent, XidEvent,
+)
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+from cdc_core.events import ChangeRecord, Checkpoint, RawChange
+from cdc_core.errors import ConnectorError
+from cdc_core.relational import Table
+from cdc_core.relational import TableId as CoreTableId
+
+from cdc_mysql.binlog import CdcBinLogStreamReader
+from cdc_mysql.ddl import AppliedDdl, SchemaModel, UnparseableDdl
+from cdc_mysql.gtid import gtid_set
+from cdc_mysql.model import TableChange, TableDef, TableId
+from cdc_mysql.rows import RowDecoder, SchemaMismatch, compile_decoder
+from cdc_mysql.source import DEBEZIUM_VERSION
+from cdc_mysql.types import TypeModes, column_for
+
+_WRITE, _UPDATE, _DELETE = WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent
+_TX_STATEMENTS = frozenset({"BEGIN", "COMMIT", "ROLLBACK", "XA START", "XA END", "XA PREPARE", "XA COMMIT"})
+
+
+class TableVersions:
+    """cdc Table objects per model table version (one object per version, so the core's caches hold)."""
+
+    def __init__(self, modes: TypeModes):
+        self.modes = modes
+        self._tables: dict[int, tuple[TableDef, Table]] = {}
+
+    def table(self, definition: TableDef) -> Table:
+        """The cdc Table of a definition (built once per definition object)."""
+        found = self._tables.get(id(definition))
+        if found is not None and found[0] is definition:
+            return found[1]
+        columns = [column_for(c, self.modes) for c in definition.columns]
+        table = Table(CoreTableId(definition.id.database, None, definition.id.table), columns,
+                      list(definition.key_columns), definition.comment)
+        self._tables[id(definition)] = (definition, table)
+        return table
+
+
+class DdlHandler:
+    """What the streamer calls for each DDL statement (implemented by the connector)."""
+
+    def ddl(self, statement: str, database: str | None, position: dict[str, Any], source: dict[str, Any],
+            offset: dict[str, Any]) -> tuple[AppliedDdl | None, list[ChangeRecord]]:
+        """Apply a statement; return what it did and the schema change records to emit."""
+        raise NotImplementedError
+
+
+class BinlogStreamer:
+    """Reads a started CdcBinLogStreamReader and yields batches of RawChanges, Checkpoints and ChangeRecords."""
+
+    def __init__(self, reader: CdcBinLogStreamReader, model: SchemaModel, versions: TableVersions, *,
+                 connector: str, server: str, gtid_format: str, offset: dict[str, Any],
+                 captured: Callable[[TableId], bool], ddl: DdlHandler, include_query: bool,
+                 inconsistent_mode: str, max_batch: int, log: Any, heartbeat: bool = False):
+        self.reader = reader
+        self.model = model
+        self.versions = versions
+        self.connector = connector
+        self.server = server
+        self.captured = captured
+        self.ddl_handler = ddl
+        self.include_query = include_query
+        self.inconsistent_mode = inconsistent_mode
+        self.max_batch = max_batch
+        self.log = log
+        self.heartbeat = heartbeat
+        self.stopped = False
+        self.file: str = offset["file"]
+        self.next_pos: int = int(offset["pos"])
+        self.gtids = gtid_set(gtid_format, offset.get("gtids") or "")
+        self._skip_events = int(offset.get("event") or 0)
+        self._skip_rows = int(offset.get("row") or 0)
+        self._tx_pos: int | None = None
+        self._tx_gtid: str | None = None
+        self._tx_id: str | None = None
+        self._tx_events = 0
+        self._thread: int | None = None
+        self._query: str | None = None
+        self._server_id = 0
+        self._decoders: dict[tuple[int, int], tuple[Any, RowDecoder, Table, TableDef]] = {}
+        self._compiled: dict[tuple[Any, ...], tuple[Any, RowDecoder, Table, TableDef]] = {}
+        self._skipped_tables: set[TableId] = set()
+        self.events_seen = 0
+
+    # -- offsets --------------------------------------------------------------------------------
+
+    def boundary_offset(self) -> dict[str, Any]:
+        """The offset between transactions: the next event, nothing to skip."""
+        return {"file": self.file, "pos": self.next_pos, "event": 0, "row": 0, "gtids": str(self.gtids) or None,
+                "ts_sec": int(time.time())}
+
+    # -- the loop -------------------------------------------------------------------------------
+
+    def batches(self) -> Iterator[list[Any]]:
+        """Yield batches until stopped (a lost connection raises BinlogConnectionLost)."""
+        out: list[Any] = []
+        reader = self.reader
+        checksum = None
+        for ev in reader:
+            if self.stopped:
+                break
+            cls = ev.__class__
+            packet = ev.packet
+            if cls is _WRITE or cls is _UPDATE or cls is _DELETE:
+                if checksum is None:
+                    checksum = 4 if reader.use_checksum else 0
+                self._rows(ev, packet, checksum, out)
+                if len(out) >= self.max_batch:
+                    yield out
+                    out = []
+                continue
+            log_pos = packet.log_pos
+            if cls is XidEvent:
+                self._commit(log_pos, ev.timestamp, out)
+                if out and (len(out) >= 256 or self._idle()):
+                    yield out
+                    out = []
+                continue
+            if cls is MariadbGtidEvent or cls is GtidEvent:
+                self._tx_pos = log_pos - packet.event_size
+                self._tx_gtid = ev.gtid
+                self._tx_id = ev.gtid
+                self._tx_events = 0
+                self._query = None
+                self._server_id = packet.server_id
+            elif cls is QueryEvent:
+                self._query_event(ev, packet, out)
+                if out and self._idle():
+                    yield out
+                    out = []
+            elif cls is MariadbAnnotateRowsEvent:
+                if self.include_query:
+                    self._query = ev.sql_statement.decode("utf-8", "replace")
+            elif cls is RowsQueryLogEvent:
+                if self.include_query:
+                    self._query = ev.query
+            elif cls is RotateEvent:
+                self.file = ev.next_binlog
+                self.next_pos = ev.position
+                continue
+            elif cls is HeartbeatLogEvent:
+                if self._tx_pos is None and self.heartbeat:
+                    out.append(Checkpoint(self.boundary_offset()))
+                if out:
+                    yield out
+                    out = []
+                continue
+            if log_pos:
+                self.next_pos = log_pos
+        if out:
+            yield out
+
+    def _idle(self) -> bool:
+        """True if no further event is already waiting (so a partial batch should go now)."""
+        conn = self.reader.stream_connection
+        sock = getattr(conn, "_sock", None)
+        if sock is None:
+            return True
+        try:
+            if select.select([sock], [], [], 0)[0]:
+                return False
+            timeout = sock.gettimeout()
+            sock.setblocking(False)
+            try:
+                return not conn._rfile.peek(1)
+            except (BlockingIOError, OSError):
+                return True
+            finally:
+                sock.settimeout(timeout)
+        except (OSError, ValueError):
+            return True
+
+    # -- transactions ---------------------------------------------------------------------------
+
+    def _begin(self, pos: int, thread: int | None, server_id: int) -> None:
+        if self._tx_pos is None:
+            self._tx_pos = pos
+            self._tx_gtid = None
+            self._tx_id = None
+            self._tx_events = 0
+            self._query = None
+        if self._tx_id is None:
+            self._tx_id = f"file={self.file},pos={self._tx_pos}"
+        self._thread = thread
+        self._server_id = server_id
+
+    def _commit(self, next_pos: int, timestamp: int, out: list[Any]) -> None:
+        if self._tx_gtid is not None:
+            self.gtids.add(self._tx_gtid)
+        self.next_pos = next_pos
+        tx_id = self._tx_id
+        had_events = self._tx_events > 0
+        self._tx_pos = self._tx_gtid = self._tx_id = None
+        self._tx_events = 0
+        self._query = None
+        self._skip_events = self._skip_rows = 0
+        offset = self.boundary_offset()
+        out.append(Checkpoint(offset, tx_id if had_events else None, timestamp * 1000))
+
+    def _query_event(self, ev: QueryEvent, packet: Any, out: list[Any]) -> None:
+        statement = ev.query.strip()
+        word = statement.upper()
+        start = packet.log_pos - packet.event_size
+        if word == "BEGIN" or word.startswith("XA START"):
+            self._begin(start, ev.slave_proxy_id, packet.server_id)
+            return
+        if word in ("COMMIT", "ROLLBACK") or word.startswith(("XA COMMIT", "XA END", "XA PREPARE", "XA ROLLBACK")):
+            self._commit(packet.log_pos, ev.timestamp, out)
+            return
+        if word.startswith("SAVEPOINT") or word.startswith("ROLLBACK TO"):
+            return
+        # A DDL statement: its own transaction.
+        database = ev.schema.decode("utf-8", "replace") if isinstance(ev.schema, bytes) else (ev.schema or None)
+        if self._tx_gtid is not None:
+            self.gtids.add(self._tx_gtid)
+        self.next_pos = packet.log_pos
+        gtid = self._tx_gtid
+        self._tx_pos = self._tx_gtid = self._tx_id = None
+        self._tx_events = 0
+        self._query = None
+        offset = self.boundary_offset()
+        source = {
+            "version": DEBEZIUM_VERSION, "connector": self.connector, "name": self.server,
+            "ts_ms": ev.timestamp * 1000, "snapshot": "false", "db": database or "", "sequence": None,
+            "ts_us": ev.timestamp * 1_000_000, "ts_ns": ev.timestamp * 1_000_000_000, "table": None,
+            "server_id": packet.server_id, "gtid": gtid, "file": self.file, "pos": start, "row": 0,
+            "thread": None, "query": None,
+        }
+        applied, records = self.ddl_handler.ddl(statement, database or None, offset, source, offset)
+        if applied is not None and applied.kind == "truncate":
+            for tid in applied.truncated:
+                definition = self.model.table(tid)
+                if definition is None or not self.captured(tid):
+                    continue
+                src = dict(source, table=tid.table, db=tid.database, thread=ev.slave_proxy_id)
+                if self.include_query:
+                    src["query"] = statement
+                out.append(RawChange(self.versions.table(definition), "t", None, None, src, offset))
+        out.extend(records)
+        if applied is not None and applied.changes:
+            touched = {c.id for c in applied.changes} | {c.previous_id for c in applied.changes}
+            for key in [k for k, v in self._decoders.items() if v[3].id in touched]:
+                del self._decoders[key]
+        out.append(Checkpoint(offset))
+
+    # -- rows -----------------------------------------------------------------------------------
+
+    def _rows(self, ev: Any, packet: Any, checksum: int, out: list[Any]) -> None:
+        table_map = self.reader.table_map.get(ev.table_id)
+        if table_map is None:
+            return
+        tid = TableId(table_map.schema, table_map.table)
+        if self._tx_pos is None:  # rows outside BEGIN (some non-transactional paths)
+            self._begin(packet.log_pos - packet.event_size, None, packet.server_id)
+        index = self._tx_events
+        self._tx_events += 1
+        if not self.captured(tid):
+            return
+        if index < self._skip_events:
+            return
+        found = self._decoders.get((ev.table_id, id(table_map)))
+        if found is None:
+            found = self._lookup(ev, table_map, tid)
+            if found is None:
+                return
+        _, decode, table, definition = found
+        if ev.columns_present_bitmap != b"\xff" * len(ev.columns_present_bitmap) and \
+                int.from_bytes(ev.columns_present_bitmap, "little") != (1 << ev.number_of_columns) - 1:
+            raise ConnectorError(
+                f"binlog rows event for {tid} at {self.file}:{packet.log_pos - packet.event_size} does not carry "
+                "every column: the server runs with binlog_row_image other than FULL. Set binlog_row_image=FULL "
+                "(SET GLOBAL binlog_row_image = 'FULL', and in the server configuration)."
+            )
+        mp = packet.packet
+        data = mp._data
+        images = decode(data, mp._position, len(data) - checksum)
+        skip = self._skip_rows if index == self._skip_events else 0
+        start = packet.log_pos - packet.event_size
+        ts = ev.timestamp * 1000
+        file, tx_pos, thread, server_id = self.file, self._tx_pos, self._thread, packet.server_id
+        gtid, tx_id, query = self._tx_gtid, self._tx_id, self._query
+        gtids = str(self.gtids) or None
+        db, name = tid.database, tid.table
+        connector, server = self.connector, self.server
+        if ev.__class__ is _UPDATE:
+            pairs = [(images[k], images[k + 1]) for k in range(0, len(images), 2)]
+            op = "u"
+        elif ev.__class__ is _WRITE:
+            pairs = [(None, row) for row in images]
+            op = "c"
+        else:
+            pairs = [(row, None) for row in images]
+            op = "d"
+        for r, (before, after) in enumerate(pairs):
+            if r < skip:
+                continue
+            source = {
+                "version": DEBEZIUM_VERSION, "connector": connector, "name": server, "ts_ms": ts,
+                "snapshot": "false", "db": db, "sequence": None, "ts_us": ts * 1000, "ts_ns": ts * 1_000_000,
+                "table": name, "server_id": server_id, "gtid": gtid, "file": file, "pos": start, "row": r,
+                "thread": thread, "query": query,
+            }
+            offset = {"file": file, "pos": tx_pos, "event": index, "row": r + 1, "gtids": gtids, "ts_sec": ev.timestamp,
+                      "server_id": server_id}
+            out.append(RawChange(table, op, before, after, source, offset, tx_id))
+        self.events_seen += len(pairs)
+
+    def _decoder_for(self, ev: Any, table_map: Any, tid: TableId) -> tuple[Any, RowDecoder, Table, TableDef] | None:
+        definition = self.model.table(tid)
+        position = f"{self.file}:{ev.packet.log_pos - ev.packet.event_size}"
+        try:
+            if definition is None:
+                raise SchemaMismatch("the table is not in the schema history")
+            decode = compile_decoder(table_map.columns, definition.columns)
+        except SchemaMismatch as e:
+            message = (f"cannot decode the binlog rows of {tid} at {position}: {e}. The schema history does not "
+                       "match the binlog (inconsistent.schema.handling.mode=fail); rebuild it with "
+                       "snapshot.mode=recovery, or set inconsistent.schema.handling.mode=warn to skip such events")
+            if self.inconsistent_mode == "fail":
+                raise ConnectorError(message) from None
+            if self.inconsistent_mode == "warn" and tid not in self._skipped_tables:
+                self.log.warning("%s; skipping events of %s", message.split(" (inconsistent")[0], tid)
+            self._skipped_tables.add(tid)
+            return None
+        return (table_map, decode, self.versions.table(definition), definition)
+
+    def _lookup(self, ev: Any, table_map: Any, tid: TableId) -> tuple[Any, RowDecoder, Table, TableDef] | None:
+        """The decoder of a TABLE_MAP: compiled once per table version and column layout."""
+        definition = self.model.table(tid)
+        signature = (tid, id(definition), tuple(
+            (c.type, getattr(c, "max_length", None), getattr(c, "length_size", None), getattr(c, "precision", None),
+             getattr(c, "decimals", None), getattr(c, "fsp", None), getattr(c, "bits", None), getattr(c, "size", None))
+            for c in table_map.columns))
+        found = self._compiled.get(signature)
+        if found is None or found[3] is not definition:
+            found = self._decoder_for(ev, table_map, tid)
+            if found is None:
+                return None
+            self._compiled[signature] = found
+        for key in [k for k in self._decoders if k[0] == ev.table_id]:
+            del self._decoders[key]
+        self._decoders[(ev.table_id, id(table_map))] = found
+        return found

@@ -1,0 +1,334 @@
+"""MySQL/MariaDB column types to Connect schemas and value converters, under each handling mode.
+
+Both read paths (the snapshot's text protocol and the binlog's row images) hand converters the
+same *intermediate* values, so one converter serves both:
+
+============================  =================================================================
+type                          intermediate value
+============================  =================================================================
+integers, YEAR, BOOLEAN       ``int`` (unsigned values as read, never negative)
+FLOAT, DOUBLE, REAL           ``float``
+DECIMAL, NUMERIC              ``decimal.Decimal``
+BIT                           ``bytes``, big-endian (as MySQL sends it)
+CHAR ... LONGTEXT, ENUM, SET  ``str`` (SET as ``"a,b"``)
+JSON                          ``str``
+BINARY ... LONGBLOB           ``bytes``
+DATE                          ``int`` days since 1970-01-01
+TIME                          ``int`` microseconds (may be negative or above a day)
+DATETIME, TIMESTAMP           ``int`` microseconds since 1970-01-01T00:00 (TIMESTAMP in UTC)
+spatial types                 ``bytes``: MySQL's internal form, 4-byte little-endian SRID + WKB
+============================  =================================================================
+
+Zero dates are None for nullable columns and 0 (the epoch) otherwise; readers decide that, as
+they know the column.
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from cdc_core import semantic as sem
+from cdc_core.relational import Column
+from cdc_core.schema import Field, Schema
+
+from cdc_mysql.model import SPATIAL_TYPES, ColumnDef
+
+GEOMETRY = "io.debezium.data.geometry.Geometry"
+_GEOMETRY_DOC = "Geometry"
+
+
+@dataclass(frozen=True)
+class TypeModes:
+    """The type-handling modes that shape schemas and values."""
+
+    decimal_handling: str = "precise"
+    time_precision: str = "adaptive_time_microseconds"
+    bigint_unsigned_handling: str = "long"
+    binary_handling: str = "bytes"
+    tinyint_one_as_boolean: bool = False
+
+
+def _schema(type_: str, optional: bool, default: Any = None, **kw: Any) -> Schema:
+    return Schema(type_, optional=optional, default=default, **kw)
+
+
+def geometry_schema(optional: bool) -> Schema:
+    """Debezium's Geometry struct: ``wkb`` bytes and optional ``srid`` int32 (version 1, with its doc)."""
+    return Schema("struct", optional=optional, name=GEOMETRY, version=1, doc="Geometry",
+                  fields=(Field("wkb", Schema("bytes")), Field("srid", Schema("int32", optional=True))))
+
+
+# --------------------------------------------------------------------------------- values
+
+
+def _wrap_int64(v: int) -> int:
+    return v - (1 << 64) if v >= (1 << 63) else v
+
+
+def _bits_le(length: int) -> Callable[[bytes], str]:
+    nbytes = length // 8 + (1 if length % 8 else 0)
+
+    def convert(v: bytes) -> str:
+        n = int.from_bytes(v, "big")
+        return sem.base64_str(n.to_bytes(nbytes, "little"))
+
+    return convert
+
+
+def _bit_bool(v: bytes | int) -> bool:
+    return (int.from_bytes(v, "big") if isinstance(v, (bytes, bytearray)) else int(v)) != 0
+
+
+def _fraction(micros: int, width: int) -> str:
+    if width <= 0:
+        return ""
+    return "." + f"{micros:06d}"[:width].ljust(width, "0")
+
+
+def zoned_timestamp_micros(width: int) -> Callable[[int], str]:
+    """ZonedTimestamp text of UTC microseconds, with ``width`` fraction digits (the column's precision)."""
+
+    def convert(us: int) -> str:
+        seconds, micros = divmod(us, 1_000_000)
+        days, sod = divmod(seconds, 86400)
+        y, m, d = sem.civil_from_days(days)
+        hh, rest = divmod(sod, 3600)
+        mm, ss = divmod(rest, 60)
+        return f"{sem.iso_year(y)}-{m:02d}-{d:02d}T{hh:02d}:{mm:02d}:{ss:02d}{_fraction(micros, width)}Z"
+
+    return convert
+
+
+def _geometry(v: bytes) -> dict[str, Any]:
+    srid = struct.unpack_from("<I", v, 0)[0] if len(v) >= 4 else 0
+    return {"wkb": sem.base64_str(bytes(v[4:])), "srid": srid}
+
+
+def _decimal_converter(mode: str, scale: int | None) -> Callable[[Decimal], Any]:
+    if mode == "double":
+        return lambda v: sem.json_float(float(v))
+    if mode == "string":
+        return sem.java_plain_string
+    s = scale or 0
+
+    def precise(v: Decimal) -> str:
+        return sem.unscaled_to_base64(sem.unscaled_value(sem.round_half_up(v, s), s))
+
+    return precise
+
+
+def _binary_converter(mode: str, pad_to: int | None) -> Callable[[bytes], str]:
+    encode = sem.bytes_encoder(mode)
+    if pad_to:
+        return lambda v: encode(bytes(v).ljust(pad_to, b"\0"))
+    return lambda v: encode(bytes(v))
+
+
+def _identity(v: Any) -> Any:
+    return v
+
+
+def _float32(v: float) -> Any:
+    return sem.json_float32(v)
+
+
+def _float64(v: float) -> Any:
+    return sem.json_float(v)
+
+
+def _str(v: Any) -> str:
+    return v if isinstance(v, str) else str(v)
+
+
+def _div1000(v: int) -> int:
+    return v // 1000
+
+
+# --------------------------------------------------------------------------------- mapping
+
+
+def column_for(col: ColumnDef, modes: TypeModes) -> Column:
+    """The cdc Column (Connect schema and converter) of a column definition under ``modes``."""
+    schema, convert = _schema_and_converter(col, modes)
+    if col.has_default and col.default is not None:
+        default = default_value(col, convert, modes)
+        if default is not None:
+            schema = Schema(schema.type, optional=schema.optional, name=schema.name, version=schema.version,
+                            doc=schema.doc, parameters=schema.parameters, default=default, fields=schema.fields)
+    return Column(name=col.name, type_name=col.full_type_name, schema=schema, convert=convert, position=col.position,
+                  optional=col.optional, length=col.length, scale=col.scale,
+                  default_expression=col.default if col.has_default else None,
+                  extra={"charset": col.charset, "enum_values": col.enum_values, "definition": col})
+
+
+def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Callable[[Any], Any]]:
+    t = col.type_name
+    opt = col.optional
+    length = col.length
+    if t == "BOOLEAN" or (t == "TINYINT" and length == 1 and modes.tinyint_one_as_boolean):
+        return _schema("boolean", opt), bool
+    if t == "TINYINT":
+        return _schema("int16", opt), _identity
+    if t == "SMALLINT":
+        return _schema("int32" if col.unsigned else "int16", opt), _identity
+    if t == "MEDIUMINT":
+        return _schema("int32", opt), _identity
+    if t == "INT":
+        return _schema("int64" if col.unsigned else "int32", opt), _identity
+    if t == "BIGINT":
+        if col.unsigned:
+            if modes.bigint_unsigned_handling == "precise":
+                return sem.decimal_schema(0, optional=opt), lambda v: sem.unscaled_to_base64(int(v))
+            return _schema("int64", opt), _wrap_int64
+        return _schema("int64", opt), _identity
+    if t == "YEAR":
+        return sem.semantic_schema(sem.YEAR, optional=opt), _identity
+    if t in ("FLOAT", "REAL"):
+        if t == "FLOAT" and ((length is not None and col.scale is not None) or (length is not None and length > 23)):
+            return _schema("float64", opt), _float64
+        return _schema("float32", opt), _float32
+    if t == "DOUBLE":
+        return _schema("float64", opt), _float64
+    if t in ("DECIMAL", "NUMERIC"):
+        mode = modes.decimal_handling
+        if mode == "double":
+            return _schema("float64", opt), _decimal_converter(mode, col.scale)
+        if mode == "string":
+            return _schema("string", opt), _decimal_converter(mode, col.scale)
+        return sem.decimal_schema(col.scale or 0, length, optional=opt), _decimal_converter(mode, col.scale)
+    if t == "BIT":
+        n = length or 1
+        if n == 1:
+            return _schema("boolean", opt), _bit_bool
+        return sem.bits_schema(n, optional=opt), _bits_le(n)
+    if t in ("CHAR", "VARCHAR", "TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT"):
+        return _schema("string", opt), _str
+    if t == "JSON":
+        return sem.semantic_schema(sem.JSON, optional=opt), _str
+    if t == "ENUM":
+        return sem.enum_schema(col.enum_values or (), optional=opt), _str
+    if t == "SET":
+        return sem.enum_set_schema(col.enum_values or (), optional=opt), _str
+    if t in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"):
+        schema = sem.binary_schema(modes.binary_handling, optional=opt)
+        return schema, _binary_converter(modes.binary_handling, length if t == "BINARY" else None)
+    if t == "DATE":
+        name = sem.CONNECT_DATE if modes.time_precision == "connect" else sem.DATE
+        return sem.semantic_schema(name, optional=opt), _identity
+    if t == "TIME":
+        precision = length or 0
+        if modes.time_precision == "connect":
+            return sem.semantic_schema(sem.CONNECT_TIME, optional=opt), _div1000
+        if modes.time_precision == "adaptive" and precision <= 3:
+            return sem.semantic_schema(sem.TIME, optional=opt), _div1000
+        return sem.semantic_schema(sem.MICRO_TIME, optional=opt), _identity
+    if t == "DATETIME":
+        precision = length or 0
+        if modes.time_precision == "connect":
+            return sem.semantic_schema(sem.CONNECT_TIMESTAMP, optional=opt), _div1000
+        if precision <= 3:
+            return sem.semantic_schema(sem.TIMESTAMP, optional=opt), _div1000
+        return sem.semantic_schema(sem.MICRO_TIMESTAMP, optional=opt), _identity
+    if t == "TIMESTAMP":
+        return sem.semantic_schema(sem.ZONED_TIMESTAMP, optional=opt), zoned_timestamp_micros(length or 0)
+    if t in SPATIAL_TYPES:
+        return geometry_schema(opt), _geometry
+    # Types outside the mapping (INET6, UUID, ...) are read as text.
+    return _schema("string", opt), _str
+
+
+# --------------------------------------------------------------------------------- defaults
+
+
+def default_value(col: ColumnDef, convert: Callable[[Any], Any], modes: TypeModes) -> Any:
+    """The JSON form of a column's DEFAULT, as Debezium puts it in the field schema (None if it has none)."""
+    text = col.default
+    if text is None:
+        return None
+    try:
+        raw = parse_text_value(col, text, default=True)
+    except (ValueError, InvalidOperation, ArithmeticError):
+        return None
+    if raw is None:
+        return None
+    try:
+        return convert(raw)
+    except (ValueError, TypeError, ArithmeticError):
+        return None
+
+
+def parse_text_value(col: ColumnDef, text: str, default: bool = False) -> Any:
+    """The intermediate value of a column value in MySQL's text form (snapshot rows, DEFAULT clauses)."""
+    t = col.type_name
+    upper = text.upper()
+    if default and upper.startswith(("CURRENT_TIMESTAMP", "NOW(", "LOCALTIME")):
+        return 0 if t in ("DATETIME", "TIMESTAMP") else None
+    if t in ("TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "YEAR", "BOOLEAN"):
+        if upper in ("TRUE", "FALSE"):
+            return int(upper == "TRUE")
+        return int(Decimal(text))
+    if t in ("FLOAT", "DOUBLE", "REAL"):
+        return float(text)
+    if t in ("DECIMAL", "NUMERIC"):
+        return Decimal(text)
+    if t == "BIT":
+        if upper.startswith("B'"):
+            n = int(text[2:-1] or "0", 2)
+        elif upper.startswith("0X"):
+            n = int(text[2:], 16)
+        else:
+            n = int(text)
+        return n.to_bytes(max(1, ((col.length or 1) + 7) // 8), "big")
+    if t == "DATE":
+        return parse_date(text, col.optional)
+    if t == "TIME":
+        return parse_time(text)
+    if t in ("DATETIME", "TIMESTAMP"):
+        return parse_datetime(text, col.optional)
+    if t in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB") or t in SPATIAL_TYPES:
+        if upper.startswith("0X"):
+            return bytes.fromhex(text[2:])
+        return text.encode("utf-8")
+    return text
+
+
+def parse_date(text: str, optional: bool) -> int | None:
+    """Days since the epoch of ``YYYY-MM-DD``; a zero or invalid date is None if ``optional`` else 0."""
+    try:
+        y, m, d = int(text[0:4]), int(text[5:7]), int(text[8:10])
+    except ValueError:
+        return None if optional else 0
+    if m == 0 or d == 0:
+        return None if optional else 0
+    return sem.days_from_civil(y, m, d)
+
+
+def parse_time(text: str) -> int:
+    """Microseconds of ``[-]HHH:MM:SS[.ffffff]``."""
+    neg = text.startswith("-")
+    body = text[1:] if neg else text
+    hms, _, frac = body.partition(".")
+    h, m, s = (int(p) for p in hms.split(":"))
+    us = ((h * 60 + m) * 60 + s) * 1_000_000 + (int(frac.ljust(6, "0")[:6]) if frac else 0)
+    return -us if neg else us
+
+
+def parse_datetime(text: str, optional: bool) -> int | None:
+    """Microseconds since the epoch of ``YYYY-MM-DD HH:MM:SS[.ffffff]`` (taken as UTC); zero dates as in ``parse_date``."""
+    days = parse_date(text, True)
+    if days is None:
+        return None if optional else 0
+    rest = text[11:]
+    if not rest:
+        return days * 86_400_000_000
+    return days * 86_400_000_000 + parse_time(rest)
+
+
+def base64_geometry_wkb(value: dict[str, Any]) -> bytes:
+    """The WKB bytes of a converted Geometry value (for tests)."""
+    return base64.b64decode(value["wkb"])
