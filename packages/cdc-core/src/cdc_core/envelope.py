@@ -119,7 +119,12 @@ class EventBuilder:
                 after = None if ch.after is None else (te.row_toast(ch.after) if op == "u" else te.row(ch.after))
                 keyed_row = ch.after if ch.after is not None else ch.before
                 key = keyf(keyed_row) if keyf is not None and keyed_row is not None else None
-                old_key = keyf(ch.before) if op == "u" and keyf is not None and ch.before is not None else key
+                old_key = key
+                if op == "u" and keyf is not None and ch.before is not None:
+                    # The old key is known only if the old row carries every key column (with REPLICA
+                    # IDENTITY INDEX on another index it carries that index's columns only).
+                    if all(ch.before[i] is not None for i in te.key_positions):
+                        old_key = keyf(ch.before)
             except Exception as e:
                 self._failed(ch, e)
                 append(Checkpoint(ch.offset))
@@ -145,9 +150,10 @@ class EventBuilder:
                 continue
             value = {"before": before, "after": after, "source": ch.source, "op": op,
                      "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": block}
+            key_schema = te.key_schema if key is not None else None  # a truncate has no key at all
             if op == "d" and self.tombstones:
-                append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, None, {}, partition))
-                append(ChangeRecord(te.topic, key, None, te.key_schema, None, ch.offset, {}, partition))
+                append(ChangeRecord(te.topic, key, value, key_schema, te.envelope, None, {}, partition))
+                append(ChangeRecord(te.topic, key, None, key_schema, None, ch.offset, {}, partition))
             else:
-                append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, ch.offset, {}, partition))
+                append(ChangeRecord(te.topic, key, value, key_schema, te.envelope, ch.offset, {}, partition))
         return out

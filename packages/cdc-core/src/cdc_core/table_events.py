@@ -87,6 +87,8 @@ class EventSettings:
     def column(self, table: TableId, column: Column) -> Column:
         """A column as events carry it: converted, masked, renamed."""
         out = self.converters.apply(table, column) if self.converters else column
+        if out.schema is None:
+            return out  # a type the connector cannot map, and no converter claimed it: left out
         out = self.mappers.apply(table, out) if self.mappers else out
         name = self.field_name(out.name)
         return out if name == out.name else replace(out, name=name)
@@ -105,12 +107,15 @@ class EventSettings:
 class TableEvents:
     """Everything needed to build one table version's records: topic, schemas and row functions."""
 
-    __slots__ = ("table", "topic", "key_schema", "value_schema", "envelope", "row", "row_toast", "key")
+    __slots__ = ("table", "topic", "key_schema", "value_schema", "envelope", "row", "row_toast", "key", "key_positions")
 
     def __init__(self, table: Table, settings: EventSettings):
         tid = table.id
         columns = [(i, settings.column(tid, c)) for i, c in enumerate(table.columns)]
-        included = [(i, c) for i, c in columns if settings.columns.includes(tid, table.columns[i].name)]
+        # Columns without a schema (types the connector cannot map) are left out of keys and
+        # values, as Debezium's TableSchemaBuilder skips columns its converters give no schema.
+        included = [(i, c) for i, c in columns
+                    if c.schema is not None and settings.columns.includes(tid, table.columns[i].name)]
         prefix = settings.schema_name(settings.topics.record_schema_prefix(tid))
         self.table = table
         self.topic = settings.topics.data_topic(tid)
@@ -122,10 +127,14 @@ class TableEvents:
         if key_names:
             positions = {c.name: i for i, c in enumerate(table.columns)}
             key_columns = [(positions[n], columns[positions[n]][1]) for n in key_names]
+            key_columns = [(i, c) for i, c in key_columns if c.schema is not None]
+        if key_names and key_columns:
             self.key_schema = struct(f"{prefix}.Key", [(c.name, c.schema.with_optional(False)) for _, c in key_columns])
             self.key = compile_row_function(key_columns, with_unavailable=False)
+            self.key_positions = tuple(i for i, _ in key_columns)
         else:
             self.key_schema = None
             self.key = None
+            self.key_positions = ()
         self.row = compile_row_function(included, with_unavailable=False)
         self.row_toast = compile_row_function(included, with_unavailable=True, placeholder=settings.placeholder)

@@ -8,7 +8,8 @@ from typing import Any
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.relational import Table
 from cdc_postgres.catalog import Catalog
-from cdc_postgres.pgoutput import Begin, Commit, Delete, Insert, Relation, Update, decode
+from cdc_postgres.messages import MessageFilter, message_record
+from cdc_postgres.pgoutput import Begin, Commit, Delete, Insert, Message, Relation, Truncate, Update, decode
 from cdc_postgres.replication import ReplicationConnection
 from cdc_postgres.source import CONNECTOR, DEBEZIUM_VERSION
 from cdc_postgres.types import column_for
@@ -59,13 +60,15 @@ class StreamReader:
         self._last_idle = time.monotonic()
         #: How often to checkpoint even when the position did not move (for heartbeats).
         self.idle_interval = float("inf")
+        #: Which logical decoding messages to emit (None: none), and their topic.
+        self.messages: MessageFilter | None = None
+        self.message_topic = f"{server}.message"
 
     def read(self, timeout: float) -> list[RawChange | Checkpoint]:
         """One batch: every message already received (waiting up to ``timeout`` for the first)."""
         out: list[RawChange | Checkpoint] = []
         append = out.append
         tables = self.tables
-        server, db = self.server, self.db
         for x in self.repl.read(timeout):
             msg = decode(x.payload)
             cls = msg.__class__
@@ -84,14 +87,7 @@ class StreamReader:
                 else:
                     op, before, after = "d", msg.old, None
                 ts_us = self._ts_us
-                tid = table.id
-                source = {
-                    "version": DEBEZIUM_VERSION, "connector": CONNECTOR, "name": server,
-                    "ts_ms": ts_us // 1000, "snapshot": "false", "db": db,
-                    "sequence": f'["{self._last_commit_lsn}","{lsn}"]' if self._last_commit_lsn else f'[null,"{lsn}"]',
-                    "ts_us": ts_us, "ts_ns": ts_us * 1000, "schema": tid.schema, "table": tid.table,
-                    "txId": self._xid, "lsn": lsn, "xmin": None,
-                }
+                source = self._source(table.id.schema, table.id.table, lsn, ts_us, True)
                 offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn,
                           "txId": self._xid, "ts_usec": ts_us}
                 append(RawChange(table, op, before, after, source, offset, self._tx_id))
@@ -113,11 +109,55 @@ class StreamReader:
                 self._last_commit_lsn = msg.commit_lsn
                 self._skip_tx = False
                 self._xid = self._tx_id = None
+            elif cls is Truncate:
+                if not self._skip_tx:
+                    self._truncate(msg, x.data_start, append)
+            elif cls is Message:
+                if self.messages is not None and self.messages.includes(msg.prefix) and not (
+                        msg.transactional and self._skip_tx):
+                    self._message(msg, x.data_start, append)
             elif cls is Relation:
                 self._relation(msg)
         if self._xid is None:
             self._idle_checkpoint(out)
         return out
+
+    def _source(self, schema: str, table: str, lsn: int, ts_us: int, tx: bool) -> dict[str, Any]:
+        return {
+            "version": DEBEZIUM_VERSION, "connector": CONNECTOR, "name": self.server,
+            "ts_ms": ts_us // 1000, "snapshot": "false", "db": self.db,
+            "sequence": f'["{self._last_commit_lsn}","{lsn}"]' if self._last_commit_lsn else f'[null,"{lsn}"]',
+            "ts_us": ts_us, "ts_ns": ts_us * 1000, "schema": schema, "table": table,
+            "txId": self._xid if tx else None, "lsn": lsn, "xmin": None,
+        }
+
+    def _truncate(self, msg: Truncate, lsn: int, append) -> None:
+        """One ``op: t`` change per captured table (skipped by default through ``skipped.operations=t``)."""
+        if self.resume.skip_change(self._commit_lsn, lsn):
+            return
+        for oid in msg.relation_oids:
+            table = self.tables.get(oid)
+            if table is None:
+                continue
+            source = self._source(table.id.schema or "", table.id.table, lsn, self._ts_us, True)
+            offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid,
+                      "ts_usec": self._ts_us}
+            append(RawChange(table, "t", None, None, source, offset, self._tx_id))
+            self._changes_in_tx += 1
+
+    def _message(self, msg: Message, lsn: int, append) -> None:
+        """An ``op: m`` record; a non-transactional message has no transaction and its own time."""
+        if msg.transactional:
+            if self.resume.skip_change(self._commit_lsn, lsn):
+                return
+            ts_us = self._ts_us
+            offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid, "ts_usec": ts_us}
+            self._changes_in_tx += 1
+        else:
+            ts_us = time.time_ns() // 1000
+            offset = None  # outside any transaction: its position is confirmed with the next checkpoint
+        source = self._source("", "", lsn, ts_us, msg.transactional)
+        append(message_record(self.message_topic, msg.prefix, msg.content, source, offset))
 
     def _idle_checkpoint(self, out: list[RawChange | Checkpoint]) -> None:
         """Between transactions, checkpoint the server's sent position now and then.
