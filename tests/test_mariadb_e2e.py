@@ -59,12 +59,12 @@ def test_documented_customer_events_field_for_field(mariadb_server, mariadb_db, 
 def test_snapshot_then_stream_loses_and_duplicates_nothing(mariadb_server, mariadb_db, tmp_path):
     """Rows written while the snapshot runs land in the snapshot or the stream, exactly once."""
     mariadb_server.execute("CREATE TABLE items (id INT PRIMARY KEY, v VARCHAR(10))", database=mariadb_db)
-    mariadb_server.execute("INSERT INTO items SELECT seq, CONCAT('v', seq) FROM seq_1_to_20000", database=mariadb_db)
+    mariadb_server.execute("INSERT INTO items SELECT seq, CONCAT('v', seq) FROM seq_1_to_8000", database=mariadb_db)
     stop = threading.Event()
     written: list[int] = []
 
     def writer() -> None:
-        i = 20001
+        i = 8001
         with mariadb_server.connect(mariadb_db) as conn, conn.cursor() as cur:
             while not stop.is_set():
                 cur.execute("INSERT INTO items VALUES (%s, 'w')", (i,))
@@ -77,11 +77,11 @@ def test_snapshot_then_stream_loses_and_duplicates_nothing(mariadb_server, maria
     cdc = CdcProcess(write_properties(tmp_path / "app.properties", props), tmp_path).start()
     topic = f"dbserver1.{mariadb_db}.items"
     try:
-        cdc.wait_until(lambda: len(cdc.events(topic)) > 20000, 60, "the snapshot")
+        cdc.wait_until(lambda: len(cdc.events(topic)) > 8000, 60, "the snapshot")
         time.sleep(0.5)
         stop.set()
         t.join()
-        total = 20000 + len(written)
+        total = 8000 + len(written)
         events = cdc.wait_events(topic, total, 60)
     finally:
         stop.set()
@@ -91,7 +91,7 @@ def test_snapshot_then_stream_loses_and_duplicates_nothing(mariadb_server, maria
     assert set(ids) == set(range(1, total + 1))
     ops = [e["value"]["payload"]["op"] for e in events]
     n = ops.count("r")
-    assert n >= 20000 and ops[:n] == ["r"] * n and set(ops[n:]) <= {"c"}
+    assert n >= 8000 and ops[:n] == ["r"] * n and set(ops[n:]) <= {"c"}
     marks = [e["value"]["payload"]["source"]["snapshot"] for e in events[:n]]
     assert marks[0] == "first" and marks[-1] == "last" and set(marks[1:-1]) == {"true"}
     positions = {(e["value"]["payload"]["source"]["file"], e["value"]["payload"]["source"]["pos"]) for e in events[:n]}
