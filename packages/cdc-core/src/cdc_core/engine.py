@@ -6,6 +6,7 @@ any point loses nothing: a restart re-reads at most the batch that was not ackno
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -59,6 +60,14 @@ def connector_problems(config: Config, plugins: PluginRegistry | None = None) ->
         context = ConnectorContext(log=connector_logger("cdc", cls.name, "-"), plugins=plugins or registry())
         problems += cls(config, context).validate()
     return problems
+
+
+def _tune_gc() -> None:
+    """Collect young objects less often: events are acyclic dicts freed by reference counting, and
+    the default threshold (700 allocations) spends a large share of a pipeline's time scanning them."""
+    young, middle, old = gc.get_threshold()
+    if young < 50_000:
+        gc.set_threshold(50_000, middle, old)
 
 
 class Engine:
@@ -212,6 +221,7 @@ class Engine:
 
             self._metrics_server = serve(self.metrics, port)
             self.log.info("serving metrics at http://127.0.0.1:%d/metrics", self._metrics_server.server_port)
+        _tune_gc()
         producer = threading.Thread(target=self._produce, name="cdc-connector", daemon=True)
         producer.start()
         last_flush = time.monotonic()

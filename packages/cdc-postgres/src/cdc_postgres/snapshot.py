@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import psycopg
 from psycopg import sql
 
+from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.relational import Table
 from cdc_postgres.copytext import parse_row
@@ -30,6 +31,8 @@ class SnapshotReader:
         self.log = log
         self.tx_id: int | None = None
         self.stopped = False
+        #: ``SnapshotMetrics`` to report tables to, if any.
+        self.metrics = None
 
     def begin(self, snapshot_name: str | None) -> None:
         """Open the snapshot transaction, on the exported snapshot if there is one."""
@@ -47,57 +50,66 @@ class SnapshotReader:
         return {"snapshot": True, "last_snapshot_record": last, "lsn": self.lsn, "txId": self.tx_id,
                 "ts_usec": time.time_ns() // 1000}
 
-    def read(self, tables: list[Table]) -> Iterator[list[RawChange | Checkpoint]]:
-        """Yield batches of ``op: r`` changes, table by table; the last batch ends with the completion checkpoint.
+    def lock(self, statements: list[str], timeout_ms: int) -> None:
+        """Take the snapshot's table locks, waiting at most ``timeout_ms`` for each."""
+        if not statements:
+            return
+        self.conn.execute(sql.SQL("SET LOCAL lock_timeout = {}").format(sql.Literal(f"{int(timeout_ms)}ms")))
+        for statement in statements:
+            try:
+                self.conn.execute(statement)
+            except psycopg.errors.LockNotAvailable:
+                raise ConnectorError(
+                    f"could not lock a table for the snapshot within snapshot.lock.timeout.ms={timeout_ms} "
+                    f"({statement}); another session holds a conflicting lock"
+                ) from None
+
+    def read(self, tables: list[tuple[Table, str]]) -> Iterator[list[RawChange | Checkpoint]]:
+        """Yield batches of ``op: r`` changes, table by table, each read with its SELECT; the last batch
+        ends with the completion checkpoint.
 
         ``source.snapshot`` is ``first`` for the first record, ``first_in_data_collection`` /
         ``last_in_data_collection`` at each table's edges, ``last`` for the very last, ``true`` otherwise.
         """
         seq = sequence(None, self.lsn)
-        pending: RawChange | None = None  # one record held back, to mark the very last one
+        held: RawChange | None = None  # the latest row, held back until we know whether it is the last
         batch: list[RawChange | Checkpoint] = []
         first_overall = True
-        for table in tables:
+        for table, select in tables:
             if self.stopped:
                 return
             started = time.monotonic()
             ts_us = time.time_ns() // 1000
             schema, name = table.id.schema or "", table.id.table
+            # Rows in the middle of a table share one source block and one offset: they are never changed.
+            source = source_block(self.server, self.db, ts_us, "true", schema, name, self.tx_id, self.lsn, seq)
+            offset = self._offset(False)
             rows = 0
-            query = sql.SQL("COPY (SELECT {} FROM {}) TO STDOUT").format(
-                sql.SQL(", ").join(sql.Identifier(c.name) for c in table.columns),
-                sql.Identifier(schema, name),
-            )
-            prev: RawChange | None = None
+            query = sql.SQL("COPY ({}) TO STDOUT").format(sql.SQL(select))
             with self.conn.cursor() as cur, cur.copy(query) as copy:
                 for data in copy:
-                    values = parse_row(bytes(data).decode("utf-8").rstrip("\n"))
-                    marker = "first" if first_overall else ("first_in_data_collection" if prev is None else "true")
-                    first_overall = False
-                    if prev is not None:
-                        if pending is not None:
-                            batch.append(pending)
-                        pending = prev
-                    prev = RawChange(table, "r", None, values,
-                                     source_block(self.server, self.db, ts_us, marker, schema, name, self.tx_id, self.lsn, seq),
-                                     self._offset(False))
+                    if held is not None:
+                        batch.append(held)
+                    if rows == 0:
+                        marker = "first" if first_overall else "first_in_data_collection"
+                        held = RawChange(table, "r", None, parse_row(str(data, "utf-8")[:-1]), {**source, "snapshot": marker}, offset)
+                        first_overall = False
+                    else:
+                        held = RawChange(table, "r", None, parse_row(str(data, "utf-8")[:-1]), source, offset)
                     rows += 1
                     if len(batch) >= self.fetch_size:
                         yield batch
                         batch = []
                         if self.stopped:
                             return
-            if prev is not None:
-                if pending is not None:
-                    batch.append(pending)
-                if prev.source["snapshot"] == "true":
-                    prev.source["snapshot"] = "last_in_data_collection"
-                pending = prev
+            if rows > 1:
+                assert held is not None
+                held = held._replace(source={**held.source, "snapshot": "last_in_data_collection"})
             self.log.info("snapshot of %s: %d rows in %.1fs", table.id, rows, time.monotonic() - started)
-        if pending is not None:
-            pending.source["snapshot"] = "last"
-            pending.offset["last_snapshot_record"] = True
-            batch.append(pending)
+            if self.metrics is not None:
+                self.metrics.table_completed(table.id.identifier)
+        if held is not None:
+            batch.append(held._replace(source={**held.source, "snapshot": "last"}, offset=self._offset(True)))
         batch.append(Checkpoint({"lsn": self.lsn, "lsn_commit": self.lsn, "lsn_proc": None,
                                  "txId": self.tx_id, "ts_usec": time.time_ns() // 1000}))
         yield batch
