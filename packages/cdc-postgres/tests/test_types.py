@@ -10,16 +10,21 @@ import pytest
 import yaml
 
 from cdc_postgres.types import (
+    BUILTIN_ARRAY_TYPES,
     BUILTIN_TYPES,
+    TypeInfo,
     TypeModes,
-    UnsupportedTypeError,
     ValueConversionError,
     column_for,
     convert_value,
+    java_hashmap_order,
+    parse_array,
 )
 
 DATA = Path(__file__).parent / "data" / "type_mapping.yaml"
-OID_BY_NAME = {name: oid for oid, name in BUILTIN_TYPES.items()}
+OID_BY_NAME = {name: oid for oid, name in BUILTIN_TYPES.items()} | {
+    name: oid for oid, (name, _) in BUILTIN_ARRAY_TYPES.items()
+}
 
 
 def _typmod(group: dict[str, Any]) -> int:
@@ -43,7 +48,14 @@ def _cases() -> list[Any]:
     return params
 
 
-def _column(group: dict[str, Any], modes: dict[str, Any], optional: bool):
+def _type_info(group: dict[str, Any]) -> TypeInfo | None:
+    spec = group.get("type_info")
+    if spec is None:
+        return None
+    return TypeInfo(**{k: tuple(v) if k == "labels" else v for k, v in spec.items()})
+
+
+def _column(group: dict[str, Any], modes: dict[str, Any], optional: bool, default: str | None = None):
     oid = group["oid"] if "oid" in group else OID_BY_NAME[group["type"]]
     return column_for(
         "col",
@@ -53,6 +65,8 @@ def _column(group: dict[str, Any], modes: dict[str, Any], optional: bool):
         TypeModes(**modes),
         position=3,
         type_name=group.get("type_name"),
+        type_info=_type_info(group),
+        default_expression=default,
     )
 
 
@@ -60,6 +74,10 @@ def _column(group: dict[str, Any], modes: dict[str, Any], optional: bool):
 def test_schema(group: dict[str, Any], modes: dict[str, Any]) -> None:
     for optional in (True, False):
         column = _column(group, modes, optional)
+        if group.get("omitted"):
+            # Unknown types: no schema, so the core leaves the column out of events.
+            assert column.schema is None and "schema" not in group
+            continue
         rendered = dict(column.schema.to_json())
         assert rendered.pop("optional") is optional
         assert rendered == group["schema"]
@@ -80,6 +98,19 @@ def test_values(group: dict[str, Any], modes: dict[str, Any]) -> None:
         assert orjson.dumps(got) == orjson.dumps(expected), f"{text!r} → {got!r}, expected {expected!r}"
 
 
+@pytest.mark.parametrize(("group", "modes"), [c for c in _cases() if c.values[0].get("defaults")])
+def test_defaults(group: dict[str, Any], modes: dict[str, Any]) -> None:
+    """The schema ``default`` Debezium derives from each ``pg_get_expr`` text (null: no default)."""
+    for expression, expected in group["defaults"]:
+        for optional in (True, False):
+            column = _column(group, modes, optional, default=expression)
+            rendered = column.schema.to_json()
+            assert orjson.dumps(rendered.get("default")) == orjson.dumps(expected), f"default {expression!r}"
+            assert column.default_expression == expression
+            # Everything else about the schema is unchanged by a default.
+            assert {k: v for k, v in rendered.items() if k not in ("default", "optional")} == group["schema"]
+
+
 @pytest.mark.parametrize(("group", "modes"), [c for c in _cases() if c.values[0].get("errors")])
 def test_errors(group: dict[str, Any], modes: dict[str, Any]) -> None:
     column = _column(group, modes, True)
@@ -98,17 +129,47 @@ def test_type_name_defaults_to_pg_type_name() -> None:
     assert column_for("d", 1043, 36, False, TypeModes(), type_name="varchar").length == 32
 
 
-def test_unknown_oid_raises_naming_column_and_type() -> None:
-    with pytest.raises(UnsupportedTypeError) as info:
-        column_for("location", 600, -1, True, TypeModes(), type_name="point")
-    assert info.value.column == "location"
-    assert info.value.type_oid == 600
-    assert "location" in str(info.value) and "point" in str(info.value) and "600" in str(info.value)
+def test_unknown_types_are_left_out_unless_included() -> None:
+    """An unknown type (tsvector here) has no schema by default; include.unknown.datatypes gives its text's bytes."""
+    info = TypeInfo(name="tsvector")
+    column = column_for("words", 3614, -1, True, TypeModes(), type_name="tsvector", type_info=info)
+    assert column.schema is None and column.name == "words" and column.type_oid == 3614
+    included = column_for("words", 3614, -1, True, TypeModes(include_unknown_datatypes=True), type_info=info)
+    assert included.schema.to_json() == {"type": "bytes", "optional": True}
+    assert included.convert("'a' 'b'") == "J2EnICdiJw=="
 
 
-def test_unknown_oid_without_name() -> None:
-    with pytest.raises(UnsupportedTypeError, match="OID 99999"):
-        column_for("c", 99999, -1, True, TypeModes())
+def test_unknown_oid_without_catalog_information() -> None:
+    # The streaming fallback may know nothing but the OID: the column is left out, not an error.
+    assert column_for("c", 99999, -1, True, TypeModes()).schema is None
+
+
+def test_extension_types_by_name_without_catalog_information() -> None:
+    column = column_for("tags", 16390, -1, True, TypeModes(), type_name="public.hstore")
+    assert column.schema.name == "io.debezium.data.Json"
+    column = column_for("geom", 16500, 1107460, True, TypeModes(), type_name="geometry(Point,4326)")
+    assert column.schema.name == "io.debezium.data.geometry.Geometry"
+
+
+def test_parse_array_matches_postgres_output() -> None:
+    # array_out of ARRAY['a', NULL, 'NULL', '', 'x y', 'q"', 'b\\', '{', ',']
+    text = '{a,NULL,"NULL","","x y","q\\"","b\\\\","{",","}'
+    assert parse_array(text) == ["a", None, "NULL", "", "x y", 'q"', "b\\", "{", ","]
+    assert parse_array("{}") == []
+    assert parse_array("[0:1]={1,2}") == ["1", "2"]
+    assert parse_array("{0101:0102}", ":") == ["0101", "0102"]
+    for bad in ("{{1,2},{3,4}}", "[0:1][0:1]={{1,2},{3,4}}", "1,2", '{"a"b}', "{a{b}"):
+        with pytest.raises(ValueError):
+            parse_array(bad)
+
+
+def test_hashmap_order_is_javas() -> None:
+    # Recorded with JDK 17: new HashMap<>() filled in this order, then keySet().
+    keys = ["a", "b", "b c", 'q"x', "", "zeta", "alpha", "é", "😀", "key1", "key2", "key10", "key11",
+            "k12", "k13", "k14", "k15", "Aa", "BB"]
+    java = ["", "zeta", "key1", "Aa", "BB", "a", "key2", "b", "b c", 'q"x', "é", "key11", "k13", "key10",
+            "k12", "k15", "k14", "alpha", "😀"]
+    assert [k for k, _ in java_hashmap_order([(k, None) for k in keys])] == java
 
 
 def test_builtin_converter_failure_is_wrapped() -> None:
@@ -131,6 +192,7 @@ def test_numeric_nan_in_precise_mode_says_how_to_fix() -> None:
         ("time_precision", "nanos"),
         ("interval_handling", "iso"),
         ("money_fraction_digits", -1),
+        ("hstore_handling", "hash"),
     ],
 )
 def test_invalid_modes_are_rejected(field: str, value: Any) -> None:

@@ -37,12 +37,13 @@ class Column:
     ``schema`` is the column's Connect schema as it appears in the ``Value`` struct (its
     ``optional`` flag mirrors the column's nullability). ``convert`` turns a raw value as the
     connector reads it (e.g. PostgreSQL's text form) into the JSON-ready value JsonConverter
-    writes; it is never called with None.
+    writes; it is never called with None. A column whose type the connector cannot map has
+    ``schema=None``: events leave it out (Debezium skips such columns with a warning).
     """
 
     name: str
     type_name: str
-    schema: Schema
+    schema: Schema | None
     convert: ValueConverter
     position: int = 0
     optional: bool = True

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import psycopg
 
 from cdc_core.filters import TableFilter
 from cdc_core.relational import Column, Table, TableId
-from cdc_postgres.types import TypeModes, column_for
+from cdc_postgres.types import TypeInfo, TypeModes, column_for
 
 #: Schemas that are never captured.
 SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema", "pg_toast"})
@@ -22,14 +23,38 @@ WHERE c.relkind IN ('r', 'p') AND NOT c.relispartition
   AND n.nspname NOT LIKE 'pg\\_toast%%' AND n.nspname NOT LIKE 'pg\\_temp\\_%%'
 ORDER BY n.nspname, c.relname
 """
+# One row per column, with what the type mapping needs to know of its type: the type under
+# all its domains (and the typmod of the nearest domain that has one), an array's element type
+# and delimiter, and enum labels in their declared order (of the type, or of an array's element).
 _COLUMNS = """
-SELECT a.attrelid, a.attname, a.atttypid, a.atttypmod, a.attnotnull, a.attnum,
-       t.typname, pg_catalog.pg_get_expr(d.adbin, d.adrelid)
-FROM pg_catalog.pg_attribute a
-JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
-LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
-WHERE a.attrelid = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
-ORDER BY a.attrelid, a.attnum
+WITH RECURSIVE cols AS (
+  SELECT a.attrelid, a.attname, a.atttypid, a.atttypmod, a.attnotnull, a.attnum,
+         t.typname AS type_name, pg_catalog.pg_get_expr(d.adbin, d.adrelid) AS default_expr
+  FROM pg_catalog.pg_attribute a
+  JOIN pg_catalog.pg_type t ON t.oid = a.atttypid
+  LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+  WHERE a.attrelid = ANY(%s) AND a.attnum > 0 AND NOT a.attisdropped AND a.attgenerated = ''
+), chain AS (
+  SELECT t.oid AS start, t.oid, t.typtype, t.typbasetype, t.typtypmod, 0 AS depth
+  FROM pg_catalog.pg_type t WHERE t.oid IN (SELECT atttypid FROM cols)
+  UNION ALL
+  SELECT c.start, t.oid, t.typtype, t.typbasetype, t.typtypmod, c.depth + 1
+  FROM chain c JOIN pg_catalog.pg_type t ON t.oid = c.typbasetype
+  WHERE c.typtype = 'd'
+)
+SELECT c.attrelid, c.attname, c.atttypid, c.atttypmod, c.attnotnull, c.attnum, c.type_name, c.default_expr,
+       t.typname, t.typtype, b.oid, b.typname, b.typtype,
+       (SELECT x.typtypmod FROM chain x WHERE x.start = c.atttypid AND x.typtype = 'd' AND x.typtypmod <> -1
+        ORDER BY x.depth LIMIT 1),
+       e.oid, e.typname, e.typtype, e.typdelim,
+       (SELECT array_agg(l.enumlabel::text ORDER BY l.enumsortorder) FROM pg_catalog.pg_enum l
+        WHERE l.enumtypid = CASE WHEN b.typtype = 'e' THEN b.oid ELSE e.oid END)
+FROM cols c
+JOIN pg_catalog.pg_type t ON t.oid = c.atttypid
+JOIN chain r ON r.start = c.atttypid AND r.typtype <> 'd'
+JOIN pg_catalog.pg_type b ON b.oid = r.oid
+LEFT JOIN pg_catalog.pg_type e ON e.oid = b.typelem AND b.typcategory = 'A'
+ORDER BY c.attrelid, c.attnum
 """
 _PRIMARY_KEYS = """
 SELECT i.indrelid, a.attname
@@ -43,10 +68,12 @@ ORDER BY i.indrelid, array_position(i.indkey::int2[], a.attnum)
 class Catalog:
     """Reads captured tables' definitions (columns, types, nullability, primary keys) from pg_catalog."""
 
-    def __init__(self, conn: psycopg.Connection, modes: TypeModes, table_filter: TableFilter):
+    def __init__(self, conn: psycopg.Connection, modes: TypeModes, table_filter: TableFilter,
+                 log: logging.Logger | logging.LoggerAdapter | None = None):
         self.conn = conn
         self.modes = modes
         self.filter = table_filter
+        self.log = log if log is not None else logging.getLogger(__name__)
         #: Replica identity per table oid: d(efault), f(ull), i(ndex) or n(othing).
         self.replica_identity: dict[int, str] = {}
 
@@ -89,9 +116,36 @@ class Catalog:
         out = {}
         for oid, tid in ids.items():
             cols: list[Column] = []
-            for _, name, type_oid, typmod, notnull, attnum, type_name, default in columns[oid]:
-                col = column_for(name, type_oid, typmod, not notnull, self.modes, position=attnum, type_name=type_name)
-                col.default_expression = default
+            for row in columns[oid]:
+                _, name, type_oid, typmod, notnull, attnum, type_name, default = row[:8]
+                col = column_for(name, type_oid, typmod, not notnull, self.modes, position=attnum,
+                                 type_name=type_name, type_info=_type_info(row), default_expression=default)
+                if col.schema is None:
+                    self.log.warning(
+                        "column %s.%s has type %s, which has no mapping; it is left out of change events%s",
+                        tid, name, type_name,
+                        "" if self.modes.include_unknown_datatypes else " (include.unknown.datatypes=true "
+                        "would carry its text as bytes)",
+                    )
                 cols.append(col)
             out[oid] = Table(tid, cols, keys[oid])
         return out
+
+
+def _type_info(row: tuple[Any, ...]) -> TypeInfo:
+    """The TypeInfo of a ``_COLUMNS`` row."""
+    (name, kind, base_oid, base_name, base_kind, domain_typmod,
+     element_oid, element_name, element_kind, delimiter, labels) = row[8:]
+    return TypeInfo(
+        name=name,
+        kind=kind,
+        base_oid=base_oid,
+        base_name=base_name,
+        base_kind=base_kind,
+        domain_typmod=-1 if domain_typmod is None else domain_typmod,
+        labels=tuple(labels or ()),
+        element_oid=element_oid,
+        element_name=element_name,
+        element_kind=element_kind or "b",
+        delimiter=delimiter or ",",
+    )

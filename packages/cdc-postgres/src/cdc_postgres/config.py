@@ -32,21 +32,27 @@ SNAPSHOT_MODE = F(
     "snapshot.mode",
     "enum",
     "initial",
-    allowed=("initial", "initial_only", "no_data", "always", "when_needed"),
+    allowed=("initial", "initial_only", "no_data", "always", "when_needed", "configuration_based", "custom"),
     aliases={"never": "no_data", "exported": "initial"},
 )
+SNAPSHOT_LOCKING_MODE = F("snapshot.locking.mode", "enum", "none", allowed=("shared", "none", "custom"))
 SNAPSHOT_FETCH_SIZE = F("snapshot.fetch.size", "int", 10240, minimum=1)
 STATUS_UPDATE_INTERVAL_MS = F("status.update.interval.ms", "long", 10000, minimum=1)
 DATABASE_INITIAL_STATEMENTS = F("database.initial.statements", "string")
+MESSAGE_PREFIX_INCLUDE = F("message.prefix.include.list", "regex-list")
+MESSAGE_PREFIX_EXCLUDE = F("message.prefix.exclude.list", "regex-list")
 INTERVAL_MODE = F("interval.handling.mode", "enum", "numeric", allowed=("numeric", "string"))
 MONEY_FRACTION_DIGITS = F("money.fraction.digits", "int", 2, minimum=0)
+HSTORE_MODE = F("hstore.handling.mode", "enum", "json", allowed=("json", "map"))
+INCLUDE_UNKNOWN_DATATYPES = F("include.unknown.datatypes", "boolean", False)
 
 FIELDS = Fields(
     [
         HOSTNAME, PORT, USER, PASSWORD, DBNAME, SSLMODE, TCP_KEEPALIVE, CONNECTION_TIMEOUT,
         PLUGIN_NAME, SLOT_NAME, SLOT_DROP_ON_STOP, PUBLICATION_NAME, PUBLICATION_AUTOCREATE,
-        SNAPSHOT_MODE, SNAPSHOT_FETCH_SIZE, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
-        INTERVAL_MODE, MONEY_FRACTION_DIGITS,
+        SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
+        INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
+        HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES,
     ]
 )
 

@@ -15,9 +15,13 @@ from cdc_core.config import common
 from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import TableFilter
+from cdc_core.plugins import registry
+from cdc_core.relational import Table, TableId
+from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
+from cdc_postgres.messages import MessageFilter
 from cdc_postgres.replication import ReplicationConnection, ReplicationError
 from cdc_postgres.snapshot import SnapshotReader
 from cdc_postgres.source import SOURCE_SCHEMA
@@ -49,14 +53,21 @@ class PostgresConnector:
             time_precision=config.get(common.TIME_PRECISION_MODE),
             interval_handling=config.get(pgc.INTERVAL_MODE),
             money_fraction_digits=config.get(pgc.MONEY_FRACTION_DIGITS),
+            hstore_handling=config.get(pgc.HSTORE_MODE),
+            include_unknown_datatypes=config.get(pgc.INCLUDE_UNKNOWN_DATATYPES),
         )
         self.filter = TableFilter(config, SYSTEM_SCHEMAS)
+        plugins = context.plugins if context.plugins is not None else registry()
+        self.snapshotter = snapshotter(config, config.get(pgc.SNAPSHOT_MODE), plugins)
+        self.snapshot_query = snapshot_query(config, config.get(common.SNAPSHOT_QUERY_MODE), plugins)
+        self.snapshot_lock = snapshot_lock(config, config.get(pgc.SNAPSHOT_LOCKING_MODE), plugins)
         self._stop = threading.Event()
         self._ack_lsn = 0
         self._conn: psycopg.Connection | None = None
         self._repl: ReplicationConnection | None = None
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
+        self.metrics = context.metrics
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -73,7 +84,7 @@ class PostgresConnector:
         self._offset = offset
         self._conn = self._connect()
         self._check_server()
-        self._catalog = Catalog(self._conn, self.modes, self.filter)
+        self._catalog = Catalog(self._conn, self.modes, self.filter, log=self.log)
         self._tables = self._catalog.captured_tables()
         self._check_include_list()
         self._prepare_publication()
@@ -101,6 +112,8 @@ class PostgresConnector:
 
     def close(self) -> None:
         """Close the connections; drop the slot if ``slot.drop.on.stop`` is set."""
+        if self.metrics is not None:
+            self.metrics.streaming.connected = False
         if self._repl is not None:
             self._repl.close()
             self._repl = None
@@ -201,17 +214,16 @@ class PostgresConnector:
         return True, bool(row[0])
 
     def _needs_snapshot(self, slot_exists: bool) -> bool:
-        mode = self.config.get(pgc.SNAPSHOT_MODE)
+        """Ask the Snapshotter; a lost slot with a stored position is its ``snapshot_on_data_error`` call."""
         offset = self._offset
-        if mode == "no_data":
-            return False
-        if offset is None or offset.get("snapshot"):
-            return True  # never snapshotted, or the snapshot did not complete
-        if mode == "always":
+        offset_exists = offset is not None
+        in_progress = bool(offset and offset.get("snapshot"))
+        if self.snapshotter.should_snapshot_data(offset_exists, in_progress):
             return True
-        if not slot_exists:
-            if mode == "when_needed":
-                self.log.warning("slot %s is gone; taking a new snapshot (snapshot.mode=when_needed)", self.slot)
+        if offset_exists and not slot_exists:
+            if self.snapshotter.should_snapshot_on_data_error():
+                self.log.warning("slot %s is gone; taking a new snapshot (snapshot.mode=%s)", self.slot,
+                                 self.snapshotter.name)
                 return True
             raise ConnectorError(
                 f"replication slot {self.slot!r} does not exist on {self.address}, but offsets say streaming "
@@ -222,14 +234,14 @@ class PostgresConnector:
 
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
         assert self._conn is not None
-        mode = self.config.get(pgc.SNAPSHOT_MODE)
         slot_exists, active = self._slot_state()
         if active:
             raise ConnectorError(f"replication slot {self.slot!r} is in use by another connection; "
                                  "stop the other client or use another slot.name")
         snapshot = self._needs_snapshot(slot_exists)
-        if mode == "initial_only" and self._offset is not None and not self._offset.get("snapshot"):
-            self.log.info("snapshot already completed and snapshot.mode=initial_only: nothing to do")
+        stream = self.snapshotter.should_stream()
+        if not snapshot and not stream:
+            self.log.info("no snapshot is due and snapshot.mode=%s does not stream: nothing to do", self.snapshotter.name)
             return
         self._repl = ReplicationConnection(
             pgc.conninfo(self.config), status_interval=self.config.get(pgc.STATUS_UPDATE_INTERVAL_MS) / 1000.0
@@ -247,11 +259,13 @@ class PostgresConnector:
             if snapshot:
                 yield from self._snapshot(created.snapshot_name, created.consistent_point)
                 if self._stop.is_set():
+                    self.snapshotter.snapshot_aborted()
                     return
+                self.snapshotter.snapshot_completed()
             else:
                 yield [Checkpoint({"lsn_proc": None, "lsn_commit": start_lsn, "lsn": start_lsn,
                                    "txId": None, "ts_usec": None})]
-        if mode == "initial_only":
+        if not stream:
             return
         yield from self._stream(start_lsn, resume)
 
@@ -273,21 +287,65 @@ class PostgresConnector:
                 self.log.with_context("snapshot"),
             )
             reader.begin(snapshot_name)
-            tables = sorted(self._tables.values(), key=lambda t: t.id.identifier)
+            tables = self._snapshot_tables()
+            reader.lock([st for t, _ in tables if (st := self.snapshot_lock.table_lock_statement(
+                self.config.get(common.SNAPSHOT_LOCK_TIMEOUT_MS), t.id, _quote_table)) is not None],
+                self.config.get(common.SNAPSHOT_LOCK_TIMEOUT_MS))
             self.log.info("snapshot of %d tables at LSN %d", len(tables), lsn)
+            metrics = self.metrics.snapshot if self.metrics is not None else None
+            if metrics is not None:
+                metrics.snapshot_started(self._estimated_rows([t for t, _ in tables]))
+                reader.metrics = metrics
+            completed = False
             yield from reader.read(tables)
             reader.end()
+            completed = not self._stop.is_set()
         finally:
+            if self.metrics is not None and self.metrics.snapshot.running:
+                self.metrics.snapshot.snapshot_ended(completed)
             self._snapshot_reader = None
             snap_conn.close()
 
+    def _estimated_rows(self, tables: list[Table]) -> dict[str, int]:
+        """Each table's row estimate from the planner statistics (for progress and ETA)."""
+        assert self._conn is not None
+        out = {}
+        for t in tables:
+            row = self._conn.execute("SELECT greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = %s::regclass",
+                                     (_quote_table(t.id),)).fetchone()
+            out[t.id.identifier] = int(row[0]) if row else 0
+        return out
+
+    def _snapshot_tables(self) -> list[tuple[Table, str]]:
+        """Each table to snapshot with its SELECT (``snapshot.include.collection.list``, the SnapshotQuery)."""
+        include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
+        out = []
+        for table in sorted(self._tables.values(), key=lambda t: t.id.identifier):
+            if include and not any(p.fullmatch(table.id.identifier) for p in include):
+                continue
+            columns = [sql.Identifier(c.name).as_string(self._conn) for c in table.columns]
+            select = self.snapshot_query.snapshot_query(table.id, columns, _quote_table)
+            if select is None:
+                continue
+            default = f"SELECT {', '.join(columns)} FROM {_quote_table(table.id)}"
+            if select != default:
+                # An override may filter or order rows; selecting the columns from it keeps their order.
+                select = f"SELECT {', '.join(columns)} FROM ({select}) AS cdc_snapshot_select"
+            out.append((table, select))
+        return out
+
     def _stream(self, start_lsn: int, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
         assert self._repl is not None
-        options = {"proto_version": "1", "publication_names": f'"{self.publication}"'}
+        options = {"proto_version": "1", "publication_names": f'"{self.publication}"', "messages": "true"}
         self._repl.start(self.slot, start_lsn, options)
         log = self.log.with_context("streaming")
         log.info("streaming from slot %s at LSN %d", self.slot, start_lsn)
+        if self.metrics is not None:
+            self.metrics.streaming.connected = True
+            self.metrics.streaming.captured_tables = {t.id.identifier for t in self._tables.values()}
         reader = StreamReader(self._repl, self._catalog, self._tables, self.server, self.db, resume, log)
+        reader.messages = MessageFilter(self.config.get(pgc.MESSAGE_PREFIX_INCLUDE), self.config.get(pgc.MESSAGE_PREFIX_EXCLUDE))
+        reader.message_topic = f"{self.server}{self.config.get(common.TOPIC_DELIMITER)}message"
         heartbeat = self.config.get(common.HEARTBEAT_INTERVAL_MS) / 1000.0
         action = self.config.get(common.HEARTBEAT_ACTION_QUERY)
         if heartbeat:
@@ -305,6 +363,11 @@ class PostgresConnector:
         if self._ack_lsn > repl.confirmed_lsn:
             repl.confirm(self._ack_lsn)
             repl.send_status()
+
+
+def _quote_table(table: TableId) -> str:
+    """``"schema"."table"``, quoted as PostgreSQL identifiers."""
+    return ".".join('"' + part.replace('"', '""') + '"' for part in (table.schema, table.table) if part is not None)
 
 
 def _first_line(e: BaseException) -> str:

@@ -29,30 +29,49 @@ the Debezium 2.x code does):
   fraction only when non-zero with trailing zeros stripped (Debezium 2.7's PostgreSQL
   converter formats an ``OffsetDateTime``, which ignores the column's fractional width).
 * REAL values come out as the shortest decimal that round-trips the float32 (``3.14``).
+* Enum ``allowed`` lists the labels in declared order (``pg_enum.enumsortorder``); Debezium's
+  unordered ``array_agg`` gives the same except for labels added with ``BEFORE``/``AFTER``.
+* Domains map as their base type, with the typmod of the nearest domain that has one, also
+  through nested domains (Debezium's TypeRegistry walks the hierarchy; the doc's warning that
+  nested domains lose length/scale describes the JDBC metadata, not what Debezium emits).
+* Arrays are Connect arrays of the element's mapping; arrays Debezium never maps (money, name,
+  interval, varbit, bit, xml, point, refcursor elements) and arrays of domains or unknown
+  types (without include.unknown.datatypes) are left out. A multi-dimensional value is an
+  error: Debezium would emit garbage (a list of ``Object[].toString()`` strings or nulls).
+* hstore pairs come out in ``java.util.HashMap`` order (pgjdbc's HStoreConverter), not
+  PostgreSQL's; json mode is Jackson's compact text.
+* include.unknown.datatypes carries the UTF-8 bytes of the value's text output: with pgoutput
+  that text is all Debezium receives ("an opaque binary representation" in the doc).
+* Column defaults: see ``_schema_default`` (function defaults give the type's zero, as the doc
+  says; Debezium's literal-extraction quirks are kept).
 """
 
 from __future__ import annotations
 
 import re
+import uuid as uuid_module
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from struct import Struct, unpack, unpack_from
 from typing import Any, NamedTuple
 
-from cdc_core.errors import CdcError
 from cdc_core.relational import Column, ValueConverter
-from cdc_core.schema import Schema
+from cdc_core.schema import Field, Schema
 from cdc_core import semantic as sem
 from cdc_core.semantic import ValueConversionError
 
 __all__ = [
     "BUILTIN_TYPES",
+    "BUILTIN_ARRAY_TYPES",
+    "TypeInfo",
     "TypeModes",
-    "UnsupportedTypeError",
     "ValueConversionError",
     "column_for",
     "convert_value",
+    "parse_array",
     "supported_type_names",
 ]
 
@@ -62,17 +81,20 @@ DECIMAL_HANDLING_MODES = ("precise", "double", "string")
 BINARY_HANDLING_MODES = tuple(sem.BINARY_HANDLING)
 TIME_PRECISION_MODES = ("adaptive", "adaptive_time_microseconds", "connect")
 INTERVAL_HANDLING_MODES = ("numeric", "string")
+HSTORE_HANDLING_MODES = ("json", "map")
 
 
 @dataclass(frozen=True, slots=True)
 class TypeModes:
-    """The connector properties that change how values map: decimal/binary/time/interval modes and money digits."""
+    """The connector properties that change how values map: the handling modes, money digits, unknown types."""
 
     decimal_handling: str = "precise"
     binary_handling: str = "bytes"
     time_precision: str = "adaptive"
     interval_handling: str = "numeric"
     money_fraction_digits: int = 2
+    hstore_handling: str = "json"
+    include_unknown_datatypes: bool = False
 
     def __post_init__(self) -> None:
         for prop, value, allowed in (
@@ -80,6 +102,7 @@ class TypeModes:
             ("binary.handling.mode", self.binary_handling, BINARY_HANDLING_MODES),
             ("time.precision.mode", self.time_precision, TIME_PRECISION_MODES),
             ("interval.handling.mode", self.interval_handling, INTERVAL_HANDLING_MODES),
+            ("hstore.handling.mode", self.hstore_handling, HSTORE_HANDLING_MODES),
         ):
             if value not in allowed:
                 raise ValueError(f"invalid {prop} {value!r}; expected one of {', '.join(allowed)}")
@@ -87,15 +110,29 @@ class TypeModes:
             raise ValueError(f"invalid money.fraction.digits {self.money_fraction_digits!r}; must be >= 0")
 
 
-class UnsupportedTypeError(CdcError):
-    """No mapping exists for a column's type; names the column, the type OID and type name."""
+@dataclass(frozen=True, slots=True)
+class TypeInfo:
+    """What pg_catalog says of a column's type beyond its OID: its kind, the base under its domains, enum labels, array element.
 
-    def __init__(self, column: str, type_oid: int, type_name: str | None) -> None:
-        self.column = column
-        self.type_oid = type_oid
-        self.type_name = type_name
-        shown = f"{type_name!r} " if type_name else ""
-        super().__init__(f"column {column!r} has unsupported type {shown}(OID {type_oid})")
+    ``kind``/``base_kind``/``element_kind`` are ``pg_type.typtype`` letters (b base, d domain,
+    e enum, c composite, r range, m multirange, p pseudo). ``base_*`` describe the type under
+    every domain (the type itself when it is not a domain); ``domain_typmod`` is the typmod of
+    the nearest domain that has one (-1 if none). ``labels`` are the enum labels, in their
+    declared order, of the base type or, for an array, of its element type. ``delimiter`` is
+    the element type's array delimiter (``pg_type.typdelim``).
+    """
+
+    name: str
+    kind: str = "b"
+    base_oid: int | None = None
+    base_name: str | None = None
+    base_kind: str | None = None
+    domain_typmod: int = -1
+    labels: tuple[str, ...] = ()
+    element_oid: int | None = None
+    element_name: str | None = None
+    element_kind: str = "b"
+    delimiter: str = ","
 
 
 # --------------------------------------------------------------------------- the type table
@@ -113,6 +150,7 @@ BUILTIN_TYPES: dict[int, str] = {
     26: "oid",
     114: "json",
     142: "xml",
+    600: "point",
     650: "cidr",
     700: "float4",
     701: "float8",
@@ -139,6 +177,49 @@ BUILTIN_TYPES: dict[int, str] = {
     3910: "tstzrange",
     3912: "daterange",
     3926: "int8range",
+}
+
+#: Built-in array type OIDs: ``pg_type.typname`` and the element type's OID.
+BUILTIN_ARRAY_TYPES: dict[int, tuple[str, int]] = {
+    143: ("_xml", 142),
+    199: ("_json", 114),
+    651: ("_cidr", 650),
+    775: ("_macaddr8", 774),
+    791: ("_money", 790),
+    1000: ("_bool", 16),
+    1001: ("_bytea", 17),
+    1002: ("_char", 18),
+    1003: ("_name", 19),
+    1005: ("_int2", 21),
+    1007: ("_int4", 23),
+    1009: ("_text", 25),
+    1014: ("_bpchar", 1042),
+    1015: ("_varchar", 1043),
+    1016: ("_int8", 20),
+    1017: ("_point", 600),
+    1021: ("_float4", 700),
+    1022: ("_float8", 701),
+    1028: ("_oid", 26),
+    1040: ("_macaddr", 829),
+    1041: ("_inet", 869),
+    1115: ("_timestamp", 1114),
+    1182: ("_date", 1082),
+    1183: ("_time", 1083),
+    1185: ("_timestamptz", 1184),
+    1187: ("_interval", 1186),
+    1231: ("_numeric", 1700),
+    1270: ("_timetz", 1266),
+    1561: ("_bit", 1560),
+    1563: ("_varbit", 1562),
+    2201: ("_refcursor", 1790),
+    2951: ("_uuid", 2950),
+    3807: ("_jsonb", 3802),
+    3905: ("_int4range", 3904),
+    3907: ("_numrange", 3906),
+    3909: ("_tsrange", 3908),
+    3911: ("_tstzrange", 3910),
+    3913: ("_daterange", 3912),
+    3927: ("_int8range", 3926),
 }
 
 _VARHDRSZ = 4
@@ -651,11 +732,379 @@ def _build_interval(ctx: _Ctx) -> _Built:
     )
 
 
+# --------------------------------------------------------------------------- enum, point, PostGIS
+
+
+def _enum_builder(labels: tuple[str, ...]) -> Callable[[_Ctx], _Built]:
+    """A builder for an enum type: Debezium's Enum string with ``allowed`` = the labels, value as-is."""
+
+    def build(ctx: _Ctx) -> _Built:
+        return sem.enum_schema(labels, optional=ctx.optional), str
+
+    return build
+
+
+# Debezium's geometry semantic types (io.debezium.data.geometry.*), built as their builders do.
+POINT = "io.debezium.data.geometry.Point"
+GEOMETRY = "io.debezium.data.geometry.Geometry"
+GEOGRAPHY = "io.debezium.data.geometry.Geography"
+_GEOMETRY_FIELDS: dict[str, tuple[str, tuple[Field, ...]]] = {
+    POINT: ("Geometry (POINT)", (
+        Field("x", Schema("float64")),
+        Field("y", Schema("float64")),
+        Field("wkb", Schema("bytes", optional=True)),
+        Field("srid", Schema("int32", optional=True)),
+    )),
+    GEOMETRY: ("Geometry", (Field("wkb", Schema("bytes")), Field("srid", Schema("int32", optional=True)))),
+    GEOGRAPHY: ("Geography", (Field("wkb", Schema("bytes")), Field("srid", Schema("int32")))),
+}
+
+
+@lru_cache(maxsize=None)
+def _geometry_schema(name: str, optional: bool) -> Schema:
+    doc, fields = _GEOMETRY_FIELDS[name]
+    return Schema("struct", optional=optional, name=name, version=1, doc=doc, fields=fields)
+
+
+#: Point.createValue's WKB: byte-order mark 1, then little-endian type 1 (POINT), x and y.
+_WKB_POINT = Struct("<BIdd")
+
+
+def _build_point(ctx: _Ctx) -> _Built:
+    # pgjdbc's PGpoint: "(x,y)", both parsed with Double.parseDouble. The value's srid is null.
+    b64 = sem.base64_str
+    pack = _WKB_POINT.pack
+
+    def convert(text: str) -> dict[str, Any]:
+        inner = text.strip()
+        if inner[:1] == "(" and inner[-1:] == ")":
+            inner = inner[1:-1]
+        xs, comma, ys = inner.partition(",")
+        try:
+            if not comma:
+                raise ValueError
+            x, y = float(xs), float(ys)
+        except ValueError:
+            raise ctx.fail(text, "expected a point (x,y)") from None
+        return {"x": sem.json_float(x), "y": sem.json_float(y), "wkb": b64(pack(1, 1, x, y)), "srid": None}
+
+    return _geometry_schema(POINT, ctx.optional), convert
+
+
+_EWKB_SRID_FLAG = 0x20000000
+
+
+def _build_postgis(name: str) -> Callable[[_Ctx], _Built]:
+    """A builder for PostGIS geometry/geography: the text output is hex EWKB; wkb = those bytes, srid from them."""
+
+    def build(ctx: _Ctx) -> _Built:
+        b64 = sem.base64_str
+
+        def convert(text: str) -> dict[str, Any]:
+            # PostgisGeometry.fromHexEwkb: the EWKB bytes are passed on whole (SRID included);
+            # the SRID is read after the type word when its flag is set, else it is 0.
+            try:
+                data = bytes.fromhex(text)
+            except ValueError:
+                raise ctx.fail(text, "expected hex EWKB (PostGIS text output)") from None
+            if len(data) < 9:
+                raise ctx.fail(text, "EWKB shorter than 9 bytes")
+            order = "<" if data[0] else ">"
+            (kind,) = unpack_from(order + "I", data, 1)
+            srid = unpack_from(order + "i", data, 5)[0] if kind & _EWKB_SRID_FLAG else 0
+            return {"wkb": b64(data), "srid": srid}
+
+        return _geometry_schema(name, ctx.optional), convert
+
+    return build
+
+
+# --------------------------------------------------------------------------- hstore
+
+_HSTORE_PAIR = re.compile(r'"((?:[^"\\]|\\.)*)"=>(?:"((?:[^"\\]|\\.)*)"|NULL)(?:, |$)', re.S)
+_BACKSLASH_ESCAPE = re.compile(r"\\(.)", re.S)
+_HSTORE_MAP_SCHEMAS = {
+    optional: Schema("map", optional=optional, keys=Schema("string"), values=Schema("string", optional=True))
+    for optional in (False, True)
+}
+#: Jackson's escapes in a JSON string: the two-character forms, else \u00XX (upper-case hex) below 0x20.
+_JACKSON_ESCAPES = {c: f"\\u{c:04X}" for c in range(0x20)} | {
+    0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r", 0x22: '\\"', 0x5C: "\\\\",
+}
+
+
+def _unescape(text: str) -> str:
+    return _BACKSLASH_ESCAPE.sub(r"\1", text) if "\\" in text else text
+
+
+def _hstore_pairs(ctx: _Ctx, text: str) -> list[tuple[str, str | None]]:
+    """The (key, value) pairs of hstore text output (``"k"=>"v", "n"=>NULL``), in output order."""
+    pairs = []
+    pos = 0
+    for m in _HSTORE_PAIR.finditer(text):
+        if m.start() != pos:
+            break
+        value = m[2]
+        pairs.append((_unescape(m[1]), None if value is None else _unescape(value)))
+        pos = m.end()
+    if pos != len(text):
+        raise ctx.fail(text, "not hstore text output")
+    return pairs
+
+
+def _java_string_hash(s: str) -> int:
+    """``String.hashCode()`` over UTF-16 code units, as an unsigned 32-bit int."""
+    if s.isascii():
+        units: Any = s.encode("ascii")
+    else:
+        data = s.encode("utf-16-be")
+        units = unpack(f">{len(data) // 2}H", data)
+    h = 0
+    for u in units:
+        h = (31 * h + u) & 0xFFFFFFFF
+    return h
+
+
+def java_hashmap_order(pairs: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """The pairs in the iteration order of a ``java.util.HashMap`` they were put into in this order.
+
+    pgjdbc's ``HStoreConverter.fromString`` returns a HashMap, and Debezium writes hstore values in
+    its iteration order (in both hstore handling modes): buckets in index order (the spread hash
+    ``h ^ h >>> 16`` masked by the table size: 16, doubled whenever size exceeds 3/4 of it), and
+    insertion order within a bucket. (A bucket of 9+ colliding keys makes Java treeify or resize
+    early; that is not modelled.)
+    """
+    capacity = 16
+    while len(pairs) > capacity * 3 // 4:
+        capacity *= 2
+    mask = capacity - 1
+
+    def bucket(pair: tuple[str, Any]) -> int:
+        h = _java_string_hash(pair[0])
+        return (h ^ (h >> 16)) & mask
+
+    return sorted(pairs, key=bucket)
+
+
+def _jackson_string(value: str) -> str:
+    return '"' + value.translate(_JACKSON_ESCAPES) + '"'
+
+
+def _build_hstore(ctx: _Ctx) -> _Built:
+    if ctx.modes.hstore_handling == "map":
+        # A Connect map string -> optional string; JsonConverter writes it as a JSON object.
+        return _HSTORE_MAP_SCHEMAS[ctx.optional], lambda text: dict(java_hashmap_order(_hstore_pairs(ctx, text)))
+
+    def to_json(text: str) -> str:
+        # Jackson's compact generator: {"k":"v","n":null}, no spaces.
+        items = java_hashmap_order(_hstore_pairs(ctx, text))
+        return "{" + ",".join(
+            f"{_jackson_string(k)}:{'null' if v is None else _jackson_string(v)}" for k, v in items
+        ) + "}"
+
+    return sem.semantic_schema(sem.JSON, optional=ctx.optional), to_json
+
+
+# --------------------------------------------------------------------------- unknown types
+
+
+def _build_unknown_bytes(ctx: _Ctx) -> _Built:
+    """``include.unknown.datatypes=true``: the bytes of the value's text, encoded per ``binary.handling.mode``.
+
+    The doc calls this "an opaque binary representation". With pgoutput Debezium receives the
+    type's text output and ``convertBinary`` turns that string into its bytes (UTF-8, the
+    connection's encoding), so that is what cdc emits too.
+    """
+    mode = ctx.modes.binary_handling
+    encode = sem.bytes_encoder(mode)
+    return sem.binary_schema(mode, optional=ctx.optional), lambda text: encode(text.encode("utf-8"))
+
+
+def _omitted(raw: Any) -> Any:
+    raise AssertionError("the value of a column left out of events was converted")
+
+
+# --------------------------------------------------------------------------- arrays
+
+_ARRAY_DIMENSIONS = re.compile(r"\[-?\d+:-?\d+\]=")
+
+
+@lru_cache(maxsize=None)
+def _array_token(delimiter: str) -> re.Pattern[str]:
+    d = re.escape(delimiter)
+    return re.compile(rf'"((?:[^"\\]|\\.)*)"|([^"\\{{}}{d}]*)', re.S)
+
+
+def parse_array(text: str, delimiter: str = ",") -> list[str | None]:
+    """The elements of a one-dimensional array's text output (``{a,"b c",NULL}``), unquoted; NULL gives None.
+
+    A dimension decoration (``[0:2]={...}``) is ignored. Raises ValueError for anything else,
+    multi-dimensional arrays included.
+    """
+    start = 0
+    if text[:1] == "[":
+        m = _ARRAY_DIMENSIONS.match(text)
+        if m is None:
+            raise ValueError("malformed array dimensions")
+        if text.count("[") > 1:
+            raise ValueError("multi-dimensional arrays are not supported: Connect arrays have one dimension")
+        start = m.end()
+    if text[start:start + 1] != "{" or text[-1:] != "}":
+        raise ValueError("not an array literal")
+    body = text[start + 1:-1]
+    if not body:
+        return []
+    if body[0] == "{":
+        raise ValueError("multi-dimensional arrays are not supported: Connect arrays have one dimension")
+    if '"' not in body and "\\" not in body and "{" not in body:
+        return [None if len(item) == 4 and item.upper() == "NULL" else item for item in body.split(delimiter)]
+    token = _array_token(delimiter).match
+    out: list[str | None] = []
+    pos, end = 0, len(body)
+    while True:
+        m = token(body, pos)
+        quoted, plain = m[1], m[2]
+        if quoted is not None:
+            out.append(_unescape(quoted))
+        else:
+            out.append(None if len(plain) == 4 and plain.upper() == "NULL" else plain)
+        pos = m.end()
+        if pos == end:
+            return out
+        if body[pos] != delimiter:
+            raise ValueError(f"unexpected {body[pos]!r} in array")
+        pos += 1
+
+
+@lru_cache(maxsize=None)
+def _array_schema(items: Schema, optional: bool) -> Schema:
+    return Schema("array", optional=optional, items=items)
+
+
+def _build_array(ctx: _Ctx, element: _Built, delimiter: str) -> _Built:
+    element_schema, element_convert = element
+    parse = parse_array
+
+    def convert(text: str) -> list[Any]:
+        try:
+            items = parse(text, delimiter)
+            return [None if item is None else element_convert(item) for item in items]
+        except ValueConversionError as e:
+            raise ctx.fail(text, f"element {e.value!r}: {e.reason}") from None
+        except (ValueError, TypeError, KeyError, OverflowError) as e:
+            raise ctx.fail(text, str(e)) from None
+
+    return _array_schema(element_schema, ctx.optional), convert
+
+
+# --------------------------------------------------------------------------- default values
+
+# Debezium's PostgresDefaultValueConverter (2.x): a default of a supported type is parsed from
+# pg_get_expr's text; a function default stands for the type's "zero" (the placeholders below).
+# Known Debezium quirks kept for fidelity: the literal is the first '...' run, so 'it''s' gives
+# "it" and a literal spanning a newline gives no default; '(1 + 2)' gives none (not a literal).
+# Debezium picks the parser by the JDBC type name, so columns of domain and array types get no
+# default. Unlike the doc says, bare CURRENT_TIMESTAMP (and CURRENT_DATE, LOCALTIME, ...) does
+# count as a function: Debezium 2.x matches those names explicitly.
+_FUNCTION_DEFAULT = re.compile(r"[(]?[A-Za-z0-9_.]+\((?:.+(?:, ?.+)*)?\)")
+_CURRENT_DATE_TIMES = frozenset({"current_timestamp", "current_time", "current_date", "localtime", "localtimestamp"})
+_LITERAL_DEFAULT = re.compile(r"'(.*?)'")
+#: Type → the text a function default stands for. Types outside this table never get a default.
+_DEFAULT_PLACEHOLDERS: dict[str, str] = {
+    "bool": "false", "int2": "0", "int4": "0", "int8": "0",
+    "float4": "0.0", "float8": "0.0", "numeric": "0.0",
+    "bpchar": "", "varchar": "", "text": "", "json": "{}", "jsonb": "{}", "xml": "",
+    "uuid": "00000000-0000-0000-0000-000000000000",
+    "date": "1970-01-01", "time": "00:00", "timestamp": "1970-01-01",
+    "timestamptz": "1970-01-01 00:00:00+00",  # Debezium: "1970-01-01" at UTC
+    "interval": "00:00:00",  # Debezium: PGInterval("epoch"), which parses to zero
+    "bit": "00", "varbit": "0",
+}  # fmt: skip
+#: Types whose expression Debezium trims before parsing.
+_TRIMMED_DEFAULTS = frozenset({"bit", "varbit", "bool", "numeric", "float4", "float8", "int2", "int4", "int8",
+                               "uuid", "date", "time", "timestamp", "timestamptz", "interval"})
+_INT_RANGES = {"int2": 2**15, "int4": 2**31, "int8": 2**63}
+
+
+def _default_text(key: str, text: str, typmod: int, modes: TypeModes) -> str | None:
+    """The default's literal as the column converter's input, parsed as Debezium's mapper does; None if it has none."""
+    if key == "bool":
+        return "t" if text.lower() == "true" else "f"  # Boolean.parseBoolean
+    if key in _INT_RANGES:
+        value = int(text)
+        limit = _INT_RANGES[key]
+        return str(value) if -limit <= value < limit else None
+    if key in ("float4", "float8"):
+        float(text)
+        return text
+    if key == "numeric":
+        value = Decimal(text)
+        if not value.is_finite():
+            return None  # new BigDecimal("NaN") throws
+        ps = _numeric_precision_scale(typmod)
+        if ps is None:
+            # VariableScaleDecimal is a struct, and Debezium gives structs no default.
+            return None if modes.decimal_handling == "precise" else text
+        scale = ps[1]
+        quantized = value.quantize(Decimal(1).scaleb(-scale))
+        if quantized != value:
+            return None  # setScale without rounding throws
+        return format(quantized, "f")
+    if key == "uuid":
+        return str(uuid_module.UUID(text))
+    return text
+
+
+def _schema_default(key: str, type_info: TypeInfo | None, expression: str | None, typmod: int,
+                    modes: TypeModes, convert: ValueConverter) -> Any:
+    """The JSON value of a column's DEFAULT in its schema, as Debezium derives it; None for no default."""
+    if expression is None:
+        return None
+    if type_info is not None and type_info.kind == "e":
+        # An enum default counts only as '<label>'::<enum type name>.
+        suffix = f"::{type_info.name}"
+        if expression.endswith(suffix):
+            literal = expression[: -len(suffix)]
+            if len(literal) >= 2 and literal[0] == literal[-1] == "'":
+                return literal[1:-1]
+        return None
+    placeholder = _DEFAULT_PLACEHOLDERS.get(key)
+    if placeholder is None or (type_info is not None and type_info.kind == "d"):
+        return None
+    if key in _TRIMMED_DEFAULTS:
+        expression = expression.strip()
+    if expression.startswith("NULL::"):
+        return None
+    if _FUNCTION_DEFAULT.match(expression) or expression.lower() in _CURRENT_DATE_TIMES:
+        text = placeholder
+    elif "'" not in expression:
+        text = expression
+    else:
+        m = _LITERAL_DEFAULT.search(expression)
+        if m is None:
+            return None
+        text = m[1]
+    try:
+        parsed = _default_text(key, text, typmod, modes)
+        return None if parsed is None else convert(parsed)
+    except (ValueError, ArithmeticError, TypeError, KeyError, OverflowError):
+        return None  # Debezium: "Cannot parse column default value ..."; the schema has no default
+
+
+def _with_default(schema: Schema, default: Any) -> Schema:
+    return Schema(
+        type=schema.type, optional=schema.optional, name=schema.name, version=schema.version, doc=schema.doc,
+        parameters=schema.parameters, default=default, fields=schema.fields, items=schema.items,
+        keys=schema.keys, values=schema.values,
+    )
+
+
 # --------------------------------------------------------------------------- registry
 
 _Builder = Callable[[_Ctx], _Built]
 
-#: Type name → schema/converter builder. Types outside this table are unsupported.
+#: Type name → schema/converter builder. Types outside this table (and the extension types
+#: below) are unknown: left out of events, or bytes under include.unknown.datatypes.
 _BUILDERS: dict[str, _Builder] = {
     "bool": _build_bool,
     "int2": _plain("int16"),
@@ -671,7 +1120,6 @@ _BUILDERS: dict[str, _Builder] = {
     "text": _plain("string"),
     "bpchar": _plain("string"),
     "varchar": _plain("string"),
-    "citext": _plain("string"),
     "inet": _plain("string"),
     "cidr": _plain("string"),
     "macaddr": _plain("string"),
@@ -686,7 +1134,6 @@ _BUILDERS: dict[str, _Builder] = {
     "jsonb": _named_string(sem.JSON),
     "uuid": _named_string(sem.UUID),
     "xml": _named_string(sem.XML),
-    "ltree": _named_string(sem.LTREE),
     "bytea": _build_bytea,
     "bit": _build_bits,
     "varbit": _build_bits,
@@ -696,15 +1143,141 @@ _BUILDERS: dict[str, _Builder] = {
     "timestamp": _build_timestamp,
     "timestamptz": _build_timestamptz,
     "interval": _build_interval,
+    "point": _build_point,
 }
 
-#: Extension types without a fixed OID, recognised by ``type_name`` alone.
-_BY_NAME_ONLY = frozenset({"citext", "ltree"})
+#: Extension types, which have no fixed OID: recognised by ``pg_type.typname`` in any schema.
+_EXTENSION_BUILDERS: dict[str, _Builder] = {
+    "citext": _plain("string"),
+    "ltree": _named_string(sem.LTREE),
+    "hstore": _build_hstore,
+    "geometry": _build_postgis(GEOMETRY),
+    "geography": _build_postgis(GEOGRAPHY),
+}
+
+#: Element types whose arrays Debezium 2.7 never maps (its schema builder returns null for
+#: money[], name[], interval[], varbit[], xml[], point[], refcursor[]), whatever
+#: include.unknown.datatypes says. bit[] gets a scalar Bits schema in Debezium, so its events
+#: fail Connect validation; cdc leaves it out like the others.
+_UNMAPPED_ARRAY_ELEMENTS = frozenset({"money", "name", "interval", "varbit", "bit", "xml", "point", "refcursor"})
 
 
 def supported_type_names() -> frozenset[str]:
-    """The type names ``column_for`` maps."""
-    return frozenset(_BUILDERS)
+    """The type names ``column_for`` maps (built-in and extension types; enums, domains and arrays of these too)."""
+    return frozenset(_BUILDERS) | frozenset(_EXTENSION_BUILDERS)
+
+
+def _bare_type_name(type_name: str | None) -> str | None:
+    """``pg_type.typname`` from a ``format_type`` text: no schema, no modifier, no quotes (``public.geometry(Point)``)."""
+    if type_name is None:
+        return None
+    return type_name.partition("(")[0].rsplit(".", 1)[-1].strip('"')
+
+
+def _scalar_builder(oid: int | None, name: str | None, kind: str | None, labels: tuple[str, ...]) -> _Builder | None:
+    """The builder of a non-array type: built-in by OID, enum by kind, extension by name; None if unknown."""
+    builtin = BUILTIN_TYPES.get(oid) if oid is not None else None
+    if builtin is not None:
+        return _BUILDERS[builtin]
+    if kind == "e":
+        return _enum_builder(labels)
+    if kind in (None, "b") and name in _EXTENSION_BUILDERS:
+        return _EXTENSION_BUILDERS[name]
+    return None
+
+
+def _resolve(
+    ctx: _Ctx, type_oid: int, type_name: str | None, info: TypeInfo | None
+) -> tuple[str, _Built | None, bool]:
+    """(mapping key, built schema and converter or None if unknown, whether include.unknown.datatypes may apply)."""
+    if info is not None:
+        root_oid = info.base_oid if info.base_oid is not None else type_oid
+        root_name = info.base_name or info.name
+        root_kind = info.base_kind or info.kind
+        element_oid, element_name, element_kind = info.element_oid, info.element_name, info.element_kind
+        delimiter, labels = info.delimiter, info.labels
+    else:
+        root_oid, root_name, root_kind = type_oid, BUILTIN_TYPES.get(type_oid) or _bare_type_name(type_name), None
+        element_oid = element_name = None
+        element_kind, delimiter, labels = "b", ",", ()
+        if type_oid in BUILTIN_ARRAY_TYPES:
+            root_name, element_oid = BUILTIN_ARRAY_TYPES[type_oid]
+            element_name = BUILTIN_TYPES.get(element_oid)
+        elif root_name and root_name.startswith("_") and root_name[1:] in _EXTENSION_BUILDERS:
+            element_name = root_name[1:]
+    key = BUILTIN_TYPES.get(root_oid) or (BUILTIN_ARRAY_TYPES.get(root_oid, (None,))[0]) or root_name or str(type_oid)
+    if element_oid is None and element_name is None:
+        builder = _scalar_builder(root_oid, root_name, root_kind, labels)
+        return key, (None if builder is None else builder(ctx)), True
+    # An array: Connect array of the element's mapping (element schemas are optional, except
+    # Debezium's enum element schema, which is not).
+    element_key = (BUILTIN_TYPES.get(element_oid) if element_oid is not None else None) or element_name
+    if element_key in _UNMAPPED_ARRAY_ELEMENTS:
+        return key, None, False
+    element_ctx = ctx._replace(optional=element_kind != "e")
+    builder = _scalar_builder(element_oid, element_name, element_kind, labels)
+    if builder is None:
+        # Unknown element types (domains too, as in Debezium): an array of the elements' text
+        # bytes under include.unknown.datatypes, with Debezium's non-optional element schema.
+        if not ctx.modes.include_unknown_datatypes:
+            return key, None, False
+        element = _build_unknown_bytes(ctx._replace(optional=False))
+    else:
+        element = builder(element_ctx)
+    return key, _build_array(ctx, element, delimiter), False
+
+
+def column_for(
+    name: str,
+    type_oid: int,
+    type_modifier: int,
+    optional: bool,
+    modes: TypeModes,
+    position: int = 0,
+    type_name: str | None = None,
+    type_info: TypeInfo | None = None,
+    default_expression: str | None = None,
+) -> Column:
+    """The Column for a PostgreSQL column: its Debezium schema (optional as nullable) and its text converter.
+
+    ``type_oid`` (``atttypid``) selects the mapping of built-in types and their arrays;
+    ``type_info`` (from the catalog) resolves domains, enums, arrays and extension types; without
+    it, extension types are recognised by ``type_name`` alone. A domain maps as its base type,
+    with the nearest domain's length/scale when the column has none. ``default_expression``
+    (``pg_get_expr`` of the column default) becomes the schema's ``default`` where Debezium
+    derives one.
+
+    A column of an unknown type gets ``schema=None``: it is left out of events (Debezium logs a
+    warning and skips it), unless ``include.unknown.datatypes`` asks for its bytes.
+    """
+    typmod = type_modifier
+    if typmod < 0 and type_info is not None:
+        typmod = type_info.domain_typmod
+    ctx = _Ctx(name, type_name or (type_info.name if type_info else None) or str(type_oid), typmod, optional, modes)
+    key, built, unknown_allowed = _resolve(ctx, type_oid, type_name, type_info)
+    schema: Schema | None
+    if built is not None:
+        schema, convert = built
+        default = _schema_default(key, type_info, default_expression, typmod, modes, convert)
+        if default is not None:
+            schema = _with_default(schema, default)
+    elif unknown_allowed and modes.include_unknown_datatypes:
+        schema, convert = _build_unknown_bytes(ctx)
+    else:
+        schema, convert = None, _omitted
+    length, scale = _length_scale(key, typmod)
+    return Column(
+        name=name,
+        type_name=type_name or key,
+        schema=schema,  # type: ignore[arg-type]  # None: left out of events
+        convert=convert,
+        position=position,
+        optional=optional,
+        length=length,
+        scale=scale,
+        default_expression=default_expression,
+        type_oid=type_oid,
+    )
 
 
 def _length_scale(type_name: str, typmod: int) -> tuple[int | None, int | None]:
@@ -719,44 +1292,6 @@ def _length_scale(type_name: str, typmod: int) -> tuple[int | None, int | None]:
     if type_name in ("time", "timetz", "timestamp", "timestamptz"):
         return None, _time_precision(typmod)
     return None, None
-
-
-def column_for(
-    name: str,
-    type_oid: int,
-    type_modifier: int,
-    optional: bool,
-    modes: TypeModes,
-    position: int = 0,
-    type_name: str | None = None,
-) -> Column:
-    """The Column for a PostgreSQL column: its Debezium schema (optional as nullable) and its text converter.
-
-    ``type_oid`` selects the mapping for built-in types; ``type_name`` (``pg_type.typname``) is
-    used for the column's type name and to recognise extension types without a fixed OID
-    (``citext``, ``ltree``). Raises ``UnsupportedTypeError`` for anything else.
-    """
-    builtin = BUILTIN_TYPES.get(type_oid)
-    if builtin is not None:
-        key = builtin
-    elif type_name in _BY_NAME_ONLY:
-        key = type_name
-    else:
-        raise UnsupportedTypeError(name, type_oid, type_name)
-    ctx = _Ctx(name, type_name or key, type_modifier, optional, modes)
-    schema, convert = _BUILDERS[key](ctx)
-    length, scale = _length_scale(key, type_modifier)
-    return Column(
-        name=name,
-        type_name=type_name or key,
-        schema=schema,
-        convert=convert,
-        position=position,
-        optional=optional,
-        length=length,
-        scale=scale,
-        type_oid=type_oid,
-    )
 
 
 def convert_value(column: Column, raw: Any) -> Any:
