@@ -337,6 +337,10 @@ class PostgresConnector:
     def _stream(self, start_lsn: int, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
         assert self._repl is not None
         options = {"proto_version": "1", "publication_names": f'"{self.publication}"', "messages": "true"}
+        if self._repl.server_version >= 140000:
+            # Beyond Debezium: large transactions arrive while still in progress (protocol v2) and
+            # are spilled to disk until they commit, so memory stays bounded whatever their size.
+            options.update(proto_version="2", streaming="on")
         self._repl.start(self.slot, start_lsn, options)
         log = self.log.with_context("streaming")
         log.info("streaming from slot %s at LSN %d", self.slot, start_lsn)
@@ -353,13 +357,16 @@ class PostgresConnector:
         last_action = time.monotonic()
         timeout = min(self.config.get(common.POLL_INTERVAL_MS) / 1000.0, 0.5)
         repl = self._repl
-        while not self._stop.is_set():
-            if self._ack_lsn > repl.confirmed_lsn:
-                repl.confirm(self._ack_lsn)
-            if action and heartbeat and time.monotonic() - last_action >= heartbeat:
-                last_action = time.monotonic()
-                self._heartbeat_action(action, log)
-            yield reader.read(timeout)
+        try:
+            while not self._stop.is_set():
+                if self._ack_lsn > repl.confirmed_lsn:
+                    repl.confirm(self._ack_lsn)
+                if action and heartbeat and time.monotonic() - last_action >= heartbeat:
+                    last_action = time.monotonic()
+                    self._heartbeat_action(action, log)
+                yield reader.read(timeout)
+        finally:
+            reader.close()
         if self._ack_lsn > repl.confirmed_lsn:
             repl.confirm(self._ack_lsn)
             repl.send_status()

@@ -9,10 +9,21 @@ from cdc_core.events import Checkpoint, RawChange
 from cdc_core.relational import Table
 from cdc_postgres.catalog import Catalog
 from cdc_postgres.messages import MessageFilter, message_record
-from cdc_postgres.pgoutput import Begin, Commit, Delete, Insert, Message, Relation, Truncate, Update, decode
+from cdc_postgres.pgoutput import (
+    Begin, Commit, Delete, Insert, Message, Relation, StreamAbort, StreamCommit, StreamStart, StreamStop, Truncate,
+    Update, decode, decode_streamed,
+)
 from cdc_postgres.replication import ReplicationConnection
+from cdc_postgres.spill import SpilledTransaction
 from cdc_postgres.source import CONNECTOR, DEBEZIUM_VERSION
 from cdc_postgres.types import column_for
+
+
+#: Changes handed over per call while a committed streamed transaction is replayed.
+REPLAY_CHUNK = 4096
+#: Kinds that carry an xid inside a stream block (R, Y, I, U, D, T, M), and two of them.
+_XID_PREFIXED = frozenset(b"RYIUDTM")
+_RELATION, _TYPE = ord("R"), ord("Y")
 
 
 class ResumePoint:
@@ -63,52 +74,46 @@ class StreamReader:
         #: Which logical decoding messages to emit (None: none), and their topic.
         self.messages: MessageFilter | None = None
         self.message_topic = f"{server}.message"
+        #: Where streamed transactions are spilled (None: the system's temp directory).
+        self.spill_dir: str | None = None
+        self._spills: dict[int, SpilledTransaction] = {}
+        self._stream_xid: int | None = None
+        self._replay = None
+        self._backlog: list = []
+        self._last_keepalive = time.monotonic()
 
     def read(self, timeout: float) -> list[RawChange | Checkpoint]:
-        """One batch: every message already received (waiting up to ``timeout`` for the first)."""
+        """One batch: every message already received (waiting up to ``timeout`` for the first).
+
+        A committed streamed transaction is replayed from its spill file first, a bounded chunk
+        per call, and the messages that arrived after its commit wait until it is done.
+        """
         out: list[RawChange | Checkpoint] = []
+        if self._replay is not None:
+            chunk = next(self._replay, None)
+            if chunk is not None:
+                self._keep_alive()
+                return chunk
+            self._replay = None
+        if self._backlog:
+            received, self._backlog = self._backlog, []
+        else:
+            received = self.repl.read(timeout)
         append = out.append
-        tables = self.tables
-        for x in self.repl.read(timeout):
-            msg = decode(x.payload)
+        for index, x in enumerate(received):
+            payload = x.payload
+            if self._stream_xid is not None and payload[0] in _XID_PREFIXED:
+                self._stream_message(x.data_start, payload)
+                continue
+            msg = decode(payload)
             cls = msg.__class__
             if cls is Insert or cls is Update or cls is Delete:
-                table = tables.get(msg.relation_oid)
-                if table is None or self._skip_tx:
-                    continue
-                lsn = x.data_start
-                if self.resume.skip_change(self._commit_lsn, lsn):
-                    continue
-                if cls is Insert:
-                    op, before, after = "c", None, msg.new
-                elif cls is Update:
-                    # With REPLICA IDENTITY DEFAULT the old key arrives only when the key changed.
-                    op, before, after = "u", msg.old, msg.new
-                else:
-                    op, before, after = "d", msg.old, None
-                ts_us = self._ts_us
-                source = self._source(table.id.schema, table.id.table, lsn, ts_us, True)
-                offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn,
-                          "txId": self._xid, "ts_usec": ts_us}
-                append(RawChange(table, op, before, after, source, offset, self._tx_id))
-                self._changes_in_tx += 1
+                if not self._skip_tx:
+                    self._change(msg, x.data_start, append)
             elif cls is Begin:
-                self._xid = msg.xid
-                self._tx_id = f"{msg.xid}:{msg.final_lsn}"
-                self._commit_lsn = msg.final_lsn
-                self._ts_us = msg.commit_ts_us
-                self._changes_in_tx = 0
-                self._skip_tx = self.resume.skip_transaction(msg.final_lsn)
+                self._begin(msg.xid, msg.final_lsn, msg.commit_ts_us)
             elif cls is Commit:
-                if self._changes_in_tx or self._skip_tx:
-                    # The transaction is complete: once acknowledged, confirm past its commit.
-                    append(Checkpoint({"lsn_proc": None, "lsn_commit": msg.end_lsn, "lsn": msg.end_lsn,
-                                       "txId": self._xid, "ts_usec": self._ts_us},
-                                      self._tx_id, self._ts_us // 1000))
-                    self._checkpointed = msg.end_lsn
-                self._last_commit_lsn = msg.commit_lsn
-                self._skip_tx = False
-                self._xid = self._tx_id = None
+                self._commit(msg.commit_lsn, msg.end_lsn, append)
             elif cls is Truncate:
                 if not self._skip_tx:
                     self._truncate(msg, x.data_start, append)
@@ -118,9 +123,115 @@ class StreamReader:
                     self._message(msg, x.data_start, append)
             elif cls is Relation:
                 self._relation(msg)
-        if self._xid is None:
+            elif cls is StreamStart:
+                self._stream_xid = msg.xid
+                if msg.xid not in self._spills:
+                    self._spills[msg.xid] = SpilledTransaction(msg.xid, self.spill_dir)
+            elif cls is StreamStop:
+                self._stream_xid = None
+            elif cls is StreamCommit:
+                spill = self._spills.pop(msg.xid, None)
+                if spill is not None:
+                    self._replay = self._replay_spill(spill, msg)
+                    self._backlog = received[index + 1:]
+                    return out
+            elif cls is StreamAbort:
+                spill = self._spills.get(msg.xid)
+                if spill is not None:
+                    if msg.subxid == msg.xid:
+                        self._spills.pop(msg.xid).close()
+                    else:
+                        spill.abort_subtransaction(msg.subxid)
+        if self._xid is None and not self._spills:
             self._idle_checkpoint(out)
         return out
+
+    def _change(self, msg: Insert | Update | Delete, lsn: int, append) -> None:
+        """One row change of the current transaction, unless acknowledged before a restart."""
+        table = self.tables.get(msg.relation_oid)
+        if table is None or self.resume.skip_change(self._commit_lsn, lsn):
+            return
+        cls = msg.__class__
+        if cls is Insert:
+            op, before, after = "c", None, msg.new
+        elif cls is Update:
+            # With REPLICA IDENTITY DEFAULT the old key arrives only when the key changed.
+            op, before, after = "u", msg.old, msg.new
+        else:
+            op, before, after = "d", msg.old, None
+        ts_us = self._ts_us
+        source = self._source(table.id.schema, table.id.table, lsn, ts_us, True)
+        offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid, "ts_usec": ts_us}
+        append(RawChange(table, op, before, after, source, offset, self._tx_id))
+        self._changes_in_tx += 1
+
+    def _begin(self, xid: int, commit_lsn: int, ts_us: int) -> None:
+        self._xid = xid
+        self._tx_id = f"{xid}:{commit_lsn}"
+        self._commit_lsn = commit_lsn
+        self._ts_us = ts_us
+        self._changes_in_tx = 0
+        self._skip_tx = self.resume.skip_transaction(commit_lsn)
+
+    def _commit(self, commit_lsn: int, end_lsn: int, append) -> None:
+        if self._changes_in_tx or self._skip_tx:
+            # The transaction is complete: once acknowledged, confirm past its commit.
+            append(Checkpoint({"lsn_proc": None, "lsn_commit": end_lsn, "lsn": end_lsn,
+                               "txId": self._xid, "ts_usec": self._ts_us}, self._tx_id, self._ts_us // 1000))
+            self._checkpointed = max(self._checkpointed, end_lsn)
+        self._last_commit_lsn = commit_lsn
+        self._skip_tx = False
+        self._xid = self._tx_id = None
+
+    # -- streamed (in-progress) transactions, protocol v2 --------------------------------------
+
+    def _stream_message(self, lsn: int, payload) -> None:
+        """A message inside a stream block: relations apply now; changes go to the spill file."""
+        kind = payload[0]
+        if kind == _RELATION:
+            self._relation(decode_streamed(payload)[1])
+        elif kind != _TYPE:
+            self._spills[self._stream_xid].append(lsn, payload)
+
+    def _replay_spill(self, spill: SpilledTransaction, commit: StreamCommit):
+        """The committed streamed transaction's changes, in bounded chunks, then its checkpoint."""
+        try:
+            self._begin(commit.xid, commit.commit_lsn, commit.commit_ts_us)
+            self.log.info("replaying streamed transaction %d: %d messages, %.1f MB spilled", commit.xid,
+                          spill.messages, spill.bytes / 1e6)
+            out: list[RawChange | Checkpoint] = []
+            for lsn, payload in spill.replay():
+                subxid, msg = decode_streamed(payload)
+                if subxid in spill.aborted or self._skip_tx:
+                    continue
+                cls = msg.__class__
+                if cls is Insert or cls is Update or cls is Delete:
+                    self._change(msg, lsn, out.append)
+                elif cls is Truncate:
+                    self._truncate(msg, lsn, out.append)
+                elif cls is Message:
+                    if self.messages is not None and self.messages.includes(msg.prefix):
+                        self._message(msg, lsn, out.append)
+                if len(out) >= REPLAY_CHUNK:
+                    yield out
+                    out = []
+            self._commit(commit.commit_lsn, commit.end_lsn, out.append)
+            yield out
+        finally:
+            spill.close()
+
+    def _keep_alive(self) -> None:
+        """While replaying, keep confirming so the server's wal_sender_timeout does not end the session."""
+        now = time.monotonic()
+        if now - self._last_keepalive >= 5.0:
+            self._last_keepalive = now
+            self.repl.send_status()
+
+    def close(self) -> None:
+        """Delete the spill files of transactions still in progress."""
+        for spill in self._spills.values():
+            spill.close()
+        self._spills.clear()
 
     def _source(self, schema: str, table: str, lsn: int, ts_us: int, tx: bool) -> dict[str, Any]:
         return {
