@@ -19,6 +19,17 @@ if [ ${#apt_packages[@]} -gt 0 ]; then
   as_root apt-get update -qq
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${apt_packages[@]}" >/dev/null
 fi
+# PostGIS for the server the tests use (the newest installed), for the geometry/geography type
+# tests; where Debian has no package for that version they are skipped, saying so.
+pg_version=$(ls /usr/lib/postgresql 2>/dev/null | sort -n | tail -n 1)
+if [ -n "$pg_version" ] && [ ! -f "/usr/share/postgresql/$pg_version/extension/postgis.control" ]; then
+  postgis_package="postgresql-$pg_version-postgis-3"
+  apt-cache show "$postgis_package" >/dev/null 2>&1 || as_root apt-get update -qq || true
+  if apt-cache show "$postgis_package" >/dev/null 2>&1; then
+    echo "bootstrap: installing Debian package: $postgis_package" >&2
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$postgis_package" >/dev/null
+  fi
+fi
 # The Debian postgresql package creates the postgres OS user that runs throwaway servers as root.
 if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
   useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres
