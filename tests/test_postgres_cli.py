@@ -75,3 +75,21 @@ def test_log_lines_carry_connector_type_name_and_context(pg_server, pg_db, tmp_p
     log = cdc.log()
     assert "[postgres|dbserver1|snapshot]" in log and "[postgres|dbserver1|streaming]" in log, log
     assert "received SIGTERM" in log
+
+
+def test_replica_identity_warnings_and_filtered_publication_follows_the_include_list(pg_server, pg_db, tmp_path):
+    pg_server.execute("CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE nokey (v int);"
+                      "CREATE TABLE nothing (id int PRIMARY KEY); ALTER TABLE nothing REPLICA IDENTITY NOTHING", dbname=pg_db)
+    props = server_properties(pg_server, pg_db, tmp_path, **{
+        "publication.autocreate.mode": "filtered", "snapshot.mode": "initial_only",
+        "table.include.list": "public.a,public.nokey,public.nothing"})
+    cdc = CdcProcess(write_properties(tmp_path / "app.properties", props), tmp_path).start()
+    assert cdc.wait_exit(60) == 0
+    log = cdc.log()
+    assert "table public.nothing has REPLICA IDENTITY NOTHING" in log
+    assert "table public.nokey has no primary key and REPLICA IDENTITY DEFAULT" in log
+    props["debezium.source.table.include.list"] = "public.a"
+    cdc = CdcProcess(write_properties(tmp_path / "app.properties", props), tmp_path).start()
+    assert cdc.wait_exit(60) == 0
+    rows = pg_server.execute("SELECT tablename FROM pg_publication_tables WHERE pubname = 'dbz_publication'", dbname=pg_db)
+    assert rows == [("a",)], "the publication follows the include list on restart"

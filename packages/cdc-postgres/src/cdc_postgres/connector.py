@@ -87,6 +87,7 @@ class PostgresConnector:
         self._catalog = Catalog(self._conn, self.modes, self.filter, log=self.log)
         self._tables = self._catalog.captured_tables()
         self._check_include_list()
+        self._warn_about_replica_identity()
         self._prepare_publication()
 
     def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
@@ -168,6 +169,20 @@ class PostgresConnector:
                     f"table.include.list names {pattern.pattern!r}, but database {self.db!r} on {self.address} "
                     "has no such table: create the table, or fix the list (entries are schema.table regexes)."
                 )
+
+    def _warn_about_replica_identity(self) -> None:
+        """Warn, as Debezium does, where a table's replica identity cannot give ``before`` or breaks writes."""
+        for oid, table in self._tables.items():
+            identity = self._catalog.replica_identity.get(oid)
+            if identity == "n":
+                self.log.warning(
+                    "table %s has REPLICA IDENTITY NOTHING: UPDATE and DELETE on it fail while it is published; "
+                    "set REPLICA IDENTITY DEFAULT (with a primary key) or FULL", table.id)
+            elif identity == "d" and not table.primary_key:
+                self.log.warning(
+                    "table %s has no primary key and REPLICA IDENTITY DEFAULT: UPDATE and DELETE on it fail while "
+                    "it is published, and its events have no key; add a primary key or set REPLICA IDENTITY FULL",
+                    table.id)
 
     def _prepare_publication(self) -> None:
         assert self._conn is not None
