@@ -58,6 +58,7 @@ class MySqlConnector(DdlHandler):
             time_precision=config.get(myc.TIME_PRECISION_MODE),
             bigint_unsigned_handling=config.get(myc.BIGINT_UNSIGNED_MODE),
             binary_handling=config.get(common.BINARY_MODE),
+            adjust_years=config.get(myc.ENABLE_TIME_ADJUSTER),
         )
         self.versions = TableVersions(self.modes)
         self.model = SchemaModel()

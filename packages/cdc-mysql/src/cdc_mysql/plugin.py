@@ -19,3 +19,11 @@ def register_cli_commands(subparsers: object) -> None:
     from cdc_mysql.ddl_cli import register
 
     register(subparsers)
+
+
+@hookimpl
+def register_converters() -> list[type]:
+    """Debezium's binlog converters (``io.debezium.connector.binlog.converters.*``)."""
+    from cdc_mysql.converters import TinyIntOneToBooleanConverter
+
+    return [TinyIntOneToBooleanConverter]

@@ -25,6 +25,7 @@ import pymysql.cursors
 from pymysql.converters import conversions
 
 from cdc_core.events import Checkpoint, RawChange
+from cdc_core.semantic import to_float32
 from cdc_core.relational import Table
 
 from cdc_mysql.catalog import quote
@@ -40,6 +41,10 @@ def _bytes(v: Any) -> bytes:
     return v if isinstance(v, (bytes, bytearray)) else str(v).encode("utf-8")
 
 
+def _float32(v: Any) -> float:
+    return to_float32(float(v))
+
+
 def _text(v: Any) -> str:
     return v if isinstance(v, str) else bytes(v).decode("utf-8", "replace")
 
@@ -49,6 +54,8 @@ def value_parser(col: ColumnDef) -> Callable[[Any], Any]:
     t = col.type_name
     if t in ("TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "YEAR", "BOOLEAN"):
         return int
+    if t == "FLOAT" and (col.scale is not None or (col.length or 0) <= 24):
+        return _float32  # single precision: the binlog carries the float32, the text form fewer digits
     if t in ("FLOAT", "DOUBLE", "REAL"):
         return float
     if t in ("DECIMAL", "NUMERIC"):

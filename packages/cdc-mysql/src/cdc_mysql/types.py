@@ -29,7 +29,7 @@ import base64
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from cdc_core import semantic as sem
@@ -39,7 +39,10 @@ from cdc_core.schema import Field, Schema
 from cdc_mysql.model import SPATIAL_TYPES, ColumnDef
 
 GEOMETRY = "io.debezium.data.geometry.Geometry"
-_GEOMETRY_DOC = "Geometry"
+POINT = "io.debezium.data.geometry.Point"
+#: Days since the epoch of 0100-01-01: dates before it have a year Debezium's time adjuster moves.
+_DAY_100 = sem.days_from_civil(100, 1, 1)
+_MICROS_PER_DAY = 86_400_000_000
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,8 @@ class TypeModes:
     bigint_unsigned_handling: str = "long"
     binary_handling: str = "bytes"
     tinyint_one_as_boolean: bool = False
+    #: ``enable.time.adjuster``: years 0-69 of DATE/DATETIME values become 2000-2069, 70-99 become 1970-1999.
+    adjust_years: bool = True
 
 
 def _schema(type_: str, optional: bool, default: Any = None, **kw: Any) -> Schema:
@@ -61,6 +66,13 @@ def geometry_schema(optional: bool) -> Schema:
     """Debezium's Geometry struct: ``wkb`` bytes and optional ``srid`` int32 (version 1, with its doc)."""
     return Schema("struct", optional=optional, name=GEOMETRY, version=1, doc="Geometry",
                   fields=(Field("wkb", Schema("bytes")), Field("srid", Schema("int32", optional=True))))
+
+
+def point_schema(optional: bool) -> Schema:
+    """Debezium's Point struct: ``x``, ``y`` float64, optional ``wkb`` and ``srid`` (version 1, with its doc)."""
+    return Schema("struct", optional=optional, name=POINT, version=1, doc="Geometry (POINT)",
+                  fields=(Field("x", Schema("float64")), Field("y", Schema("float64")),
+                          Field("wkb", Schema("bytes", optional=True)), Field("srid", Schema("int32", optional=True))))
 
 
 # --------------------------------------------------------------------------------- values
@@ -104,9 +116,45 @@ def zoned_timestamp_micros(width: int) -> Callable[[int], str]:
     return convert
 
 
-def _geometry(v: bytes) -> dict[str, Any]:
+def _srid(v: bytes) -> int | None:
+    """The SRID of MySQL's internal geometry form (0, "unset", is null as in Debezium)."""
     srid = struct.unpack_from("<I", v, 0)[0] if len(v) >= 4 else 0
-    return {"wkb": sem.base64_str(bytes(v[4:])), "srid": srid}
+    return srid or None
+
+
+def _geometry(v: bytes) -> dict[str, Any]:
+    return {"wkb": sem.base64_str(bytes(v[4:])), "srid": _srid(v)}
+
+
+def _point(v: bytes) -> dict[str, Any]:
+    wkb = bytes(v[4:])
+    if len(wkb) != 21:
+        raise ValueError(f"a POINT column holds a geometry that is not a 2D point ({len(wkb)} WKB bytes)")
+    x, y = struct.unpack("<dd" if wkb[0] else ">dd", wkb[5:21])
+    return {"x": x, "y": y, "wkb": sem.base64_str(wkb), "srid": _srid(v)}
+
+
+def adjust_days(days: int) -> int:
+    """Debezium's time adjuster on days since the epoch: years 0-69 move to 2000-2069, 70-99 to 1970-1999."""
+    if days >= _DAY_100:
+        return days
+    y, m, d = sem.civil_from_days(days)
+    if 0 <= y <= 69:
+        return sem.days_from_civil(y + 2000, m, d)
+    if 70 <= y <= 99:
+        return sem.days_from_civil(y + 1900, m, d)
+    return days
+
+
+def _adjust_micros(v: int) -> int:
+    if v >= _DAY_100 * _MICROS_PER_DAY:
+        return v
+    days, rest = divmod(v, _MICROS_PER_DAY)
+    return adjust_days(days) * _MICROS_PER_DAY + rest
+
+
+def _adjust_millis(v: int) -> int:
+    return _adjust_micros(v) // 1000
 
 
 def _decimal_converter(mode: str, scale: int | None) -> Callable[[Decimal], Any]:
@@ -117,7 +165,12 @@ def _decimal_converter(mode: str, scale: int | None) -> Callable[[Decimal], Any]
     s = scale or 0
 
     def precise(v: Decimal) -> str:
-        return sem.unscaled_to_base64(sem.unscaled_value(sem.round_half_up(v, s), s))
+        try:
+            return sem.unscaled_to_base64(sem.unscaled_value(v, s))
+        except ValueError:  # more fraction digits than the scale (a DEFAULT literal): round half up
+            with localcontext() as ctx:
+                ctx.prec = 100
+                return sem.unscaled_to_base64(sem.unscaled_value(sem.round_half_up(v, s), s))
 
     return precise
 
@@ -183,13 +236,13 @@ def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Cal
     if t == "BIGINT":
         if col.unsigned:
             if modes.bigint_unsigned_handling == "precise":
-                return sem.decimal_schema(0, optional=opt), lambda v: sem.unscaled_to_base64(int(v))
+                return sem.decimal_schema(0, 20, optional=opt), lambda v: sem.unscaled_to_base64(int(v))
             return _schema("int64", opt), _wrap_int64
         return _schema("int64", opt), _identity
     if t == "YEAR":
         return sem.semantic_schema(sem.YEAR, optional=opt), _identity
     if t in ("FLOAT", "REAL"):
-        if t == "FLOAT" and ((length is not None and col.scale is not None) or (length is not None and length > 23)):
+        if t == "FLOAT" and ((length is not None and col.scale is not None) or (length is not None and length > 24)):
             return _schema("float64", opt), _float64
         return _schema("float32", opt), _float32
     if t == "DOUBLE":
@@ -219,7 +272,7 @@ def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Cal
         return schema, _binary_converter(modes.binary_handling, length if t == "BINARY" else None)
     if t == "DATE":
         name = sem.CONNECT_DATE if modes.time_precision == "connect" else sem.DATE
-        return sem.semantic_schema(name, optional=opt), _identity
+        return sem.semantic_schema(name, optional=opt), adjust_days if modes.adjust_years else _identity
     if t == "TIME":
         precision = length or 0
         if modes.time_precision == "connect":
@@ -229,13 +282,16 @@ def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Cal
         return sem.semantic_schema(sem.MICRO_TIME, optional=opt), _identity
     if t == "DATETIME":
         precision = length or 0
+        millis, micros = (_adjust_millis, _adjust_micros) if modes.adjust_years else (_div1000, _identity)
         if modes.time_precision == "connect":
-            return sem.semantic_schema(sem.CONNECT_TIMESTAMP, optional=opt), _div1000
+            return sem.semantic_schema(sem.CONNECT_TIMESTAMP, optional=opt), millis
         if precision <= 3:
-            return sem.semantic_schema(sem.TIMESTAMP, optional=opt), _div1000
-        return sem.semantic_schema(sem.MICRO_TIMESTAMP, optional=opt), _identity
+            return sem.semantic_schema(sem.TIMESTAMP, optional=opt), millis
+        return sem.semantic_schema(sem.MICRO_TIMESTAMP, optional=opt), micros
     if t == "TIMESTAMP":
         return sem.semantic_schema(sem.ZONED_TIMESTAMP, optional=opt), zoned_timestamp_micros(length or 0)
+    if t == "POINT":
+        return point_schema(opt), _point
     if t in SPATIAL_TYPES:
         return geometry_schema(opt), _geometry
     # Types outside the mapping (INET6, UUID, ...) are read as text.
