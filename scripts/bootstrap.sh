@@ -30,6 +30,12 @@ if [ -n "$pg_version" ] && [ ! -f "/usr/share/postgresql/$pg_version/extension/p
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$postgis_package" >/dev/null
   fi
 fi
+# Java 17 for Spark (cdc-spark and its tests run a local PySpark).
+if ! command -v java >/dev/null 2>&1; then
+  echo "bootstrap: installing Debian package: openjdk-17-jre-headless" >&2
+  as_root apt-get update -qq
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless >/dev/null
+fi
 # The Debian postgresql package creates the postgres OS user that runs throwaway servers as root.
 if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
   useradd --system --home-dir /var/lib/postgresql --shell /bin/bash postgres

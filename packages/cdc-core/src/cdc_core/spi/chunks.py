@@ -1,0 +1,107 @@
+"""The chunked-snapshot capability: a consistent snapshot split into chunks other processes read in parallel.
+
+A connector offers it by naming a class in its ``snapshot_chunks`` class attribute, or, without
+touching the connector, by a ``snapshot_chunks`` attribute in the ``chunks`` module next to the
+connector's module (``cdc_postgres.chunks`` for ``cdc_postgres.connector``). Runtimes that
+spread a snapshot over many workers (cdc-spark) use it; the engine never needs it.
+
+The flow: ``open()`` in one long-lived process creates the snapshot and plans the chunks; any
+process then calls ``read_chunk(config, chunk)`` for each chunk (each chunk carries everything
+needed to read it, and pickles); once every chunk is read, ``close()`` releases the snapshot.
+Streaming then resumes from ``plan.resume_offset`` through the connector itself, so nothing is
+lost or read twice at the handoff.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from cdc_core.config import Config
+from cdc_core.events import Checkpoint, RawChange
+from cdc_core.relational import Table
+
+
+@dataclass
+class Chunk:
+    """One part of one table's snapshot, readable by any process while the snapshot is held.
+
+    ``bounds`` is connector-specific and JSON/pickle friendly (key ranges, page ranges, ...);
+    ``first``/``last`` say whether the chunk is the first/last of its table, ``first_overall``
+    /``last_overall`` of the whole snapshot (for the ``source.snapshot`` markers).
+    """
+
+    table: str
+    index: int
+    snapshot: str
+    bounds: dict[str, Any] = field(default_factory=dict)
+    first: bool = True
+    last: bool = True
+    first_overall: bool = False
+    last_overall: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SnapshotPlan:
+    """A held snapshot: its id, its chunks, and the connector offset streaming resumes from afterwards."""
+
+    snapshot_id: str
+    chunks: list[Chunk]
+    resume_offset: dict[str, Any] | None
+    tables: list[Table] = field(default_factory=list)
+
+
+@runtime_checkable
+class SnapshotChunks(Protocol):
+    """A connector's snapshot, split into chunks read in parallel (optional connector capability).
+
+    ``__init__`` does no I/O. ``needs_snapshot`` says whether a run resuming from ``offset``
+    (None for a new run) takes a snapshot, following ``snapshot.mode``. ``open`` makes the
+    snapshot consistent with the log: with ``for_streaming`` the log position to stream from
+    afterwards is fixed (``plan.resume_offset``), e.g. by creating a replication slot with an
+    exported snapshot. ``tables`` limits the snapshot to those ``schema.table`` identifiers
+    (None: every captured table); ``chunk_rows`` is the target rows per chunk.
+    ``wait_read`` blocks until every chunk reported it was read (or ``timeout`` seconds), for
+    holders that cannot otherwise know when readers are done; ``close`` releases the snapshot.
+    """
+
+    def __init__(self, config: Config, log: Any) -> None: ...
+
+    def needs_snapshot(self, offset: dict[str, Any] | None) -> bool:
+        """True if a run starting from ``offset`` takes a snapshot first."""
+
+    def describe(self, tables: list[str] | None) -> list[Table]:
+        """The current definitions of the captured tables (limited to ``tables`` if given)."""
+
+    def open(self, *, for_streaming: bool, tables: list[str] | None, chunk_rows: int) -> SnapshotPlan:
+        """Create and hold a consistent snapshot; plan its chunks."""
+
+    def wait_read(self, plan: SnapshotPlan, timeout: float) -> int:
+        """Wait until every chunk of ``plan`` was read (again) or ``timeout`` s passed; the number of chunk reads seen."""
+
+    def close(self) -> None:
+        """Release the snapshot and its connections."""
+
+    @classmethod
+    def read_chunk(cls, config: Config, chunk: Chunk) -> Iterator[list[RawChange | Checkpoint]]:
+        """Read one chunk inside the held snapshot: batches of ``op: r`` changes (runs in any process)."""
+
+
+def snapshot_chunks_for(connector_class: type) -> type | None:
+    """The SnapshotChunks class a connector offers, or None if it offers none."""
+    found = getattr(connector_class, "snapshot_chunks", None)
+    if found is not None:
+        return found
+    package = connector_class.__module__.rpartition(".")[0]
+    if not package:
+        return None
+    try:
+        module = importlib.import_module(f"{package}.chunks")
+    except ModuleNotFoundError as e:
+        if e.name != f"{package}.chunks":
+            raise
+        return None
+    return getattr(module, "snapshot_chunks", None)

@@ -1,0 +1,235 @@
+"""The driver side of the stream: a connector running in a thread, its events buffered by position.
+
+Events get consecutive positions; a *cut* is a position after which the connector has an offset
+(the last record of a delete/tombstone group, a commit checkpoint): batches end only at cuts, so
+a restart from a batch's end offset never splits such a group. Nothing is acknowledged to the
+connector here except what the stream reader passes to ``acknowledge`` after Spark's commit.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+from typing import Any
+
+import orjson
+
+from cdc_core.config import common
+from cdc_core.envelope import EventBuilder
+from cdc_core.errors import RetriableError
+from cdc_core.events import ChangeRecord, Checkpoint, RawChange
+from cdc_core.logs import connector_logger
+from cdc_core.serializers.json import JsonSerializer
+from cdc_core.spi.connector import ConnectorContext
+from cdc_spark.options import SourceOptions
+from cdc_spark.rows import EventRow
+
+log = logging.getLogger("cdc.spark")
+
+
+class FeedError(RuntimeError):
+    """The connector behind the stream failed; the message says why."""
+
+
+class ConnectorFeed:
+    """Runs the connector from ``offset`` and buffers its events, numbered after ``position``."""
+
+    def __init__(self, options: SourceOptions, position: int, offset: dict[str, Any] | None):
+        self.options = options
+        self.base = position
+        self.start_offset = offset
+        self.rows: list[EventRow] = []
+        self.cuts: list[tuple[int, dict[str, Any]]] = [(position, offset)] if offset is not None else [(position, {})]
+        self.ended = False
+        self.error: BaseException | None = None
+        self.polls = 0
+        self.last_change_at = time.monotonic()
+        self._cond = threading.Condition()
+        self._stop = threading.Event()
+        self._connector: Any = None
+        self._pending_ack: dict[str, Any] | None = None
+        self._topic: str | None = None
+        self._thread = threading.Thread(target=self._run, name="cdc-spark-feed", daemon=True)
+
+    # -- control -------------------------------------------------------------------------------
+
+    def start(self) -> ConnectorFeed:
+        """Start the connector thread."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the connector and wait for the thread."""
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+            connector = self._connector
+        if connector is not None:
+            connector.stop()
+        self._thread.join(timeout=30)
+
+    def acknowledge(self, offset: dict[str, Any]) -> None:
+        """Spark committed everything up to ``offset``: let the connector release it."""
+        with self._cond:
+            connector = self._connector
+            self._pending_ack = offset
+        if connector is not None:
+            connector.acknowledge(offset)
+
+    def trim(self, position: int) -> None:
+        """Forget events at or before ``position`` (Spark committed them)."""
+        with self._cond:
+            i = bisect.bisect_right(self.rows, position, key=lambda r: r.position)
+            del self.rows[:i]
+            j = bisect.bisect_right(self.cuts, position, key=lambda c: c[0])
+            if j > 1:
+                del self.cuts[: j - 1]
+            self._cond.notify_all()
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def check(self) -> None:
+        """Raise the connector's failure, if any."""
+        if self.error is not None:
+            raise FeedError(f"the {self.options.config.get(common.CONNECTOR_CLASS)} connector failed: {self.error}") from self.error
+
+    @property
+    def last_cut(self) -> tuple[int, dict[str, Any]]:
+        """The newest cut: ``(position, offset)``."""
+        with self._cond:
+            return self.cuts[-1]
+
+    def cut_within(self, start: int, max_events: int | None) -> tuple[int, dict[str, Any]]:
+        """The furthest cut at most ``max_events`` past ``start`` (the first one past it if none fits)."""
+        with self._cond:
+            if max_events is None:
+                return self.cuts[-1]
+            limit = start + max_events
+            i = bisect.bisect_right(self.cuts, limit, key=lambda c: c[0])
+            if i > 0 and self.cuts[i - 1][0] > start:
+                return self.cuts[i - 1]
+            j = bisect.bisect_right(self.cuts, start, key=lambda c: c[0])
+            return self.cuts[j] if j < len(self.cuts) else self.cuts[-1]
+
+    def wait(self, predicate, timeout: float) -> bool:
+        """Wait until ``predicate()`` holds (re-checked on every change), the feed ends, or timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not predicate() and not self.ended and self.error is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(min(left, 0.5))
+            return predicate()
+
+    def caught_up(self, quiet_seconds: float) -> bool:
+        """True once the connector has polled without any change for ``quiet_seconds``."""
+        return self.polls > 0 and time.monotonic() - self.last_change_at >= quiet_seconds
+
+    def rows_between(self, start: int, end: int) -> list[EventRow]:
+        """The buffered events with ``start < position <= end``."""
+        with self._cond:
+            i = bisect.bisect_right(self.rows, start, key=lambda r: r.position)
+            j = bisect.bisect_right(self.rows, end, key=lambda r: r.position)
+            return self.rows[i:j]
+
+    # -- the thread ----------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        opts = self.options
+        cls = opts.connector_class
+        config = opts.config
+        name = config.get(common.NAME) or config.get(common.TOPIC_PREFIX)
+        serializer = JsonSerializer(opts.key_schemas, opts.value_schemas)
+        delay = config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
+        max_delay = config.get(common.ERRORS_RETRY_DELAY_MAX_MS) / 1000.0
+        retries, max_retries = 0, config.get(common.ERRORS_MAX_RETRIES)
+        try:
+            while not self._stop.is_set():
+                ctx = ConnectorContext(log=connector_logger(f"cdc.{cls.name}", cls.name, name))
+                connector = cls(config, ctx)
+                builder = EventBuilder(config, cls.source_schema, connector.partition())
+                with self._cond:
+                    self._connector = connector
+                    offset = self.cuts[-1][1] or self.start_offset
+                    ack = self._pending_ack
+                if hasattr(builder, "restore"):  # transaction numbering continues from the offset
+                    builder.restore(offset or None)
+                try:
+                    connector.start(offset or None)
+                    if ack is not None:
+                        connector.acknowledge(ack)
+                    for raw in connector.stream():
+                        retries = 0
+                        if self._stop.is_set():
+                            break
+                        self._add(builder, serializer, raw)
+                    if not self._stop.is_set():
+                        with self._cond:
+                            self.ended = True
+                            self._cond.notify_all()
+                    return
+                except RetriableError as e:
+                    retries += 1
+                    if 0 <= max_retries < retries:
+                        raise
+                    log.warning("%s; retrying in %.1fs", e, delay)
+                    self._stop.wait(delay)
+                    delay = min(delay * 2, max_delay)
+                finally:
+                    with self._cond:
+                        self._connector = None
+                    connector.close()
+        except BaseException as e:  # reported to Spark by the next call of the stream reader
+            log.error("connector failed: %s", e)
+            with self._cond:
+                self.error = e
+                self._cond.notify_all()
+
+    def _add(self, builder: EventBuilder, serializer: JsonSerializer, raw: list) -> None:
+        table = self.options.table
+        if table is not None:
+            raw = [r for r in raw if r.__class__ is Checkpoint or (r.__class__ is RawChange and r.table.id.identifier == table)]
+        with self._cond:
+            self.polls += 1
+            if any(r.__class__ is not Checkpoint for r in raw):
+                self.last_change_at = time.monotonic()
+            self._cond.notify_all()
+        if not raw:
+            return
+        if table is not None and self._topic is None:
+            first = next((r for r in raw if r.__class__ is RawChange), None)
+            if first is not None:
+                self._topic = builder.table_events(first.table).topic
+        built = builder.build(raw)
+        if table is not None:  # one table's stream: no heartbeats or transaction records of others
+            built = [r for r in built if r.__class__ is Checkpoint or r.topic == self._topic]
+        records = [r for r in built if r.__class__ is ChangeRecord]
+        serialized = serializer.serialize(records) if records else []
+        with self._cond:
+            while (self.rows and self.rows[-1].position - self.rows[0].position >= self.options.max_buffered_events
+                   and not self._stop.is_set()):
+                self._cond.wait(0.5)
+            position = self.cuts[-1][0] if not self.rows else max(self.rows[-1].position, self.cuts[-1][0])
+            k = 0
+            pending: list[EventRow] = []
+            for item in built:
+                if item.__class__ is Checkpoint:
+                    self.cuts.append((position, item.offset))
+                    continue
+                s = serializer_row = serialized[k]
+                k += 1
+                position += 1
+                v = item.value
+                pending.append(EventRow(item.topic, serializer_row.key, s.value, v.get("op") if v else None,
+                                        v.get("ts_ms") if v else None, position, None, None))
+                if item.offset is not None:
+                    text = orjson.dumps(item.offset).decode()
+                    self.rows.extend(p._replace(offset=text) for p in pending)
+                    pending = []
+                    self.cuts.append((position, item.offset))
+            if pending:  # cannot happen with EventBuilder's groups; keep them rather than lose them
+                self.rows.extend(pending)
+            self._cond.notify_all()

@@ -1,0 +1,58 @@
+"""What Spark ships to executors: rows already read by the driver, or a snapshot chunk to read there."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from pyspark.sql.datasource import InputPartition
+
+from cdc_core.config import common
+from cdc_core.envelope import EventBuilder
+from cdc_core.events import ChangeRecord
+from cdc_core.logs import connector_logger
+from cdc_core.serializers.json import JsonSerializer
+from cdc_core.spi.chunks import Chunk, snapshot_chunks_for
+from cdc_core.spi.connector import ConnectorContext
+from cdc_spark.options import SourceOptions
+from cdc_spark.rows import EventRow, event_rows
+
+#: Rows per partition of a streaming batch.
+ROWS_PER_PARTITION = 50_000
+
+
+class RowsPartition(InputPartition):
+    """Events the driver read from the connector, carried to an executor as they are."""
+
+    def __init__(self, rows: list[EventRow]):
+        super().__init__(len(rows))
+        self.rows = rows
+
+
+class ChunkPartition(InputPartition):
+    """One snapshot chunk, read by the executor inside the held snapshot."""
+
+    def __init__(self, chunk: Chunk, position: int):
+        super().__init__(f"{chunk.table}#{chunk.index}")
+        self.chunk = chunk
+        self.position = position
+
+
+def rows_partitions(rows: list[EventRow], per_partition: int = ROWS_PER_PARTITION) -> list[InputPartition]:
+    """Split driver-side rows into partitions (in order)."""
+    return [RowsPartition(rows[i : i + per_partition]) for i in range(0, len(rows), per_partition)]
+
+
+def read_chunk_rows(options: SourceOptions, chunk: Chunk, position: int) -> Iterator[list[EventRow]]:
+    """Read one chunk through the connector's capability and build its events as the engine would."""
+    cls = options.connector_class
+    chunks_cls = snapshot_chunks_for(cls)
+    assert chunks_cls is not None
+    config = options.config
+    name = config.get(common.NAME) or config.get(common.TOPIC_PREFIX)
+    connector = cls(config, ConnectorContext(log=connector_logger(f"cdc.{cls.name}", cls.name, name, "snapshot")))
+    builder = EventBuilder(config, cls.source_schema, connector.partition())
+    serializer = JsonSerializer(options.key_schemas, options.value_schemas)
+    for raw in chunks_cls.read_chunk(config, chunk):
+        records = [r for r in builder.build(raw) if r.__class__ is ChangeRecord]
+        if records:
+            yield event_rows(records, serializer, position, snapshot_id=chunk.snapshot)
