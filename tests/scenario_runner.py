@@ -125,6 +125,7 @@ def run_scenario(scenario: dict[str, Any], pg, db: str, tmp_path: Path) -> None:
               "database.user": pg.user, "database.dbname": db, "topic.prefix": prefix,
               **{k: str(v) for k, v in (scenario.get("config") or {}).items()}}
     run = Run(config, tmp_path / "offsets.json")
+    cleanups: list = []
     try:
         for step in scenario["steps"]:
             (kind, arg), = step.items() if isinstance(step, dict) else ((step, None),)
@@ -151,9 +152,27 @@ def run_scenario(scenario: dict[str, Any], pg, db: str, tmp_path: Path) -> None:
                 ops = [r.value.get("op") if r.value else None for r in records]
                 if "op" in arg:
                     assert set(ops) == {arg["op"]}, ops
+            elif kind == "hold_slot":
+                holder = _hold_slot(pg, db, arg)
+                cleanups.append(holder.close)
+            elif kind == "start_fails":
+                run.start()
+                run.thread.join(60)
+                assert run.error is not None and arg in str(run.error), f"expected a failure with {arg!r}, got {run.error!r}"
             elif kind == "nothing_more":
                 run.nothing_more(float(arg or 0.5))
             else:
                 raise ValueError(f"unknown step {kind!r} in scenario {scenario['id']}")
     finally:
         run.stop()
+        for cleanup in cleanups:
+            cleanup()
+
+
+def _hold_slot(pg, db: str, slot: str):
+    """A replication client that keeps ``slot`` active, as another connector would."""
+    from cdc_postgres.replication import ReplicationConnection
+
+    holder = ReplicationConnection(pg.conninfo(db))
+    holder.start(slot, 0, {"proto_version": "1", "publication_names": '"dbz_publication"'})
+    return holder

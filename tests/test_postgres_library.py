@@ -56,3 +56,28 @@ def test_slot_advances_only_past_acknowledged_changes(pg_server, pg_db):
         engine.stop()
         runner.join(30)
     assert [r.value["after"]["id"] for r in acked if r.value] == [1, 2]
+
+
+def test_flush_lsn_source_false_leaves_the_slot_alone(pg_server, pg_db):
+    pg_server.execute("CREATE TABLE t (id int PRIMARY KEY)", dbname=pg_db)
+    config = {"connector.class": "postgres", "database.hostname": pg_server.host, "database.port": pg_server.port,
+              "database.user": pg_server.user, "database.dbname": pg_db, "topic.prefix": "lib",
+              "poll.interval.ms": 50, "status.update.interval.ms": 100, "flush.lsn.source": "false"}
+    engine = Engine(config, offset_store=MemoryOffsetStore())
+    acked: list = []
+    runner = threading.Thread(target=engine.run, args=(acked.extend,))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not engine.metrics.streaming.connected and time.monotonic() < deadline:
+            time.sleep(0.05)
+        start = _confirmed(pg_server, pg_db)
+        for i in range(5):
+            pg_server.execute(f"INSERT INTO t VALUES ({i})", dbname=pg_db)
+        while len(acked) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.0)
+        assert _confirmed(pg_server, pg_db) == start
+    finally:
+        engine.stop()
+        runner.join(30)

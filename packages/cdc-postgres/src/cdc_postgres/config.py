@@ -24,6 +24,9 @@ CONNECTION_TIMEOUT = F("connect.timeout.ms", "long", 30000, minimum=1)
 PLUGIN_NAME = F("plugin.name", "enum", "pgoutput", allowed=("pgoutput", "decoderbufs"), validator=_plugin_supported)
 SLOT_NAME = F("slot.name", "string", "debezium")
 SLOT_DROP_ON_STOP = F("slot.drop.on.stop", "boolean", False)
+SLOT_MAX_RETRIES = F("slot.max.retries", "int", 6, minimum=0)
+SLOT_RETRY_DELAY_MS = F("slot.retry.delay.ms", "long", 10000, minimum=0)
+FLUSH_LSN_SOURCE = F("flush.lsn.source", "boolean", True, doc="Confirm processed LSNs to the slot (false: someone else does).")
 PUBLICATION_NAME = F("publication.name", "string", "dbz_publication")
 PUBLICATION_AUTOCREATE = F(
     "publication.autocreate.mode", "enum", "all_tables", allowed=("all_tables", "filtered", "disabled", "no_tables")
@@ -49,7 +52,7 @@ INCLUDE_UNKNOWN_DATATYPES = F("include.unknown.datatypes", "boolean", False)
 FIELDS = Fields(
     [
         HOSTNAME, PORT, USER, PASSWORD, DBNAME, SSLMODE, TCP_KEEPALIVE, CONNECTION_TIMEOUT,
-        PLUGIN_NAME, SLOT_NAME, SLOT_DROP_ON_STOP, PUBLICATION_NAME, PUBLICATION_AUTOCREATE,
+        PLUGIN_NAME, SLOT_NAME, SLOT_DROP_ON_STOP, SLOT_MAX_RETRIES, SLOT_RETRY_DELAY_MS, FLUSH_LSN_SOURCE, PUBLICATION_NAME, PUBLICATION_AUTOCREATE,
         SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
         HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES,

@@ -68,6 +68,7 @@ class PostgresConnector:
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self.metrics = context.metrics
+        self.flush_lsn = config.get(pgc.FLUSH_LSN_SOURCE)
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -101,6 +102,8 @@ class PostgresConnector:
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
         """Record the sink-acknowledged position; the streaming thread confirms it to the slot."""
+        if not self.flush_lsn:
+            return  # flush.lsn.source=false: another process confirms the slot's position
         lsn = offset.get("lsn_commit")
         if lsn and "snapshot" not in offset and lsn > self._ack_lsn:
             self._ack_lsn = lsn
@@ -250,9 +253,19 @@ class PostgresConnector:
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
         assert self._conn is not None
         slot_exists, active = self._slot_state()
-        if active:
-            raise ConnectorError(f"replication slot {self.slot!r} is in use by another connection; "
-                                 "stop the other client or use another slot.name")
+        retries, delay = self.config.get(pgc.SLOT_MAX_RETRIES), self.config.get(pgc.SLOT_RETRY_DELAY_MS) / 1000.0
+        attempt = 0
+        while active:
+            if attempt >= retries:
+                raise ConnectorError(
+                    f"replication slot {self.slot!r} is still in use by another connection after {retries} retries "
+                    f"{delay:g}s apart (slot.max.retries, slot.retry.delay.ms); stop the other client or use another "
+                    "slot.name")
+            attempt += 1
+            self.log.warning("replication slot %s is in use; retry %d of %d in %gs", self.slot, attempt, retries, delay)
+            if self._stop.wait(delay):
+                return
+            slot_exists, active = self._slot_state()
         snapshot = self._needs_snapshot(slot_exists)
         stream = self.snapshotter.should_stream()
         if not snapshot and not stream:
