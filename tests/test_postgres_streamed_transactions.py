@@ -70,6 +70,7 @@ def test_crash_during_replay_resumes_without_loss(small_decoding_memory, tmp_pat
     cdc.kill()
     cdc2 = CdcProcess(config, tmp_path).start()
     try:
+        cdc2.wait_until(lambda: "streaming from slot" in cdc2.log(), what="the restart to stream")
         cdc2.wait_until(lambda: len({e["key"]["payload"]["id"] for e in cdc2.events(TOPIC)}) >= 20000, 90,
                         "every row after the restart")
     finally:

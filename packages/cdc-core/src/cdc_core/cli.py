@@ -41,6 +41,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the connector into the configured sink until SIGTERM/SIGINT, then drain, commit and exit 0."""
+    engine = None
+    stop_requested = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stop_requested
+        log.info("received %s: draining, committing offsets and stopping", signal.Signals(signum).name)
+        stop_requested = True
+        if engine is not None:
+            engine.stop()
+
+    # Installed first, so a signal during start-up still ends in a clean stop.
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     try:
         engine = load_application(args.config).engine()
     except ConfigError as e:
@@ -48,13 +61,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     except CdcError as e:
         log.error("%s", e)
         return EXIT_FAILED
-
-    def on_signal(signum: int, frame: object) -> None:
-        log.info("received %s: draining, committing offsets and stopping", signal.Signals(signum).name)
-        engine.stop()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
+    if stop_requested:
+        return EXIT_OK
     progress = SnapshotProgress(engine.metrics.snapshot).start()
     try:
         engine.run()
