@@ -4,37 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdc_core.schema import OPTIONAL_INT64, OPTIONAL_STRING, INT64, STRING, Schema, struct
+from cdc_core.schema import OPTIONAL_INT64, STRING, struct
+from cdc_core.source import COMMON_SOURCE_FIELDS
 
 #: The Debezium release whose event format cdc reproduces; written as ``source.version``.
 DEBEZIUM_VERSION = "2.7.0.Final"
 CONNECTOR = "postgresql"
 
-#: Debezium's SnapshotRecord values. The chapter's example declares ``snapshot`` as a boolean, but
-#: Debezium 2.7 writes a string enum (it carries "incremental" too); cdc does what Debezium does.
-SNAPSHOT_ENUM = Schema(
-    "string",
-    optional=True,
-    name="io.debezium.data.Enum",
-    version=1,
-    parameters={"allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"},
-    default="false",
-)
-
-#: Field order as Debezium 2.7's PostgresSourceInfoStructMaker builds it: the common fields
-#: (version, connector, name, ts_ms, snapshot, db, sequence, ts_us, ts_ns), then the PG ones.
+#: The common fields (``cdc_core.source``), then the PostgreSQL ones, as PostgresSourceInfoStructMaker builds it.
 SOURCE_SCHEMA = struct(
     "io.debezium.connector.postgresql.Source",
     [
-        ("version", STRING),
-        ("connector", STRING),
-        ("name", STRING),
-        ("ts_ms", INT64),
-        ("snapshot", SNAPSHOT_ENUM),
-        ("db", STRING),
-        ("sequence", OPTIONAL_STRING),
-        ("ts_us", OPTIONAL_INT64),
-        ("ts_ns", OPTIONAL_INT64),
+        *COMMON_SOURCE_FIELDS,
         ("schema", STRING),
         ("table", STRING),
         ("txId", OPTIONAL_INT64),
