@@ -64,6 +64,29 @@ class SnapshotMetrics(CommonMetrics):
         self.rows_scanned: dict[str, int] = {}
         self.estimated_rows: dict[str, int] = {}
         self.current_table: str | None = None
+        # The incremental-snapshot attributes (Debezium's ChunkId, ChunkFrom, ChunkTo, TableFrom, TableTo).
+        self.chunk_id = ""
+        self.chunk_from = ""
+        self.chunk_to = ""
+        self.table_from = ""
+        self.table_to = ""
+        self.paused_since: float | None = None
+        self.paused_seconds = 0.0
+
+    def chunk(self, chunk_id: str, chunk_from: str, chunk_to: str, table_from: str, table_to: str) -> None:
+        """An incremental-snapshot chunk was emitted: its id, key bounds, and its table's key bounds."""
+        self.chunk_id, self.chunk_from, self.chunk_to = chunk_id, chunk_from, chunk_to
+        self.table_from, self.table_to = table_from, table_to
+
+    def set_paused(self, paused: bool) -> None:
+        """An incremental snapshot was paused or resumed."""
+        with self.lock:
+            if paused and self.paused_since is None:
+                self.paused_since = time.monotonic()
+            elif not paused and self.paused_since is not None:
+                self.paused_seconds += time.monotonic() - self.paused_since
+                self.paused_since = None
+            self.paused = paused
 
     def snapshot_started(self, tables: dict[str, int]) -> None:
         """A snapshot of ``tables`` (name -> estimated rows) begins."""
@@ -105,8 +128,14 @@ class SnapshotMetrics(CommonMetrics):
             "SnapshotAborted": self.aborted,
             "SnapshotCompleted": self.completed,
             "SnapshotDurationInSeconds": duration,
-            "SnapshotPausedDurationInSeconds": 0,
+            "SnapshotPausedDurationInSeconds": int(self.paused_seconds + (
+                0 if self.paused_since is None else time.monotonic() - self.paused_since)),
             "RowsScanned": dict(self.rows_scanned),
+            "ChunkId": self.chunk_id,
+            "ChunkFrom": self.chunk_from,
+            "ChunkTo": self.chunk_to,
+            "TableFrom": self.table_from,
+            "TableTo": self.table_to,
         }
 
 
@@ -137,6 +166,15 @@ class StreamingMetrics(CommonMetrics):
         }
 
 
+def _table_of(topic: str, records: list) -> str:
+    """The ``schema.table`` (or ``db.table``) of the first snapshot record on ``topic``."""
+    for r in records:
+        if r.topic == topic and r.value is not None and r.value.get("op") == "r":
+            source = r.value["source"]
+            return f"{source.get('schema') or source.get('db')}.{source.get('table')}"
+    return topic
+
+
 class ConnectorMetrics:
     """Both groups of one connector, identified as Debezium does (plugin, server name)."""
 
@@ -147,40 +185,55 @@ class ConnectorMetrics:
         self.streaming = StreamingMetrics(queue)
 
     def record_batch(self, records: list) -> None:
-        """Account a converted batch: counts by op, the last event, lag behind the source."""
+        """Account a converted batch: counts by op and rows per table; the last event and the lag from
+        the batch's last data event only (the per-record work is a few integer additions)."""
         snap, stream = self.snapshot, self.streaming
-        now = _now_ms()
+        counts = {"r": 0, "c": 0, "u": 0, "d": 0}
+        rows: dict[Any, int] = {}
+        committed = 0
+        last = None
         for r in records:
             if r.__class__ is Checkpoint:
                 if r.transaction_end is not None:
-                    stream.committed_transactions += 1
+                    committed += 1
                 continue
             value = r.value
-            if value is None or "source" not in value:
+            op = value.get("op") if value is not None else None
+            if op is None:  # tombstones, schema changes, transaction BEGIN/END
                 if value is not None and value.get("status") == "END":
-                    stream.committed_transactions += 1
+                    committed += 1
                 continue
-            op = value.get("op")
-            if op is None:  # a schema change event (it has a source, no op)
-                continue
-            group = snap if op == "r" else stream
-            group.total_events += 1
-            if op in stream.by_op:
-                stream.by_op[op] += 1
-            source = value["source"]
-            if op == "r":
-                table = f"{source.get('schema') or source.get('db')}.{source.get('table')}"
-                snap.rows(table, 1)
+            if op in counts:
+                counts[op] += 1
             else:
-                ts = source.get("ts_ms")
-                if isinstance(ts, int):
-                    stream.behind_ms = max(0, now - ts)
-                tx = value.get("transaction")
-                if tx:
-                    stream.last_transaction_id = tx.get("id")
-                stream.source_position = {k: source[k] for k in ("lsn", "txId", "file", "pos", "gtid") if k in source}
-            group.last_event = f"{r.topic}:{op}"
-            group.last_event_ms = now
+                counts[op] = 1
+            if op == "r":
+                topic = r.topic
+                rows[topic] = rows.get(topic, 0) + 1
+            last = r
+        stream.committed_transactions += committed
+        if last is None:
+            return
+        snapshot_events = counts.pop("r")
+        snap.total_events += snapshot_events
+        stream.total_events += sum(counts.values())
+        for op in ("c", "u", "d"):
+            stream.by_op[op] += counts[op]
+        for topic, n in rows.items():
+            snap.rows(_table_of(topic, records), n)
+        now = _now_ms()
+        value, source = last.value, last.value["source"]
+        group = snap if value["op"] == "r" else stream
+        group.last_event = f"{last.topic}:{value['op']}"
+        group.last_event_ms = now
+        if group is stream:
+            ts = source.get("ts_ms")
+            if isinstance(ts, int):
+                stream.behind_ms = max(0, now - ts)
+            tx = value.get("transaction")
+            if tx:
+                stream.last_transaction_id = tx.get("id")
+            stream.source_position = {k: source[k] for k in ("lsn", "txId", "file", "pos", "gtid") if k in source}
 
     def values(self) -> dict[str, dict[str, Any]]:
         """``{"snapshot": {...}, "streaming": {...}}``."""
