@@ -62,3 +62,27 @@ def register_snapshot_locks() -> list[type]:
     from cdc_core.snapshot.modes import NoLock, SharedLock
 
     return [NoLock, SharedLock]
+
+
+@hookimpl
+def register_signal_channels() -> list[type]:
+    """``source`` (the signal table), ``file`` and ``in-process`` (``Engine.signal``)."""
+    from cdc_core.signals.channels import FileSignalChannel, InProcessSignalChannel, SourceSignalChannel
+
+    return [SourceSignalChannel, FileSignalChannel, InProcessSignalChannel]
+
+
+@hookimpl
+def register_notification_channels() -> list[type]:
+    """``log`` and ``sink``."""
+    from cdc_core.notifications.channels import LogNotificationChannel, SinkNotificationChannel
+
+    return [LogNotificationChannel, SinkNotificationChannel]
+
+
+@hookimpl
+def register_cli_commands(subparsers: object) -> None:
+    """``cdc signal CONFIG TYPE [DATA]``: send a signal to a running ``cdc run`` through its signal file."""
+    from cdc_core.signals.command import add_signal_command
+
+    add_signal_command(subparsers)

@@ -24,6 +24,9 @@ from cdc_core.logs import ConnectorLogger, connector_logger
 from cdc_core.metrics import ConnectorMetrics
 from cdc_core.plugins import PluginRegistry, registry
 from cdc_core.queue import BatchQueue
+from cdc_core.signals.channels import InProcessSignalChannel
+from cdc_core.signals.config import SIGNAL_FIELDS, signal_problems
+from cdc_core.signals.controller import SignalController
 from cdc_core.spi.connector import Connector, ConnectorContext
 from cdc_core.spi.sink import Sink
 
@@ -48,9 +51,11 @@ def connector_problems(config: Config, plugins: PluginRegistry | None = None) ->
     except ConfigError as e:
         return e.problems + config.problems(common.COMMON_FIELDS, check_unknown=False)
     converters = Fields(prefixes=[f"{name}." for name in converter_names(config)])
-    fields: Fields = common.COMMON_FIELDS + cls.fields + converters
+    fields: Fields = common.COMMON_FIELDS + SIGNAL_FIELDS + cls.fields + converters
     problems = config.problems(fields)
     problems += exclusive(config, common.EXCLUSIVE_PAIRS)
+    if not problems:
+        problems += signal_problems(config, plugins or registry())
     if not problems:
         try:
             EventSettings(config, cls.source_schema, plugins or registry())
@@ -119,6 +124,9 @@ class Engine:
         self._acked = 0
         self._progress = threading.Condition()
         self.partition: dict[str, Any] | None = None
+        # Signals and notifications (cdc_core.signals): the in-process channel and listeners.
+        self._signals = InProcessSignalChannel()
+        self._notification_listeners: list[Callable[[Any], None]] = []
 
     def _make_offset_store(self) -> Any:
         name = self.config.get(common.OFFSET_STORAGE)
@@ -134,6 +142,18 @@ class Engine:
         with self._connector_lock:
             if self._connector is not None:
                 self._connector.stop()
+
+    def signal(self, type: str, data: Any = None, id: str | None = None) -> str:  # noqa: A002
+        """Send a signal (``execute-snapshot``, ``stop-snapshot``, ``pause-snapshot``, ``resume-snapshot``, ``log``).
+
+        ``data`` is the signal's data object (or its JSON text); it runs on the connector thread at the
+        next batch. Returns the signal's id (``id`` or a new UUID). Thread-safe.
+        """
+        return self._signals.send(type, data, id)
+
+    def add_notification_listener(self, listener: Callable[[Any], None]) -> None:
+        """Call ``listener(notification)`` (a ``cdc_core.notifications.Notification``) for every notification."""
+        self._notification_listeners.append(listener)
 
     @property
     def stopping(self) -> bool:
@@ -161,11 +181,18 @@ class Engine:
                 if self.stopping:  # stop() came while the connector was being set up
                     connector.stop()
                 builder = EventBuilder(self.config, connector.source_schema, self.partition, self.plugins)
+                # The hook of cdc_core.signals: signal-table rows, watermarks, ad hoc snapshots, notifications.
+                signals = SignalController(
+                    self.config, connector, self.plugins,
+                    connector_logger("cdc.signals", self.connector_class.name, self.name, "signals"),
+                    metrics=self.metrics, connector_name=self.config.get(common.TOPIC_PREFIX), partition=self.partition, listeners=self._notification_listeners, in_process=self._signals,
+                    stopping=self._stopping.is_set)
                 try:
                     offset = self._acked_offset if self._acked_offset is not None else self.offset_store.get(self.partition)
                     builder.restore(offset)
                     connector.start(offset)
-                    for raw in connector.stream():
+                    signals.start(offset)
+                    for raw in signals.wrap(connector.stream()):
                         if retries:
                             retries = 0
                             delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
@@ -190,6 +217,7 @@ class Engine:
                 finally:
                     with self._connector_lock:
                         self._connector = None
+                    signals.close()
                     connector.close()
         except BaseException as e:  # handed to run(), which raises it after draining
             self._producer_error = e

@@ -63,6 +63,18 @@ def register_snapshot_locks() -> list[type]:
 
 
 @hookspec
+def register_signal_channels() -> list[type]:
+    """Return SignalChannel classes (see ``cdc_core.signals.spi.SignalChannel``), each with a ``name`` used in
+    ``signal.enabled.channels``."""
+
+
+@hookspec
+def register_notification_channels() -> list[type]:
+    """Return NotificationChannel classes (see ``cdc_core.notifications.spi.NotificationChannel``), each with a
+    ``name`` used in ``notification.enabled.channels``."""
+
+
+@hookspec
 def register_cli_commands(subparsers: object) -> None:
     """Add subcommands to the ``cdc`` command: ``subparsers`` is its argparse subparsers object.
 

@@ -169,7 +169,7 @@ class StreamingMetrics(CommonMetrics):
 def _table_of(topic: str, records: list) -> str:
     """The ``schema.table`` (or ``db.table``) of the first snapshot record on ``topic``."""
     for r in records:
-        if r.topic == topic and r.value is not None and r.value.get("op") == "r":
+        if r.__class__ is not Checkpoint and r.topic == topic and r.value is not None and r.value.get("op") == "r":
             source = r.value["source"]
             return f"{source.get('schema') or source.get('db')}.{source.get('table')}"
     return topic

@@ -24,6 +24,8 @@ KINDS = {
     "snapshotter": "register_snapshotters",
     "snapshot query": "register_snapshot_queries",
     "snapshot lock": "register_snapshot_locks",
+    "signal channel": "register_signal_channels",
+    "notification channel": "register_notification_channels",
 }
 
 

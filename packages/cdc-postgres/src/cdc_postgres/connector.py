@@ -21,6 +21,7 @@ from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
+from cdc_postgres.incremental import signal_tables
 from cdc_postgres.messages import MessageFilter
 from cdc_postgres.replication import ReplicationConnection, ReplicationError
 from cdc_postgres.snapshot import SnapshotReader
@@ -90,6 +91,8 @@ class PostgresConnector:
         self._check_include_list()
         self._warn_about_replica_identity()
         self._prepare_publication()
+        # Signals and incremental snapshot watermarks: the signal table is streamed even if not captured.
+        self._signal_tables = signal_tables(self.config, self._conn, self._catalog, self._tables, self.log)
 
     def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Snapshot if the mode and offsets ask for it, then stream from the slot."""
@@ -376,6 +379,7 @@ class PostgresConnector:
             self.metrics.streaming.connected = True
             self.metrics.streaming.captured_tables = {t.id.identifier for t in self._tables.values()}
         reader = StreamReader(self._repl, self._catalog, self._tables, self.server, self.db, resume, log)
+        reader.tables = {**self._tables, **self._signal_tables}  # the signal table too (cdc_postgres.incremental)
         reader.messages = MessageFilter(self.config.get(pgc.MESSAGE_PREFIX_INCLUDE), self.config.get(pgc.MESSAGE_PREFIX_EXCLUDE))
         reader.message_topic = f"{self.server}{self.config.get(common.TOPIC_DELIMITER)}message"
         heartbeat = self.config.get(common.HEARTBEAT_INTERVAL_MS) / 1000.0

@@ -1,0 +1,137 @@
+"""PostgreSQL incremental snapshot benchmark: rows/s of an ad hoc snapshot, with and without concurrent writes.
+
+The same 1M-row, 5-column table as ``pg_snapshot.py``. The engine streams (``snapshot.mode=no_data``),
+an ``execute-snapshot`` signal starts the incremental snapshot, and the clock runs from the signal
+to the COMPLETED notification; the handler serializes every record to JSON (schemas on) and drops
+it. "With writes" runs a separate writer process doing single-row UPDATE/INSERT/DELETE
+transactions as fast as it can the whole time, so the stream carries its changes too and the
+window buffer has real work; their events are serialized as well but not counted as rows.
+Usage: ``uv run python benchmarks/pg_incremental_snapshot.py [--rows N] [--chunk-size N ...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import subprocess
+import sys
+import threading
+import time
+
+from cdc_core.config import Config
+from cdc_core.engine import Engine
+from cdc_core.serializers.json import JsonSerializer
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_postgres.embedded import EmbeddedPostgres
+
+TABLE = "CREATE TABLE bench (id int PRIMARY KEY, name text, amount numeric(12,2), qty bigint, created timestamptz)"
+INSERT = ("INSERT INTO bench SELECT g, 'name-' || g, g * 1.25, g * 7, "
+          "timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(1, %s) g")
+SIGNAL = "CREATE TABLE debezium_signal (id varchar(64) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048))"
+
+
+def writer(conninfo: str, rows: int, rate: float) -> None:
+    """The writer process: random single-row transactions (``rate`` a second, 0: flat out) until SIGTERM."""
+    import signal
+
+    import psycopg
+
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(True))
+    rnd = random.Random(7)
+    n = 0
+    started = time.monotonic()
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        next_id = conn.execute("SELECT max(id) + 1 FROM bench").fetchone()[0]
+        while not stop:
+            if rate and n >= rate * (time.monotonic() - started):
+                time.sleep(0.001)
+                continue
+            op = rnd.random()
+            if op < 0.7:
+                conn.execute("UPDATE bench SET qty = qty + 1 WHERE id = %s", (rnd.randint(1, rows),))
+            elif op < 0.85:
+                conn.execute("INSERT INTO bench VALUES (%s, 'new', 1.00, 1, now())", (next_id,))
+                next_id += 1
+            else:
+                conn.execute("DELETE FROM bench WHERE id = %s", (rnd.randint(1, rows),))
+            n += 1
+    print(n, flush=True)
+
+
+def snapshot_rate(pg: EmbeddedPostgres, rows: int, chunk_size: int, writes: float | None) -> tuple[float, int, float]:
+    """(READ rows/s, READ rows, writer transactions/s) of one incremental snapshot of the table."""
+    config = Config({
+        "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
+        "database.user": pg.user, "database.dbname": "bench", "topic.prefix": "bench",
+        "snapshot.mode": "no_data", "slot.name": f"inc_{time.monotonic_ns()}", "slot.drop.on.stop": "true",
+        "signal.data.collection": "public.debezium_signal", "incremental.snapshot.chunk.size": chunk_size,
+        "poll.interval.ms": 20,
+    })
+    serializer = JsonSerializer()
+    reads = 0
+    done = threading.Event()
+
+    def handler(records):
+        nonlocal reads
+        serializer.serialize(records)
+        for r in records:
+            if r.value is not None and r.value.get("op") == "r":
+                reads += 1
+
+    engine = Engine(config, offset_store=MemoryOffsetStore())
+    engine.add_notification_listener(lambda n: done.set() if n.type == "COMPLETED" else None)
+    runner = threading.Thread(target=engine.run, args=(handler,))
+    runner.start()
+    while not engine.metrics.streaming.connected:
+        time.sleep(0.01)
+    proc = None
+    if writes is not None:
+        conninfo = f"host={pg.host} port={pg.port} user={pg.user} dbname=bench"
+        proc = subprocess.Popen([sys.executable, __file__, "--writer", conninfo, str(rows), str(writes)],
+                                stdout=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+    started = time.perf_counter()
+    engine.signal("execute-snapshot", {"data-collections": ["public.bench"]})
+    done.wait(3600)
+    elapsed = time.perf_counter() - started
+    tps = 0.0
+    if proc is not None:
+        proc.terminate()
+        out, _ = proc.communicate(30)
+        tps = int(out.strip() or 0) / (elapsed + 1.0)
+    engine.stop()
+    runner.join()
+    return reads / elapsed, reads, tps
+
+
+def main() -> None:
+    """Run the benchmark and print the numbers."""
+    if len(sys.argv) > 1 and sys.argv[1] == "--writer":
+        writer(sys.argv[2], int(sys.argv[3]), float(sys.argv[4]))
+        return
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--chunk-size", type=int, nargs="+", default=[1024, 8192])
+    parser.add_argument("--write-rates", type=float, nargs="+", default=[1000, 0],
+                        help="writer transactions a second in the runs with writes (0: as fast as it can)")
+    args = parser.parse_args()
+    results = []
+    with EmbeddedPostgres() as pg:
+        pg.create_database("bench")
+        pg.execute(TABLE, dbname="bench")
+        pg.execute(SIGNAL, dbname="bench")
+        pg.execute(INSERT % args.rows, dbname="bench")
+        pg.execute("VACUUM ANALYZE bench", dbname="bench")
+        for chunk in args.chunk_size:
+            for writes in (None, *args.write_rates):
+                rate, n, tps = snapshot_rate(pg, args.rows, chunk, writes)
+                results.append((chunk, writes, rate, n, tps))
+    for chunk, writes, rate, n, tps in results:
+        what = "no writes" if writes is None else f"writer at {tps:,.0f} tx/s" + (" (flat out)" if not writes else "")
+        print(f"chunk {chunk:>5}, {what:<32}: {rate:>9,.0f} rows/s  ({n:,} READs)")
+    print("target: >= 50,000 rows/s on 2 cores (issue 5)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,434 @@
+"""Incremental snapshots: Debezium's watermark algorithm (DDD-3), once, for every relational connector.
+
+For each chunk a reader thread registers a window, inserts the low watermark into the signal
+table, reads up to ``incremental.snapshot.chunk.size`` rows after the previous chunk's last key
+(one statement, in key order), and inserts the high watermark (``insert_insert``) or deletes the
+low one (``insert_delete``). The connector thread sees both watermarks in the change stream:
+between them it notes the keys of the table's log events; at the high watermark it drops the
+chunk rows those events superseded and emits the rest as READs, so no READ ever follows a newer
+change of its row. Progress (each table's last emitted key) rides in every offset, so a crash
+resumes after the last closed chunk.
+
+Beyond Debezium: a reader reads the next chunk while the stream has not yet reached the previous
+window (up to ``MAX_INFLIGHT`` windows per table; each window is judged only by the events
+between its own watermarks, so this changes nothing in the result), and ``snapshot.max.threads``
+tables are read at the same time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from typing import Any
+
+import orjson
+
+from cdc_core.config import Config
+from cdc_core.events import RawChange
+from cdc_core.incremental.spi import ChunkReader, ChunkRows, IncrementalSnapshotSource
+from cdc_core.incremental.state import TableScan, format_key
+from cdc_core.incremental.window import KeyFn, Window, key_function
+from cdc_core.notifications.spi import INCREMENTAL_SNAPSHOT
+from cdc_core.relational import Table, TableId
+from cdc_core.signals.conditions import parse_filter
+from cdc_core.signals.config import CHUNK_SIZE, MAX_THREADS, WATERMARKING
+from cdc_core.signals.names import SignalDataError
+
+#: Windows per table read ahead of the stream.
+MAX_INFLIGHT = 4
+#: Attempts at a table's chunk before the table is given up (SQL_EXCEPTION).
+MAX_FAILURES = 3
+#: Seconds after which a window whose low watermark never showed up in the stream is reported.
+WATERMARK_WARNING_S = 30.0
+
+OPEN, CLOSE = "snapshot-window-open", "snapshot-window-close"
+
+
+class IncrementalSnapshot:
+    """A running incremental snapshot: its tables, reader threads, open windows and offset state.
+
+    Everything but the reader threads runs on the connector thread (``add``, ``stop``, ``pause``,
+    ``window_open``, ``window_close``, ``observe``, ``poll``); ``state`` is the JSON the offsets
+    carry, rebuilt whenever a window closes or the table list changes.
+    """
+
+    def __init__(self, source: IncrementalSnapshotSource, config: Config, notifier: Any, metrics: Any, log: Any):
+        self.source = source
+        self.notifier = notifier
+        self.metrics = metrics
+        self.log = log
+        self.chunk_size = config.get(CHUNK_SIZE)
+        self.strategy = config.get(WATERMARKING)
+        self.threads = config.get(MAX_THREADS)
+        self.id: str | None = None
+        self.scans: list[TableScan] = []
+        self.paused = False
+        self.chunks = 0
+        self.state: dict[str, Any] | None = None
+        self._pending: dict[str, Window] = {}
+        self._open: dict[TableId, Window] = {}
+        self._cond = threading.Condition()
+        self._closed = False
+        self._workers: list[threading.Thread] = []
+        self._failures: list[tuple[TableScan, Window | None, BaseException]] = []
+        self._keys: dict[int, tuple[Table, KeyFn | None]] = {}
+        self._warned: set[str] = set()
+
+    # -- control (connector thread) ----------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        """True while tables remain to be snapshotted."""
+        return bool(self.scans)
+
+    @property
+    def has_open_windows(self) -> bool:
+        """True while the stream is between a low and a high watermark."""
+        return bool(self._open)
+
+    def add(self, signal_id: str, scans: list[TableScan]) -> None:
+        """Start a snapshot of ``scans``, or add those not already in the running one."""
+        known = {s.name for s in self.scans}
+        new = [s for s in scans if s.name not in known]
+        if not new:
+            self.log.info("incremental snapshot: every requested table is already being snapshotted")
+            return
+        if not self.scans:
+            self.id, self.chunks = signal_id, 0
+            if self.metrics is not None:
+                self.metrics.snapshot_started({s.name: 0 for s in new})
+        with self._cond:
+            self.scans += new
+            self._cond.notify_all()
+        self.notifier.notify(INCREMENTAL_SNAPSHOT, "STARTED", {"data_collections": self._names()}, self.id)
+        self.log.info("incremental snapshot %s of %s (chunks of %d rows)", self.id, ", ".join(s.name for s in new),
+                      self.chunk_size)
+        self._skip_unreadable()
+        self._rebuild_state()
+        self._start_workers()
+
+    def restore(self, state: dict[str, Any] | None) -> None:
+        """Continue the snapshot an offset recorded: each table after its last emitted key."""
+        if not state:
+            return
+        tables = {t.id.identifier: t for t in self.source.captured_tables()}
+        for entry in state.get("tables") or []:
+            table = tables.get(entry.get("table"))
+            if table is None:
+                self.log.warning("incremental snapshot: table %s is no longer captured; it is skipped", entry.get("table"))
+                continue
+            scan = TableScan(table, list(entry["key"]), entry.get("condition"), None, entry.get("surrogate"),
+                             entry.get("max"), bool(entry.get("max_known")), entry.get("first"),
+                             entry.get("last"), entry.get("last"), int(entry.get("rows") or 0))
+            if scan.condition_text:
+                try:
+                    scan.condition = parse_filter(scan.condition_text, table)
+                except SignalDataError as e:
+                    self.log.warning("incremental snapshot: %s; table %s is skipped", e, scan.name)
+                    continue
+            if any(c not in {col.name for col in table.columns} for c in scan.key):
+                self.log.warning("incremental snapshot: table %s no longer has key columns %s; it is skipped",
+                                 scan.name, scan.key)
+                continue
+            self.scans.append(scan)
+        if not self.scans:
+            return
+        self.id = state.get("id")
+        self.chunks = int(state.get("chunks") or 0)
+        self.paused = bool(state.get("paused"))
+        if self.metrics is not None:
+            self.metrics.snapshot_started({s.name: s.rows for s in self.scans})
+            self.metrics.set_paused(self.paused)
+        self.log.info("resuming incremental snapshot %s: %s", self.id,
+                      ", ".join(f"{s.name} after {format_key(s.committed)}" for s in self.scans))
+        self._rebuild_state()
+        self._start_workers()
+
+    def stop(self, names: set[str] | None) -> list[str]:
+        """Stop the tables called ``names`` (all if None); their open windows emit nothing. Returns those stopped."""
+        with self._cond:
+            stopped = [s for s in self.scans if names is None or s.name in names]
+            for s in stopped:
+                s.stopped = True
+                self.scans.remove(s)
+            self._cond.notify_all()
+        if not stopped:
+            return []
+        self.notifier.notify(INCREMENTAL_SNAPSHOT, "ABORTED", {"data_collections": ",".join(s.name for s in stopped)},
+                             self.id)
+        self.log.info("incremental snapshot: stopped %s", ", ".join(s.name for s in stopped))
+        if not self.scans:
+            self._finish(completed=False)
+        self._rebuild_state()
+        return [s.name for s in stopped]
+
+    def pause(self) -> bool:
+        """Read no further chunks until ``resume`` (open windows still close); False if nothing runs."""
+        if not self.scans or self.paused:
+            return False
+        with self._cond:
+            self.paused = True
+        if self.metrics is not None:
+            self.metrics.set_paused(True)
+        self.notifier.notify(INCREMENTAL_SNAPSHOT, "PAUSED", {"data_collections": self._names()}, self.id)
+        self._rebuild_state()
+        return True
+
+    def resume(self) -> bool:
+        """Continue a paused snapshot; False if it was not paused."""
+        if not self.scans or not self.paused:
+            return False
+        with self._cond:
+            self.paused = False
+            self._cond.notify_all()
+        if self.metrics is not None:
+            self.metrics.set_paused(False)
+        self.notifier.notify(INCREMENTAL_SNAPSHOT, "RESUMED", {"data_collections": self._names()}, self.id)
+        self._rebuild_state()
+        return True
+
+    # -- the stream (connector thread) -------------------------------------------------------
+
+    def window_open(self, window_id: str) -> None:
+        """The stream reached a low watermark."""
+        with self._cond:
+            w = self._pending.get(window_id)
+            if w is None:
+                return
+            w.opened = True
+            self._open[w.scan.table.id] = w
+
+    def window_close(self, window_id: str) -> list[RawChange] | None:
+        """The stream reached a high watermark: the chunk rows to emit as READs (None for an unknown window)."""
+        with self._cond:
+            w = self._pending.pop(window_id, None)
+            if w is None:
+                return None
+            if self._open.get(w.scan.table.id) is w:
+                del self._open[w.scan.table.id]
+            scan = w.scan
+            scan.inflight -= 1
+            self._cond.notify_all()
+        if scan.stopped or scan not in self.scans:
+            return []
+        rows = w.surviving_rows()
+        if len(rows) < len(w.rows):
+            self.log.debug("window %s: %d of %d rows superseded by log events", w.id, len(w.rows) - len(rows), len(w.rows))
+        self.chunks += 1
+        scan.committed = w.last_key
+        scan.rows += len(rows)
+        if scan.first_key is None:
+            scan.first_key = w.first_key
+        if self.metrics is not None:
+            self.metrics.chunk(w.id, format_key(w.from_key), format_key(w.last_key), format_key(scan.first_key),
+                               format_key(scan.max_key))
+        if w.done:
+            with self._cond:
+                self.scans.remove(scan)
+            status = "SUCCEEDED" if scan.max_key is not None else "EMPTY"
+            self._table_completed(scan, status)
+            if not self.scans:
+                self._finish(completed=True)
+        else:
+            self.notifier.notify(INCREMENTAL_SNAPSHOT, "IN_PROGRESS", {
+                "data_collections": self._names(), "current_collection_in_progress": scan.name,
+                "maximum_key": format_key(scan.max_key), "last_processed_key": format_key(w.last_key),
+                "chunk_id": w.id, "chunk_rows": len(rows), "total_rows_scanned": scan.rows}, self.id)
+        self._rebuild_state()
+        return rows
+
+    def observe(self, change: RawChange) -> None:
+        """A log event: if its table has an open window, note the keys it touches."""
+        w = self._open.get(change.table.id)
+        if w is None:
+            return
+        table = change.table
+        found = self._keys.get(id(table))
+        if found is None or found[0] is not table:
+            fn = key_function(table, w.scan.key)
+            if fn is None:
+                self.log.warning("table %s changed shape during its incremental snapshot (key %s); "
+                                 "schema changes are not supported while it runs", table.id, w.scan.key)
+            found = self._keys[id(table)] = (table, fn)
+        fn = found[1]
+        if fn is None:
+            return
+        for row in (change.before, change.after):
+            if row is not None:
+                k = fn(row)
+                if k is not None:
+                    w.seen.add(k)
+
+    def poll(self) -> None:
+        """Handle what reader threads reported: failed chunks, tables given up; warn about missing watermarks."""
+        if self._failures:
+            with self._cond:
+                failures, self._failures = self._failures, []
+            for scan, window, error in failures:
+                if window is not None:
+                    with self._cond:
+                        if self._pending.pop(window.id, None) is not None:
+                            scan.inflight -= 1  # its high watermark will never come
+                        if self._open.get(scan.table.id) is window:
+                            del self._open[scan.table.id]
+                        self._cond.notify_all()
+                if scan.failures >= MAX_FAILURES and scan in self.scans:
+                    self.log.error("incremental snapshot of %s failed %d times, giving up the table: %s",
+                                   scan.name, scan.failures, error)
+                    with self._cond:
+                        self.scans.remove(scan)
+                        scan.stopped = True
+                    self._table_completed(scan, "SQL_EXCEPTION")
+                    if not self.scans:
+                        self._finish(completed=False)
+                    self._rebuild_state()
+        if self._pending:
+            now = time.monotonic()
+            for w in list(self._pending.values()):
+                if not w.opened and now - w.created > WATERMARK_WARNING_S and w.id not in self._warned:
+                    self._warned.add(w.id)
+                    self.log.warning(
+                        "the low watermark of incremental snapshot window %s has not reached the change stream "
+                        "after %.0fs: is the signal table captured by the stream (in the publication)?",
+                        w.id, now - w.created)
+
+    def close(self) -> None:
+        """Stop the reader threads."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        for t in self._workers:
+            t.join(10)
+        self._workers = []
+
+    # -- helpers -----------------------------------------------------------------------------
+
+    def _names(self) -> str:
+        return ",".join(s.name for s in self.scans)
+
+    def _skip_unreadable(self) -> None:
+        for scan in [s for s in self.scans if s.skip]:
+            with self._cond:
+                self.scans.remove(scan)
+            self._table_completed(scan, scan.skip or "SKIPPED")
+        if not self.scans:
+            self._finish(completed=True)
+
+    def _table_completed(self, scan: TableScan, status: str) -> None:
+        self.log.info("incremental snapshot of %s: %s, %d rows", scan.name, status, scan.rows)
+        if self.metrics is not None:
+            self.metrics.table_completed(scan.name)
+        self.notifier.notify(INCREMENTAL_SNAPSHOT, "TABLE_SCAN_COMPLETED", {
+            "data_collection": scan.name, "data_collections": ",".join([scan.name, *(s.name for s in self.scans)]),
+            "scanned_collection": scan.name, "total_rows_scanned": scan.rows, "status": status}, self.id)
+
+    def _finish(self, completed: bool) -> None:
+        if completed:
+            self.notifier.notify(INCREMENTAL_SNAPSHOT, "COMPLETED", {}, self.id)
+            self.log.info("incremental snapshot %s completed (%d chunks)", self.id, self.chunks)
+        if self.metrics is not None:
+            self.metrics.snapshot_ended(completed)
+            self.metrics.set_paused(False)
+        self.paused = False
+        self.id = None
+
+    def _rebuild_state(self) -> None:
+        if not self.scans:
+            self.state = None
+            return
+        self.state = {"id": self.id, "paused": self.paused, "chunks": self.chunks,
+                      "tables": [s.to_state() for s in self.scans]}
+
+    # -- reader threads ----------------------------------------------------------------------
+
+    def _start_workers(self) -> None:
+        self._workers = [t for t in self._workers if t.is_alive()]
+        while len(self._workers) < self.threads:
+            t = threading.Thread(target=self._work, name=f"cdc-incremental-{len(self._workers)}", daemon=True)
+            self._workers.append(t)
+            t.start()
+
+    def _next_scan(self) -> TableScan | None:
+        with self._cond:
+            while not self._closed:
+                if not self.paused:
+                    for scan in self.scans:
+                        if not (scan.assigned or scan.reading_done or scan.stopped or scan.failures >= MAX_FAILURES):
+                            scan.assigned = True
+                            return scan
+                self._cond.wait(0.5)
+        return None
+
+    def _work(self) -> None:
+        reader: ChunkReader | None = None
+        try:
+            while True:
+                scan = self._next_scan()
+                if scan is None:
+                    return
+                try:
+                    if reader is None:
+                        reader = self.source.reader()
+                    self._read_table(reader, scan)
+                except Exception as e:  # noqa: BLE001 - reported to the connector thread
+                    scan.failures += 1
+                    self.log.warning("incremental snapshot of %s: chunk failed (attempt %d of %d): %s",
+                                     scan.name, scan.failures, MAX_FAILURES, e)
+                    with self._cond:
+                        self._failures.append((scan, scan.extra.pop("window", None), e))
+                    if reader is not None:
+                        try:
+                            reader.close()
+                        except Exception:  # noqa: BLE001
+                            pass
+                        reader = None
+                    with self._cond:
+                        self._cond.wait(min(5.0, 0.2 * 2 ** scan.failures))
+                finally:
+                    with self._cond:
+                        scan.assigned = False
+                        self._cond.notify_all()
+        finally:
+            if reader is not None:
+                reader.close()
+
+    def _read_table(self, reader: ChunkReader, scan: TableScan) -> None:
+        """Read the table's chunks, one window each, until its last chunk or a stop."""
+        while True:
+            with self._cond:
+                while (self.paused or scan.inflight >= MAX_INFLIGHT) and not (self._closed or scan.stopped):
+                    self._cond.wait(0.5)
+                if self._closed or scan.stopped or scan.failures >= MAX_FAILURES:
+                    return
+            if not scan.max_known:
+                scan.max_key = reader.max_key(scan.table, scan.key, scan.condition)
+                scan.max_known = True
+            window = Window(uuid.uuid4().hex, scan, from_key=scan.cursor)
+            with self._cond:
+                self._pending[window.id] = window
+                scan.inflight += 1
+            scan.extra["window"] = window
+            reader.insert_watermark(f"{window.id}-open", OPEN, _metadata("openWindowTimestamp"))
+            if scan.max_key is None:
+                chunk = ChunkRows()
+            else:
+                chunk = reader.read_chunk(scan.table, scan.key, scan.cursor, scan.max_key, self.chunk_size, scan.condition)
+            window.rows = chunk.rows
+            window.last_key = chunk.last_key if chunk.rows else scan.cursor
+            window.done = len(chunk.rows) < self.chunk_size or chunk.last_key == scan.max_key
+            window.first_key = chunk.first_key
+            if self.strategy == "insert_delete":
+                reader.delete_watermark(f"{window.id}-open")
+            else:
+                reader.insert_watermark(f"{window.id}-close", CLOSE, _metadata("closeWindowTimestamp"))
+            scan.extra.pop("window", None)
+            scan.cursor = window.last_key
+            if window.done:
+                scan.reading_done = True
+                return
+
+
+def _metadata(name: str) -> str:
+    """The ``data`` of a watermark row, as Debezium writes it."""
+    return orjson.dumps({name: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).decode()

@@ -1,0 +1,103 @@
+"""What a connector gives the core for ad hoc snapshots: key-ordered chunk reads, watermarks, a blocking read.
+
+The core runs Debezium's watermark algorithm (``cdc_core.incremental.coordinator``) on top of
+these few capabilities, the same for every relational connector. A connector offers them by a
+``incremental_snapshot_source()`` method, or, without touching the connector, by an
+``incremental_snapshot_source`` attribute (a class taking ``(config, log)``) in the
+``incremental`` module next to the connector's module (``cdc_postgres.incremental``), the way
+``cdc_core.spi.chunks`` finds the parallel-snapshot capability.
+
+Keys are lists of values in the connector's own representation (PostgreSQL: the text form),
+JSON-compatible because they are stored in offsets; the core only hands them back. Filters are
+``cdc_core.signals.conditions.Node`` trees: render them with the connector's identifier quoting
+and bind their parameters; signal text never reaches SQL otherwise. This chunk API is public:
+the Spark adapter (or any runtime) may read key-ordered chunks with it directly.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from cdc_core.config import Config
+from cdc_core.events import RawChange
+from cdc_core.relational import Table
+from cdc_core.signals.conditions import Node
+
+Key = list[Any]
+
+
+@dataclass
+class ChunkRows:
+    """One chunk: its rows in key order and the keys of the first and last one (None when there are none)."""
+
+    rows: list[RawChange] = field(default_factory=list)
+    last_key: Key | None = None
+    first_key: Key | None = None
+
+
+@runtime_checkable
+class ChunkReader(Protocol):
+    """One connection's worth of chunk reads and watermark writes (used by one thread at a time)."""
+
+    def max_key(self, table: Table, key: list[str], condition: Node | None) -> Key | None:
+        """The largest key of the rows matching ``condition`` (None if there are none)."""
+
+    def read_chunk(self, table: Table, key: list[str], after: Key | None, upto: Key, limit: int,
+                   condition: Node | None) -> ChunkRows:
+        """At most ``limit`` rows with ``after < key <= upto`` (no lower bound if ``after`` is None) in key order.
+
+        Rows are ``op: r`` RawChanges whose ``source`` marks them ``snapshot: "incremental"``
+        and whose ``offset`` is None (the core adds the checkpoint once the window closes).
+        The read is one statement, so it sees one consistent state of the table.
+        """
+
+    def insert_watermark(self, row_id: str, kind: str, data: str) -> None:
+        """Insert ``(row_id, kind, data)`` into the signal table and commit (it must reach the log)."""
+
+    def delete_watermark(self, row_id: str) -> None:
+        """Delete the signal table row ``row_id`` and commit (``insert_delete`` closes a window so)."""
+
+    def close(self) -> None:
+        """Close the connection."""
+
+
+@runtime_checkable
+class IncrementalSnapshotSource(Protocol):
+    """A connector's ad hoc snapshot capabilities (no I/O in ``__init__``; thread-safe ``reader()``)."""
+
+    def captured_tables(self) -> list[Table]:
+        """The current definitions of every captured table (what ``data-collections`` may name)."""
+
+    def reader(self) -> ChunkReader:
+        """A new ChunkReader with its own connection."""
+
+    def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
+                          stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:
+        """Read the tables as the initial snapshot does (one consistent transaction, ``op: r``, its markers).
+
+        Each table's rows carry ``offset_for(table)``; end early when ``stopped()`` is true.
+        """
+
+    def close(self) -> None:
+        """Release connections."""
+
+
+def incremental_source_for(connector: Any, config: Config, log: Any) -> IncrementalSnapshotSource | None:
+    """The capability a connector offers, or None."""
+    method = getattr(connector, "incremental_snapshot_source", None)
+    if callable(method):
+        return method()
+    package = type(connector).__module__.rpartition(".")[0]
+    if not package:
+        return None
+    try:
+        module = importlib.import_module(f"{package}.incremental")
+    except ModuleNotFoundError as e:
+        if e.name != f"{package}.incremental":
+            raise
+        return None
+    factory: Callable[..., IncrementalSnapshotSource] | None = getattr(module, "incremental_snapshot_source", None)
+    return None if factory is None else factory(config, log)

@@ -1,0 +1,434 @@
+"""The engine's hook into the change stream: signals in, watermarks seen, READs out, state in every offset.
+
+``SignalController.wrap`` sits between a connector's ``stream()`` and the EventBuilder. Per batch it
+polls the signal channels, delivers queued notifications, and (only when something needs it)
+walks the batch: rows of the signal table are taken out (they are watermarks or signals; they
+stay in the stream as events only if that table is captured), log events inside an open window
+are shown to the incremental snapshot, a closing window's surviving READs are put in at the high
+watermark, and every offset gets the incremental snapshot's progress. When nothing is running and
+no signal table is configured, a batch passes through untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+
+from cdc_core.config import Config
+from cdc_core.errors import RetriableError
+from cdc_core.events import Checkpoint, ChangeRecord, RawChange
+from cdc_core.filters import TableFilter
+from cdc_core.incremental.blocking import BLOCKING_KEY, BlockingRequest, run_blocking
+from cdc_core.incremental.coordinator import CLOSE, OPEN, IncrementalSnapshot
+from cdc_core.incremental.spi import IncrementalSnapshotSource, incremental_source_for
+from cdc_core.incremental.state import STATE_KEY, TableScan
+from cdc_core.notifications.service import Listener, NotificationService
+from cdc_core.notifications.spi import SIGNAL
+from cdc_core.relational import Table
+from cdc_core.signals.channels import InProcessSignalChannel
+from cdc_core.signals.conditions import Node, parse_filter
+from cdc_core.signals.config import SIGNAL_CHANNELS, SIGNAL_DATA_COLLECTION, WATERMARKING
+from cdc_core.signals.names import NameMatcher, SignalDataError, parse_quoted_name, select_tables
+from cdc_core.signals.spi import SignalRecord
+
+Batch = list[RawChange | Checkpoint | ChangeRecord]
+_NOT_SIGNAL, _SIGNAL_CAPTURED, _SIGNAL_HIDDEN = 0, 1, 2
+
+
+class SignalController:
+    """Runs signals, notifications, and incremental and blocking snapshots for one connector attempt."""
+
+    def __init__(self, config: Config, connector: Any, plugins: Any, log: Any, *, metrics: Any = None,
+                 connector_name: str = "", partition: dict[str, Any] | None = None,
+                 listeners: list[Listener] | None = None, in_process: InProcessSignalChannel | None = None,
+                 stopping: Callable[[], bool] = lambda: False):
+        self.config = config
+        self.connector = connector
+        self.log = log
+        self.metrics = metrics
+        self.stopping = stopping
+        self.notifier = NotificationService(config, plugins, log, connector_name, listeners, partition)
+        enabled = config.get(SIGNAL_CHANNELS) or []
+        self.source_enabled = "source" in enabled
+        self.channels = [plugins.get("signal channel", n)(config, log) for n in enabled if n != "source"]
+        if in_process is not None:
+            self.channels.append(in_process)
+        self.signal_table = _signal_table_parts(config.get(SIGNAL_DATA_COLLECTION))
+        self.strategy = config.get(WATERMARKING)
+        self.filter = TableFilter(config)
+        self.incremental: IncrementalSnapshot | None = None
+        self._source: IncrementalSnapshotSource | None = None
+        self._kinds: dict[int, tuple[Table, int, tuple[int, int, int] | None]] = {}
+        self._blocking: BlockingRequest | None = None
+        self._last_offset: dict[str, Any] | None = None
+        self._read_channels: list[Any] = []
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def start(self, offset: dict[str, Any] | None) -> None:
+        """Continue what the committed offset records: an incremental snapshot, an unfinished blocking one."""
+        self._last_offset = offset
+        if not offset or not (offset.get(STATE_KEY) or offset.get(BLOCKING_KEY)):
+            return
+        source = self._capability()
+        if source is None:
+            self.log.warning("the offsets record an ad hoc snapshot, but this connector cannot run one; it is dropped")
+            return
+        try:
+            if offset.get(STATE_KEY):
+                self._incremental().restore(offset[STATE_KEY])
+            if offset.get(BLOCKING_KEY):
+                self._blocking = BlockingRequest.from_offset(offset, source.captured_tables(), self.log)
+                self._last_offset = self._blocking.paused_at if self._blocking else offset
+        except Exception as e:  # noqa: BLE001 - the database is unreachable: the engine retries the attempt
+            raise RetriableError(f"cannot resume the ad hoc snapshot recorded in the offsets: {e}") from e
+
+    def close(self) -> None:
+        """Stop reader threads, close channels and connections."""
+        if self.incremental is not None:
+            self.incremental.close()
+        for channel in self.channels:
+            try:
+                channel.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self.notifier.close()
+        if self._source is not None:
+            self._source.close()
+
+    # -- the stream --------------------------------------------------------------------------
+
+    def wrap(self, stream: Iterator[Batch]) -> Iterator[Batch]:
+        """The connector's batches with signals handled, READs put in and offsets carrying snapshot progress."""
+        if self._blocking is not None:
+            yield from self._run_blocking()
+        for batch in stream:
+            yield from self._process(batch)
+
+    def _process(self, batch: Batch) -> Iterator[Batch]:
+        out: Batch = list(self.notifier.drain())
+        records = self._poll_channels()
+        for record in records:
+            self._dispatch(record)
+            if self._blocking is not None:
+                self._commit_channels()
+                yield out
+                out = []
+                yield from self._run_blocking()
+        if records:
+            self._commit_channels()
+        inc = self.incremental
+        if inc is not None:
+            inc.poll()
+        if self.signal_table is None and (inc is None or inc.state is None):
+            if batch:
+                for item in reversed(batch):
+                    if item.offset is not None:
+                        self._last_offset = item.offset
+                        break
+            if out:
+                out += batch
+                yield out
+            else:
+                yield batch
+            return
+        append = out.append
+        last_table, kind, fields = None, _NOT_SIGNAL, None
+        state = inc.state if inc is not None else None
+        for item in batch:
+            cls = item.__class__
+            if cls is RawChange:
+                table = item.table
+                if table is not last_table:
+                    kind, fields = self._kind(table)
+                    last_table = table
+                if kind:
+                    self._signal_row(item, kind, fields, out)
+                    inc = self.incremental
+                    state = inc.state if inc is not None else None
+                    if self._blocking is not None:
+                        yield out
+                        out = []
+                        append = out.append
+                        yield from self._run_blocking()
+                    continue
+                if inc is not None and inc._open:
+                    inc.observe(item)
+                if state is not None:
+                    item = RawChange(item.table, item.op, item.before, item.after, item.source,
+                                     {**item.offset, STATE_KEY: state}, item.transaction_id)
+                self._last_offset = item.offset
+                append(item)
+            elif cls is Checkpoint:
+                if state is not None:
+                    item = Checkpoint({**item.offset, STATE_KEY: state}, item.transaction_end, item.ts_ms)
+                self._last_offset = item.offset
+                append(item)
+            else:
+                if item.offset is not None:
+                    if state is not None:
+                        item.offset = {**item.offset, STATE_KEY: state}
+                    self._last_offset = item.offset
+                append(item)
+        out += self.notifier.drain()
+        yield out
+
+    def _kind(self, table: Table) -> tuple[int, tuple[int, int, int] | None]:
+        """Whether ``table`` is the signal table (captured or not), and the positions of its id/type/data."""
+        found = self._kinds.get(id(table))
+        if found is not None and found[0] is table:
+            return found[1], found[2]
+        kind, fields = _NOT_SIGNAL, None
+        if self.signal_table is not None and _table_parts(table)[-len(self.signal_table):] == self.signal_table:
+            kind = _SIGNAL_CAPTURED if self.filter.includes(table.id) else _SIGNAL_HIDDEN
+            names = [c.name for c in table.columns]
+            if all(n in names for n in ("id", "type", "data")):
+                fields = (names.index("id"), names.index("type"), names.index("data"))
+            elif len(names) >= 3:
+                fields = (0, 1, 2)  # Debezium reads the first three columns, whatever their names
+        self._kinds[id(table)] = (table, kind, fields)
+        return kind, fields
+
+    def _signal_row(self, item: RawChange, table_kind: int, fields: tuple[int, int, int] | None, out: Batch) -> None:
+        """A row of the signal table: a watermark or a signal; it stays an event only if the table is captured."""
+        inc = self.incremental
+        row = item.after if item.op == "c" else item.before if item.op == "d" else None
+        blocking_before = self._blocking
+        if fields is not None and row is not None:
+            row_id, kind, data = (_text(row[i]) or "" for i in fields)
+            if item.op == "c" and kind == OPEN:
+                if inc is not None:
+                    inc.window_open(row_id.removesuffix("-open"))
+            elif item.op == "c" and kind == CLOSE:
+                if inc is not None:
+                    out += inc.window_close(row_id.removesuffix("-close")) or ()
+            elif item.op == "d" and row_id and row_id.endswith("-open"):
+                if inc is not None and self.strategy == "insert_delete":
+                    out += inc.window_close(row_id.removesuffix("-open")) or ()
+            elif item.op == "c" and kind:
+                if self.source_enabled:
+                    self._dispatch(SignalRecord(row_id, kind, data, "source"))
+                else:
+                    self.log.info("signal %s (%s) in the signal table ignored: the source channel is not in "
+                                  "signal.enabled.channels", row_id, kind)
+        # The row's own offset carries the state after the signal, so a committed signal is never lost
+        # (and a blocking snapshot it started resumes after it, not before it).
+        inc = self.incremental
+        state = inc.state if inc is not None else None
+        offset = item.offset if state is None else {**item.offset, STATE_KEY: state}
+        self._last_offset = offset
+        if self._blocking is not None and self._blocking is not blocking_before:
+            self._blocking.paused_at = offset
+        if table_kind == _SIGNAL_CAPTURED:
+            out.append(RawChange(item.table, item.op, item.before, item.after, item.source, offset, item.transaction_id))
+        else:
+            out.append(Checkpoint(offset))
+
+    def _poll_channels(self) -> list[SignalRecord]:
+        out: list[SignalRecord] = []
+        for channel in self.channels:
+            try:
+                records = channel.read()
+            except Exception as e:  # noqa: BLE001 - a broken channel must not stop the stream
+                self.log.warning("signal channel %r failed: %s", getattr(channel, "name", channel), e)
+                continue
+            if records:
+                out += records
+                self._read_channels.append(channel)
+        return out
+
+    def _commit_channels(self) -> None:
+        """Tell the channels whose signals were dispatched (a file channel records its position)."""
+        for channel in self._read_channels:
+            try:
+                channel.commit()
+            except Exception as e:  # noqa: BLE001
+                self.log.warning("signal channel %r could not record its position: %s", channel.name, e)
+        self._read_channels.clear()
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def _dispatch(self, record: SignalRecord) -> None:
+        """Run one signal; a refused one is logged and notified (aggregate ``Signal``, type ``REJECTED``)."""
+        self.log.info("signal %s: %s (channel %s)", record.id, record.type, record.channel)
+        try:
+            action = _ACTIONS.get(record.type)
+            if action is None:
+                raise SignalDataError(f"unknown signal type {record.type!r}; known: {', '.join(sorted(_ACTIONS))}")
+            action(self, record, _data(record))
+        except SignalDataError as e:
+            self._refuse(record, str(e))
+        except Exception as e:  # noqa: BLE001 - e.g. the catalog could not be read: the stream goes on
+            self.log.exception("signal %s (%s) failed", record.id, record.type)
+            self._refuse(record, f"{type(e).__name__}: {e}")
+
+    def _refuse(self, record: SignalRecord, reason: str) -> None:
+        self.log.warning("signal %s (%s) refused: %s", record.id, record.type, reason)
+        self.notifier.notify(SIGNAL, "REJECTED", {"signal_id": record.id, "signal_type": record.type,
+                                                   "channel": record.channel, "reason": reason}, record.id)
+
+    def _capability(self) -> IncrementalSnapshotSource | None:
+        if self._source is None:
+            self._source = incremental_source_for(self.connector, self.config, self.log)
+        return self._source
+
+    def _incremental(self) -> IncrementalSnapshot:
+        if self.incremental is None:
+            source = self._capability()
+            assert source is not None
+            self.incremental = IncrementalSnapshot(source, self.config, self.notifier,
+                                                   self.metrics.snapshot if self.metrics is not None else None, self.log)
+        return self.incremental
+
+    def execute_snapshot(self, record: SignalRecord, data: dict[str, Any]) -> None:
+        """``execute-snapshot``: validate everything, then start an incremental or a blocking snapshot."""
+        kind = str(data.get("type") or "incremental").lower()
+        if kind not in ("incremental", "blocking"):
+            raise SignalDataError(f"snapshot type {data.get('type')!r} is not incremental or blocking")
+        if "data-collections" not in data:
+            raise SignalDataError("execute-snapshot needs data-collections (an array of table names)")
+        if data["data-collections"] == []:
+            self.log.info("signal %s names no tables: nothing to snapshot", record.id)
+            return
+        source = self._capability()
+        if source is None:
+            raise SignalDataError(f"the {type(self.connector).__name__} connector does not support ad hoc snapshots")
+        if kind == "incremental" and self.signal_table is None:
+            raise SignalDataError("incremental snapshots need signal.data.collection: their watermarks are written "
+                                  "to the signal table")
+        tables = select_tables(data["data-collections"], source.captured_tables())
+        conditions = _conditions(data, tables, allow_select=kind == "blocking")
+        surrogate = data.get("surrogate-key")
+        if surrogate is not None:
+            if not isinstance(surrogate, str):
+                raise SignalDataError("surrogate-key must be a column name")
+            for t in tables:
+                if surrogate not in {c.name for c in t.columns}:
+                    raise SignalDataError(f"surrogate-key {surrogate!r} is not a column of {t.id}")
+        if kind == "blocking":
+            self._blocking = BlockingRequest(record.id, [(t, *conditions.get(t.id.identifier, (None, None)))
+                                                         for t in tables], self._last_offset)
+            return
+        scans = []
+        for t in tables:
+            text, node = conditions.get(t.id.identifier, (None, None))
+            key = [surrogate] if surrogate else list(t.primary_key)
+            scans.append(TableScan(t, key, text, node, surrogate, skip=None if key else "NO_PRIMARY_KEY"))
+        self._incremental().add(record.id, scans)
+
+    def stop_snapshot(self, record: SignalRecord, data: dict[str, Any]) -> None:
+        """``stop-snapshot``: ``type`` incremental is required; ``data-collections`` limits it to those tables."""
+        if str(data.get("type") or "").lower() != "incremental":
+            raise SignalDataError("stop-snapshot needs data.type \"incremental\" (the only kind that can be stopped)")
+        inc = self.incremental
+        if inc is None or not inc.active:
+            self.log.info("stop-snapshot %s: no incremental snapshot is running", record.id)
+            return
+        entries = data.get("data-collections")
+        names = None
+        if entries:
+            if not isinstance(entries, list):
+                raise SignalDataError("data-collections must be an array of table names")
+            matchers = [NameMatcher(e) for e in entries]
+            names = {s.name for s in inc.scans if any(m.matches(s.table) for m in matchers)}
+        inc.stop(names)
+
+    def pause_snapshot(self, record: SignalRecord, data: dict[str, Any]) -> None:
+        """``pause-snapshot``: read no further chunks."""
+        if self.incremental is None or not self.incremental.pause():
+            self.log.info("pause-snapshot %s: no running incremental snapshot to pause", record.id)
+
+    def resume_snapshot(self, record: SignalRecord, data: dict[str, Any]) -> None:
+        """``resume-snapshot``: continue a paused snapshot."""
+        if self.incremental is None or not self.incremental.resume():
+            self.log.info("resume-snapshot %s: no paused incremental snapshot to resume", record.id)
+
+    def log_signal(self, record: SignalRecord, data: dict[str, Any]) -> None:
+        """``log``: write ``data.message`` to the log."""
+        self.log.info("signal %s: %s", record.id, data.get("message", ""))
+
+    def _run_blocking(self) -> Iterator[Batch]:
+        request, self._blocking = self._blocking, None
+        if request is None:
+            return
+        source = self._capability()
+        assert source is not None
+        metrics = self.metrics.snapshot if self.metrics is not None else None
+        for batch in run_blocking(source, request, self.notifier, metrics, self.log, self.stopping):
+            notes = self.notifier.drain()
+            yield [*notes, *batch] if notes else batch
+        notes = self.notifier.drain()
+        if notes:
+            yield notes
+
+
+_ACTIONS: dict[str, Callable[[SignalController, SignalRecord, dict[str, Any]], None]] = {
+    "execute-snapshot": SignalController.execute_snapshot,
+    "stop-snapshot": SignalController.stop_snapshot,
+    "pause-snapshot": SignalController.pause_snapshot,
+    "resume-snapshot": SignalController.resume_snapshot,
+    "log": SignalController.log_signal,
+}
+
+
+def _data(record: SignalRecord) -> dict[str, Any]:
+    """A signal's ``data`` as an object (it may arrive as JSON text); SignalDataError if it is not one."""
+    data = record.data
+    if data is None or data == "":
+        return {}
+    if isinstance(data, (str, bytes)):
+        try:
+            data = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            raise SignalDataError(f"data is not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise SignalDataError(f"data must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def _conditions(data: dict[str, Any], tables: list[Table], allow_select: bool) -> dict[str, tuple[str, Node]]:
+    """Each selected table's parsed filter, from ``additional-conditions`` (or the deprecated ``additional-condition``)."""
+    out: dict[str, tuple[str, Node]] = {}
+    single = data.get("additional-condition")
+    if single not in (None, ""):
+        for t in tables:
+            out[t.id.identifier] = (single, parse_filter(single, t, allow_select))
+    entries = data.get("additional-conditions")
+    if entries in (None, []):
+        return out
+    if not isinstance(entries, list):
+        raise SignalDataError("additional-conditions must be an array of {data-collection, filter} objects")
+    for entry in entries:
+        if not isinstance(entry, dict) or "data-collection" not in entry or "filter" not in entry:
+            raise SignalDataError("each additional-conditions entry needs data-collection and filter")
+        matcher = NameMatcher(entry["data-collection"])
+        matched = [t for t in tables if matcher.matches(t)]
+        if not matched:
+            raise SignalDataError(f"additional-conditions data-collection {matcher.entry!r} is not one of the tables "
+                                  "to snapshot")
+        for t in matched:
+            out[t.id.identifier] = (entry["filter"], parse_filter(entry["filter"], t, allow_select))
+    return out
+
+
+def _signal_table_parts(name: str | None) -> list[str] | None:
+    """``signal.data.collection`` as name parts (quoted form allowed)."""
+    if not name:
+        return None
+    quoted = parse_quoted_name(name)
+    return quoted if quoted is not None else name.split(".")
+
+
+def _table_parts(table: Table) -> list[str]:
+    tid = table.id
+    return [p for p in (tid.catalog, tid.schema, tid.table) if p is not None]
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)

@@ -1,0 +1,311 @@
+"""PostgreSQL's ad hoc snapshot capabilities for the core (see ``cdc_core.incremental.spi``).
+
+Chunks are read with ``COPY (SELECT ... WHERE (key) > (after) AND (key) <= (upto) ORDER BY key
+LIMIT n) TO STDOUT`` on a plain autocommit connection (one statement, one consistent view), keys
+kept in PostgreSQL's text form and bound as parameters. Watermarks are rows of the signal table
+inserted (and, for ``insert_delete``, deleted) on the same connection, so the stream sees them in
+commit order around the chunk's read. A blocking snapshot reads its tables with COPY in one
+REPEATABLE READ transaction, with the initial snapshot's ``source.snapshot`` markers.
+
+``signal_tables`` is the connector's hook: the signal table is streamed even when it is not
+captured (and added to a ``filtered`` publication), so watermarks and signals reach the core.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import psycopg
+
+from cdc_core.config import Config
+from cdc_core.config import common
+from cdc_core.events import RawChange
+from cdc_core.filters import TableFilter
+from cdc_core.incremental.spi import ChunkRows, Key
+from cdc_core.plugins import registry
+from cdc_core.relational import Table, TableId
+from cdc_core.signals.conditions import Node
+from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
+from cdc_core.signals.names import parse_quoted_name
+from cdc_core.snapshot import snapshot_query
+from cdc_postgres import config as pgc
+from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
+from cdc_postgres.copytext import parse_row
+from cdc_postgres.source import sequence, source_block
+from cdc_postgres.types import TypeModes
+
+_BATCH = 2048
+
+
+def _ident(name: str) -> str:
+    """A quoted identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _tident(table: TableId) -> str:
+    """A quoted ``"schema"."table"``."""
+    return ".".join(_ident(p) for p in (table.schema, table.table) if p is not None)
+
+
+def _q(name: str) -> str:
+    """A quoted identifier, safe inside a psycopg query string with placeholders (``%`` doubled)."""
+    return _ident(name).replace("%", "%%")
+
+
+def _qt(table: TableId) -> str:
+    return _tident(table).replace("%", "%%")
+
+
+def _modes(config: Config) -> TypeModes:
+    return TypeModes(
+        decimal_handling=config.get(common.DECIMAL_MODE),
+        binary_handling=config.get(common.BINARY_MODE),
+        time_precision=config.get(common.TIME_PRECISION_MODE),
+        interval_handling=config.get(pgc.INTERVAL_MODE),
+        money_fraction_digits=config.get(pgc.MONEY_FRACTION_DIGITS),
+        hstore_handling=config.get(pgc.HSTORE_MODE),
+        include_unknown_datatypes=config.get(pgc.INCLUDE_UNKNOWN_DATATYPES),
+    )
+
+
+def _connect(config: Config) -> psycopg.Connection:
+    """An autocommit connection with ``database.initial.statements`` run on it."""
+    conn = psycopg.connect(pgc.conninfo(config, application_name="cdc-incremental"), autocommit=True)
+    for statement in (config.get(pgc.DATABASE_INITIAL_STATEMENTS) or "").split(";;"):
+        if statement.strip():
+            conn.execute(statement)
+    return conn
+
+
+def signal_table_id(config: Config) -> TableId | None:
+    """``signal.data.collection`` as a TableId (``schema.table``, quoted parts allowed), or None."""
+    name = config.get(SIGNAL_DATA_COLLECTION)
+    if not name:
+        return None
+    parts = parse_quoted_name(name) or name.split(".")
+    if len(parts) == 1:
+        return TableId(None, "public", parts[0])
+    return TableId(None, parts[-2], parts[-1])
+
+
+def _oid(conn: psycopg.Connection, table: TableId) -> int | None:
+    row = conn.execute("SELECT c.oid FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                       "WHERE n.nspname = %s AND c.relname = %s AND c.relkind IN ('r', 'p')",
+                       (table.schema, table.table)).fetchone()
+    return None if row is None else int(row[0])
+
+
+def signal_tables(config: Config, conn: psycopg.Connection, catalog: Catalog, captured: dict[int, Table],
+                  log: Any) -> dict[int, Table]:
+    """The signal table by oid if it must be streamed besides the captured tables (the connector's hook).
+
+    In ``publication.autocreate.mode=filtered`` it is added to the publication; in the other
+    modes a warning says so if the publication lacks it (its rows would never reach the core).
+    """
+    tid = signal_table_id(config)
+    if tid is None:
+        return {}
+    oid = _oid(conn, tid)
+    if oid is None:
+        log.warning("signal.data.collection %s does not exist: create it as (id varchar(42) PRIMARY KEY, "
+                    "type varchar(32) NOT NULL, data varchar(2048)) to use signals and incremental snapshots", tid)
+        return {}
+    publication = config.get(pgc.PUBLICATION_NAME)
+    published = conn.execute("SELECT 1 FROM pg_publication_tables WHERE pubname = %s AND schemaname = %s "
+                             "AND tablename = %s", (publication, tid.schema, tid.table)).fetchone()
+    if not published:
+        if config.get(pgc.PUBLICATION_AUTOCREATE) == "filtered":
+            conn.execute(f"ALTER PUBLICATION {_ident(publication)} ADD TABLE {_tident(tid)}")
+            log.info("added signal table %s to publication %s", tid, publication)
+        else:
+            log.warning("signal table %s is not in publication %s: signals and incremental snapshot watermarks "
+                        "written to it will not reach the connector; add it with ALTER PUBLICATION", tid, publication)
+    if oid in captured:
+        return {}
+    table = catalog.table(oid)
+    return {} if table is None else {oid: table}
+
+
+class PostgresChunkReader:
+    """Chunk reads and watermark writes on one autocommit connection (see ``cdc_core.incremental.spi.ChunkReader``)."""
+
+    def __init__(self, config: Config, signal_table: Table | None):
+        self.config = config
+        self.server = config.get(common.TOPIC_PREFIX)
+        self.db = config.get(pgc.DBNAME)
+        self.conn = _connect(config)
+        self.signal_table = signal_table
+        self._lsn: int | None = None
+        self._tx_id: int | None = None
+
+    def max_key(self, table: Table, key: list[str], condition: Node | None) -> Key | None:
+        """The largest key, read with COPY so it has the same text form as the chunks' keys."""
+        where, params = _where(condition)
+        order = ", ".join(f"{_q(k)} DESC" for k in key)
+        query = f"COPY (SELECT {', '.join(_q(k) for k in key)} FROM {_qt(table.id)}{where} ORDER BY {order} LIMIT 1) TO STDOUT"
+        with self.conn.cursor() as cur, cur.copy(query, params) as copy:
+            rows = [parse_row(bytes(data).decode("utf-8")[:-1]) for data in copy]
+        return rows[0] if rows else None
+
+    def read_chunk(self, table: Table, key: list[str], after: Key | None, upto: Key, limit: int,
+                   condition: Node | None) -> ChunkRows:
+        """Up to ``limit`` rows after ``after`` up to ``upto`` in key order, as ``op: r`` incremental READs."""
+        keys = f"({', '.join(_q(k) for k in key)})"
+        marks = f"({', '.join('%s' for _ in key)})"
+        parts, params = [], []
+        if after is not None:
+            parts.append(f"{keys} > {marks}")
+            params += after
+        parts.append(f"{keys} <= {marks}")
+        params += upto
+        if condition is not None:
+            text, values = condition.render(_q, "%s")
+            parts.append(f"({text})")
+            params += values
+        cols = ", ".join(_q(c.name) for c in table.columns)
+        query = (f"COPY (SELECT {cols} FROM {_qt(table.id)} WHERE {' AND '.join(parts)} "
+                 f"ORDER BY {', '.join(_q(k) for k in key)} LIMIT {int(limit)}) TO STDOUT")
+        ts_us = time.time_ns() // 1000
+        schema, name = table.id.schema or "", table.id.table
+        source = source_block(self.server, self.db, ts_us, "incremental", schema, name, self._tx_id, self._lsn,
+                              sequence(None, self._lsn))
+        rows: list[RawChange] = []
+        append = rows.append
+        new = tuple.__new__
+        with self.conn.cursor() as cur, cur.copy(query, params) as copy:
+            for data in copy:
+                append(new(RawChange, (table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]), source, None, None)))
+        if not rows:
+            return ChunkRows()
+        positions = [table.columns.index(table.column(k)) for k in key]
+        first, last = rows[0].after, rows[-1].after
+        return ChunkRows(rows, [last[i] for i in positions], [first[i] for i in positions])
+
+    def insert_watermark(self, row_id: str, kind: str, data: str) -> None:
+        """Insert a watermark row (autocommit); its transaction id and LSN mark the chunk's READs."""
+        cols = ", ".join(_q(c.name) for c in self._signal().columns[:3])
+        row = self.conn.execute(
+            f"INSERT INTO {_qt(self._signal().id)} ({cols}) VALUES (%s, %s, %s) "
+            "RETURNING txid_current(), (pg_current_wal_lsn() - '0/0')::bigint", (row_id, kind, data)).fetchone()
+        self._tx_id, self._lsn = int(row[0]), int(row[1])
+
+    def delete_watermark(self, row_id: str) -> None:
+        """Delete a watermark row (autocommit)."""
+        signal = self._signal()
+        self.conn.execute(f"DELETE FROM {_qt(signal.id)} WHERE {_q(signal.columns[0].name)} = %s", (row_id,))
+
+    def _signal(self) -> Table:
+        if self.signal_table is None:
+            raise RuntimeError("signal.data.collection names no existing table: incremental snapshots write their "
+                               "watermarks there")
+        return self.signal_table
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+
+def _where(condition: Node | None) -> tuple[str, list[Any]]:
+    if condition is None:
+        return "", []
+    text, params = condition.render(_q, "%s")
+    return f" WHERE {text}", params
+
+
+class PostgresIncrementalSource:
+    """The PostgreSQL connector's ad hoc snapshot capabilities (``cdc_core.incremental.spi``)."""
+
+    def __init__(self, config: Config, log: Any):
+        self.config = config
+        self.log = log
+        self._conn: psycopg.Connection | None = None
+        self._signal: Table | None = None
+
+    def _connection(self) -> psycopg.Connection:
+        if self._conn is None or self._conn.closed:
+            self._conn = _connect(self.config)
+        return self._conn
+
+    def captured_tables(self) -> list[Table]:
+        """The captured tables' current definitions (read from the catalog now)."""
+        catalog = Catalog(self._connection(), _modes(self.config), TableFilter(self.config, SYSTEM_SCHEMAS), self.log)
+        return sorted(catalog.captured_tables().values(), key=lambda t: t.id.identifier)
+
+    def reader(self) -> PostgresChunkReader:
+        """A chunk reader on a new connection."""
+        if self._signal is None:
+            tid = signal_table_id(self.config)
+            if tid is not None:
+                conn = _connect(self.config)
+                try:
+                    oid = _oid(conn, tid)
+                    catalog = Catalog(conn, _modes(self.config), TableFilter(self.config, SYSTEM_SCHEMAS), self.log)
+                    self._signal = catalog.table(oid) if oid is not None else None
+                finally:
+                    conn.close()
+        return PostgresChunkReader(self.config, self._signal)
+
+    def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
+                          stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:
+        """The tables read with COPY in one REPEATABLE READ transaction, with the initial snapshot's markers."""
+        query_spi = snapshot_query(self.config, self.config.get(common.SNAPSHOT_QUERY_MODE), registry())
+        server, db = self.config.get(common.TOPIC_PREFIX), self.config.get(pgc.DBNAME)
+        conn = _connect(self.config)
+        try:
+            conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            tx_id, lsn = conn.execute("SELECT txid_snapshot_xmin(txid_current_snapshot()), "
+                                      "(pg_current_wal_lsn() - '0/0')::bigint").fetchone()
+            seq = sequence(None, lsn)
+            batch: list[RawChange] = []
+            held: RawChange | None = None
+            first_overall = True
+            for table, condition in tables:
+                columns = [_ident(c.name) for c in table.columns]
+                default = f"SELECT {', '.join(columns)} FROM {_tident(table.id)}"
+                select = query_spi.snapshot_query(table.id, columns, _tident)
+                if select is None:
+                    continue
+                if select != default:
+                    # An override may filter or order rows; selecting the columns from it keeps their order.
+                    select = f"SELECT {', '.join(columns)} FROM ({select}) AS cdc_snapshot_select"
+                where, params = _where(condition)
+                select = select.replace("%", "%%")  # the statement is sent with parameters (maybe none)
+                offset = offset_for(table)
+                source = source_block(server, db, time.time_ns() // 1000, "true", table.id.schema or "",
+                                      table.id.table, tx_id, lsn, seq)
+                rows = 0
+                with conn.cursor() as cur, cur.copy(f"COPY ({select}{where}) TO STDOUT", params) as copy:
+                    for data in copy:
+                        if held is not None:
+                            batch.append(held)
+                        marker = None if rows else ("first" if first_overall else "first_in_data_collection")
+                        held = RawChange(table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]),
+                                         source if marker is None else {**source, "snapshot": marker}, offset)
+                        first_overall = False
+                        rows += 1
+                        if len(batch) >= _BATCH:
+                            yield batch
+                            batch = []
+                            if stopped():
+                                return
+                if rows > 1 and held is not None:
+                    held = held._replace(source={**held.source, "snapshot": "last_in_data_collection"})
+            if held is not None:
+                batch.append(held._replace(source={**held.source, "snapshot": "last"}))
+            if batch:
+                yield batch
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        """Close the catalog connection."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+#: The capability, found by ``cdc_core.incremental.spi.incremental_source_for``.
+incremental_snapshot_source = PostgresIncrementalSource
