@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import warnings
 from typing import Any
 
 import pymysql
@@ -20,6 +21,8 @@ from pymysqlreplication.gtid import GtidSet
 
 # mysql-replication warns before every reconnect attempt; cdc refuses those attempts itself.
 logging.getLogger("pymysqlreplication").setLevel(logging.ERROR)
+# Its control connection passes PyMySQL's old ``db`` argument; nothing a cdc user can act on.
+warnings.filterwarnings("ignore", message="'db' is deprecated, use 'database'", category=DeprecationWarning)
 
 #: MariaDB's BINLOG_SEND_ANNOTATE_ROWS_EVENT dump flag.
 _SEND_ANNOTATE_ROWS = 0x02

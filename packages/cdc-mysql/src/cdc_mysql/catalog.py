@@ -67,6 +67,15 @@ class Catalog:
             gtids = gtid_pos or ""
         return str(row[0]), int(row[1]), gtids.replace("\n", "")
 
+    def row_estimates(self, tables: list[TableId]) -> dict[str, int]:
+        """Each table's estimated row count (``information_schema.TABLES``), by ``db.table``."""
+        out = {}
+        for t in tables:
+            rows = self.query("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = %s AND "
+                              "TABLE_NAME = %s", (t.database, t.table))
+            out[str(t)] = int(rows[0][0] or 0) if rows else 0
+        return out
+
     def binary_logs(self) -> list[str]:
         """The binlog files the server still has."""
         return [str(r[0]) for r in self.query("SHOW BINARY LOGS")]

@@ -69,6 +69,7 @@ class MySqlConnector(DdlHandler):
         self._offset: dict[str, Any] | None = None
         self._history: SchemaHistory | None = None
         self._server_id = 0
+        self.metrics = context.metrics
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -116,6 +117,8 @@ class MySqlConnector(DdlHandler):
     def stop(self) -> None:
         """Ask ``stream`` to end; unblock a binlog read in progress."""
         self._stop.set()
+        if self.metrics is not None:
+            self.metrics.streaming.connected = False
         if self._snapshot_reader is not None:
             self._snapshot_reader.stopped = True
         reader = self._reader
@@ -289,10 +292,18 @@ class MySqlConnector(DdlHandler):
                 reader = self._snapshot_reader = SnapshotReader(
                     conn, self.flavor.name, self.server, self._server_id, position,
                     self.config.get(myc.SNAPSHOT_FETCH_SIZE), overrides, log)
+                metrics = self.metrics.snapshot if self.metrics is not None else None
+                if metrics is not None:
+                    metrics.snapshot_started(catalog.row_estimates([d.id for _, d in tables]))
+                    reader.metrics = metrics
+                completed = False
                 try:
                     yield from reader.read(tables)
+                    completed = not self._stop.is_set()
                 finally:
                     self._snapshot_reader = None
+                    if metrics is not None and metrics.running:
+                        metrics.snapshot_ended(completed)
                 if self._stop.is_set():
                     return None
             with conn.cursor() as cur:
@@ -367,6 +378,7 @@ class MySqlConnector(DdlHandler):
             inconsistent_mode=self.config.get(myc.INCONSISTENT_SCHEMA_MODE),
             max_batch=self.config.get(common.MAX_BATCH_SIZE), log=log,
             heartbeat=self.config.get(common.HEARTBEAT_INTERVAL_MS) > 0,
+            on_connected=self._connected, stop_requested=self._stop.is_set,
         )
         self._streamer = streamer
         action = self.config.get(common.HEARTBEAT_ACTION_QUERY)
@@ -380,6 +392,12 @@ class MySqlConnector(DdlHandler):
             if action and interval and time.monotonic() - last_action >= interval:
                 last_action = time.monotonic()
                 self._heartbeat_action(action, log)
+
+    def _connected(self) -> None:
+        """The replication connection delivered its first event."""
+        if self.metrics is not None:
+            self.metrics.streaming.connected = True
+            self.metrics.streaming.captured_tables = {str(t) for t in self.model.tables if self.filter.includes(t)}
 
     def _heartbeat_action(self, query: str, log: Any) -> None:
         assert self._conn is not None
@@ -431,8 +449,9 @@ class MySqlConnector(DdlHandler):
             try:
                 for tid in captured:
                     if tid.table in catalog.tables(tid.database):
+                        known = tid in self.model.tables
                         change = catalog.read_table(self.model, tid)
-                        changes.append(TableChange("ALTER" if change.type == "ALTER" else "CREATE", tid, change.table))
+                        changes.append(TableChange("ALTER" if known else "CREATE", tid, change.table))
                     elif self.model.tables.pop(tid, None) is not None:
                         changes.append(TableChange("DROP", tid, None))
             except (pymysql.err.MySQLError, UnparseableDdl) as again:

@@ -268,9 +268,40 @@ def _preprocess(sql: str) -> str:
             cuts.append((tok.start, nxt.end + 1, "MEDIUMTEXT" if _word(nxt) == "VARCHAR" else "MEDIUMBLOB"))
         elif word == "CHARACTER" and nxt is not None and _word(nxt) == "VARYING":
             cuts.append((tok.start, nxt.end + 1, "VARCHAR"))
+        elif word == "COMPRESSED":  # MariaDB's column compression: no effect on the row format cdc reads
+            end = tokens[i + 2].end + 1 if nxt is not None and nxt.token_type == TokenType.EQ and i + 2 < len(tokens) else tok.end + 1
+            cuts.append((tok.start, end, ""))
+        elif word == "REF_SYSTEM_ID" and i + 2 < len(tokens) and nxt is not None and nxt.token_type == TokenType.EQ:
+            cuts.append((tok.start, tokens[i + 2].end + 1, ""))
+        elif word == "PERSISTENT":  # MariaDB's name for STORED generated columns
+            cuts.append((tok.start, tok.end + 1, "STORED"))
+        elif word == "SERIAL" and [_word(t) for t in tokens[i + 1:i + 3]] == ["DEFAULT", "VALUE"]:
+            cuts.append((tok.start, tokens[i + 2].end + 1, "NOT NULL AUTO_INCREMENT UNIQUE"))
+        elif word in ("WITH", "WITHOUT") and [_word(t) for t in tokens[i + 1:i + 3]] == ["SYSTEM", "VERSIONING"]:
+            cuts.append((tok.start, tokens[i + 2].end + 1, ""))
+        elif word == "CHAR" and i + 4 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN \
+                and _word(tokens[i + 4]) == "BYTE":  # CHAR(n) BYTE is BINARY(n)
+            cuts.append((tok.start, tok.end + 1, "BINARY"))
+            cuts.append((tokens[i + 4].start, tokens[i + 4].end + 1, ""))
+        elif word == "LONG" and i > 0 and _is_bare_long(tokens, i):
+            cuts.append((tok.start, tok.end + 1, "MEDIUMTEXT"))
     for start, end, text in reversed(cuts):
         sql = sql[:start] + text + sql[end:]
     return sql
+
+
+#: Words that may follow a column type; a LONG before one of them (or a comma, a parenthesis) is the type.
+_AFTER_TYPE = frozenset({",", ")", "NOT", "NULL", "DEFAULT", "CHARACTER", "CHARSET", "COLLATE", "COMMENT", "FIRST",
+                         "AFTER", "BINARY", "ASCII", "UNICODE", "INVISIBLE", "CHECK"})
+
+
+def _is_bare_long(tokens: list[Token], i: int) -> bool:
+    """True if ``LONG`` at ``i`` is MySQL's MEDIUMTEXT type (after a column name), not a name or LONG VARCHAR."""
+    prev = tokens[i - 1]
+    if prev.token_type not in (TokenType.VAR, TokenType.IDENTIFIER) and not prev.text.startswith("`"):
+        return False
+    nxt = tokens[i + 1] if i + 1 < len(tokens) else None
+    return nxt is None or nxt.text.upper() in _AFTER_TYPE
 
 
 def _parse_one(sql: str) -> exp.Expression:
@@ -332,8 +363,8 @@ class SchemaModel:
         words = [_word(t) for t in tokens[:6]]
         try:
             return self._dispatch(sql, tokens, words, database)
-        except UnparseableDdl:
-            raise
+        except UnparseableDdl as e:  # a part of the statement (a column definition) did not parse
+            raise UnparseableDdl(sql, e.reason, e.tables or _mentioned_tables(tokens, database)) from None
         except (ValueError, KeyError, IndexError, AttributeError, TypeError) as e:
             raise UnparseableDdl(sql, str(e) or type(e).__name__, _mentioned_tables(tokens, database)) from None
 

@@ -146,6 +146,8 @@ class SnapshotReader:
         self.log = log
         self.stopped = False
         self.rows_scanned: dict[str, int] = {}
+        #: ``cdc_core.metrics.SnapshotMetrics`` to report finished tables to, if any.
+        self.metrics: Any = None
 
     def _offset(self) -> dict[str, Any]:
         return {**self.position, "snapshot": True, "ts_sec": time.time_ns() // 1_000_000_000}
@@ -196,6 +198,8 @@ class SnapshotReader:
                     prev.source["snapshot"] = "last_in_data_collection"
                 pending = prev
             self.rows_scanned[f"{db}.{name}"] = rows
+            if self.metrics is not None:
+                self.metrics.table_completed(f"{db}.{name}")
             self.log.info("snapshot of %s.%s: %d rows in %.1fs", db, name, rows, time.monotonic() - started)
         if pending is not None:
             pending.source["snapshot"] = "last"

@@ -71,7 +71,9 @@ class BinlogStreamer:
     def __init__(self, reader: CdcBinLogStreamReader, model: SchemaModel, versions: TableVersions, *,
                  connector: str, server: str, gtid_format: str, offset: dict[str, Any],
                  captured: Callable[[TableId], bool], ddl: DdlHandler, include_query: bool,
-                 inconsistent_mode: str, max_batch: int, log: Any, heartbeat: bool = False):
+                 inconsistent_mode: str, max_batch: int, log: Any, heartbeat: bool = False,
+                 on_connected: Callable[[], None] | None = None,
+                 stop_requested: Callable[[], bool] = lambda: False):
         self.reader = reader
         self.model = model
         self.versions = versions
@@ -84,6 +86,8 @@ class BinlogStreamer:
         self.max_batch = max_batch
         self.log = log
         self.heartbeat = heartbeat
+        self.on_connected = on_connected
+        self.stop_requested = stop_requested
         self.stopped = False
         self.file: str = offset["file"]
         self.next_pos: int = int(offset["pos"])
@@ -116,8 +120,13 @@ class BinlogStreamer:
         out: list[Any] = []
         reader = self.reader
         checksum = None
+        connected = self.on_connected
+        stop_requested = self.stop_requested
         for ev in reader:
-            if self.stopped:
+            if connected is not None:
+                connected()
+                connected = None
+            if self.stopped or stop_requested():  # also a stop that came before the connection existed
                 break
             cls = ev.__class__
             packet = ev.packet
