@@ -11,4 +11,5 @@ MARIADB = Flavor(
     query_log_variable="binlog_annotate_row_events",
     mariadb_protocol=True,
     binlog_example="mariadb-bin",
+    replication_client_privilege="REPLICATION CLIENT (called BINLOG MONITOR since MariaDB 10.5)",
 )

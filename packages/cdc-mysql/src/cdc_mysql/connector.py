@@ -185,13 +185,16 @@ class MySqlConnector(DdlHandler):
         if "PARTIAL_JSON" in value_options:
             raise ConnectorError(f"{where} has binlog_row_value_options=PARTIAL_JSON, which the connector cannot "
                                  "read; run SET GLOBAL binlog_row_value_options = ''.")
+        missing = []
         try:
             catalog.binlog_position()
         except pymysql.err.OperationalError as e:
-            raise ConnectorError(self._privilege_message(str(e.args[-1]))) from None
+            missing.append(f"{self.flavor.replication_client_privilege} (the server says: {e.args[-1]})")
         grants = " ".join(str(r[0]).upper() for r in catalog.query("SHOW GRANTS"))
         if not any(g in grants for g in ("REPLICATION SLAVE", "REPLICATION REPLICA", "ALL PRIVILEGES")):
-            raise ConnectorError(self._privilege_message("the REPLICATION SLAVE privilege is missing"))
+            missing.append("REPLICATION SLAVE (to read the binlog)")
+        if missing:
+            raise ConnectorError(self._privilege_message("missing: " + "; ".join(missing)))
         self._server_id = int(catalog.query("SELECT @@server_id")[0][0])
         if self.config.get(myc.INCLUDE_QUERY):
             if (catalog.variable(self.flavor.query_log_variable) or "OFF").upper() != "ON":
@@ -200,8 +203,8 @@ class MySqlConnector(DdlHandler):
 
     def _privilege_message(self, detail: str) -> str:
         user = self.config.get(myc.USER)
-        return (f"user {user!r} on {self.flavor.name} at {self.address} lacks a privilege the connector needs "
-                f"({detail}). Grant them with: GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, "
+        return (f"user {user!r} on {self.flavor.name} at {self.address} lacks privileges the connector needs "
+                f"({detail}). Grant what it needs with: GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, "
                 f"REPLICATION CLIENT ON *.* TO '{user}'@'%';")
 
     def _purged_message(self, detail: str) -> str:

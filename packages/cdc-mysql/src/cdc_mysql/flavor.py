@@ -21,6 +21,8 @@ class Flavor:
     mariadb_protocol: bool
     #: The example binlog base name in docs and messages.
     binlog_example: str
+    #: How messages name the privilege that allows SHOW MASTER STATUS / SHOW BINARY LOGS.
+    replication_client_privilege: str = "REPLICATION CLIENT"
 
     @property
     def source_schema_name(self) -> str:
