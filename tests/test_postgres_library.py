@@ -81,3 +81,10 @@ def test_flush_lsn_source_false_leaves_the_slot_alone(pg_server, pg_db):
     finally:
         engine.stop()
         runner.join(30)
+
+
+def test_heartbeats_are_on_by_default_for_postgres_and_can_be_turned_off():
+    base = {"connector.class": "postgres", "database.dbname": "x", "topic.prefix": "p"}
+    assert Engine(base, offset_store=MemoryOffsetStore()).config.get("heartbeat.interval.ms") == 60000
+    assert Engine({**base, "heartbeat.interval.ms": "0"}, offset_store=MemoryOffsetStore()).config.get(
+        "heartbeat.interval.ms") == "0"

@@ -100,6 +100,11 @@ class Engine:
         if problems:
             raise ConfigError(problems)
         self.connector_class = connector_class(self.config, self.plugins)
+        # A connector may change a shared property's default (declared as data on its class).
+        defaults = getattr(self.connector_class, "defaults", {})
+        unset = {k: v for k, v in defaults.items() if self.config.get(k) in (None, "")}
+        if unset:
+            self.config = self.config.with_values(**unset)
         self.name = self.config.get(common.NAME) or self.config.get(common.TOPIC_PREFIX)
         self.log: ConnectorLogger = connector_logger("cdc.engine", self.connector_class.name, self.name)
         self.sink = sink

@@ -39,6 +39,9 @@ class PostgresConnector:
     class_names: ClassVar[tuple[str, ...]] = ("io.debezium.connector.postgresql.PostgresConnector", "postgresql")
     fields: ClassVar[Fields] = pgc.FIELDS
     source_schema = SOURCE_SCHEMA
+    #: Beyond Debezium (whose default is 0): heartbeats are on, once a minute, so a quiet slot's
+    #: offset keeps moving and its position is visible downstream.
+    defaults: ClassVar[dict[str, Any]] = {"heartbeat.interval.ms": 60000}
 
     def __init__(self, config: Config, context: ConnectorContext):
         self.config = config

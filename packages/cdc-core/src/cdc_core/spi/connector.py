@@ -44,6 +44,8 @@ class Connector(Protocol):
     fields: ClassVar[Fields]
     #: The Connect schema of this connector's ``source`` block.
     source_schema: ClassVar[Schema]
+    #: Defaults this connector gives shared properties, applied where the user set none (optional).
+    defaults: ClassVar[dict[str, Any]]
 
     def __init__(self, config: Config, context: ConnectorContext) -> None: ...
 
