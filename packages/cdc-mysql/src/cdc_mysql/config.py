@@ -124,7 +124,9 @@ def connect_args(config: Config, **extra: Any) -> dict[str, Any]:
         "autocommit": True,
     }
     mode = config.get(SSL_MODE)
-    if mode in ("required", "verify_ca", "verify_identity"):
+    if mode == "disabled":
+        args["ssl_disabled"] = True  # PyMySQL otherwise tries TLS whenever the server offers it ("preferred")
+    elif mode in ("required", "verify_ca", "verify_identity"):
         ssl: dict[str, Any] = {}
         if config.get(SSL_TRUSTSTORE):
             ssl["ca"] = config.get(SSL_TRUSTSTORE)
