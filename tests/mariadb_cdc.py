@@ -66,10 +66,10 @@ class EngineThread:
     """``Engine(config).run(handler)`` in a thread, collecting every record; stores survive restarts."""
 
     def __init__(self, config: dict[str, Any], offsets: MemoryOffsetStore | None = None,
-                 history: MemorySchemaHistoryStore | None = None):
+                 history: MemorySchemaHistoryStore | None = None, plugins: Any = None):
         self.offsets = offsets if offsets is not None else MemoryOffsetStore()
         self.history = history if history is not None else MemorySchemaHistoryStore()
-        self.engine = Engine(config, offset_store=self.offsets, history_store=self.history)
+        self.engine = Engine(config, offset_store=self.offsets, history_store=self.history, plugins=plugins)
         self.records: list[ChangeRecord] = []
         self.error: BaseException | None = None
         self._lock = threading.Lock()
@@ -81,9 +81,14 @@ class EngineThread:
         except BaseException as e:  # reported by wait()/stop()
             self.error = e
 
+    #: Seconds the handler sleeps per batch (with a small max.queue.size this holds a snapshot back).
+    slow = 0.0
+
     def _handle(self, records: list[ChangeRecord]) -> None:
         with self._lock:
             self.records.extend(records)
+        if self.slow:
+            time.sleep(self.slow)
 
     def start(self) -> EngineThread:
         """Start the engine thread."""

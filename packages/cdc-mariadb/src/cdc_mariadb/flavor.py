@@ -12,4 +12,5 @@ MARIADB = Flavor(
     mariadb_protocol=True,
     binlog_example="mariadb-bin",
     replication_client_privilege="REPLICATION CLIENT (called BINLOG MONITOR since MariaDB 10.5)",
+    snapshot_locking_modes=("minimal", "extended", "none", "custom"),  # no Percona backup lock
 )

@@ -47,9 +47,10 @@ DESERIALIZATION_FAILURE_MODE = F("event.deserialization.failure.handling.mode", 
 BINLOG_BUFFER_SIZE = F("binlog.buffer.size", "int", 0, minimum=0)
 SNAPSHOT_MODE = F(
     "snapshot.mode", "enum", "initial",
-    allowed=("initial", "initial_only", "no_data", "never", "recovery", "when_needed", "always",
-             "configuration_based", "custom"),
-    aliases={"schema_only": "no_data", "schema_only_recovery": "recovery"},
+    allowed=("initial", "initial_only", "no_data", "recovery", "when_needed", "always", "configuration_based",
+             "custom"),
+    # never: streaming starts at once, but binlog rows need the tables' definitions, so they are read as no_data does.
+    aliases={"schema_only": "no_data", "schema_only_recovery": "recovery", "never": "no_data"},
 )
 SNAPSHOT_MODE_CUSTOM_NAME = F("snapshot.mode.custom.name", "string")
 CB_SNAPSHOT_DATA = F("snapshot.mode.configuration.based.snapshot.data", "boolean", False)

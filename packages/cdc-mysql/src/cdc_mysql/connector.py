@@ -1,4 +1,9 @@
-"""The MySQL connector (and, through ``Flavor``, the MariaDB one): checks, snapshot, binlog streaming, DDL."""
+"""The MySQL connector (and, through ``Flavor``, the MariaDB one): lifecycle, the start decision, binlog streaming.
+
+The snapshot is ``cdc_mysql.snapshotting``, the start checks ``cdc_mysql.checks``, the DDL read
+while streaming ``cdc_mysql.ddl_events``; the snapshot decision and locks are the core's snapshot
+SPIs (``snapshot.mode``, ``snapshot.locking.mode``, ``snapshot.query.mode``, custom ones included).
+"""
 
 from __future__ import annotations
 
@@ -15,29 +20,33 @@ from cdc_core.config import common
 from cdc_core.config.config import exclusive
 from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
+from cdc_core.plugins import registry
 from cdc_core.schema import Schema
+from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
 
 from cdc_mysql import config as myc
-from cdc_mysql import snapshot_mode
 from cdc_mysql.binlog import BinlogConnectionLost, BinlogStartPosition, CdcBinLogStreamReader
 from cdc_mysql.catalog import Catalog
-from cdc_mysql.ddl import AppliedDdl, SchemaModel, UnparseableDdl
+from cdc_mysql.checks import check_server, privilege_message
+from cdc_mysql.ddl import SchemaModel
+from cdc_mysql.ddl_events import DdlEvents
 from cdc_mysql.filters import CaptureFilter
 from cdc_mysql.flavor import MYSQL, Flavor
+from cdc_mysql.gtid import source_filter
 from cdc_mysql.history import SchemaHistory
-from cdc_mysql.model import TableChange, TableDef, TableId
-from cdc_mysql.schema_changes import schema_change_record
-from cdc_mysql.snapshot import ENCODERS_ONLY, SnapshotLocks, SnapshotReader
-from cdc_mysql.source import DEBEZIUM_VERSION, source_schema
-from cdc_mysql.streaming import BinlogStreamer, DdlHandler, TableVersions
+from cdc_mysql.snapshot import ENCODERS_ONLY, SnapshotReader
+from cdc_mysql.snapshot_plan import plan
+from cdc_mysql.snapshotting import Snapshotting, snapshot_problems
+from cdc_mysql.source import source_schema
+from cdc_mysql.streaming import BinlogStreamer, TableVersions
 from cdc_mysql.types import TypeModes
 
 #: Memory schema histories by Config object, so a retry of the same engine keeps its history.
 _MEMORY_HISTORIES: dict[int, Any] = {}
 
 
-class MySqlConnector(DdlHandler):
+class MySqlConnector(Snapshotting, DdlEvents):
     """Debezium's MySQL connector: consistent snapshot under a lock, then the binlog from the snapshot's position."""
 
     flavor: ClassVar[Flavor] = MYSQL
@@ -62,6 +71,11 @@ class MySqlConnector(DdlHandler):
         )
         self.versions = TableVersions(self.modes)
         self.model = SchemaModel()
+        plugins = context.plugins if context.plugins is not None else registry()
+        self.snapshotter = snapshotter(config, config.get(myc.SNAPSHOT_MODE), plugins)
+        self.snapshot_query = snapshot_query(config, config.get(myc.SNAPSHOT_QUERY_MODE), plugins)
+        self.snapshot_lock = snapshot_lock(config, config.get(myc.SNAPSHOT_LOCKING_MODE), plugins)
+        self.metrics = context.metrics
         self._stop = threading.Event()
         self._conn: pymysql.connections.Connection | None = None
         self._reader: CdcBinLogStreamReader | None = None
@@ -69,18 +83,17 @@ class MySqlConnector(DdlHandler):
         self._offset: dict[str, Any] | None = None
         self._history: SchemaHistory | None = None
         self._server_id = 0
-        self.metrics = context.metrics
 
     # -- SPI ---------------------------------------------------------------------------------
 
     def validate(self) -> list[str]:
-        """Cross-property problems: exclusive pairs and unsupported plugin modes."""
+        """Cross-property problems: exclusive pairs, locking modes this server family lacks, overrides."""
         problems = exclusive(self.config, myc.EXCLUSIVE_PAIRS)
-        for field, value in ((myc.SNAPSHOT_MODE, "custom"), (myc.SNAPSHOT_LOCKING_MODE, "custom"),
-                             (myc.SNAPSHOT_QUERY_MODE, "custom")):
-            if self.config.get(field) == value:
-                problems.append(f"{field.name}: 'custom' is not supported yet by the {self.flavor.name} connector")
-        return problems
+        mode = self.config.get(myc.SNAPSHOT_LOCKING_MODE)
+        if mode not in self.flavor.snapshot_locking_modes:
+            problems.append(f"snapshot.locking.mode: {mode!r} is not available for {self.flavor.name}; use one of "
+                            f"{', '.join(self.flavor.snapshot_locking_modes)}")
+        return problems + snapshot_problems(self.config)
 
     def partition(self) -> dict[str, Any]:
         """Offsets are stored under ``{"server": topic.prefix}``, as Debezium does."""
@@ -90,7 +103,8 @@ class MySqlConnector(DdlHandler):
         """Connect, check the server's binlog settings and grants, and recover the schema history."""
         self._offset = offset
         self._conn = self._connect()
-        self._check_server()
+        self._server_id = check_server(Catalog(self._conn), self.flavor, self.address, self.config.get(myc.USER),
+                                       self.config.get(myc.INCLUDE_QUERY), self.log)
         self._history = SchemaHistory(self._history_store(), self.server)
         if offset is not None and not offset.get("snapshot") and self._history.exists():
             started = time.monotonic()
@@ -105,10 +119,12 @@ class MySqlConnector(DdlHandler):
         except (pymysql.err.OperationalError, pymysql.err.InterfaceError, BinlogConnectionLost, socket.error) as e:
             if self._stop.is_set():
                 return
-            if isinstance(e, pymysql.err.OperationalError) and e.args and e.args[0] == 1236:
+            code = e.args[0] if isinstance(e, pymysql.err.OperationalError) and e.args else None
+            if code == 1236:
                 raise ConnectorError(self._purged_message(str(e.args[-1]))) from None
-            if isinstance(e, pymysql.err.OperationalError) and e.args and e.args[0] in (1227, 1045, 1044, 1142):
-                raise ConnectorError(self._privilege_message(str(e.args[-1]))) from None
+            if code in (1227, 1045, 1044, 1142):
+                raise ConnectorError(privilege_message(self.flavor, self.address, self.config.get(myc.USER),
+                                                       str(e.args[-1]))) from None
             raise RetriableError(f"lost the connection to {self.flavor.name} at {self.address}: {_first_line(e)}") from None
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
@@ -122,31 +138,24 @@ class MySqlConnector(DdlHandler):
         if self._snapshot_reader is not None:
             self._snapshot_reader.stopped = True
         reader = self._reader
-        if reader is not None:
-            conn = reader.stream_connection
-            sock = getattr(conn, "_sock", None)
-            if sock is not None:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+        sock = getattr(reader.stream_connection, "_sock", None) if reader is not None else None
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def close(self) -> None:
         """Close the connections."""
-        if self._reader is not None:
-            try:
-                self._reader.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection
-                pass
-            self._reader = None
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:  # noqa: BLE001
-                pass
-            self._conn = None
+        for closable in (self._reader, self._conn):
+            if closable is not None:
+                try:
+                    closable.close()
+                except Exception:  # noqa: BLE001 - closing a broken connection
+                    pass
+        self._reader = self._conn = None
 
-    # -- connections and checks ----------------------------------------------------------------
+    # -- connections ---------------------------------------------------------------------------
 
     def _connect(self) -> pymysql.connections.Connection:
         """A regular connection with ``database.initial.statements`` run on it (``;;`` escapes a semicolon)."""
@@ -166,47 +175,6 @@ class MySqlConnector(DdlHandler):
                         cur.execute(statement.replace("\0", ";"))
         return conn
 
-    def _check_server(self) -> None:
-        assert self._conn is not None
-        catalog = Catalog(self._conn)
-        where = f"{self.flavor.name} at {self.address}"
-        if (catalog.variable("log_bin") or "OFF").upper() != "ON":
-            raise ConnectorError(f"binary logging is disabled on {where}: the connector reads the binlog. Enable it "
-                                 "(log_bin=mysql-bin, server_id=<n> under [mysqld]) and restart the server.")
-        fmt = (catalog.variable("binlog_format") or "").upper()
-        if fmt != "ROW":
-            raise ConnectorError(f"{where} has binlog_format={fmt}; the connector needs ROW. Run SET GLOBAL "
-                                 "binlog_format = 'ROW' and set binlog_format=ROW in the server configuration.")
-        image = (catalog.variable("binlog_row_image") or "FULL").upper()
-        if image != "FULL":
-            raise ConnectorError(f"{where} has binlog_row_image={image}; the connector needs FULL row images. Run "
-                                 "SET GLOBAL binlog_row_image = 'FULL' and set it in the server configuration.")
-        value_options = (catalog.variable("binlog_row_value_options") or "").upper()
-        if "PARTIAL_JSON" in value_options:
-            raise ConnectorError(f"{where} has binlog_row_value_options=PARTIAL_JSON, which the connector cannot "
-                                 "read; run SET GLOBAL binlog_row_value_options = ''.")
-        missing = []
-        try:
-            catalog.binlog_position()
-        except pymysql.err.OperationalError as e:
-            missing.append(f"{self.flavor.replication_client_privilege} (the server says: {e.args[-1]})")
-        grants = " ".join(str(r[0]).upper() for r in catalog.query("SHOW GRANTS"))
-        if not any(g in grants for g in ("REPLICATION SLAVE", "REPLICATION REPLICA", "ALL PRIVILEGES")):
-            missing.append("REPLICATION SLAVE (to read the binlog)")
-        if missing:
-            raise ConnectorError(self._privilege_message("missing: " + "; ".join(missing)))
-        self._server_id = int(catalog.query("SELECT @@server_id")[0][0])
-        if self.config.get(myc.INCLUDE_QUERY):
-            if (catalog.variable(self.flavor.query_log_variable) or "OFF").upper() != "ON":
-                self.log.warning("include.query is set but %s is OFF on %s: events will carry no query",
-                                 self.flavor.query_log_variable, where)
-
-    def _privilege_message(self, detail: str) -> str:
-        user = self.config.get(myc.USER)
-        return (f"user {user!r} on {self.flavor.name} at {self.address} lacks privileges the connector needs "
-                f"({detail}). Grant what it needs with: GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, "
-                f"REPLICATION CLIENT ON *.* TO '{user}'@'%';")
-
     def _purged_message(self, detail: str) -> str:
         offset = self._offset or {}
         return (f"{self.flavor.name} at {self.address} cannot send the binlog from {offset.get('file')}:"
@@ -220,153 +188,31 @@ class MySqlConnector(DdlHandler):
             from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 
             return _MEMORY_HISTORIES.setdefault(id(self.config), MemorySchemaHistoryStore())
-        from cdc_core.plugins import registry
-
         return registry().get("schema history store", self.config.get(common.SCHEMA_HISTORY))(self.config)
 
     # -- the run -------------------------------------------------------------------------------
 
-    def _position_available(self, offset: dict[str, Any]) -> bool:
-        assert self._conn is not None
-        return offset.get("file") in Catalog(self._conn).binary_logs()
-
     def _run(self) -> Iterator[list[Any]]:
         assert self._conn is not None and self._history is not None
         offset = self._offset
-        available = offset is None or offset.get("snapshot") or self._position_available(offset)
-        plan = snapshot_mode.plan(self.config, offset, self._history.exists(), bool(available),
-                                  f"{self.flavor.name} at {self.address}")
+        available = offset is None or bool(offset.get("snapshot")) or \
+            offset.get("file") in Catalog(self._conn).binary_logs()
+        todo = plan(self.snapshotter, offset, self._history.exists(), available, f"{self.flavor.name} at {self.address}")
         start = offset
-        if plan.schema or plan.data:
-            start = yield from self._snapshot(plan, offset if plan.resume else None)
-        if not plan.stream or self._stop.is_set() or start is None:
+        if todo.schema or todo.data:
+            start = yield from self._snapshot(todo, offset if todo.resume else None)
+        if not todo.stream or self._stop.is_set() or start is None:
+            if not todo.stream:
+                self.log.info("snapshot.mode=%s does not stream: done", self.config.get(myc.SNAPSHOT_MODE))
+            return
+        delay = self.config.get(myc.STREAMING_DELAY_MS) / 1000.0
+        if delay and (todo.data or todo.schema) and self._stop.wait(delay):
             return
         yield from self._stream(start)
 
-    def _captured_tables(self, catalog: Catalog) -> tuple[list[TableId], list[TableId]]:
-        """(tables to record in the history, tables to capture)."""
-        only_captured = self.config.get(myc.STORE_ONLY_CAPTURED_TABLES)
-        only_captured_dbs = self.config.get(myc.STORE_ONLY_CAPTURED_DATABASES)
-        record, capture = [], []
-        for db in catalog.databases():
-            if db.lower() in myc.BUILTIN_DATABASES:
-                continue
-            if only_captured_dbs and not self.filter.includes_database(db):
-                continue
-            for name in catalog.tables(db):
-                tid = TableId(db, name)
-                captured = self.filter.includes(tid)
-                if captured:
-                    capture.append(tid)
-                if captured or not only_captured:
-                    record.append(tid)
-        return record, capture
-
-    def _snapshot(self, plan: snapshot_mode.SnapshotPlan, resume: dict[str, Any] | None) -> Iterator[list[Any]]:
-        """Lock, read position and schemas, scan; returns the offset streaming starts from."""
-        assert self._history is not None
-        log = self.log.with_context("snapshot")
-        conn = self._connect()
-        try:
-            catalog = Catalog(conn)
-            with conn.cursor() as cur:
-                cur.execute("SET SESSION time_zone = '+00:00'")
-                cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            record_ids, capture_ids = self._captured_tables(catalog)
-            locks = SnapshotLocks(conn, self.config.get(myc.SNAPSHOT_LOCKING_MODE) if plan.data or not resume else "none",
-                                  log)
-            locks.acquire([TableDef(t, ()) for t in capture_ids])
-            with conn.cursor() as cur:
-                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            file, pos, gtids = catalog.binlog_position()
-            position = {"file": file, "pos": pos, "event": 0, "row": 0, "gtids": gtids or None}
-            if resume is not None:
-                position = {k: resume.get(k) for k in ("file", "pos", "event", "row", "gtids")}
-            log.info("snapshot at %s:%s (gtids %s): %d tables captured, %d recorded", position["file"],
-                     position["pos"], position["gtids"], len(capture_ids), len(record_ids))
-            records = self._snapshot_schema(catalog, position, record_ids, capture_ids)
-            locks.after_schema()
-            if records:
-                yield records
-            if plan.data and not self._stop.is_set():
-                tables = [(self.versions.table(self.model.tables[t]), self.model.tables[t]) for t in capture_ids
-                          if t in self.model.tables]
-                overrides = self._select_overrides()
-                reader = self._snapshot_reader = SnapshotReader(
-                    conn, self.flavor.name, self.server, self._server_id, position,
-                    self.config.get(myc.SNAPSHOT_FETCH_SIZE), overrides, log)
-                metrics = self.metrics.snapshot if self.metrics is not None else None
-                if metrics is not None:
-                    metrics.snapshot_started(catalog.row_estimates([d.id for _, d in tables]))
-                    reader.metrics = metrics
-                completed = False
-                try:
-                    yield from reader.read(tables)
-                    completed = not self._stop.is_set()
-                finally:
-                    self._snapshot_reader = None
-                    if metrics is not None and metrics.running:
-                        metrics.snapshot_ended(completed)
-                if self._stop.is_set():
-                    return None
-            with conn.cursor() as cur:
-                cur.execute("COMMIT")
-            locks.release()
-        finally:
-            conn.close()
-        done = {**position, "ts_sec": int(time.time())}
-        yield [Checkpoint(done)]
-        return done
-
-    def _snapshot_schema(self, catalog: Catalog, position: dict[str, Any], record_ids: list[TableId],
-                         capture_ids: list[TableId]) -> list[ChangeRecord]:
-        """Read every recorded table's definition into a fresh model and the history; schema change events."""
-        assert self._history is not None
-        model = SchemaModel()
-        charsets = catalog.database_charsets()
-        model.database_charsets.update(charsets)
-        captured = set(capture_ids)
-        hist_position = {**position, "snapshot": True}
-        include = self.config.get(myc.INCLUDE_SCHEMA_CHANGES)
-        records: list[ChangeRecord] = []
-        for db in sorted({t.database for t in record_ids}):
-            ddl = f"CREATE DATABASE `{db}` CHARACTER SET {charsets.get(db, model.server_charset)}"
-            self._history.record(hist_position, db, ddl, [])
-        for tid in record_ids:
-            change = catalog.read_table(model, tid)
-            ddl = catalog.show_create_table(tid)
-            self._history.record(hist_position, tid.database, ddl, [change])
-            if include and tid in captured:
-                source = self._ddl_source(tid.database, tid.table, position, "true")
-                records.append(schema_change_record(self.flavor, self.source_schema, self.server, tid.database, ddl,
-                                                    [change], source, None, self.partition()))
-        self.model = model
-        return records
-
-    def _select_overrides(self) -> dict[str, str]:
-        names = self.config.get(myc.SNAPSHOT_SELECT_OVERRIDES) or []
-        out = {}
-        for name in names:
-            statement = self.config.get(f"snapshot.select.statement.overrides.{name}")
-            if not statement:
-                raise ConnectorError(f"snapshot.select.statement.overrides names {name!r}, but "
-                                     f"snapshot.select.statement.overrides.{name} is not set")
-            out[name] = str(statement)
-        return out
-
-    def _ddl_source(self, db: str, table: str | None, position: dict[str, Any], snapshot: str) -> dict[str, Any]:
-        ts = int(time.time() * 1000)
-        return {"version": DEBEZIUM_VERSION, "connector": self.flavor.name, "name": self.server, "ts_ms": ts,
-                "snapshot": snapshot, "db": db, "sequence": None, "ts_us": ts * 1000, "ts_ns": ts * 1_000_000,
-                "table": table, "server_id": self._server_id, "gtid": None, "file": position["file"],
-                "pos": position["pos"], "row": 0, "thread": None, "query": None}
-
     def _stream(self, start: dict[str, Any]) -> Iterator[list[Any]]:
         log = self.log.with_context("streaming")
-        gtid_only = False
         begin = BinlogStartPosition(start["file"], int(start["pos"]))
-        if gtid_only:  # pragma: no cover - reserved for GTID failover
-            begin = BinlogStartPosition(gtids=start.get("gtids") or "")
         self._reader = CdcBinLogStreamReader(
             myc.connect_args(self.config), myc.server_id(self.config), begin,
             mariadb=self.flavor.mariadb_protocol, annotate_rows=self.config.get(myc.INCLUDE_QUERY),
@@ -382,8 +228,9 @@ class MySqlConnector(DdlHandler):
             max_batch=self.config.get(common.MAX_BATCH_SIZE), log=log,
             heartbeat=self.config.get(common.HEARTBEAT_INTERVAL_MS) > 0,
             on_connected=self._connected, stop_requested=self._stop.is_set,
+            gtid_source_filter=source_filter(self.flavor.gtid_format, self.config.get(myc.GTID_INCLUDES),
+                                             self.config.get(myc.GTID_EXCLUDES)),
         )
-        self._streamer = streamer
         action = self.config.get(common.HEARTBEAT_ACTION_QUERY)
         interval = self.config.get(common.HEARTBEAT_INTERVAL_MS) / 1000.0
         last_action = time.monotonic()
@@ -411,69 +258,6 @@ class MySqlConnector(DdlHandler):
             raise
         except pymysql.err.MySQLError as e:
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
-
-    # -- DDL while streaming -------------------------------------------------------------------
-
-    def ddl(self, statement: str, database: str | None, position: dict[str, Any], source: dict[str, Any],
-            offset: dict[str, Any]) -> tuple[AppliedDdl | None, list[ChangeRecord]]:
-        """Apply a binlog DDL statement to the model; record it; return its schema change events."""
-        assert self._history is not None
-        log = self.log.with_context("streaming")
-        try:
-            applied = self.model.apply(statement, database)
-        except UnparseableDdl as e:
-            applied = self._unparseable(e, database, log)
-            if applied is None:
-                return None, []
-        if applied.kind in ("ignored", "use", "truncate"):
-            return applied, []
-        captured = [c for c in applied.changes if self.filter.includes(c.id)
-                    or (c.previous_id is not None and self.filter.includes(c.previous_id))]
-        dbs_captured = [d for d in applied.databases if self.filter.includes_database(d)]
-        only_captured = self.config.get(myc.STORE_ONLY_CAPTURED_TABLES)
-        if not only_captured or captured or (applied.kind == "database" and dbs_captured):
-            self._history.record(position, database or (applied.databases[0] if applied.databases else None),
-                                 statement, applied.changes)
-        if not self.config.get(myc.INCLUDE_SCHEMA_CHANGES) or not (captured or (applied.kind == "database" and dbs_captured)):
-            return applied, []
-        db = (captured[0].id.database if captured else dbs_captured[0])
-        table = captured[0].id.table if len(captured) == 1 else None
-        src = dict(source, db=db, table=table)
-        record = schema_change_record(self.flavor, self.source_schema, self.server, db, statement, captured, src,
-                                      offset, self.partition())
-        return applied, [record]
-
-    def _unparseable(self, e: UnparseableDdl, database: str | None, log: Any) -> AppliedDdl | None:
-        """Re-read the tables an unparseable statement touches from the catalog; else skip or fail."""
-        captured = [t for t in e.tables if self.filter.includes(t)]
-        if captured and self._conn is not None:
-            catalog = Catalog(self._conn)
-            changes: list[TableChange] = []
-            try:
-                for tid in captured:
-                    if tid.table in catalog.tables(tid.database):
-                        known = tid in self.model.tables
-                        change = catalog.read_table(self.model, tid)
-                        changes.append(TableChange("ALTER" if known else "CREATE", tid, change.table))
-                    elif self.model.tables.pop(tid, None) is not None:
-                        changes.append(TableChange("DROP", tid, None))
-            except (pymysql.err.MySQLError, UnparseableDdl) as again:
-                log.warning("cannot re-read %s from the catalog either: %s", ", ".join(map(str, captured)), again)
-            else:
-                log.warning("cannot parse DDL statement (%s); re-read the definitions of %s from the server's "
-                            "catalog instead: %s", e.reason, ", ".join(map(str, captured)), e.statement)
-                return AppliedDdl("table", changes, sorted({t.database for t in captured}))
-        if e.tables and not captured:
-            log.warning("cannot parse DDL statement (%s) on tables that are not captured; ignoring it: %s",
-                        e.reason, e.statement)
-            return None
-        if self.config.get(myc.SKIP_UNPARSEABLE_DDL):
-            log.warning("cannot parse DDL statement (%s); skipping it (schema.history.internal.skip.unparseable.ddl"
-                        "=true): %s", e.reason, e.statement)
-            return None
-        raise ConnectorError(f"cannot parse DDL statement ({e.reason}) in database {database!r}: {e.statement}. "
-                             "Set schema.history.internal.skip.unparseable.ddl=true to skip statements the connector "
-                             "cannot parse.")
 
 
 def _first_line(e: BaseException) -> str:

@@ -23,6 +23,8 @@ class Flavor:
     binlog_example: str
     #: How messages name the privilege that allows SHOW MASTER STATUS / SHOW BINARY LOGS.
     replication_client_privilege: str = "REPLICATION CLIENT"
+    #: The ``snapshot.locking.mode`` values the server family supports (``custom`` names a SnapshotLock plugin).
+    snapshot_locking_modes: tuple[str, ...] = ("minimal", "minimal_percona", "extended", "none", "custom")
 
     @property
     def source_schema_name(self) -> str:

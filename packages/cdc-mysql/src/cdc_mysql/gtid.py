@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 
 class MySqlGtidSet:
@@ -85,3 +86,20 @@ class MariaDbGtidSet:
 def gtid_set(flavor_format: str, text: str = "") -> MySqlGtidSet | MariaDbGtidSet:
     """A GTID set of the given format (``mysql`` or ``mariadb``)."""
     return MariaDbGtidSet(text) if flavor_format == "mariadb" else MySqlGtidSet(text)
+
+
+def gtid_source(flavor_format: str, gtid: str) -> str:
+    """The source a GTID comes from: MySQL's server UUID, MariaDB's ``domain-server``."""
+    if flavor_format == "mariadb":
+        return gtid.rpartition("-")[0]
+    return gtid.rpartition(":")[0].lower()
+
+
+def source_filter(flavor_format: str, includes: list[re.Pattern[str]] | None,
+                  excludes: list[re.Pattern[str]] | None) -> Callable[[str], bool] | None:
+    """``gtid.source.includes``/``excludes`` as a test on a GTID (None when neither is set)."""
+    if includes:
+        return lambda gtid: any(p.fullmatch(gtid_source(flavor_format, gtid)) for p in includes)
+    if excludes:
+        return lambda gtid: not any(p.fullmatch(gtid_source(flavor_format, gtid)) for p in excludes)
+    return None

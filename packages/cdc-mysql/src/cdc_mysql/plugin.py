@@ -27,3 +27,11 @@ def register_converters() -> list[type]:
     from cdc_mysql.converters import TinyIntOneToBooleanConverter
 
     return [TinyIntOneToBooleanConverter]
+
+
+@hookimpl
+def register_snapshot_locks() -> list[type]:
+    """``snapshot.locking.mode`` minimal, minimal_percona and extended (``none`` is the core's)."""
+    from cdc_mysql.snapshot_locks import BUILTIN_LOCKS
+
+    return list(BUILTIN_LOCKS)

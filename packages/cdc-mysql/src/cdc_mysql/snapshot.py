@@ -1,16 +1,6 @@
-"""The snapshot: locks, a consistent-snapshot transaction, the binlog position read under the lock, then the rows.
+"""Reading the snapshot's rows: the text protocol's values parsed per column into the converters' inputs.
 
-Workflow (Debezium's, ``snapshot.locking.mode``):
-
-1. take the global read lock (``FLUSH TABLES WITH READ LOCK``; where it is not permitted, table
-   locks on the captured tables; ``minimal_percona``: the backup lock; ``none``: no lock);
-2. ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` at REPEATABLE READ;
-3. read the binlog position and GTID set (nothing can commit in between, so streaming from it
-   after the scan neither loses nor repeats a change);
-4. read the table definitions into the history;
-5. ``minimal``: release the global lock; ``extended`` and table locks keep it until the end;
-6. scan each captured table inside the transaction; every ``r`` event carries the step-3 position;
-7. commit, unlock, and checkpoint the position with the snapshot marked complete.
+The workflow around it (locks, transaction, position, schemas) is ``cdc_mysql.snapshotting``.
 """
 
 from __future__ import annotations
@@ -28,7 +18,6 @@ from cdc_core.events import Checkpoint, RawChange
 from cdc_core.semantic import to_float32
 from cdc_core.relational import Table
 
-from cdc_mysql.catalog import quote
 from cdc_mysql.model import SPATIAL_TYPES, ColumnDef, TableDef
 from cdc_mysql.source import source_block
 from cdc_mysql.types import parse_date, parse_datetime, parse_time
@@ -73,76 +62,38 @@ def value_parser(col: ColumnDef) -> Callable[[Any], Any]:
     return _text
 
 
-def row_parser(definition: TableDef) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """A function turning one result row into intermediate values, generated per table version."""
+def row_parser(definition: TableDef, names: list[str] | None = None) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """A function turning one result row into intermediate values in the table's column order.
+
+    ``names`` are the result's column names (a ``snapshot.select.statement.overrides`` SELECT may
+    order them differently or leave some out: those are None); None means the table's own order.
+    """
+    index = {n.lower(): i for i, n in enumerate(names)} if names is not None else None
     env: dict[str, Any] = {}
     items = []
-    for i, col in enumerate(definition.columns):
-        env[f"p{i}"] = value_parser(col)
-        items.append(f"None if r[{i}] is None else p{i}(r[{i}])")
+    for k, col in enumerate(definition.columns):
+        i = k if index is None else index.get(col.name.lower())
+        if i is None:
+            items.append("None")
+            continue
+        env[f"p{k}"] = value_parser(col)
+        items.append(f"None if r[{i}] is None else p{k}(r[{i}])")
     code = f"def parse(r):\n    return ({', '.join(items)}{',' if len(items) == 1 else ''})"
     exec(compile(code, "<cdc snapshot row parser>", "exec"), env)
     return env["parse"]
-
-
-class SnapshotLocks:
-    """Takes and releases the snapshot's locks as ``snapshot.locking.mode`` says."""
-
-    def __init__(self, conn: pymysql.connections.Connection, mode: str, log: Any):
-        self.conn = conn
-        self.mode = mode
-        self.log = log
-        self.global_lock = False
-        self.table_locks = False
-
-    def acquire(self, tables: list[TableDef]) -> None:
-        """Block writes: the global read lock, or (where it is not permitted) read locks on ``tables``."""
-        if self.mode == "none":
-            return
-        with self.conn.cursor() as cur:
-            if self.mode == "minimal_percona":
-                cur.execute("LOCK TABLES FOR BACKUP")
-                self.global_lock = True
-                return
-            try:
-                cur.execute("FLUSH TABLES WITH READ LOCK")
-                self.global_lock = True
-            except pymysql.err.OperationalError as e:
-                if not tables:
-                    raise
-                self.log.warning("the global read lock is not permitted (%s); locking the %d captured tables instead",
-                                 e.args[-1], len(tables))
-                cur.execute("LOCK TABLES " + ", ".join(f"{quote(t.id.database)}.{quote(t.id.table)} READ" for t in tables))
-                self.table_locks = True
-
-    def after_schema(self) -> None:
-        """``minimal``: release the global read lock once the position and the schemas are read."""
-        if self.global_lock and self.mode in ("minimal", "minimal_percona"):
-            self._unlock()
-
-    def release(self) -> None:
-        """Release whatever is still held (after the snapshot transaction committed)."""
-        if self.global_lock or self.table_locks:
-            self._unlock()
-
-    def _unlock(self) -> None:
-        with self.conn.cursor() as cur:
-            cur.execute("UNLOCK TABLES" if self.mode != "minimal_percona" else "UNLOCK TABLES")
-        self.global_lock = self.table_locks = False
 
 
 class SnapshotReader:
     """Scans captured tables inside the consistent-snapshot transaction and yields ``op: r`` batches."""
 
     def __init__(self, conn: pymysql.connections.Connection, connector: str, server: str, server_id: int,
-                 position: dict[str, Any], fetch_size: int, overrides: dict[str, str], log: Any):
+                 position: dict[str, Any], fetch_size: int, log: Any):
         self.conn = conn
         self.connector = connector
         self.server = server
         self.server_id = server_id
         self.position = position
         self.fetch_size = fetch_size
-        self.overrides = overrides
         self.log = log
         self.stopped = False
         self.rows_scanned: dict[str, int] = {}
@@ -152,24 +103,22 @@ class SnapshotReader:
     def _offset(self) -> dict[str, Any]:
         return {**self.position, "snapshot": True, "ts_sec": time.time_ns() // 1_000_000_000}
 
-    def read(self, tables: list[tuple[Table, TableDef]]) -> Iterator[list[RawChange | Checkpoint]]:
-        """Yield batches of ``r`` changes table by table; marks ``first``/``last`` (per table and overall)."""
+    def read(self, tables: list[tuple[Table, TableDef, str]]) -> Iterator[list[RawChange | Checkpoint]]:
+        """Yield batches of ``r`` changes of each (table, definition, SELECT); marks ``first``/``last``."""
         pending: RawChange | None = None
         batch: list[RawChange | Checkpoint] = []
         first_overall = True
         file, pos = self.position["file"], self.position["pos"]
-        for table, definition in tables:
+        for table, definition, statement in tables:
             if self.stopped:
                 return
             started = time.monotonic()
             db, name = definition.id.database, definition.id.table
-            parse = row_parser(definition)
-            statement = self.overrides.get(f"{db}.{name}") or (
-                "SELECT " + ", ".join(quote(c.name) for c in definition.columns) + f" FROM {quote(db)}.{quote(name)}")
             rows = 0
             prev: RawChange | None = None
             with self.conn.cursor(pymysql.cursors.SSCursor) as cur:
                 cur.execute(statement)
+                parse = row_parser(definition, [d[0] for d in cur.description or ()])
                 while True:
                     chunk = cur.fetchmany(self.fetch_size)
                     if not chunk:

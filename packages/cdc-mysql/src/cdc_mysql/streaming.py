@@ -73,7 +73,8 @@ class BinlogStreamer:
                  captured: Callable[[TableId], bool], ddl: DdlHandler, include_query: bool,
                  inconsistent_mode: str, max_batch: int, log: Any, heartbeat: bool = False,
                  on_connected: Callable[[], None] | None = None,
-                 stop_requested: Callable[[], bool] = lambda: False):
+                 stop_requested: Callable[[], bool] = lambda: False,
+                 gtid_source_filter: Callable[[str], bool] | None = None):
         self.reader = reader
         self.model = model
         self.versions = versions
@@ -88,6 +89,9 @@ class BinlogStreamer:
         self.heartbeat = heartbeat
         self.on_connected = on_connected
         self.stop_requested = stop_requested
+        #: ``gtid.source.includes``/``excludes``: row events of transactions from other sources are skipped.
+        self.gtid_source_filter = gtid_source_filter
+        self._tx_ignored = False
         self.stopped = False
         self.file: str = offset["file"]
         self.next_pos: int = int(offset["pos"])
@@ -150,6 +154,7 @@ class BinlogStreamer:
                 self._tx_gtid = ev.gtid
                 self._tx_id = ev.gtid
                 self._tx_events = 0
+                self._tx_ignored = self.gtid_source_filter is not None and not self.gtid_source_filter(ev.gtid)
                 self._query = None
                 self._server_id = packet.server_id
             elif cls is QueryEvent:
@@ -223,6 +228,7 @@ class BinlogStreamer:
         self._tx_events = 0
         self._query = None
         self._skip_events = self._skip_rows = 0
+        self._tx_ignored = False
         offset = self.boundary_offset()
         out.append(Checkpoint(offset, tx_id if had_events else None, timestamp * 1000))
 
@@ -283,7 +289,7 @@ class BinlogStreamer:
             self._begin(packet.log_pos - packet.event_size, None, packet.server_id)
         index = self._tx_events
         self._tx_events += 1
-        if not self.captured(tid):
+        if self._tx_ignored or not self.captured(tid):
             return
         if index < self._skip_events:
             return

@@ -1,0 +1,86 @@
+"""DDL read from the binlog: applied to the model, recorded in the history, turned into schema change events.
+
+A statement the parser cannot read that touches captured tables is not guessed at: their
+definitions are re-read from the server's catalog (beyond Debezium). Only if that fails too does
+``schema.history.internal.skip.unparseable.ddl`` decide between skipping and stopping.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pymysql
+
+from cdc_core.errors import ConnectorError
+from cdc_core.events import ChangeRecord
+
+from cdc_mysql import config as myc
+from cdc_mysql.catalog import Catalog
+from cdc_mysql.ddl import AppliedDdl, UnparseableDdl
+from cdc_mysql.model import TableChange
+from cdc_mysql.schema_changes import schema_change_record
+from cdc_mysql.streaming import DdlHandler
+
+
+class DdlEvents(DdlHandler):
+    """The connector's DdlHandler (a mixin: it uses the connector's model, filter, history and connection)."""
+
+    def ddl(self, statement: str, database: str | None, position: dict[str, Any], source: dict[str, Any],
+            offset: dict[str, Any]) -> tuple[AppliedDdl | None, list[ChangeRecord]]:
+        """Apply a binlog DDL statement to the model; record it; return its schema change events."""
+        assert self._history is not None
+        log = self.log.with_context("streaming")
+        try:
+            applied = self.model.apply(statement, database)
+        except UnparseableDdl as e:
+            applied = self._unparseable(e, database, log)
+            if applied is None:
+                return None, []
+        if applied.kind in ("ignored", "use", "truncate"):
+            return applied, []
+        captured = [c for c in applied.changes if self.filter.includes(c.id)
+                    or (c.previous_id is not None and self.filter.includes(c.previous_id))]
+        dbs_captured = [d for d in applied.databases if self.filter.includes_database(d)]
+        touches_captured = bool(captured) or (applied.kind == "database" and bool(dbs_captured))
+        if not self.config.get(myc.STORE_ONLY_CAPTURED_TABLES) or touches_captured:
+            self._history.record(position, database or (applied.databases[0] if applied.databases else None),
+                                 statement, applied.changes)
+        if not self.config.get(myc.INCLUDE_SCHEMA_CHANGES) or not touches_captured:
+            return applied, []
+        db = captured[0].id.database if captured else dbs_captured[0]
+        table = captured[0].id.table if len(captured) == 1 else None
+        record = schema_change_record(self.flavor, self.source_schema, self.server, db, statement, captured,
+                                      dict(source, db=db, table=table), offset, self.partition())
+        return applied, [record]
+
+    def _unparseable(self, e: UnparseableDdl, database: str | None, log: Any) -> AppliedDdl | None:
+        """Re-read the tables an unparseable statement touches from the catalog; else skip or fail."""
+        captured = [t for t in e.tables if self.filter.includes(t)]
+        if captured and self._conn is not None:
+            catalog = Catalog(self._conn)
+            changes: list[TableChange] = []
+            try:
+                for tid in captured:
+                    if tid.table in catalog.tables(tid.database):
+                        known = tid in self.model.tables
+                        change = catalog.read_table(self.model, tid)
+                        changes.append(TableChange("ALTER" if known else "CREATE", tid, change.table))
+                    elif self.model.tables.pop(tid, None) is not None:
+                        changes.append(TableChange("DROP", tid, None))
+            except (pymysql.err.MySQLError, UnparseableDdl) as again:
+                log.warning("cannot re-read %s from the catalog either: %s", ", ".join(map(str, captured)), again)
+            else:
+                log.warning("cannot parse DDL statement (%s); re-read the definitions of %s from the server's "
+                            "catalog instead: %s", e.reason, ", ".join(map(str, captured)), e.statement)
+                return AppliedDdl("table", changes, sorted({t.database for t in captured}))
+        if e.tables and not captured:
+            log.warning("cannot parse DDL statement (%s) on tables that are not captured; ignoring it: %s",
+                        e.reason, e.statement)
+            return None
+        if self.config.get(myc.SKIP_UNPARSEABLE_DDL):
+            log.warning("cannot parse DDL statement (%s); skipping it (schema.history.internal.skip.unparseable.ddl"
+                        "=true): %s", e.reason, e.statement)
+            return None
+        raise ConnectorError(f"cannot parse DDL statement ({e.reason}) in database {database!r}: {e.statement}. "
+                             "Set schema.history.internal.skip.unparseable.ddl=true to skip statements the connector "
+                             "cannot parse.")

@@ -1,0 +1,177 @@
+"""Taking a snapshot: the lock, the consistent-snapshot transaction, the position, the schemas, then the rows.
+
+Workflow (Debezium's; the lock comes from ``snapshot.locking.mode``, see ``snapshot_locks``):
+
+1. lock: the global read lock (or table locks where it is not permitted), or none;
+2. ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` at REPEATABLE READ (under table locks the locks
+   themselves keep the tables still, as a transaction would release them);
+3. read the binlog position and GTID set: nothing commits in between, so streaming from there after
+   the scan neither loses nor repeats a change;
+4. read the table definitions into the history (schema change events for captured tables);
+5. ``minimal``: unlock; ``extended`` and table locks keep the lock to the end;
+6. read each captured table (``snapshot.include.collection.list``) with the SnapshotQuery's SELECT;
+   every ``r`` event carries the step-3 position;
+7. commit, unlock, and checkpoint the position with the snapshot marked complete.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from cdc_core.events import ChangeRecord, Checkpoint
+from cdc_core.relational import TableId as CoreTableId
+
+from cdc_mysql import config as myc
+from cdc_mysql.catalog import Catalog, quote
+from cdc_mysql.ddl import SchemaModel
+from cdc_mysql.model import TableId
+from cdc_mysql.schema_changes import schema_change_record
+from cdc_mysql.snapshot import SnapshotReader
+from cdc_mysql.snapshot_locks import SnapshotLocks, quote_table
+from cdc_mysql.snapshot_plan import SnapshotPlan
+from cdc_mysql.source import DEBEZIUM_VERSION
+
+
+class Snapshotting:
+    """The connector's snapshot (a mixin: it uses the connector's config, model, history, locks and queries)."""
+
+    def _captured_tables(self, catalog: Catalog) -> tuple[list[TableId], list[TableId]]:
+        """(tables to record in the history, tables to capture)."""
+        only_captured = self.config.get(myc.STORE_ONLY_CAPTURED_TABLES)
+        only_captured_dbs = self.config.get(myc.STORE_ONLY_CAPTURED_DATABASES)
+        record, capture = [], []
+        for db in catalog.databases():
+            if db.lower() in myc.BUILTIN_DATABASES:
+                continue
+            if only_captured_dbs and not self.filter.includes_database(db):
+                continue
+            for name in catalog.tables(db):
+                tid = TableId(db, name)
+                captured = self.filter.includes(tid)
+                if captured:
+                    capture.append(tid)
+                if captured or not only_captured:
+                    record.append(tid)
+        return record, capture
+
+    def _snapshot(self, plan: SnapshotPlan, resume: dict[str, Any] | None) -> Iterator[list[Any]]:
+        """Lock, read position and schemas, scan; returns the offset streaming starts from (None if stopped)."""
+        log = self.log.with_context("snapshot")
+        delay = self.config.get(myc.SNAPSHOT_DELAY_MS) / 1000.0
+        if delay and plan.data and self._stop.wait(delay):
+            return None
+        conn = self._connect()
+        try:
+            catalog = Catalog(conn)
+            with conn.cursor() as cur:
+                cur.execute("SET SESSION time_zone = '+00:00'")
+                cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            record_ids, capture_ids = self._captured_tables(catalog)
+            locks = SnapshotLocks(conn, self.snapshot_lock, self.config.get(myc.SNAPSHOT_LOCK_TIMEOUT_MS), log)
+            if plan.data or resume is None:
+                locks.acquire([CoreTableId(t.database, None, t.table) for t in capture_ids])
+            if not locks.table_locks:
+                with conn.cursor() as cur:
+                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            file, pos, gtids = catalog.binlog_position()
+            position = {"file": file, "pos": pos, "event": 0, "row": 0, "gtids": gtids or None}
+            if resume is not None:
+                position = {k: resume.get(k) for k in ("file", "pos", "event", "row", "gtids")}
+            log.info("snapshot at %s:%s (gtids %s): %d tables captured, %d recorded", position["file"],
+                     position["pos"], position["gtids"], len(capture_ids), len(record_ids))
+            records = self._snapshot_schema(catalog, position, record_ids, capture_ids)
+            locks.after_schema()
+            if records:
+                yield records
+            if plan.data and not self._stop.is_set():
+                completed = yield from self._snapshot_rows(conn, catalog, position, capture_ids, log)
+                if not completed:
+                    self.snapshotter.snapshot_aborted()
+                    return None
+            conn.commit()
+            locks.release()
+        finally:
+            conn.close()
+        done = {**position, "ts_sec": int(time.time())}
+        yield [Checkpoint(done)]
+        if plan.data:
+            self.snapshotter.snapshot_completed()
+        return done
+
+    def _snapshot_rows(self, conn: Any, catalog: Catalog, position: dict[str, Any], capture_ids: list[TableId],
+                       log: Any) -> Iterator[list[Any]]:
+        """Read the captured tables' rows; returns True if every table was read."""
+        include = self.config.get(myc.SNAPSHOT_INCLUDE_COLLECTIONS)
+        ids = [t for t in capture_ids if t in self.model.tables
+               and (not include or any(p.fullmatch(str(t)) for p in include))]
+        estimates = catalog.row_estimates(ids)
+        order = self.config.get(myc.SNAPSHOT_TABLES_ORDER)
+        if order != "disabled":
+            ids.sort(key=lambda t: estimates.get(str(t), 0), reverse=order == "descending")
+        tables = []
+        for tid in ids:
+            definition = self.model.tables[tid]
+            columns = [quote(c.name) for c in definition.columns]
+            select = self.snapshot_query.snapshot_query(CoreTableId(tid.database, None, tid.table), columns, quote_table)
+            if select is not None:
+                tables.append((self.versions.table(definition), definition, select))
+        reader = self._snapshot_reader = SnapshotReader(
+            conn, self.flavor.name, self.server, self._server_id, position, self.config.get(myc.SNAPSHOT_FETCH_SIZE),
+            log)
+        metrics = self.metrics.snapshot if self.metrics is not None else None
+        if metrics is not None:
+            metrics.snapshot_started({str(d.id): estimates.get(str(d.id), 0) for _, d, _ in tables})
+            reader.metrics = metrics
+        completed = False
+        try:
+            yield from reader.read(tables)
+            completed = not self._stop.is_set()
+        finally:
+            self._snapshot_reader = None
+            if metrics is not None and metrics.running:
+                metrics.snapshot_ended(completed)
+        return completed
+
+    def _snapshot_schema(self, catalog: Catalog, position: dict[str, Any], record_ids: list[TableId],
+                         capture_ids: list[TableId]) -> list[ChangeRecord]:
+        """Read every recorded table's definition into a fresh model and the history; schema change events."""
+        model = SchemaModel()
+        charsets = catalog.database_charsets()
+        model.database_charsets.update(charsets)
+        captured = set(capture_ids)
+        hist_position = {**position, "snapshot": True}
+        include = self.config.get(myc.INCLUDE_SCHEMA_CHANGES)
+        records: list[ChangeRecord] = []
+        for db in sorted({t.database for t in record_ids}):
+            ddl = f"CREATE DATABASE `{db}` CHARACTER SET {charsets.get(db, model.server_charset)}"
+            self._history.record(hist_position, db, ddl, [])
+        for tid in record_ids:
+            change = catalog.read_table(model, tid)
+            ddl = catalog.show_create_table(tid)
+            self._history.record(hist_position, tid.database, ddl, [change])
+            if include and tid in captured:
+                source = self._ddl_source(tid.database, tid.table, position, "true")
+                records.append(schema_change_record(self.flavor, self.source_schema, self.server, tid.database, ddl,
+                                                    [change], source, None, self.partition()))
+        self.model = model
+        return records
+
+    def _ddl_source(self, db: str, table: str | None, position: dict[str, Any], snapshot: str) -> dict[str, Any]:
+        ts = int(time.time() * 1000)
+        return {"version": DEBEZIUM_VERSION, "connector": self.flavor.name, "name": self.server, "ts_ms": ts,
+                "snapshot": snapshot, "db": db, "sequence": None, "ts_us": ts * 1000, "ts_ns": ts * 1_000_000,
+                "table": table, "server_id": self._server_id, "gtid": None, "file": position["file"],
+                "pos": position["pos"], "row": 0, "thread": None, "query": None}
+
+
+def snapshot_problems(config: Any) -> list[str]:
+    """Snapshot properties that cannot work together (no I/O)."""
+    problems = []
+    for name in config.get(myc.SNAPSHOT_SELECT_OVERRIDES) or []:
+        if not config.get(f"snapshot.select.statement.overrides.{name}"):
+            problems.append(f"snapshot.select.statement.overrides: names {name!r}, but "
+                            f"snapshot.select.statement.overrides.{name} is not set")
+    return problems
+
