@@ -23,6 +23,7 @@ from cdc_postgres import config as pgc
 from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
 from cdc_postgres.incremental import signal_tables
 from cdc_postgres.messages import MessageFilter
+from cdc_postgres.position import PostgresLogPosition
 from cdc_postgres.replication import ReplicationConnection, ReplicationError
 from cdc_postgres.snapshot import SnapshotReader
 from cdc_postgres.source import SOURCE_SCHEMA
@@ -39,6 +40,7 @@ class PostgresConnector:
     class_names: ClassVar[tuple[str, ...]] = ("io.debezium.connector.postgresql.PostgresConnector", "postgresql")
     fields: ClassVar[Fields] = pgc.FIELDS
     source_schema = SOURCE_SCHEMA
+    log_position: ClassVar[type] = PostgresLogPosition  # cdc_core.spi.position, for Trigger.AvailableNow
     #: Beyond Debezium (whose default is 0): heartbeats are on, once a minute, so a quiet slot's
     #: offset keeps moving and its position is visible downstream.
     defaults: ClassVar[dict[str, Any]] = {"heartbeat.interval.ms": 60000}
@@ -226,15 +228,26 @@ class PostgresConnector:
     # -- the run -----------------------------------------------------------------------------
 
     def _slot_state(self) -> tuple[bool, bool]:
+        """``(exists, active)``; an invalidated slot (its WAL is gone) is dropped or refused here."""
         assert self._conn is not None
         row = self._conn.execute(
-            "SELECT active, database FROM pg_replication_slots WHERE slot_name = %s", (self.slot,)
+            "SELECT active, database, wal_status FROM pg_replication_slots WHERE slot_name = %s", (self.slot,)
         ).fetchone()
         if row is None:
             return False, False
         if row[1] != self.db:
             raise ConnectorError(f"replication slot {self.slot!r} belongs to database {row[1]!r}, not {self.db!r}; "
                                  "use another slot.name")
+        if row[2] == "lost":
+            if not self.snapshotter.should_snapshot_on_data_error():
+                raise ConnectorError(
+                    f"replication slot {self.slot!r} on {self.address} was invalidated: the server removed WAL it "
+                    "still needed (max_slot_wal_keep_size), so changes since the stored offset are gone. Set "
+                    "snapshot.mode=when_needed to take a new snapshot, or drop the slot and delete the offsets.")
+            self.log.warning("replication slot %s was invalidated (its WAL is gone); dropping it for a new snapshot "
+                             "(snapshot.mode=%s)", self.slot, self.snapshotter.name)
+            self._conn.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
+            return False, False
         return True, bool(row[0])
 
     def _needs_snapshot(self, slot_exists: bool) -> bool:
