@@ -11,7 +11,7 @@ import pytest
 from cdc_core.cli import main
 from cdc_core.config import Config
 from cdc_core.engine import Engine, connector_problems
-from cdc_core.events import Checkpoint, RawChange
+from cdc_core.events import RawChange
 from cdc_core.notifications.channels import KEY_SCHEMA, VALUE_SCHEMA, SinkNotificationChannel
 from cdc_core.notifications.spi import Notification
 from cdc_core.relational import Column, Table, TableId
@@ -20,7 +20,7 @@ from cdc_core.signals.channels import FileSignalChannel, append_signal
 from cdc_core.signals.conditions import parse_filter
 from cdc_core.signals.names import SignalDataError, select_tables
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
-from memory_connector import CUSTOMERS, MemoryScript, add_script, insert, memory_registry, offset, source
+from memory_connector import MemoryScript, add_script, insert, memory_registry, offset, source
 
 PRODUCTS = Table(TableId(None, "public", "products"), [
     Column("id", "int4", INT32, int), Column("color", "text", OPTIONAL_STRING, str),
@@ -181,3 +181,95 @@ def test_cdc_signal_appends_to_the_signal_file(tmp_path, capsys, restore_logging
     line = orjson.loads((tmp_path / "sig.jsonl").read_bytes())
     assert line == {"id": "s9", "type": "execute-snapshot", "data": {"data-collections": ["public.t"]}}
     assert main(["signal", str(config), "log", "{not json"]) == 2
+
+
+def _table(name: str) -> Table:
+    return Table(TableId(None, "public", name), [Column("id", "int4", INT32, int)], ["id"])
+
+
+class MemoryAdHocSource:
+    """An in-memory ad hoc snapshot capability: three tables of ten rows; it waits at ``gate`` before table c."""
+
+    tables = [_table("a"), _table("b"), _table("c")]
+
+    def __init__(self, gate: threading.Event):
+        self.gate = gate
+        self.read: list[str] = []
+
+    def captured_tables(self):
+        return list(self.tables)
+
+    def blocking_snapshot(self, tables, offset_for, stopped):
+        for table, _ in tables:
+            if table.id.table == "c":
+                self.gate.wait(10)
+                if stopped():
+                    return
+            self.read.append(table.id.table)
+            yield [RawChange(table, "r", None, (str(i),), source(0), offset_for(table)) for i in range(10)]
+
+    def close(self):
+        pass
+
+
+def test_a_stopped_blocking_snapshot_resumes_with_the_tables_left():
+    """Stopped while reading b: the committed offset names b and c; the next run reads b and c, then streams on."""
+    from memory_connector import MemoryConnector, MemoryPlugin
+    from cdc_core.hookspecs import hookimpl
+
+    gate = threading.Event()
+    ad_hoc = MemoryAdHocSource(gate)
+
+    class AdHocConnector(MemoryConnector):
+        name = "memory-ad-hoc"
+        class_names = ()
+
+        def incremental_snapshot_source(self):
+            return ad_hoc
+
+    class Plugin(MemoryPlugin):
+        @hookimpl
+        def register_connectors(self):
+            return [AdHocConnector]
+
+    plugins = memory_registry()
+    plugins.register(Plugin(), name="ad-hoc")
+    script = MemoryScript([[insert(1)]], keep_streaming=True)
+    config = _config(**{"connector.class": "memory-ad-hoc", "memory.script": add_script(script)})
+    store = MemoryOffsetStore()
+    engine = Engine(config, offset_store=store, plugins=plugins)
+    records = []
+
+    def handler(batch):
+        records.extend(batch)
+        if any(r.topic == "test.public.b" for r in batch):
+            engine.stop()
+            gate.set()
+
+    runner = threading.Thread(target=engine.run, args=(handler,))
+    runner.start()
+    deadline = time.monotonic() + 10
+    while not any(r.topic == "test.public.customers" for r in records):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    engine.signal("execute-snapshot", {"type": "BLOCKING", "data-collections": [r"public\.[abc]"]}, "b-1")
+    runner.join(10)
+    offset = store.get({"server": "test"})
+    assert offset["blocking_snapshot"] == {"id": "b-1", "tables": ["public.b", "public.c"], "conditions": {}}
+    assert ad_hoc.read == ["a", "b"]
+
+    engine = Engine(config, offset_store=store, plugins=plugins)
+    records = []
+    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    runner.start()
+    deadline = time.monotonic() + 10
+    try:
+        while "blocking_snapshot" in store.get({"server": "test"}):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    finally:
+        engine.stop()
+        runner.join(10)
+    assert ad_hoc.read == ["a", "b", "b", "c"]
+    assert [r.topic for r in records] == ["test.public.b"] * 10 + ["test.public.c"] * 10
+    assert store.get({"server": "test"}) == {"pos": 1}  # back at the position streaming paused at

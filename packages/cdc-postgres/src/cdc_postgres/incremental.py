@@ -21,6 +21,7 @@ import psycopg
 
 from cdc_core.config import Config
 from cdc_core.config import common
+from cdc_core.errors import RetriableError
 from cdc_core.events import RawChange
 from cdc_core.filters import TableFilter
 from cdc_core.incremental.spi import ChunkRows, Key
@@ -54,8 +55,17 @@ def _q(name: str) -> str:
     return _ident(name).replace("%", "%%")
 
 
-def _qt(table: TableId) -> str:
-    return _tident(table).replace("%", "%%")
+def _statement(build: Callable[[Callable[[str], str], Callable[[str], str]], tuple[str, list[Any]]]
+               ) -> tuple[str, list[Any] | None]:
+    """A statement and its parameters, built by ``build(quote, text)``.
+
+    psycopg reads ``%`` as a placeholder only when there are parameters, so identifiers (``quote``)
+    and trusted SQL text (``text``) get ``%`` doubled only then.
+    """
+    sql, params = build(_ident, lambda t: t)
+    if not params:
+        return sql, None
+    return build(_q, lambda t: t.replace("%", "%%"))
 
 
 def _modes(config: Config) -> TypeModes:
@@ -142,9 +152,13 @@ class PostgresChunkReader:
 
     def max_key(self, table: Table, key: list[str], condition: Node | None) -> Key | None:
         """The largest key, read with COPY so it has the same text form as the chunks' keys."""
-        where, params = _where(condition)
-        order = ", ".join(f"{_q(k)} DESC" for k in key)
-        query = f"COPY (SELECT {', '.join(_q(k) for k in key)} FROM {_qt(table.id)}{where} ORDER BY {order} LIMIT 1) TO STDOUT"
+        def build(q: Callable[[str], str], _text: Callable[[str], str]) -> tuple[str, list[Any]]:
+            where, params = _where(condition, q)
+            order = ", ".join(f"{q(k)} DESC" for k in key)
+            return (f"COPY (SELECT {', '.join(q(k) for k in key)} FROM {_tq(table.id, q)}{where} "
+                    f"ORDER BY {order} LIMIT 1) TO STDOUT", params)
+
+        query, params = _statement(build)
         with self.conn.cursor() as cur, cur.copy(query, params) as copy:
             rows = [parse_row(bytes(data).decode("utf-8")[:-1]) for data in copy]
         return rows[0] if rows else None
@@ -165,7 +179,7 @@ class PostgresChunkReader:
             parts.append(f"({text})")
             params += values
         cols = ", ".join(_q(c.name) for c in table.columns)
-        query = (f"COPY (SELECT {cols} FROM {_qt(table.id)} WHERE {' AND '.join(parts)} "
+        query = (f"COPY (SELECT {cols} FROM {_tq(table.id, _q)} WHERE {' AND '.join(parts)} "
                  f"ORDER BY {', '.join(_q(k) for k in key)} LIMIT {int(limit)}) TO STDOUT")
         ts_us = time.time_ns() // 1000
         schema, name = table.id.schema or "", table.id.table
@@ -174,27 +188,35 @@ class PostgresChunkReader:
         rows: list[RawChange] = []
         append = rows.append
         new = tuple.__new__
-        with self.conn.cursor() as cur, cur.copy(query, params) as copy:
-            for data in copy:
-                append(new(RawChange, (table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]), source, None, None)))
+        # One snapshot for the read and the list of transactions it does not see (see ChunkRows.invisible).
+        self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            invisible = frozenset(int(x) & 0xFFFFFFFF for (x,) in self.conn.execute(
+                "SELECT txid_snapshot_xip(txid_current_snapshot())"))
+            with self.conn.cursor() as cur, cur.copy(query, params) as copy:
+                for data in copy:
+                    append(new(RawChange, (table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]), source,
+                                           None, None)))
+        finally:
+            self.conn.execute("COMMIT")
         if not rows:
-            return ChunkRows()
+            return ChunkRows(invisible=invisible)
         positions = [table.columns.index(table.column(k)) for k in key]
         first, last = rows[0].after, rows[-1].after
-        return ChunkRows(rows, [last[i] for i in positions], [first[i] for i in positions])
+        return ChunkRows(rows, [last[i] for i in positions], [first[i] for i in positions], invisible)
 
     def insert_watermark(self, row_id: str, kind: str, data: str) -> None:
         """Insert a watermark row (autocommit); its transaction id and LSN mark the chunk's READs."""
         cols = ", ".join(_q(c.name) for c in self._signal().columns[:3])
         row = self.conn.execute(
-            f"INSERT INTO {_qt(self._signal().id)} ({cols}) VALUES (%s, %s, %s) "
+            f"INSERT INTO {_tq(self._signal().id, _q)} ({cols}) VALUES (%s, %s, %s) "
             "RETURNING txid_current(), (pg_current_wal_lsn() - '0/0')::bigint", (row_id, kind, data)).fetchone()
         self._tx_id, self._lsn = int(row[0]), int(row[1])
 
     def delete_watermark(self, row_id: str) -> None:
         """Delete a watermark row (autocommit)."""
         signal = self._signal()
-        self.conn.execute(f"DELETE FROM {_qt(signal.id)} WHERE {_q(signal.columns[0].name)} = %s", (row_id,))
+        self.conn.execute(f"DELETE FROM {_tq(signal.id, _q)} WHERE {_q(signal.columns[0].name)} = %s", (row_id,))
 
     def _signal(self) -> Table:
         if self.signal_table is None:
@@ -207,11 +229,15 @@ class PostgresChunkReader:
         self.conn.close()
 
 
-def _where(condition: Node | None) -> tuple[str, list[Any]]:
+def _where(condition: Node | None, quote: Callable[[str], str]) -> tuple[str, list[Any]]:
     if condition is None:
         return "", []
-    text, params = condition.render(_q, "%s")
+    text, params = condition.render(quote, "%s")
     return f" WHERE {text}", params
+
+
+def _tq(table: TableId, quote: Callable[[str], str]) -> str:
+    return ".".join(quote(p) for p in (table.schema, table.table) if p is not None)
 
 
 class PostgresIncrementalSource:
@@ -247,9 +273,20 @@ class PostgresIncrementalSource:
                     conn.close()
         return PostgresChunkReader(self.config, self._signal)
 
+    def transaction_of(self, change: RawChange) -> int | None:
+        """A log event's transaction id (``source.txId``, the 32-bit xid, as ``ChunkRows.invisible`` holds it)."""
+        return change.source.get("txId")
+
     def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
                           stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:
         """The tables read with COPY in one REPEATABLE READ transaction, with the initial snapshot's markers."""
+        try:
+            yield from self._blocking_snapshot(tables, offset_for, stopped)
+        except psycopg.OperationalError as e:
+            raise RetriableError(f"lost the connection to PostgreSQL during a blocking snapshot: {e}") from None
+
+    def _blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
+                           stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:
         query_spi = snapshot_query(self.config, self.config.get(common.SNAPSHOT_QUERY_MODE), registry())
         server, db = self.config.get(common.TOPIC_PREFIX), self.config.get(pgc.DBNAME)
         conn = _connect(self.config)
@@ -270,13 +307,18 @@ class PostgresIncrementalSource:
                 if select != default:
                     # An override may filter or order rows; selecting the columns from it keeps their order.
                     select = f"SELECT {', '.join(columns)} FROM ({select}) AS cdc_snapshot_select"
-                where, params = _where(condition)
-                select = select.replace("%", "%%")  # the statement is sent with parameters (maybe none)
+
+                def build(q: Callable[[str], str], text: Callable[[str], str], select: str = select,
+                          condition: Node | None = condition) -> tuple[str, list[Any]]:
+                    where, params = _where(condition, q)
+                    return f"COPY ({text(select)}{where}) TO STDOUT", params
+
+                statement, params = _statement(build)
                 offset = offset_for(table)
                 source = source_block(server, db, time.time_ns() // 1000, "true", table.id.schema or "",
                                       table.id.table, tx_id, lsn, seq)
                 rows = 0
-                with conn.cursor() as cur, cur.copy(f"COPY ({select}{where}) TO STDOUT", params) as copy:
+                with conn.cursor() as cur, cur.copy(statement, params) as copy:
                     for data in copy:
                         if held is not None:
                             batch.append(held)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_core.errors import RetriableError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.incremental.spi import IncrementalSnapshotSource
 from cdc_core.notifications.spi import INITIAL_SNAPSHOT
@@ -93,9 +94,13 @@ def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, no
             yield batch
             if stopped():
                 return
+        if stopped():  # the connector ended early: the offsets keep what is left to read
+            return
         if current is not None:
             table_done()
         completed = True
+    except RetriableError:
+        raise  # the engine retries; the offsets say which tables are left
     except Exception as e:  # noqa: BLE001 - the stream goes on without the rest of this snapshot
         log.error("blocking snapshot %s failed: %s; streaming resumes", request.id, e)
         notifier.notify(INITIAL_SNAPSHOT, "ABORTED", {"data_collections": ",".join(names), "reason": str(e)},

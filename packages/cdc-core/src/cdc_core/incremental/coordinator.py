@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections import deque
 from typing import Any
 
 import orjson
@@ -41,6 +42,8 @@ MAX_INFLIGHT = 4
 MAX_FAILURES = 3
 #: Seconds after which a window whose low watermark never showed up in the stream is reported.
 WATERMARK_WARNING_S = 30.0
+#: Transactions of the scanned tables remembered with the keys they changed (the lookback).
+LOOKBACK_TRANSACTIONS = 50_000
 
 OPEN, CLOSE = "snapshot-window-open", "snapshot-window-close"
 
@@ -74,6 +77,10 @@ class IncrementalSnapshot:
         self._failures: list[tuple[TableScan, Window | None, BaseException]] = []
         self._keys: dict[int, tuple[Table, KeyFn | None]] = {}
         self._warned: set[str] = set()
+        self._transaction_of = getattr(source, "transaction_of", None)
+        self._recent: dict[Any, list[tuple[TableId, bytes]]] = {}
+        self._recent_order: deque[Any] = deque()
+        self._scanned: dict[TableId, list[str]] = {}
 
     # -- control (connector thread) ----------------------------------------------------------
 
@@ -212,6 +219,12 @@ class IncrementalSnapshot:
             self._cond.notify_all()
         if scan.stopped or scan not in self.scans:
             return []
+        for tx in w.invisible:
+            for tid, k in self._recent.get(tx, ()):
+                if tid == scan.table.id and k not in w.seen:
+                    w.seen.add(k)
+                    self.log.debug("window %s: key %s was changed by transaction %s, which its read did not see",
+                                   w.id, k.decode(), tx)
         rows = w.surviving_rows()
         if len(rows) < len(w.rows):
             self.log.debug("window %s: %d of %d rows superseded by log events", w.id, len(w.rows) - len(rows), len(w.rows))
@@ -239,26 +252,36 @@ class IncrementalSnapshot:
         return rows
 
     def observe(self, change: RawChange) -> None:
-        """A log event: if its table has an open window, note the keys it touches."""
-        w = self._open.get(change.table.id)
-        if w is None:
-            return
+        """A log event of a scanned table: note the keys it touches in the open window and in the lookback."""
         table = change.table
+        tid = table.id
+        key = self._scanned.get(tid)
+        if key is None:
+            return
         found = self._keys.get(id(table))
         if found is None or found[0] is not table:
-            fn = key_function(table, w.scan.key)
+            fn = key_function(table, key)
             if fn is None:
                 self.log.warning("table %s changed shape during its incremental snapshot (key %s); "
-                                 "schema changes are not supported while it runs", table.id, w.scan.key)
+                                 "schema changes are not supported while it runs", tid, key)
             found = self._keys[id(table)] = (table, fn)
         fn = found[1]
         if fn is None:
             return
-        for row in (change.before, change.after):
-            if row is not None:
-                k = fn(row)
-                if k is not None:
-                    w.seen.add(k)
+        keys = [k for row in (change.before, change.after) if row is not None and (k := fn(row)) is not None]
+        w = self._open.get(tid)
+        if w is not None:
+            w.seen.update(keys)
+        if self._transaction_of is not None:
+            tx = self._transaction_of(change)
+            if tx is not None:
+                entries = self._recent.get(tx)
+                if entries is None:
+                    entries = self._recent[tx] = []
+                    self._recent_order.append(tx)
+                    if len(self._recent_order) > LOOKBACK_TRANSACTIONS:
+                        self._recent.pop(self._recent_order.popleft(), None)
+                entries += [(tid, k) for k in keys]
 
     def poll(self) -> None:
         """Handle what reader threads reported: failed chunks, tables given up; warn about missing watermarks."""
@@ -334,8 +357,11 @@ class IncrementalSnapshot:
         self.id = None
 
     def _rebuild_state(self) -> None:
+        self._scanned = {s.table.id: s.key for s in self.scans}
         if not self.scans:
             self.state = None
+            self._recent.clear()
+            self._recent_order.clear()
             return
         self.state = {"id": self.id, "paused": self.paused, "chunks": self.chunks,
                       "tables": [s.to_state() for s in self.scans]}
@@ -415,6 +441,7 @@ class IncrementalSnapshot:
             else:
                 chunk = reader.read_chunk(scan.table, scan.key, scan.cursor, scan.max_key, self.chunk_size, scan.condition)
             window.rows = chunk.rows
+            window.invisible = chunk.invisible
             window.last_key = chunk.last_key if chunk.rows else scan.cursor
             window.done = len(chunk.rows) < self.chunk_size or chunk.last_key == scan.max_key
             window.first_key = chunk.first_key

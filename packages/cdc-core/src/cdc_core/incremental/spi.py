@@ -31,11 +31,18 @@ Key = list[Any]
 
 @dataclass
 class ChunkRows:
-    """One chunk: its rows in key order and the keys of the first and last one (None when there are none)."""
+    """One chunk: its rows in key order and the keys of the first and last one (None when there are none).
+
+    ``invisible`` names the transactions the read's snapshot counted as still running (in the
+    form ``IncrementalSnapshotSource.transaction_of`` gives for log events). A commit reaches the
+    log a moment before new snapshots see it, so such a transaction may precede the low watermark
+    in the log and still be missing from the rows; the core then drops the rows it touched.
+    """
 
     rows: list[RawChange] = field(default_factory=list)
     last_key: Key | None = None
     first_key: Key | None = None
+    invisible: frozenset[Any] = frozenset()
 
 
 @runtime_checkable
@@ -73,6 +80,9 @@ class IncrementalSnapshotSource(Protocol):
 
     def reader(self) -> ChunkReader:
         """A new ChunkReader with its own connection."""
+
+    def transaction_of(self, change: RawChange) -> Any:
+        """The id of the transaction of a log event, comparable with ``ChunkRows.invisible`` (None if unknown)."""
 
     def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
                           stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:

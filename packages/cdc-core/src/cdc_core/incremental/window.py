@@ -47,7 +47,9 @@ class Window:
     The reader thread fills ``rows`` before it writes the high watermark. While the window is
     open (the stream passed the low watermark), every key a log event of the table touches goes
     into ``seen``; when the stream reaches the high watermark, the rows whose key was seen are
-    dropped (the log event supersedes them) and the rest are emitted as READs.
+    dropped (the log event supersedes them) and the rest are emitted as READs. Keys changed just
+    before the low watermark by a transaction the read did not see (``invisible``) are added to
+    ``seen`` at the close, from the coordinator's lookback.
     """
 
     id: str
@@ -60,6 +62,7 @@ class Window:
     done: bool = False
     opened: bool = False
     seen: set[bytes] = field(default_factory=set)
+    invisible: frozenset[Any] = frozenset()
 
     def surviving_rows(self) -> list[RawChange]:
         """The rows no log event inside the window superseded."""

@@ -154,8 +154,8 @@ class SignalController:
                         append = out.append
                         yield from self._run_blocking()
                     continue
-                if inc is not None and inc._open:
-                    inc.observe(item)
+                if state is not None:
+                    inc.observe(item)  # type: ignore[union-attr]
                 if state is not None:
                     item = RawChange(item.table, item.op, item.before, item.after, item.source,
                                      {**item.offset, STATE_KEY: state}, item.transaction_id)
