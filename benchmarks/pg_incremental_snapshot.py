@@ -125,6 +125,7 @@ def main() -> None:
         pg.execute("VACUUM ANALYZE bench", dbname="bench")
         for chunk in args.chunk_size:
             for writes in (None, *args.write_rates):
+                pg.execute("VACUUM ANALYZE bench", dbname="bench")  # the previous run's writes leave dead rows
                 rate, n, tps = snapshot_rate(pg, args.rows, chunk, writes)
                 results.append((chunk, writes, rate, n, tps))
     for chunk, writes, rate, n, tps in results:
