@@ -36,7 +36,7 @@ from cdc_postgres.replication import ReplicationConnection, format_lsn, parse_ls
 from cdc_postgres.source import sequence, source_block
 from cdc_postgres.types import TypeModes
 
-_INTEGER_TYPES = frozenset({"smallint", "integer", "bigint"})
+_INTEGER_TYPES = frozenset({"smallint", "integer", "bigint", "int2", "int4", "int8"})  # SQL and catalog (typname) spellings
 _BATCH = 2048
 
 
@@ -147,6 +147,8 @@ class PostgresSnapshotChunks:
         if chunks:
             chunks[0].first_overall = True
             chunks[-1].last_overall = True
+            for c in chunks:  # Debezium's first/last table: by table order, even when it is empty
+                c.extra.update(first_table=c.table == chunks[0].table, last_table=c.table == chunks[-1].table)
         self._listener = _connect(self.config)
         self._listener.execute(sql.SQL("LISTEN {}").format(sql.Identifier(_channel(snapshot))))
         self.log.info("snapshot %s of %d tables in %d chunks", snapshot, len(described), len(chunks))
@@ -291,22 +293,52 @@ def _condition(bounds: dict[str, Any]) -> tuple[sql.Composable, list[Any]]:
     return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(parts), params
 
 
+def _rows_beyond(conn: psycopg.Connection, table: Table, bounds: dict[str, Any], edge: str) -> bool:
+    """True if the table has rows before (``edge="from"``) or after (``"to"``) the chunk's range, in its snapshot."""
+    if bounds.get(edge) is None or bounds.get("kind") not in ("keys", "pages"):
+        return False
+    other = {"kind": bounds["kind"], "columns": bounds.get("columns"), "from": None, "to": None}
+    other["to" if edge == "from" else "from"] = bounds[edge]
+    where, params = _condition(other)
+    query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {}{})").format(sql.Identifier(table.id.schema or "", table.id.table), where)
+    return bool(conn.execute(query, params or None).fetchone()[0])
+
+
+def snapshot_marker(first_table: bool, last_table: bool, first_in_table: bool, last_in_table: bool) -> str:
+    """Debezium's ``source.snapshot`` value for a snapshot row (its precedence: last, first, then per table)."""
+    if last_in_table and last_table:
+        return "last"
+    if first_in_table and first_table:
+        return "first"
+    if last_in_table:
+        return "last_in_data_collection"
+    return "first_in_data_collection" if first_in_table else "true"
+
+
 def _copy_chunk(conn: psycopg.Connection, config: Config, table: Table, chunk: Chunk) -> Iterator[list[RawChange]]:
-    """COPY the chunk's rows out as ``op: r`` RawChanges, with Debezium's ``source.snapshot`` markers."""
+    """COPY the chunk's rows out as ``op: r`` RawChanges, with Debezium's ``source.snapshot`` markers.
+
+    A chunk holds its table's first (last) row if it is the table's first (last) chunk or every
+    chunk before (after) it is empty; rows in the middle share one source block.
+    """
     server, db = config.get(common.TOPIC_PREFIX), config.get(pgc.DBNAME)
     lsn, tx_id = chunk.extra["lsn"], chunk.extra["tx_id"]
     schema, name = table.id.schema or "", table.id.table
     seq = sequence(None, lsn)
+    first_table = chunk.extra.get("first_table", chunk.first_overall)
+    last_table = chunk.extra.get("last_table", chunk.last_overall)
+    first_in_table = chunk.first or not _rows_beyond(conn, table, chunk.bounds, "from")
+    last_in_table = chunk.last or not _rows_beyond(conn, table, chunk.bounds, "to")
     where, params = _condition(chunk.bounds)
     query = sql.SQL("COPY (SELECT {} FROM {}{}) TO STDOUT").format(
         sql.SQL(", ").join(sql.Identifier(c.name) for c in table.columns), sql.Identifier(schema, name), where)
-    first_marker = "first" if chunk.first_overall else ("first_in_data_collection" if chunk.first else "true")
-    last_marker = "last" if chunk.last_overall else ("last_in_data_collection" if chunk.last else "true")
     ts_us = time.time_ns() // 1000
     offset = {"snapshot": True, "last_snapshot_record": False, "lsn": lsn, "txId": tx_id, "ts_usec": ts_us}
+    source = source_block(server, db, ts_us, "true", schema, name, tx_id, lsn, seq)
+    first_marker = snapshot_marker(first_table, last_table, first_in_table, False)
     batch: list[RawChange] = []
     prev: RawChange | None = None
-    marker = first_marker
+    rows = 0
     with conn.cursor() as cur, cur.copy(query, params or None) as copy:
         for data in copy:
             if prev is not None:
@@ -314,14 +346,14 @@ def _copy_chunk(conn: psycopg.Connection, config: Config, table: Table, chunk: C
                 if len(batch) >= _BATCH:
                     yield batch
                     batch = []
-            values = parse_row(bytes(data).decode("utf-8").rstrip("\n"))
-            prev = RawChange(table, "r", None, values,
-                             source_block(server, db, ts_us, marker, schema, name, tx_id, lsn, seq), offset)
-            marker = "true"
+            prev = RawChange(table, "r", None, parse_row(str(data, "utf-8")[:-1]),
+                             source if rows or first_marker == "true" else {**source, "snapshot": first_marker}, offset)
+            rows += 1
     if prev is not None:
-        if last_marker != "true" or prev.source["snapshot"] == "true":
-            prev.source["snapshot"] = last_marker
-        if chunk.last_overall:
+        marker = snapshot_marker(first_table, last_table, first_in_table and rows == 1, last_in_table)
+        if marker != prev.source["snapshot"]:
+            prev = prev._replace(source={**source, "snapshot": marker})
+        if marker == "last":
             prev = prev._replace(offset={**offset, "last_snapshot_record": True})
         batch.append(prev)
     if batch:

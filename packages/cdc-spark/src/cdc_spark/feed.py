@@ -12,6 +12,7 @@ import bisect
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -51,6 +52,9 @@ class ConnectorFeed:
         self._connector: Any = None
         self._pending_ack: dict[str, Any] | None = None
         self._topic: str | None = None
+        self._reached: Callable[[dict[str, Any]], bool] | None = None
+        #: The cut a stream that must stop at a log position ends at (see ``stop_at``), once known.
+        self.stop_cut: tuple[int, dict[str, Any]] | None = None
         self._thread = threading.Thread(target=self._run, name="cdc-spark-feed", daemon=True)
 
     # -- control -------------------------------------------------------------------------------
@@ -69,6 +73,36 @@ class ConnectorFeed:
         if connector is not None:
             connector.stop()
         self._thread.join(timeout=30)
+
+    def stop_at(self, reached: Callable[[dict[str, Any]], bool]) -> None:
+        """End the stream at the first cut whose offset ``reached`` a log position (LogPosition semantics).
+
+        That cut is the stop if it closes no events; otherwise (its events were committed after
+        the position) the cut before it is.
+        """
+        with self._cond:
+            self._reached = reached
+            self.stop_cut = None
+            previous = None
+            for cut in self.cuts:
+                if self._check_stop(previous, cut):
+                    break
+                previous = cut
+            self._cond.notify_all()
+
+    def _check_stop(self, previous: tuple[int, dict[str, Any]] | None, cut: tuple[int, dict[str, Any]]) -> bool:
+        """Record ``cut`` (or ``previous``) as the stop if ``cut`` reached the position; under the lock."""
+        if self._reached is None or self.stop_cut is not None or not self._reached(cut[1]):
+            return False
+        self.stop_cut = cut if previous is None or previous[0] == cut[0] else previous
+        return True
+
+    def _cut(self, position: int, offset: dict[str, Any]) -> None:
+        """Append a cut; under the lock."""
+        previous = self.cuts[-1]
+        self.cuts.append((position, offset))
+        if self._reached is not None and self.stop_cut is None:
+            self._check_stop(previous, (position, offset))
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
         """Spark committed everything up to ``offset``: let the connector release it."""
@@ -102,16 +136,22 @@ class ConnectorFeed:
             return self.cuts[-1]
 
     def cut_within(self, start: int, max_events: int | None) -> tuple[int, dict[str, Any]]:
-        """The furthest cut at most ``max_events`` past ``start`` (the first one past it if none fits)."""
+        """The furthest cut at most ``max_events`` past ``start`` (the first one past it if none fits),
+        never past the stop cut."""
         with self._cond:
-            if max_events is None:
-                return self.cuts[-1]
-            limit = start + max_events
-            i = bisect.bisect_right(self.cuts, limit, key=lambda c: c[0])
-            if i > 0 and self.cuts[i - 1][0] > start:
-                return self.cuts[i - 1]
-            j = bisect.bisect_right(self.cuts, start, key=lambda c: c[0])
-            return self.cuts[j] if j < len(self.cuts) else self.cuts[-1]
+            cut = self._cut_within(start, max_events)
+            stop = self.stop_cut
+            return stop if stop is not None and cut[0] >= stop[0] else cut
+
+    def _cut_within(self, start: int, max_events: int | None) -> tuple[int, dict[str, Any]]:
+        if max_events is None:
+            return self.cuts[-1]
+        limit = start + max_events
+        i = bisect.bisect_right(self.cuts, limit, key=lambda c: c[0])
+        if i > 0 and self.cuts[i - 1][0] > start:
+            return self.cuts[i - 1]
+        j = bisect.bisect_right(self.cuts, start, key=lambda c: c[0])
+        return self.cuts[j] if j < len(self.cuts) else self.cuts[-1]
 
     def wait(self, predicate, timeout: float) -> bool:
         """Wait until ``predicate()`` holds (re-checked on every change), the feed ends, or timeout."""
@@ -204,8 +244,9 @@ class ConnectorFeed:
             if first is not None:
                 self._topic = builder.table_events(first.table).topic
         built = builder.build(raw)
-        if table is not None:  # one table's stream: no heartbeats or transaction records of others
-            built = [r for r in built if r.__class__ is Checkpoint or r.topic == self._topic]
+        if table is not None:  # one table's stream: no heartbeats or transaction records; their offsets stay
+            built = [r if r.__class__ is Checkpoint or r.topic == self._topic else Checkpoint(r.offset)
+                     for r in built if r.__class__ is Checkpoint or r.topic == self._topic or r.offset is not None]
         records = [r for r in built if r.__class__ is ChangeRecord]
         serialized = serializer.serialize(records) if records else []
         with self._cond:
@@ -217,7 +258,11 @@ class ConnectorFeed:
             pending: list[EventRow] = []
             for item in built:
                 if item.__class__ is Checkpoint:
-                    self.cuts.append((position, item.offset))
+                    if pending:  # records without an offset of their own are delivered with this one
+                        text = orjson.dumps(item.offset).decode()
+                        self.rows.extend(p._replace(offset=text) for p in pending)
+                        pending = []
+                    self._cut(position, item.offset)
                     continue
                 s = serializer_row = serialized[k]
                 k += 1
@@ -229,7 +274,7 @@ class ConnectorFeed:
                     text = orjson.dumps(item.offset).decode()
                     self.rows.extend(p._replace(offset=text) for p in pending)
                     pending = []
-                    self.cuts.append((position, item.offset))
+                    self._cut(position, item.offset)
             if pending:  # cannot happen with EventBuilder's groups; keep them rather than lose them
                 self.rows.extend(pending)
             self._cond.notify_all()

@@ -19,8 +19,9 @@ MAX_EVENTS_PER_TRIGGER = "maxEventsPerTrigger"
 SNAPSHOT_CHUNK_ROWS = "snapshotChunkRows"
 MAX_BUFFERED_EVENTS = "maxBufferedEvents"
 SNAPSHOT_HOLD_SECONDS = "snapshotHoldSeconds"
+EMPTY_BATCH_INTERVAL_MS = "emptyBatchIntervalMs"
 SOURCE_OPTIONS = (CONNECTOR, TABLE, MAX_EVENTS_PER_TRIGGER, SNAPSHOT_CHUNK_ROWS, MAX_BUFFERED_EVENTS,
-                  SNAPSHOT_HOLD_SECONDS)
+                  SNAPSHOT_HOLD_SECONDS, EMPTY_BATCH_INTERVAL_MS)
 #: Options Spark itself may add, never Debezium properties.
 _SPARK_OPTIONS = ("path", "checkpointlocation")
 
@@ -35,6 +36,8 @@ class SourceOptions:
     snapshot_chunk_rows: int
     max_buffered_events: int
     snapshot_hold_seconds: float
+    #: How often a batch without events may run only to move the offset (so the source releases its log).
+    empty_batch_interval_s: float
     key_schemas: bool
     value_schemas: bool
 
@@ -107,6 +110,7 @@ def parse_options(options: Mapping[str, Any]) -> SourceOptions:
     chunk_rows = _positive_int(lower, SNAPSHOT_CHUNK_ROWS, 100_000, problems)
     buffered = _positive_int(lower, MAX_BUFFERED_EVENTS, 100_000, problems)
     hold = _positive_int(lower, SNAPSHOT_HOLD_SECONDS, 3600, problems)
+    empty_ms = _positive_int(lower, EMPTY_BATCH_INTERVAL_MS, 60_000, problems)
     if problems:
         raise ConfigError(problems)
     return SourceOptions(
@@ -116,6 +120,7 @@ def parse_options(options: Mapping[str, Any]) -> SourceOptions:
         snapshot_chunk_rows=chunk_rows or 100_000,
         max_buffered_events=buffered or 100_000,
         snapshot_hold_seconds=float(hold or 3600),
+        empty_batch_interval_s=(empty_ms or 60_000) / 1000.0,
         key_schemas=_bool(config, "key.converter.schemas.enable"),
         value_schemas=_bool(config, "value.converter.schemas.enable"),
     )

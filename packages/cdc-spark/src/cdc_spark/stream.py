@@ -1,17 +1,23 @@
-"""The Structured Streaming reader: snapshot chunks as one batch, then the connector's log by position.
+"""The Structured Streaming reader: snapshot chunks in batches, then the connector's log by position.
 
-Spark's offsets are ``{"position", "offset", "phase"[, "snapshot"]}``: ``offset`` is the
+Spark's offsets are ``{"position", "offset", "phase"[, "snapshot", "chunk"]}``: ``offset`` is the
 connector's own offset (what the engine would store), ``position`` numbers the events so a batch
-is exactly the events in ``(start.position, end.position]``. Spark's checkpoint is the offset
-store: a restarted query starts the connector from the checkpointed offset, and a batch Spark
-replays is re-read from the connector (or the still-buffered rows). The connector is told to
-release a position (``acknowledge``) only in ``commit``, after Spark has committed the batch.
+is exactly the events in ``(start.position, end.position]``. The snapshot comes first, as batches
+of whole chunks of one held snapshot (``phase: snapshot``, ``chunk``: the chunks done), as many
+per batch as the read limit allows; the batch that completes it moves to ``phase: stream`` at the
+snapshot's resume offset. Spark's checkpoint is the offset store: a restarted query starts the
+connector from the checkpointed offset, and a batch Spark replays is re-read from the connector
+(or the still-buffered rows). A snapshot does not survive the query: one restarted in the middle
+is taken again from its first chunk (a new ``snapshot_id``: its rows replace what the table had).
+The connector is told to release a position (``acknowledge``) only in ``commit``, after Spark has
+committed the batch.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -21,6 +27,7 @@ from pyspark.sql.types import StructType
 from cdc_core.config import common
 from cdc_core.schema import Schema
 from cdc_core.spi.chunks import SnapshotPlan, snapshot_chunks_for
+from cdc_core.spi.position import log_position_for
 from cdc_spark.feed import ConnectorFeed, FeedError
 from cdc_spark.options import parse_options
 from cdc_spark.partitions import ChunkPartition, RowsPartition, read_chunk_rows, rows_partitions
@@ -29,12 +36,13 @@ from cdc_spark.rows import RowEncoder
 log = logging.getLogger("cdc.spark")
 
 INITIAL = "initial"
+SNAPSHOT = "snapshot"
 STREAM = "stream"
 #: How long ``partitions`` waits for the connector to re-read a batch being replayed.
 REPLAY_TIMEOUT_S = 600.0
-#: AvailableNow: the connector has caught up once it read no change for this long (seconds).
+#: AvailableNow without a LogPosition capability: caught up once no change was read for this long (seconds).
 QUIET_S = 3.0
-#: How long one AvailableNow ``latestOffset`` waits for the connector to catch up.
+#: How long one AvailableNow ``latestOffset`` waits for the connector to make progress.
 CATCH_UP_TIMEOUT_S = 600.0
 
 
@@ -50,14 +58,22 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = parse_options(self.raw_options)
         self.schema = schema
         self.value_schema = value_schema
+        self._reset()
+
+    def _reset(self) -> None:
         self._feed: ConnectorFeed | None = None
         self._chunks: Any = None
         self._plan: SnapshotPlan | None = None
-        self._plan_end: dict[str, Any] | None = None
+        #: Snapshot ids in offsets -> the id of the held snapshot that replaced them (replays after a restart).
+        self._alias: dict[str, str] = {}
+        #: Snapshot ids in offsets -> the resume offset of the snapshot actually read for them.
         self._resume: dict[str, dict[str, Any] | None] = {}
         self._ack: dict[str, Any] | None = None
         self._available_now = False
         self._target: int | None = None
+        self._position: Any = None
+        self._stop_position: dict[str, Any] | None = None
+        self._last_advance = time.monotonic()
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get the reader pickled: only what ``read`` needs.
@@ -66,9 +82,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._feed = self._chunks = self._plan = self._plan_end = self._ack = self._target = None
-        self._resume = {}
-        self._available_now = False
+        self._reset()
 
     # -- offsets -------------------------------------------------------------------------------
 
@@ -82,36 +96,58 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(n) if n else ReadAllAvailable()
 
     def prepareForTriggerAvailableNow(self) -> None:
-        """Stop at what the connector can read now: once it has caught up with its log (no change for a while)."""
+        """Stop at the connector's log position now (its LogPosition), else once it has caught up (quiet for a while)."""
         self._available_now = True
+        cls = log_position_for(self.options.connector_class)
+        if cls is not None:
+            self._position = cls(self.options.config)
+            self._stop_position = self._position.current_position()
+            log.info("Trigger.AvailableNow: reading up to log position %s", self._stop_position)
+            if self._feed is not None:
+                self._apply_stop(self._feed)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        """The end of the next batch: the whole snapshot as one batch, then events up to the read limit."""
-        if start.get("phase") == INITIAL and self._capability() is not None and self._chunks_instance().needs_snapshot(None):
-            if self._plan is None or self._plan_end is None or self._plan_end.get("_start") != _key(start):
-                self._open_plan()
-                assert self._plan is not None
-                end = {"position": int(start["position"]) + 1, "offset": self._plan.resume_offset,
-                       "phase": STREAM, "snapshot": self._plan.snapshot_id}
-                self._plan_end = {**end, "_start": _key(start)}
-            return {k: v for k, v in self._plan_end.items() if k != "_start"}
+        """The end of the next batch: snapshot chunks, then events, within the read limit."""
+        phase = start.get("phase")
+        if phase == SNAPSHOT or (phase == INITIAL and self._capability() is not None
+                                 and self._chunks_instance().needs_snapshot(None)):
+            return self._snapshot_end(start, limit)
         self._close_plan()
         feed = self._feed_from(start)
         position = int(start["position"])
-        if self._available_now and self._target is None:
-            quiet = max(QUIET_S, 5 * self.options.config.get(common.POLL_INTERVAL_MS) / 1000.0)
-            feed.wait(lambda: feed.caught_up(quiet) or feed.last_cut[0] > position, CATCH_UP_TIMEOUT_S)
-            feed.check()
-            if feed.caught_up(quiet) or feed.ended:
-                self._target = feed.last_cut[0]
+        if self._available_now:
+            self._wait_for_progress(feed, position)
         feed.check()
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         cut_position, cut_offset = feed.cut_within(position, max_rows)
         if self._target is not None and cut_position > self._target:
             cut_position, cut_offset = feed.cut_within(position, self._target - position) if self._target > position else (position, start.get("offset"))
-        if cut_position < position or (cut_position == position and _key(cut_offset or {}) == _key(start.get("offset") or {})):
+        if cut_position < position or (cut_position == position and _key(cut_offset or {}) == _key(self._start_offset(start) or {})):
             return start
+        if cut_position == position and not self._available_now:
+            # Only the offset moved (a commit or idle checkpoint): an empty batch now and then is
+            # enough for the source to release its log.
+            if time.monotonic() - self._last_advance < self.options.empty_batch_interval_s:
+                return start
+        self._last_advance = time.monotonic()
         return {"position": cut_position, "offset": cut_offset or None, "phase": STREAM}
+
+    def _wait_for_progress(self, feed: ConnectorFeed, position: int) -> None:
+        """AvailableNow: wait until the feed has events past ``position`` or knows where to stop."""
+        if self._stop_position is not None:
+            if not feed.wait(lambda: feed.stop_cut is not None or feed.last_cut[0] > position, CATCH_UP_TIMEOUT_S):
+                feed.check()
+                if feed.ended:
+                    return
+                raise FeedError(f"Trigger.AvailableNow: the connector made no progress towards log position "
+                                f"{self._stop_position} for {CATCH_UP_TIMEOUT_S:.0f}s")
+            return
+        if self._target is None:
+            quiet = max(QUIET_S, 5 * self.options.config.get(common.POLL_INTERVAL_MS) / 1000.0)
+            feed.wait(lambda: feed.caught_up(quiet) or feed.last_cut[0] > position, CATCH_UP_TIMEOUT_S)
+            feed.check()
+            if feed.caught_up(quiet) or feed.ended:
+                self._target = feed.last_cut[0]
 
     def reportLatestOffset(self) -> dict | None:
         """The newest position the connector has read."""
@@ -120,17 +156,52 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         position, offset = self._feed.last_cut
         return {"position": position, "offset": offset or None, "phase": STREAM}
 
+    def _snapshot_end(self, start: dict, limit: ReadLimit) -> dict:
+        """The end of the next snapshot batch: whole chunks, as many as the read limit allows (at least one)."""
+        plan = self._plan_for(start)
+        first = self._first_chunk(start, plan)
+        count = len(plan.chunks) - first
+        if isinstance(limit, ReadMaxRows):
+            count = min(count, max(1, limit.max_rows // self.options.snapshot_chunk_rows))
+        position = int(start["position"]) + 1
+        if first + count >= len(plan.chunks):
+            return {"position": position, "offset": plan.resume_offset, "phase": STREAM, "snapshot": plan.snapshot_id}
+        return {"position": position, "offset": None, "phase": SNAPSHOT, "snapshot": plan.snapshot_id,
+                "chunk": first + count}
+
+    def _held(self, snapshot_id: str | None) -> SnapshotPlan | None:
+        """The held plan that stands for ``snapshot_id`` (itself or its replacement), if any."""
+        plan = self._plan
+        if plan is None or snapshot_id is None:
+            return None
+        return plan if plan.snapshot_id == self._alias.get(snapshot_id, snapshot_id) else None
+
+    def _plan_for(self, start: dict) -> SnapshotPlan:
+        """The held snapshot ``start`` continues, or a new one (a new query, or one restarted mid-snapshot)."""
+        if start.get("phase") == SNAPSHOT:
+            plan = self._held(start.get("snapshot"))
+            if plan is not None:
+                return plan
+            log.warning("snapshot %s of the last committed batch is gone (the query restarted): taking a new "
+                        "snapshot from its first chunk; its rows replace what was read", start.get("snapshot"))
+        elif self._plan is not None:
+            return self._plan  # planned by an earlier call for this same first batch
+        self._open_plan()
+        assert self._plan is not None
+        return self._plan
+
+    def _first_chunk(self, start: dict, plan: SnapshotPlan) -> int:
+        """The first chunk of ``plan`` a batch from ``start`` reads (0 unless ``start`` is inside ``plan``)."""
+        if start.get("phase") == SNAPSHOT and self._held(start.get("snapshot")) is plan:
+            return min(int(start.get("chunk", 0)), len(plan.chunks))
+        return 0
+
     # -- batches -------------------------------------------------------------------------------
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        """Snapshot chunks for the snapshot batch; otherwise the buffered (or re-read) events of the range."""
-        if start.get("phase") == INITIAL and "snapshot" in end:
-            if self._plan is None or self._plan.snapshot_id != end["snapshot"]:
-                log.warning("replaying snapshot batch %s: its snapshot is gone, taking a new one", end["snapshot"])
-                self._open_plan()
-                assert self._plan is not None
-                self._resume[_key(end)] = self._plan.resume_offset
-            return [ChunkPartition(c, int(end["position"])) for c in self._plan.chunks]
+        """Snapshot chunks for a snapshot batch; otherwise the buffered (or re-read) events of the range."""
+        if end.get("phase") == SNAPSHOT or ("snapshot" in end and start.get("phase") in (INITIAL, SNAPSHOT)):
+            return self._chunk_partitions(start, end)
         position, last = int(start["position"]), int(end["position"])
         if last <= position:
             return []
@@ -140,6 +211,25 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise FeedError(f"the connector did not deliver events up to position {last} "
                             f"(it stopped at {feed.last_cut[0]}); cannot replay batch {start} -> {end}")
         return rows_partitions(feed.rows_between(position, last))
+
+    def _chunk_partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        """The chunks a snapshot batch reads; a batch replayed after its snapshot is gone reads a new
+        snapshot from its first chunk up to the batch's end."""
+        wanted = end["snapshot"]
+        plan = self._held(wanted)
+        if plan is not None:
+            first = self._first_chunk(start, plan)
+        else:
+            log.warning("replaying snapshot batch %s -> %s: its snapshot is gone, taking a new one", start, end)
+            self._open_plan()
+            plan = self._plan
+            assert plan is not None
+            self._alias[wanted] = plan.snapshot_id
+            self._resume[wanted] = plan.resume_offset
+            first = 0
+        last = int(end["chunk"]) if end.get("phase") == SNAPSHOT else len(plan.chunks)
+        position = int(end["position"])
+        return [ChunkPartition(c, position) for c in plan.chunks[first:last]]
 
     def read(self, partition: InputPartition):
         """On an executor: Arrow batches of the partition's rows (reading the chunk first for a snapshot chunk)."""
@@ -153,7 +243,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Spark committed everything up to ``end``: acknowledge it to the connector and drop its rows."""
-        offset = self._resume.get(_key(end), end.get("offset")) if "snapshot" in end else end.get("offset")
+        offset = self._start_offset(end)
         if end.get("phase") == STREAM and offset:
             self._ack = offset
             if self._feed is not None:
@@ -199,8 +289,21 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return feed
         if feed is not None:
             feed.stop()
-        offset = self._resume.get(_key(start), start.get("offset")) if "snapshot" in start else start.get("offset")
+        offset = self._start_offset(start)
         feed = self._feed = ConnectorFeed(self.options, position, offset)
         if self._ack is not None:
             feed.acknowledge(self._ack)
+        self._apply_stop(feed)
         return feed.start()
+
+    def _start_offset(self, start: dict) -> dict[str, Any] | None:
+        """The connector offset a batch from ``start`` continues from (a replaced snapshot's own resume offset)."""
+        if "snapshot" in start and start.get("phase") == STREAM:
+            return self._resume.get(start["snapshot"], start.get("offset"))
+        return start.get("offset")
+
+    def _apply_stop(self, feed: ConnectorFeed) -> None:
+        """AvailableNow with a LogPosition: the feed stops at the position taken when the query started."""
+        if self._position is not None and self._stop_position is not None:
+            position, target = self._position, self._stop_position
+            feed.stop_at(lambda offset: position.reached(offset, target))
