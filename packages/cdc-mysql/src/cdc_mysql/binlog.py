@@ -19,6 +19,8 @@ from pymysqlreplication import BinLogStreamReader
 from pymysql.constants.COMMAND import COM_BINLOG_DUMP
 from pymysqlreplication.gtid import GtidSet
 
+from cdc_mysql.connection import Connection
+
 # mysql-replication warns before every reconnect attempt; cdc refuses those attempts itself.
 logging.getLogger("pymysqlreplication").setLevel(logging.ERROR)
 # Its control connection passes PyMySQL's old ``db`` argument; nothing a cdc user can act on.
@@ -54,7 +56,7 @@ class CdcBinLogStreamReader(BinLogStreamReader):
         super().__init__(
             connection_settings, server_id, blocking=True, resume_stream=True, log_file=start.file,
             log_pos=start.pos, is_mariadb=mariadb, annotate_rows_event=annotate_rows,
-            slave_heartbeat=heartbeat_seconds, enable_logging=False, **kwargs,
+            slave_heartbeat=heartbeat_seconds, enable_logging=False, pymysql_wrapper=Connection, **kwargs,
         )
         self.cdc_start = start
         self.cdc_mariadb = mariadb

@@ -29,6 +29,7 @@ from cdc_mysql import config as myc
 from cdc_mysql.binlog import BinlogConnectionLost, BinlogStartPosition, CdcBinLogStreamReader
 from cdc_mysql.catalog import Catalog
 from cdc_mysql.checks import check_server, privilege_message
+from cdc_mysql.connection import Connection
 from cdc_mysql.ddl import SchemaModel
 from cdc_mysql.ddl_events import DdlEvents
 from cdc_mysql.filters import CaptureFilter
@@ -160,7 +161,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
     def _connect(self) -> pymysql.connections.Connection:
         """A regular connection with ``database.initial.statements`` run on it (``;;`` escapes a semicolon)."""
         try:
-            conn = pymysql.connect(**myc.connect_args(self.config, conv=ENCODERS_ONLY))
+            conn = Connection(**myc.connect_args(self.config, conv=ENCODERS_ONLY))
         except pymysql.err.OperationalError as e:
             if e.args and e.args[0] in (1045, 1044):
                 raise ConnectorError(f"cannot log in to {self.flavor.name} at {self.address} as user "

@@ -76,6 +76,37 @@ def decode_decimal(data: bytes, precision: int, scale: int) -> Decimal:
     return Decimal(("-" if negative else "") + text)
 
 
+def decimal_unscaled_code(v: str, precision: int, scale: int) -> list[str]:
+    """Generated lines setting ``v`` to the unscaled int of the binary DECIMAL(precision, scale) at ``pos``.
+
+    The digits are stored in big-endian groups (up to 9 digits in up to 4 bytes) with the sign in the
+    top bit (negative values inverted), so one int read and a few shifts give the unscaled value.
+    """
+    intg = precision - scale
+    groups: list[tuple[int, int]] = []  # (bytes, digits), most significant first
+    if intg % 9:
+        groups.append((_DIG2BYTES[intg % 9], intg % 9))
+    groups += [(4, 9)] * (intg // 9) + [(4, 9)] * (scale // 9)
+    if scale % 9:
+        groups.append((_DIG2BYTES[scale % 9], scale % 9))
+    size = sum(b for b, _ in groups)
+    sign = 1 << (8 * size - 1)
+    terms, shift, digits_after = [], 8 * size, scale + intg
+    for nbytes, digits in groups:
+        shift -= 8 * nbytes
+        digits_after -= digits
+        part = f"(x >> {shift}) & {(1 << 8 * nbytes) - 1}" if shift else f"x & {(1 << 8 * nbytes) - 1}"
+        terms.append(f"({part}) * {10 ** digits_after}" if digits_after else f"({part})")
+    return [f"x = from_bytes(data[pos:pos + {size}], 'big')",
+            f"if x & {sign}:",
+            f"    x ^= {sign}",
+            f"    {v} = {' + '.join(terms) or '0'}",
+            "else:",
+            f"    x ^= {((1 << 8 * size) - 1) ^ sign}",
+            f"    {v} = -({' + '.join(terms) or '0'})",
+            f"pos += {size}"]
+
+
 def _frac_bytes(fsp: int) -> int:
     return (fsp + 1) // 2
 
@@ -257,9 +288,8 @@ def _column_code(i: int, tc: Any, cd: ColumnDef, env: dict[str, Any]) -> list[st
         return [f"{v} = unpack_from('<d', data, pos)[0]", "pos += 8"]
     if t == FIELD_TYPE.YEAR:
         return [f"{v} = data[pos]", f"if {v}: {v} += 1900", "pos += 1"]
-    if t == FIELD_TYPE.NEWDECIMAL:
-        size = decimal_size(tc.precision, tc.decimals)
-        return [f"{v} = decode_decimal(data[pos:pos + {size}], {tc.precision}, {tc.decimals})", f"pos += {size}"]
+    if t == FIELD_TYPE.NEWDECIMAL:  # the unscaled int: what Kafka's Decimal needs, without a Decimal in between
+        return decimal_unscaled_code(v, tc.precision, tc.decimals)
     if t in (FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING):
         width = 2 if tc.max_length > 255 else 1
         return _string_code(v, width, cd, env, pad=cd.type_name == "BINARY")

@@ -34,6 +34,21 @@ def _float32(v: Any) -> float:
     return to_float32(float(v))
 
 
+def _unscaled_parser(scale: int) -> Callable[[Any], int | Decimal]:
+    """DECIMAL text (exactly ``scale`` fraction digits, as the server writes it) to the unscaled int."""
+
+    def parse(v: Any) -> int | Decimal:
+        text = v if isinstance(v, str) else bytes(v).decode("ascii")
+        point = text.find(".")
+        if point < 0:
+            return int(text) * 10 ** scale
+        if len(text) - point - 1 == scale:
+            return int(text[:point] + text[point + 1:])
+        return Decimal(text)  # an override's expression with another scale: the converter rounds it
+
+    return parse
+
+
 def _text(v: Any) -> str:
     return v if isinstance(v, str) else bytes(v).decode("utf-8", "replace")
 
@@ -48,7 +63,7 @@ def value_parser(col: ColumnDef) -> Callable[[Any], Any]:
     if t in ("FLOAT", "DOUBLE", "REAL"):
         return float
     if t in ("DECIMAL", "NUMERIC"):
-        return Decimal
+        return _unscaled_parser(col.scale or 0)
     if t == "BIT" or t in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB") or t in SPATIAL_TYPES:
         return _bytes
     if t == "DATE":

@@ -8,7 +8,7 @@ type                          intermediate value
 ============================  =================================================================
 integers, YEAR, BOOLEAN       ``int`` (unsigned values as read, never negative)
 FLOAT, DOUBLE, REAL           ``float``
-DECIMAL, NUMERIC              ``decimal.Decimal``
+DECIMAL, NUMERIC              the unscaled ``int`` at the column's scale (or a ``decimal.Decimal``)
 BIT                           ``bytes``, big-endian (as MySQL sends it)
 CHAR ... LONGTEXT, ENUM, SET  ``str`` (SET as ``"a,b"``)
 JSON                          ``str``
@@ -157,20 +157,36 @@ def _adjust_millis(v: int) -> int:
     return _adjust_micros(v) // 1000
 
 
-def _decimal_converter(mode: str, scale: int | None) -> Callable[[Decimal], Any]:
-    if mode == "double":
-        return lambda v: sem.json_float(float(v))
-    if mode == "string":
-        return sem.java_plain_string
-    s = scale or 0
+def _unscaled_text(n: int, scale: int) -> str:
+    """``BigDecimal.toPlainString()`` of the unscaled ``n`` at ``scale``."""
+    if not scale:
+        return str(n)
+    digits = str(abs(n)).rjust(scale + 1, "0")
+    return ("-" if n < 0 else "") + digits[:-scale] + "." + digits[-scale:]
 
-    def precise(v: Decimal) -> str:
+
+def _decimal_converter(mode: str, scale: int | None) -> Callable[[int | Decimal], Any]:
+    s = scale or 0
+    if mode == "double":
+        ten_s = 10 ** s
+
+        def double(v: int | Decimal) -> Any:
+            return v / ten_s if v.__class__ is int else sem.json_float(float(v))
+
+        return double
+    if mode == "string":
+        return lambda v: _unscaled_text(v, s) if v.__class__ is int else sem.java_plain_string(v)
+    to_base64 = sem.unscaled_to_base64
+
+    def precise(v: int | Decimal) -> str:
+        if v.__class__ is int:
+            return to_base64(v)
         try:
-            return sem.unscaled_to_base64(sem.unscaled_value(v, s))
+            return to_base64(sem.unscaled_value(v, s))
         except ValueError:  # more fraction digits than the scale (a DEFAULT literal): round half up
             with localcontext() as ctx:
                 ctx.prec = 100
-                return sem.unscaled_to_base64(sem.unscaled_value(sem.round_half_up(v, s), s))
+                return to_base64(sem.unscaled_value(sem.round_half_up(v, s), s))
 
     return precise
 

@@ -1,0 +1,38 @@
+"""PyMySQL connections for the connector, sharing one TLS context for the server's optional TLS.
+
+PyMySQL tries TLS whenever the server offers it (Debezium's ``database.ssl.mode=preferred``) and
+builds a fresh default SSL context for every connection, which loads the system's CA store: tens
+of milliseconds per connection, and a connector opens several. Without certificates to check
+(``preferred`` verifies nothing), one context serves them all.
+"""
+
+from __future__ import annotations
+
+import ssl
+import threading
+from typing import Any
+
+import pymysql
+
+_lock = threading.Lock()
+_preferred: ssl.SSLContext | None = None
+
+
+def _preferred_context() -> ssl.SSLContext:
+    global _preferred
+    with _lock:
+        if _preferred is None:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            _preferred = ctx
+        return _preferred
+
+
+class Connection(pymysql.connections.Connection):
+    """A PyMySQL connection whose optional (``preferred``) TLS reuses one context."""
+
+    def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
+        if not sslp:
+            return _preferred_context()
+        return super()._create_ssl_ctx(sslp)
