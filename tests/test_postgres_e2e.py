@@ -8,7 +8,6 @@ import time
 from pathlib import Path
 
 import orjson
-import pytest
 
 from cdc_postgres.demo import CUSTOMERS_TABLE as CUSTOMERS
 
