@@ -369,7 +369,7 @@ def _unparseable(rules: list[dict[str, Any]]) -> Callable[[], None]:
     def apply(self: Any, sql: str, database: str | None) -> Any:
         for rule in rules:
             if rule["contains"] in sql:
-                tables = mysql_ddl._mentioned_tables(mysql_ddl._tokens(sql), database) if rule.get("name_tables") else []
+                tables = mysql_ddl.mentioned_tables(mysql_ddl.tokenize(sql), database) if rule.get("name_tables") else []
                 raise mysql_ddl.UnparseableDdl(sql, "made unparseable by the scenario", tables)
         return original(self, sql, database)
 

@@ -26,9 +26,9 @@ from cdc_core.relational import Table
 from cdc_core.relational import TableId as CoreTableId
 
 from cdc_mysql.binlog import CdcBinLogStreamReader
-from cdc_mysql.ddl import AppliedDdl, SchemaModel, UnparseableDdl
+from cdc_mysql.ddl import AppliedDdl, SchemaModel
 from cdc_mysql.gtid import gtid_set
-from cdc_mysql.model import TableChange, TableDef, TableId
+from cdc_mysql.model import TableDef, TableId
 from cdc_mysql.rows import RowDecoder, SchemaMismatch, compile_decoder
 from cdc_mysql.source import DEBEZIUM_VERSION
 from cdc_mysql.types import TypeModes, column_for
