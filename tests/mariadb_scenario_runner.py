@@ -251,6 +251,21 @@ def _expect_count(run: ScenarioRun, arg: dict[str, Any]) -> None:
         assert ops == {arg["op"]}, f"ops {ops} != {{{arg['op']!r}}}"
 
 
+def _expect_distinct_keys(run: ScenarioRun, arg: dict[str, Any]) -> None:
+    """Records arrive until the one keyed ``last``; at least ``at_least`` distinct keys, all of ``op``."""
+    deadline = time.monotonic() + float(arg.get("timeout", 30))
+    last = arg["last"]
+    while time.monotonic() < deadline and not any(r.key == last for r in run.records[run.seen:]):
+        assert run.thread is not None and run.thread.is_alive(), f"the connector stopped: {run.error}"
+        time.sleep(0.02)
+    got = run.records[run.seen:]
+    run.seen = len(run.records)
+    assert any(r.key == last for r in got), f"no record keyed {last}"
+    assert {r.value.get("op") for r in got if r.value} == {arg["op"]}
+    keys = {repr(r.key) for r in got}
+    assert len(keys) >= int(arg["at_least"]), f"{len(keys)} distinct keys, expected at least {arg['at_least']}"
+
+
 def _nothing_more(run: ScenarioRun, arg: Any) -> None:
     time.sleep(float(arg or 0.5))
     extra = run.records[run.seen:]
@@ -349,6 +364,7 @@ STEPS: dict[str, Callable[[ScenarioRun, Any], None]] = {
     "sql": _sql,
     "expect": _expect,
     "expect_count": _expect_count,
+    "expect_distinct_keys": _expect_distinct_keys,
     "nothing_more": _nothing_more,
     "fails": _fails,
     "exits": _exits,

@@ -36,12 +36,14 @@ from cdc_mysql.filters import CaptureFilter
 from cdc_mysql.flavor import MYSQL, Flavor
 from cdc_mysql.gtid import source_filter
 from cdc_mysql.history import SchemaHistory
+from cdc_mysql.incremental import MySqlIncrementalSource, signal_table_id
+from cdc_mysql.model import TableId
 from cdc_mysql.snapshot import ENCODERS_ONLY, SnapshotReader
 from cdc_mysql.snapshot_plan import plan
 from cdc_mysql.snapshotting import Snapshotting, snapshot_problems
 from cdc_mysql.source import source_schema
 from cdc_mysql.streaming import BinlogStreamer, TableVersions
-from cdc_mysql.types import TypeModes
+from cdc_mysql.types import type_modes
 
 #: Memory schema histories by Config object, so a retry of the same engine keeps its history.
 _MEMORY_HISTORIES: dict[int, Any] = {}
@@ -63,13 +65,8 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self.server = config.get(common.TOPIC_PREFIX)
         self.address = myc.server_address(config)
         self.filter = CaptureFilter(config)
-        self.modes = TypeModes(
-            decimal_handling=config.get(common.DECIMAL_MODE),
-            time_precision=config.get(myc.TIME_PRECISION_MODE),
-            bigint_unsigned_handling=config.get(myc.BIGINT_UNSIGNED_MODE),
-            binary_handling=config.get(common.BINARY_MODE),
-            adjust_years=config.get(myc.ENABLE_TIME_ADJUSTER),
-        )
+        self.modes = type_modes(config)
+        self.signal_table = signal_table_id(config)
         self.versions = TableVersions(self.modes)
         self.model = SchemaModel()
         plugins = context.plugins if context.plugins is not None else registry()
@@ -95,6 +92,14 @@ class MySqlConnector(Snapshotting, DdlEvents):
             problems.append(f"snapshot.locking.mode: {mode!r} is not available for {self.flavor.name}; use one of "
                             f"{', '.join(self.flavor.snapshot_locking_modes)}")
         return problems + snapshot_problems(self.config)
+
+    def incremental_snapshot_source(self) -> MySqlIncrementalSource:
+        """Ad hoc (incremental and blocking) snapshots: chunk reads and watermarks for the core."""
+        return MySqlIncrementalSource(self.config, self.log.with_context("incremental"), self.flavor.name)
+
+    def streamed(self, table: TableId) -> bool:
+        """True if the binlog rows of ``table`` go to the core: captured tables and the signal table."""
+        return self.filter.includes(table) or table == self.signal_table
 
     def partition(self) -> dict[str, Any]:
         """Offsets are stored under ``{"server": topic.prefix}``, as Debezium does."""
@@ -223,7 +228,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
                  start.get("event") or 0, start.get("row") or 0)
         streamer = BinlogStreamer(
             self._reader, self.model, self.versions, connector=self.flavor.name, server=self.server,
-            gtid_format=self.flavor.gtid_format, offset=start, captured=self.filter.includes, ddl=self,
+            gtid_format=self.flavor.gtid_format, offset=start, captured=self.streamed, ddl=self,
             include_query=self.config.get(myc.INCLUDE_QUERY),
             inconsistent_mode=self.config.get(myc.INCONSISTENT_SCHEMA_MODE),
             max_batch=self.config.get(common.MAX_BATCH_SIZE), log=log,

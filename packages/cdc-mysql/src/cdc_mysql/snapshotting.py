@@ -52,7 +52,7 @@ class Snapshotting:
                 captured = self.filter.includes(tid)
                 if captured:
                     capture.append(tid)
-                if captured or not only_captured:
+                if captured or not only_captured or tid == self.signal_table:  # signal rows are decoded too
                     record.append(tid)
         return record, capture
 

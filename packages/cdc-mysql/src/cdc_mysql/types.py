@@ -58,6 +58,21 @@ class TypeModes:
     adjust_years: bool = True
 
 
+def type_modes(config: Any) -> TypeModes:
+    """The type-handling modes a connector configuration sets."""
+    from cdc_core.config import common
+
+    from cdc_mysql import config as myc
+
+    return TypeModes(
+        decimal_handling=config.get(common.DECIMAL_MODE),
+        time_precision=config.get(myc.TIME_PRECISION_MODE),
+        bigint_unsigned_handling=config.get(myc.BIGINT_UNSIGNED_MODE),
+        binary_handling=config.get(common.BINARY_MODE),
+        adjust_years=config.get(myc.ENABLE_TIME_ADJUSTER),
+    )
+
+
 def _schema(type_: str, optional: bool, default: Any = None, **kw: Any) -> Schema:
     return Schema(type_, optional=optional, default=default, **kw)
 

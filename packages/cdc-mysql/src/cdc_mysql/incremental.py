@@ -1,0 +1,307 @@
+"""MySQL's and MariaDB's ad hoc snapshot capabilities for the core (see ``cdc_core.incremental.spi``).
+
+Chunks are read with one ``SELECT ... WHERE key > after AND key <= upto ORDER BY key LIMIT n``
+(composite keys expanded into the index-friendly ``a > x OR (a = x AND b > y)`` form) on an
+autocommit connection in UTC. Keys travel in the text protocol's form (binary key columns as hex),
+so they are JSON for the offsets and bind back as they came. Watermarks are rows of the signal
+table inserted (and, for ``insert_delete``, deleted) on that connection: with the binlog on, a
+commit is visible to later reads once it returns, and the server commits in binlog order, so no
+transaction before the low watermark can be missing from a chunk. A blocking snapshot reads its
+tables in one consistent-snapshot transaction with the initial snapshot's markers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pymysql.cursors
+
+from cdc_core.config import Config
+from cdc_core.events import RawChange
+from cdc_core.incremental.spi import ChunkRows, Key
+from cdc_core.plugins import registry
+from cdc_core.relational import Table
+from cdc_core.signals.conditions import Node
+from cdc_core.snapshot import snapshot_query
+
+from cdc_mysql import config as myc
+from cdc_mysql.catalog import Catalog, quote
+from cdc_mysql.connection import Connection
+from cdc_mysql.ddl import SchemaModel
+from cdc_mysql.filters import CaptureFilter
+from cdc_mysql.model import TableDef, TableId
+from cdc_mysql.snapshot import ENCODERS_ONLY, row_parser
+from cdc_mysql.snapshot_locks import quote_table
+from cdc_mysql.source import source_block
+from cdc_mysql.streaming import TableVersions
+from cdc_mysql.types import type_modes
+
+_BATCH = 2048
+_BINARY = frozenset({"BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB", "BIT"})
+
+
+def _connect(config: Config) -> Connection:
+    """An autocommit connection in UTC (TIMESTAMP keys read and bound in one time zone)."""
+    conn = Connection(**myc.connect_args(config, conv=ENCODERS_ONLY))
+    with conn.cursor() as cur:
+        cur.execute("SET SESSION time_zone = '+00:00'")
+    return conn
+
+
+def _key_value(raw: Any) -> Any:
+    """A key value as stored in offsets: text as is, binary as hex."""
+    return raw.hex() if isinstance(raw, (bytes, bytearray)) else raw
+
+
+def _placeholder(definition: TableDef, column: str) -> str:
+    col = definition.column(column)
+    return "UNHEX(%s)" if col is not None and col.type_name in _BINARY else "%s"
+
+
+def _greater(definition: TableDef, key: list[str], values: Key) -> tuple[str, list[Any]]:
+    """``key > values`` for a (composite) key, in the expanded form indexes serve: ``a > x OR (a = x AND b > y)``."""
+    parts, params = [], []
+    for i, name in enumerate(key):
+        terms = [f"{quote(key[j])} = {_placeholder(definition, key[j])}" for j in range(i)]
+        terms.append(f"{quote(name)} > {_placeholder(definition, name)}")
+        parts.append("(" + " AND ".join(terms) + ")")
+        params += list(values[:i + 1])
+    return "(" + " OR ".join(parts) + ")", params
+
+
+class MySqlChunkReader:
+    """Chunk reads and watermark writes on one autocommit connection (``cdc_core.incremental.spi.ChunkReader``)."""
+
+    def __init__(self, source: MySqlIncrementalSource):
+        self.source = source
+        self.conn = _connect(source.config)
+
+    def max_key(self, table: Table, key: list[str], condition: Node | None) -> Key | None:
+        """The largest key of the matching rows, in the text protocol's form."""
+        where, params = _where(condition)
+        order = ", ".join(f"{quote(k)} DESC" for k in key)
+        with self.conn.cursor() as cur:
+            cur.execute(f"SELECT {', '.join(quote(k) for k in key)} FROM {quote_table(table.id)}{where} "
+                        f"ORDER BY {order} LIMIT 1", params)
+            row = cur.fetchone()
+        return None if row is None else [_key_value(v) for v in row]
+
+    def read_chunk(self, table: Table, key: list[str], after: Key | None, upto: Key, limit: int,
+                   condition: Node | None) -> ChunkRows:
+        """Up to ``limit`` rows after ``after`` up to ``upto`` in key order, as ``op: r`` incremental READs."""
+        definition = self.source.definition(table)
+        parts, params = [], []
+        if after is not None:
+            text, values = _greater(definition, key, after)
+            parts.append(text)
+            params += values
+        text, values = _greater(definition, key, upto)
+        parts.append(f"NOT {text}")
+        params += values
+        if condition is not None:
+            rendered, values = condition.render(quote, "%s")
+            parts.append(f"({rendered})")
+            params += values
+        cols = ", ".join(quote(c.name) for c in definition.columns)
+        query = (f"SELECT {cols} FROM {quote_table(table.id)} WHERE {' AND '.join(parts)} "
+                 f"ORDER BY {', '.join(quote(k) for k in key)} LIMIT {int(limit)}")
+        parse = row_parser(definition)
+        positions = [definition.columns.index(definition.column(k)) for k in key]
+        with self.conn.cursor() as cur:
+            cur.execute("SHOW MASTER STATUS")
+            file, pos = cur.fetchone()[:2]
+            cur.execute(query, params)
+            raw_rows = cur.fetchall()
+        if not raw_rows:
+            return ChunkRows()
+        source = source_block(self.source.flavor, self.source.server, time.time_ns() // 1_000_000, "incremental",
+                              definition.id.database, definition.id.table, self.source.server_id, None, file,
+                              int(pos), 0, None, None)
+        rows = [RawChange(table, "r", None, parse(raw), source, None) for raw in raw_rows]
+        return ChunkRows(rows, [_key_value(raw_rows[-1][i]) for i in positions],
+                         [_key_value(raw_rows[0][i]) for i in positions])
+
+    def insert_watermark(self, row_id: str, kind: str, data: str) -> None:
+        """Insert a watermark row (committed at once: the stream must see it)."""
+        signal = self.source.signal_definition()
+        cols = ", ".join(quote(c.name) for c in signal.columns[:3])
+        with self.conn.cursor() as cur:
+            cur.execute(f"INSERT INTO {quote(signal.id.database)}.{quote(signal.id.table)} ({cols}) "
+                        "VALUES (%s, %s, %s)", (row_id, kind, data))
+
+    def delete_watermark(self, row_id: str) -> None:
+        """Delete a watermark row."""
+        signal = self.source.signal_definition()
+        with self.conn.cursor() as cur:
+            cur.execute(f"DELETE FROM {quote(signal.id.database)}.{quote(signal.id.table)} "
+                        f"WHERE {quote(signal.columns[0].name)} = %s", (row_id,))
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+
+def _where(condition: Node | None) -> tuple[str, list[Any]]:
+    if condition is None:
+        return "", []
+    text, params = condition.render(quote, "%s")
+    return f" WHERE {text}", params
+
+
+class MySqlIncrementalSource:
+    """The MySQL/MariaDB connector's ad hoc snapshot capabilities (``cdc_core.incremental.spi``)."""
+
+    def __init__(self, config: Config, log: Any, flavor: str = "mysql"):
+        self.config = config
+        self.log = log
+        self.flavor = flavor
+        self.server = config.get("topic.prefix")
+        self.server_id = 0
+        self.versions = TableVersions(type_modes(config))
+        self._definitions: dict[Any, TableDef] = {}
+        self._signal: TableDef | None = None
+        self._conn: Connection | None = None
+
+    def _connection(self) -> Connection:
+        if self._conn is None or not self._conn.open:
+            self._conn = _connect(self.config)
+            with self._conn.cursor() as cur:
+                cur.execute("SELECT @@server_id")
+                self.server_id = int(cur.fetchone()[0])
+        return self._conn
+
+    def _read(self, tables: list[TableId]) -> list[TableDef]:
+        catalog = Catalog(self._connection())
+        model = SchemaModel()
+        model.database_charsets.update(catalog.database_charsets())
+        out = []
+        for tid in tables:
+            change = catalog.read_table(model, tid)
+            if change.table is not None:
+                out.append(change.table)
+        return out
+
+    def captured_tables(self) -> list[Table]:
+        """The captured tables' current definitions (read from the catalog now)."""
+        catalog = Catalog(self._connection())
+        capture = CaptureFilter(self.config)
+        ids = [TableId(db, name) for db in catalog.databases() if capture.includes_database(db)
+               for name in catalog.tables(db) if capture.includes(TableId(db, name))]
+        out = []
+        for definition in self._read(ids):
+            table = self.versions.table(definition)
+            self._definitions[table.id] = definition
+            out.append(table)
+        return out
+
+    def definition(self, table: Table) -> TableDef:
+        """The TableDef behind a Table of ``captured_tables``."""
+        found = self._definitions.get(table.id)
+        if found is None:
+            found = self._read([TableId(table.id.catalog or "", table.id.table)])[0]
+            self._definitions[table.id] = found
+        return found
+
+    def signal_definition(self) -> TableDef:
+        """The signal table's definition (``signal.data.collection``)."""
+        if self._signal is None:
+            tid = signal_table_id(self.config)
+            if tid is None:
+                raise RuntimeError("signal.data.collection is not set: incremental snapshots write their watermarks "
+                                   "to the signal table")
+            found = self._read([tid])
+            if not found:
+                raise RuntimeError(f"signal.data.collection {tid} does not exist: create it as (id VARCHAR(42) "
+                                   "PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))")
+            self._signal = found[0]
+        return self._signal
+
+    def reader(self) -> MySqlChunkReader:
+        """A chunk reader on a new connection."""
+        self._connection()
+        return MySqlChunkReader(self)
+
+    def transaction_of(self, change: RawChange) -> Any:
+        """A log event's transaction (its GTID); no chunk read ever misses a logged transaction (see above)."""
+        return change.source.get("gtid")
+
+    def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
+                          stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:
+        """The tables read in one consistent-snapshot transaction, with the initial snapshot's markers."""
+        query_spi = snapshot_query(self.config, self.config.get(myc.SNAPSHOT_QUERY_MODE), registry())
+        conn = _connect(self.config)
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                cur.execute("SHOW MASTER STATUS")
+                file, pos = cur.fetchone()[:2]
+            self._connection()
+            batch: list[RawChange] = []
+            held: RawChange | None = None
+            first_overall = True
+            for table, condition in tables:
+                definition = self.definition(table)
+                columns = [quote(c.name) for c in definition.columns]
+                select = query_spi.snapshot_query(table.id, columns, quote_table)
+                if select is None:
+                    continue
+                where, params = _where(condition)
+                if where:
+                    select = f"SELECT * FROM ({select}) AS cdc_blocking_select{where}"
+                offset = offset_for(table)
+                source = source_block(self.flavor, self.server, time.time_ns() // 1_000_000, "true",
+                                      definition.id.database, definition.id.table, self.server_id, None, file,
+                                      int(pos), 0, None, None)
+                rows = 0
+                with conn.cursor(pymysql.cursors.SSCursor) as cur:
+                    cur.execute(select, params or None)
+                    parse = row_parser(definition, [d[0] for d in cur.description or ()])
+                    for raw in cur:
+                        if held is not None:
+                            batch.append(held)
+                        marker = None if rows else ("first" if first_overall else "first_in_data_collection")
+                        held = RawChange(table, "r", None, parse(raw),
+                                         source if marker is None else {**source, "snapshot": marker}, offset)
+                        first_overall = False
+                        rows += 1
+                        if len(batch) >= _BATCH:
+                            yield batch
+                            batch = []
+                            if stopped():
+                                return
+                if rows > 1 and held is not None:
+                    held = held._replace(source={**held.source, "snapshot": "last_in_data_collection"})
+            if held is not None:
+                batch.append(held._replace(source={**held.source, "snapshot": "last"}))
+            if batch:
+                yield batch
+            conn.commit()
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        """Close the catalog connection."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def signal_table_id(config: Config) -> TableId | None:
+    """``signal.data.collection`` (``db.table``, quoted parts allowed) as a TableId, or None."""
+    from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
+    from cdc_core.signals.names import parse_quoted_name
+
+    name = config.get(SIGNAL_DATA_COLLECTION)
+    if not name:
+        return None
+    parts = parse_quoted_name(name) or name.split(".")
+    return TableId(parts[-2], parts[-1]) if len(parts) >= 2 else None
+
+
+def incremental_snapshot_source(config: Config, log: Any) -> MySqlIncrementalSource:
+    """The capability, found by ``cdc_core.incremental.spi.incremental_source_for`` (the connector's flavor is set
+    by ``MySqlConnector.incremental_snapshot_source``)."""
+    return MySqlIncrementalSource(config, log)
