@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import orjson
 
 from cdc_core.config import Config
 from cdc_core.errors import RetriableError
@@ -23,14 +22,15 @@ from cdc_core.filters import TableFilter
 from cdc_core.incremental.blocking import BLOCKING_KEY, BlockingRequest, run_blocking
 from cdc_core.incremental.coordinator import CLOSE, OPEN, IncrementalSnapshot
 from cdc_core.incremental.spi import IncrementalSnapshotSource, incremental_source_for
-from cdc_core.incremental.state import STATE_KEY, TableScan
+from cdc_core.incremental.state import STATE_KEY
 from cdc_core.notifications.service import Listener, NotificationService
 from cdc_core.notifications.spi import SIGNAL
 from cdc_core.relational import Table
+from cdc_core.signals.actions import ACTIONS, signal_data
 from cdc_core.signals.channels import InProcessSignalChannel
-from cdc_core.signals.conditions import Node, parse_filter
+from cdc_core.signals.conditions import Node
 from cdc_core.signals.config import SIGNAL_CHANNELS, SIGNAL_DATA_COLLECTION, WATERMARKING
-from cdc_core.signals.names import NameMatcher, SignalDataError, parse_quoted_name, select_tables
+from cdc_core.signals.names import SignalDataError, parse_quoted_name
 from cdc_core.signals.spi import SignalRecord
 
 Batch = list[RawChange | Checkpoint | ChangeRecord]
@@ -72,13 +72,13 @@ class SignalController:
         self._last_offset = offset
         if not offset or not (offset.get(STATE_KEY) or offset.get(BLOCKING_KEY)):
             return
-        source = self._capability()
+        source = self.capability()
         if source is None:
             self.log.warning("the offsets record an ad hoc snapshot, but this connector cannot run one; it is dropped")
             return
         try:
             if offset.get(STATE_KEY):
-                self._incremental().restore(offset[STATE_KEY])
+                self.incremental_snapshot().restore(offset[STATE_KEY])
             if offset.get(BLOCKING_KEY):
                 self._blocking = BlockingRequest.from_offset(offset, source.captured_tables(), self.log)
                 self._last_offset = self._blocking.paused_at if self._blocking else offset
@@ -254,10 +254,10 @@ class SignalController:
         """Run one signal; a refused one is logged and notified (aggregate ``Signal``, type ``REJECTED``)."""
         self.log.info("signal %s: %s (channel %s)", record.id, record.type, record.channel)
         try:
-            action = _ACTIONS.get(record.type)
+            action = ACTIONS.get(record.type)
             if action is None:
-                raise SignalDataError(f"unknown signal type {record.type!r}; known: {', '.join(sorted(_ACTIONS))}")
-            action(self, record, _data(record))
+                raise SignalDataError(f"unknown signal type {record.type!r}; known: {', '.join(sorted(ACTIONS))}")
+            action(self, record, signal_data(record))
         except SignalDataError as e:
             self._refuse(record, str(e))
         except Exception as e:  # noqa: BLE001 - e.g. the catalog could not be read: the stream goes on
@@ -269,91 +269,30 @@ class SignalController:
         self.notifier.notify(SIGNAL, "REJECTED", {"signal_id": record.id, "signal_type": record.type,
                                                    "channel": record.channel, "reason": reason}, record.id)
 
-    def _capability(self) -> IncrementalSnapshotSource | None:
+    def request_blocking(self, signal_id: str, tables: list[tuple[Table, str | None, Node | None]]) -> None:
+        """Run a blocking snapshot of ``tables`` (table, filter text, filter) right after the current signal."""
+        self._blocking = BlockingRequest(signal_id, tables, self._last_offset)
+
+    def capability(self) -> IncrementalSnapshotSource | None:
+        """The connector's ad hoc snapshot capability (looked up once), or None."""
         if self._source is None:
             self._source = incremental_source_for(self.connector, self.config, self.log)
         return self._source
 
-    def _incremental(self) -> IncrementalSnapshot:
+    def incremental_snapshot(self) -> IncrementalSnapshot:
+        """The incremental snapshot runner (created on first use)."""
         if self.incremental is None:
-            source = self._capability()
+            source = self.capability()
             assert source is not None
             self.incremental = IncrementalSnapshot(source, self.config, self.notifier,
                                                    self.metrics.snapshot if self.metrics is not None else None, self.log)
         return self.incremental
 
-    def execute_snapshot(self, record: SignalRecord, data: dict[str, Any]) -> None:
-        """``execute-snapshot``: validate everything, then start an incremental or a blocking snapshot."""
-        kind = str(data.get("type") or "incremental").lower()
-        if kind not in ("incremental", "blocking"):
-            raise SignalDataError(f"snapshot type {data.get('type')!r} is not incremental or blocking")
-        if "data-collections" not in data:
-            raise SignalDataError("execute-snapshot needs data-collections (an array of table names)")
-        if data["data-collections"] == []:
-            self.log.info("signal %s names no tables: nothing to snapshot", record.id)
-            return
-        source = self._capability()
-        if source is None:
-            raise SignalDataError(f"the {type(self.connector).__name__} connector does not support ad hoc snapshots")
-        if kind == "incremental" and self.signal_table is None:
-            raise SignalDataError("incremental snapshots need signal.data.collection: their watermarks are written "
-                                  "to the signal table")
-        tables = select_tables(data["data-collections"], source.captured_tables())
-        conditions = _conditions(data, tables, allow_select=kind == "blocking")
-        surrogate = data.get("surrogate-key")
-        if surrogate is not None:
-            if not isinstance(surrogate, str):
-                raise SignalDataError("surrogate-key must be a column name")
-            for t in tables:
-                if surrogate not in {c.name for c in t.columns}:
-                    raise SignalDataError(f"surrogate-key {surrogate!r} is not a column of {t.id}")
-        if kind == "blocking":
-            self._blocking = BlockingRequest(record.id, [(t, *conditions.get(t.id.identifier, (None, None)))
-                                                         for t in tables], self._last_offset)
-            return
-        scans = []
-        for t in tables:
-            text, node = conditions.get(t.id.identifier, (None, None))
-            key = [surrogate] if surrogate else list(t.primary_key)
-            scans.append(TableScan(t, key, text, node, surrogate, skip=None if key else "NO_PRIMARY_KEY"))
-        self._incremental().add(record.id, scans)
-
-    def stop_snapshot(self, record: SignalRecord, data: dict[str, Any]) -> None:
-        """``stop-snapshot``: ``type`` incremental is required; ``data-collections`` limits it to those tables."""
-        if str(data.get("type") or "").lower() != "incremental":
-            raise SignalDataError("stop-snapshot needs data.type \"incremental\" (the only kind that can be stopped)")
-        inc = self.incremental
-        if inc is None or not inc.active:
-            self.log.info("stop-snapshot %s: no incremental snapshot is running", record.id)
-            return
-        entries = data.get("data-collections")
-        names = None
-        if entries:
-            if not isinstance(entries, list):
-                raise SignalDataError("data-collections must be an array of table names")
-            matchers = [NameMatcher(e) for e in entries]
-            names = {s.name for s in inc.scans if any(m.matches(s.table) for m in matchers)}
-        inc.stop(names)
-
-    def pause_snapshot(self, record: SignalRecord, data: dict[str, Any]) -> None:
-        """``pause-snapshot``: read no further chunks."""
-        if self.incremental is None or not self.incremental.pause():
-            self.log.info("pause-snapshot %s: no running incremental snapshot to pause", record.id)
-
-    def resume_snapshot(self, record: SignalRecord, data: dict[str, Any]) -> None:
-        """``resume-snapshot``: continue a paused snapshot."""
-        if self.incremental is None or not self.incremental.resume():
-            self.log.info("resume-snapshot %s: no paused incremental snapshot to resume", record.id)
-
-    def log_signal(self, record: SignalRecord, data: dict[str, Any]) -> None:
-        """``log``: write ``data.message`` to the log."""
-        self.log.info("signal %s: %s", record.id, data.get("message", ""))
-
     def _run_blocking(self) -> Iterator[Batch]:
         request, self._blocking = self._blocking, None
         if request is None:
             return
-        source = self._capability()
+        source = self.capability()
         assert source is not None
         metrics = self.metrics.snapshot if self.metrics is not None else None
         for batch in run_blocking(source, request, self.notifier, metrics, self.log, self.stopping):
@@ -362,55 +301,6 @@ class SignalController:
         notes = self.notifier.drain()
         if notes:
             yield notes
-
-
-_ACTIONS: dict[str, Callable[[SignalController, SignalRecord, dict[str, Any]], None]] = {
-    "execute-snapshot": SignalController.execute_snapshot,
-    "stop-snapshot": SignalController.stop_snapshot,
-    "pause-snapshot": SignalController.pause_snapshot,
-    "resume-snapshot": SignalController.resume_snapshot,
-    "log": SignalController.log_signal,
-}
-
-
-def _data(record: SignalRecord) -> dict[str, Any]:
-    """A signal's ``data`` as an object (it may arrive as JSON text); SignalDataError if it is not one."""
-    data = record.data
-    if data is None or data == "":
-        return {}
-    if isinstance(data, (str, bytes)):
-        try:
-            data = orjson.loads(data)
-        except orjson.JSONDecodeError as e:
-            raise SignalDataError(f"data is not JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise SignalDataError(f"data must be a JSON object, not {type(data).__name__}")
-    return data
-
-
-def _conditions(data: dict[str, Any], tables: list[Table], allow_select: bool) -> dict[str, tuple[str, Node]]:
-    """Each selected table's parsed filter, from ``additional-conditions`` (or the deprecated ``additional-condition``)."""
-    out: dict[str, tuple[str, Node]] = {}
-    single = data.get("additional-condition")
-    if single not in (None, ""):
-        for t in tables:
-            out[t.id.identifier] = (single, parse_filter(single, t, allow_select))
-    entries = data.get("additional-conditions")
-    if entries in (None, []):
-        return out
-    if not isinstance(entries, list):
-        raise SignalDataError("additional-conditions must be an array of {data-collection, filter} objects")
-    for entry in entries:
-        if not isinstance(entry, dict) or "data-collection" not in entry or "filter" not in entry:
-            raise SignalDataError("each additional-conditions entry needs data-collection and filter")
-        matcher = NameMatcher(entry["data-collection"])
-        matched = [t for t in tables if matcher.matches(t)]
-        if not matched:
-            raise SignalDataError(f"additional-conditions data-collection {matcher.entry!r} is not one of the tables "
-                                  "to snapshot")
-        for t in matched:
-            out[t.id.identifier] = (entry["filter"], parse_filter(entry["filter"], t, allow_select))
-    return out
 
 
 def _signal_table_parts(name: str | None) -> list[str] | None:

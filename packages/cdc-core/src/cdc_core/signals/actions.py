@@ -1,0 +1,142 @@
+"""The signal actions: ``execute-snapshot``, ``stop-snapshot``, ``pause-snapshot``, ``resume-snapshot``, ``log``.
+
+Each validates its ``data`` completely before acting (a SignalDataError refuses the signal with its
+reason) and runs on the connector thread through the SignalController.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from cdc_core.incremental.state import TableScan
+from cdc_core.relational import Table
+from cdc_core.signals.conditions import Node, parse_filter
+from cdc_core.signals.names import NameMatcher, SignalDataError, select_tables
+from cdc_core.signals.spi import SignalRecord
+
+if TYPE_CHECKING:
+    from cdc_core.signals.controller import SignalController
+
+
+def execute_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str, Any]) -> None:
+    """``execute-snapshot``: validate everything, then start an incremental or a blocking snapshot."""
+    kind = str(data.get("type") or "incremental").lower()
+    if kind not in ("incremental", "blocking"):
+        raise SignalDataError(f"snapshot type {data.get('type')!r} is not incremental or blocking")
+    if "data-collections" not in data:
+        raise SignalDataError("execute-snapshot needs data-collections (an array of table names)")
+    if data["data-collections"] == []:
+        ctl.log.info("signal %s names no tables: nothing to snapshot", record.id)
+        return
+    source = ctl.capability()
+    if source is None:
+        raise SignalDataError(f"the {type(ctl.connector).__name__} connector does not support ad hoc snapshots")
+    if kind == "incremental" and ctl.signal_table is None:
+        raise SignalDataError("incremental snapshots need signal.data.collection: their watermarks are written "
+                              "to the signal table")
+    tables = select_tables(data["data-collections"], source.captured_tables())
+    conditions = _conditions(data, tables, allow_select=kind == "blocking")
+    surrogate = data.get("surrogate-key")
+    if surrogate is not None:
+        if not isinstance(surrogate, str):
+            raise SignalDataError("surrogate-key must be a column name")
+        for t in tables:
+            if surrogate not in {c.name for c in t.columns}:
+                raise SignalDataError(f"surrogate-key {surrogate!r} is not a column of {t.id}")
+    if kind == "blocking":
+        ctl.request_blocking(record.id, [(t, *conditions.get(t.id.identifier, (None, None))) for t in tables])
+        return
+    scans = []
+    for t in tables:
+        text, node = conditions.get(t.id.identifier, (None, None))
+        key = [surrogate] if surrogate else list(t.primary_key)
+        scans.append(TableScan(t, key, text, node, surrogate, skip=None if key else "NO_PRIMARY_KEY"))
+    ctl.incremental_snapshot().add(record.id, scans)
+
+
+def stop_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str, Any]) -> None:
+    """``stop-snapshot``: ``type`` incremental is required; ``data-collections`` limits it to those tables."""
+    if str(data.get("type") or "").lower() != "incremental":
+        raise SignalDataError("stop-snapshot needs data.type \"incremental\" (the only kind that can be stopped)")
+    inc = ctl.incremental
+    if inc is None or not inc.active:
+        ctl.log.info("stop-snapshot %s: no incremental snapshot is running", record.id)
+        return
+    entries = data.get("data-collections")
+    names = None
+    if entries:
+        if not isinstance(entries, list):
+            raise SignalDataError("data-collections must be an array of table names")
+        matchers = [NameMatcher(e) for e in entries]
+        names = {s.name for s in inc.scans if any(m.matches(s.table) for m in matchers)}
+    inc.stop(names)
+
+
+def pause_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str, Any]) -> None:
+    """``pause-snapshot``: read no further chunks."""
+    if ctl.incremental is None or not ctl.incremental.pause():
+        ctl.log.info("pause-snapshot %s: no running incremental snapshot to pause", record.id)
+
+
+def resume_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str, Any]) -> None:
+    """``resume-snapshot``: continue a paused snapshot."""
+    if ctl.incremental is None or not ctl.incremental.resume():
+        ctl.log.info("resume-snapshot %s: no paused incremental snapshot to resume", record.id)
+
+
+def log_signal(ctl: SignalController, record: SignalRecord, data: dict[str, Any]) -> None:
+    """``log``: write ``data.message`` to the log."""
+    ctl.log.info("signal %s: %s", record.id, data.get("message", ""))
+
+
+def signal_data(record: SignalRecord) -> dict[str, Any]:
+    """A signal's ``data`` as an object (it may arrive as JSON text); SignalDataError if it is not one."""
+    data = record.data
+    if data is None or data == "":
+        return {}
+    if isinstance(data, (str, bytes)):
+        try:
+            data = orjson.loads(data)
+        except orjson.JSONDecodeError as e:
+            raise SignalDataError(f"data is not JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise SignalDataError(f"data must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def _conditions(data: dict[str, Any], tables: list[Table], allow_select: bool) -> dict[str, tuple[str, Node]]:
+    """Each selected table's parsed filter, from ``additional-conditions`` (or the deprecated ``additional-condition``)."""
+    out: dict[str, tuple[str, Node]] = {}
+    single = data.get("additional-condition")
+    if single not in (None, ""):
+        for t in tables:
+            out[t.id.identifier] = (single, parse_filter(single, t, allow_select))
+    entries = data.get("additional-conditions")
+    if entries in (None, []):
+        return out
+    if not isinstance(entries, list):
+        raise SignalDataError("additional-conditions must be an array of {data-collection, filter} objects")
+    for entry in entries:
+        if not isinstance(entry, dict) or "data-collection" not in entry or "filter" not in entry:
+            raise SignalDataError("each additional-conditions entry needs data-collection and filter")
+        matcher = NameMatcher(entry["data-collection"])
+        matched = [t for t in tables if matcher.matches(t)]
+        if not matched:
+            raise SignalDataError(f"additional-conditions data-collection {matcher.entry!r} is not one of the tables "
+                                  "to snapshot")
+        for t in matched:
+            out[t.id.identifier] = (entry["filter"], parse_filter(entry["filter"], t, allow_select))
+    return out
+
+
+#: The actions by signal type.
+ACTIONS: dict[str, Callable[[SignalController, SignalRecord, dict[str, Any]], None]] = {
+    "execute-snapshot": execute_snapshot,
+    "stop-snapshot": stop_snapshot,
+    "pause-snapshot": pause_snapshot,
+    "resume-snapshot": resume_snapshot,
+    "log": log_signal,
+}
