@@ -138,17 +138,20 @@ class SnapshotReader:
                     chunk = cur.fetchmany(self.fetch_size)
                     if not chunk:
                         break
-                    ts_ms = time.time_ns() // 1_000_000
+                    # Rows in the middle of a table share one source block and offset per fetch.
+                    source = source_block(self.connector, self.server, time.time_ns() // 1_000_000, "true", db, name,
+                                          self.server_id, None, file, pos, 0, None, None)
+                    offset = self._offset()
                     for raw in chunk:
-                        marker = "first" if first_overall else ("first_in_data_collection" if prev is None else "true")
-                        first_overall = False
-                        if prev is not None:
+                        src = source
+                        if prev is None:
+                            src = {**source, "snapshot": "first" if first_overall else "first_in_data_collection"}
+                            first_overall = False
+                        else:
                             if pending is not None:
                                 batch.append(pending)
                             pending = prev
-                        source = source_block(self.connector, self.server, ts_ms, marker, db, name, self.server_id,
-                                              None, file, pos, 0, None, None)
-                        prev = RawChange(table, "r", None, parse(raw), source, self._offset())
+                        prev = RawChange(table, "r", None, parse(raw), src, offset)
                         rows += 1
                     if len(batch) >= self.fetch_size:
                         yield batch
@@ -159,14 +162,13 @@ class SnapshotReader:
                 if pending is not None:
                     batch.append(pending)
                 if prev.source["snapshot"] == "true":
-                    prev.source["snapshot"] = "last_in_data_collection"
+                    prev = prev._replace(source={**prev.source, "snapshot": "last_in_data_collection"})
                 pending = prev
             self.rows_scanned[f"{db}.{name}"] = rows
             if self.metrics is not None:
                 self.metrics.table_completed(f"{db}.{name}")
             self.log.info("snapshot of %s.%s: %d rows in %.1fs", db, name, rows, time.monotonic() - started)
         if pending is not None:
-            pending.source["snapshot"] = "last"
-            batch.append(pending)
+            batch.append(pending._replace(source={**pending.source, "snapshot": "last"}))
         if batch:
             yield batch

@@ -29,6 +29,8 @@ import base64
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from datetime import time as dtime
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
@@ -384,8 +386,20 @@ def parse_text_value(col: ColumnDef, text: str, default: bool = False) -> Any:
     return text
 
 
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+_EPOCH = datetime(1970, 1, 1)
+_MICROSECOND = timedelta(microseconds=1)
+_date_from_iso = date.fromisoformat
+_datetime_from_iso = datetime.fromisoformat
+_time_from_iso = dtime.fromisoformat
+
+
 def parse_date(text: str, optional: bool) -> int | None:
     """Days since the epoch of ``YYYY-MM-DD``; a zero or invalid date is None if ``optional`` else 0."""
+    try:
+        return _date_from_iso(text).toordinal() - _EPOCH_ORDINAL
+    except ValueError:  # zero dates, year 0: the slow path
+        pass
     try:
         y, m, d = int(text[0:4]), int(text[5:7]), int(text[8:10])
     except ValueError:
@@ -397,6 +411,12 @@ def parse_date(text: str, optional: bool) -> int | None:
 
 def parse_time(text: str) -> int:
     """Microseconds of ``[-]HHH:MM:SS[.ffffff]``."""
+    if len(text) in (8, 15) and text[0] != "-":
+        try:
+            t = _time_from_iso(text)
+            return ((t.hour * 60 + t.minute) * 60 + t.second) * 1_000_000 + t.microsecond
+        except ValueError:  # 24 hours and more: the slow path
+            pass
     neg = text.startswith("-")
     body = text[1:] if neg else text
     hms, _, frac = body.partition(".")
@@ -407,7 +427,11 @@ def parse_time(text: str) -> int:
 
 def parse_datetime(text: str, optional: bool) -> int | None:
     """Microseconds since the epoch of ``YYYY-MM-DD HH:MM:SS[.ffffff]`` (taken as UTC); zero dates as in ``parse_date``."""
-    days = parse_date(text, True)
+    try:
+        return (_datetime_from_iso(text) - _EPOCH) // _MICROSECOND
+    except ValueError:  # zero dates, year 0, fractions of other widths: the slow path
+        pass
+    days = parse_date(text[:10], True)
     if days is None:
         return None if optional else 0
     rest = text[11:]
