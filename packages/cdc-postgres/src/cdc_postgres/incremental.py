@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from cdc_core.config import Config
 from cdc_core.config import common
@@ -149,6 +150,13 @@ class PostgresChunkReader:
         self.signal_table = signal_table
         self._lsn: int | None = None
         self._tx_id: int | None = None
+        #: A chunk's read transaction is still open: the next watermark write commits it in the same message.
+        self._reading = False
+
+    def _end_read(self) -> None:
+        if self._reading:
+            self._reading = False
+            self.conn.execute("COMMIT")
 
     def max_key(self, table: Table, key: list[str], condition: Node | None) -> Key | None:
         """The largest key, read with COPY so it has the same text form as the chunks' keys."""
@@ -159,6 +167,7 @@ class PostgresChunkReader:
                     f"ORDER BY {order} LIMIT 1) TO STDOUT", params)
 
         query, params = _statement(build)
+        self._end_read()
         with self.conn.cursor() as cur, cur.copy(query, params) as copy:
             rows = [parse_row(bytes(data).decode("utf-8")[:-1]) for data in copy]
         return rows[0] if rows else None
@@ -188,17 +197,18 @@ class PostgresChunkReader:
         rows: list[RawChange] = []
         append = rows.append
         new = tuple.__new__
-        # One snapshot for the read and the list of transactions it does not see (see ChunkRows.invisible).
-        self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-        try:
-            invisible = frozenset(int(x) & 0xFFFFFFFF for (x,) in self.conn.execute(
-                "SELECT txid_snapshot_xip(txid_current_snapshot())"))
-            with self.conn.cursor() as cur, cur.copy(query, params) as copy:
-                for data in copy:
-                    append(new(RawChange, (table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]), source,
-                                           None, None)))
-        finally:
-            self.conn.execute("COMMIT")
+        # One snapshot for the read and the list of transactions it does not see (see ChunkRows.invisible),
+        # taken in one round trip; the transaction ends with the high watermark's message.
+        self._end_read()
+        cur = self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                                "SELECT txid_snapshot_xip(txid_current_snapshot())")
+        self._reading = True
+        cur.nextset()
+        invisible = frozenset(int(x) & 0xFFFFFFFF for (x,) in cur.fetchall())
+        with self.conn.cursor() as cur, cur.copy(query, params) as copy:
+            for data in copy:
+                append(new(RawChange, (table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]), source,
+                                       None, None)))
         if not rows:
             return ChunkRows(invisible=invisible)
         positions = [table.columns.index(table.column(k)) for k in key]
@@ -206,17 +216,29 @@ class PostgresChunkReader:
         return ChunkRows(rows, [last[i] for i in positions], [first[i] for i in positions], invisible)
 
     def insert_watermark(self, row_id: str, kind: str, data: str) -> None:
-        """Insert a watermark row (autocommit); its transaction id and LSN mark the chunk's READs."""
-        cols = ", ".join(_q(c.name) for c in self._signal().columns[:3])
-        row = self.conn.execute(
-            f"INSERT INTO {_tq(self._signal().id, _q)} ({cols}) VALUES (%s, %s, %s) "
-            "RETURNING txid_current(), (pg_current_wal_lsn() - '0/0')::bigint", (row_id, kind, data)).fetchone()
+        """Insert a watermark row (its own transaction); its transaction id and LSN mark the chunk's READs.
+
+        After a chunk read, one message commits the read and inserts the row (values as quoted literals).
+        """
+        signal = self._signal()
+        insert = sql.SQL("INSERT INTO {} ({}) VALUES ({}, {}, {}) "
+                         "RETURNING txid_current(), (pg_current_wal_lsn() - '0/0')::bigint").format(
+            sql.Identifier(*_parts(signal.id)), sql.SQL(", ").join(sql.Identifier(c.name) for c in signal.columns[:3]),
+            sql.Literal(row_id), sql.Literal(kind), sql.Literal(data))
+        cur = self.conn.execute(sql.SQL("COMMIT; ") + insert if self._reading else insert)
+        if self._reading:
+            self._reading = False
+            cur.nextset()
+        row = cur.fetchone()
         self._tx_id, self._lsn = int(row[0]), int(row[1])
 
     def delete_watermark(self, row_id: str) -> None:
-        """Delete a watermark row (autocommit)."""
+        """Delete a watermark row (its own transaction; after a chunk read, in the read's commit message)."""
         signal = self._signal()
-        self.conn.execute(f"DELETE FROM {_tq(signal.id, _q)} WHERE {_q(signal.columns[0].name)} = %s", (row_id,))
+        delete = sql.SQL("DELETE FROM {} WHERE {} = {}").format(
+            sql.Identifier(*_parts(signal.id)), sql.Identifier(signal.columns[0].name), sql.Literal(row_id))
+        self.conn.execute(sql.SQL("COMMIT; ") + delete if self._reading else delete)
+        self._reading = False
 
     def _signal(self) -> Table:
         if self.signal_table is None:
@@ -227,6 +249,10 @@ class PostgresChunkReader:
     def close(self) -> None:
         """Close the connection."""
         self.conn.close()
+
+
+def _parts(table: TableId) -> list[str]:
+    return [p for p in (table.schema, table.table) if p is not None]
 
 
 def _where(condition: Node | None, quote: Callable[[str], str]) -> tuple[str, list[Any]]:

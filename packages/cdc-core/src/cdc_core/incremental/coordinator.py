@@ -17,6 +17,7 @@ tables are read at the same time.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 import uuid
@@ -81,6 +82,9 @@ class IncrementalSnapshot:
         self._recent: dict[Any, list[tuple[TableId, bytes]]] = {}
         self._recent_order: deque[Any] = deque()
         self._scanned: dict[TableId, list[str]] = {}
+        # Window ids: unique across runs (the signal table's key), cheap per chunk.
+        self._id_prefix = uuid.uuid4().hex[:16]
+        self._window_numbers = itertools.count(1)
 
     # -- control (connector thread) ----------------------------------------------------------
 
@@ -430,7 +434,7 @@ class IncrementalSnapshot:
             if not scan.max_known:
                 scan.max_key = reader.max_key(scan.table, scan.key, scan.condition)
                 scan.max_known = True
-            window = Window(uuid.uuid4().hex, scan, from_key=scan.cursor)
+            window = Window(f"{self._id_prefix}-{next(self._window_numbers)}", scan, from_key=scan.cursor)
             with self._cond:
                 self._pending[window.id] = window
                 scan.inflight += 1
