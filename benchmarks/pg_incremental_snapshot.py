@@ -113,7 +113,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--chunk-size", type=int, nargs="+", default=[1024, 8192])
-    parser.add_argument("--write-rates", type=float, nargs="+", default=[1000, 0],
+    parser.add_argument("--write-rates", type=float, nargs="+", default=[1000, 3000, 0],
                         help="writer transactions a second in the runs with writes (0: as fast as it can)")
     args = parser.parse_args()
     results = []
