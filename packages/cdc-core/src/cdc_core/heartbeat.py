@@ -19,7 +19,8 @@ class Heartbeat:
         self.interval = interval_ms / 1000.0
         self.topic = topic
         self.key = {"serverName": server}
-        self._last = 0.0
+        # The first heartbeat comes one interval after start, as in Debezium, not at the first checkpoint.
+        self._last = time.monotonic()
 
     @property
     def enabled(self) -> bool:
