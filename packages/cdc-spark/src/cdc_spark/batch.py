@@ -10,8 +10,8 @@ from pyspark.sql.types import StructType
 from cdc_core.schema import Schema
 from cdc_spark.holder import hold_snapshot
 from cdc_spark.options import parse_options
-from cdc_spark.partitions import ChunkPartition, read_chunk_rows
-from cdc_spark.rows import RowEncoder
+from cdc_spark.partitions import ChunkPartition, read_chunk
+from cdc_spark.encoding import RowEncoder
 
 #: The position of every row of a batch read (one snapshot, one position).
 SNAPSHOT_POSITION = 1
@@ -36,6 +36,5 @@ class CdcBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Any:
         """Arrow batches of one chunk's ``op: r`` events."""
         assert isinstance(partition, ChunkPartition)
-        encoder = RowEncoder(self.schema, self.value_schema, self.options.value_schemas)
-        for rows in read_chunk_rows(self.options, partition.chunk, partition.position):
-            yield encoder.batch(rows)
+        encoder = RowEncoder(self.schema, self.value_schema, self.options.key_schemas, self.options.value_schemas)
+        yield from read_chunk(self.options, partition.chunk, partition.position, encoder)

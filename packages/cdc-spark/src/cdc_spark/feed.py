@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import logging
+import operator
 import threading
 import time
 from collections.abc import Callable
@@ -22,12 +23,14 @@ from cdc_core.envelope import EventBuilder
 from cdc_core.errors import RetriableError
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
 from cdc_core.logs import connector_logger
-from cdc_core.serializers.json import JsonSerializer
 from cdc_core.spi.connector import ConnectorContext
+from cdc_spark.framing import Framer
 from cdc_spark.options import SourceOptions
 from cdc_spark.rows import EventRow
 
 log = logging.getLogger("cdc.spark")
+_POSITION = EventRow._fields.index("position")
+_position = operator.itemgetter(_POSITION)
 
 
 class FeedError(RuntimeError):
@@ -52,6 +55,8 @@ class ConnectorFeed:
         self._connector: Any = None
         self._pending_ack: dict[str, Any] | None = None
         self._topic: str | None = None
+        #: The JsonConverter frames the buffered keys and values refer to.
+        self.framer = Framer()
         self._reached: Callable[[dict[str, Any]], bool] | None = None
         #: The cut a stream that must stop at a log position ends at (see ``stop_at``), once known.
         self.stop_cut: tuple[int, dict[str, Any]] | None = None
@@ -115,7 +120,7 @@ class ConnectorFeed:
     def trim(self, position: int) -> None:
         """Forget events at or before ``position`` (Spark committed them)."""
         with self._cond:
-            i = bisect.bisect_right(self.rows, position, key=lambda r: r.position)
+            i = bisect.bisect_right(self.rows, position, key=_position)
             del self.rows[:i]
             j = bisect.bisect_right(self.cuts, position, key=lambda c: c[0])
             if j > 1:
@@ -168,11 +173,16 @@ class ConnectorFeed:
         """True once the connector has polled without any change for ``quiet_seconds``."""
         return self.polls > 0 and time.monotonic() - self.last_change_at >= quiet_seconds
 
+    def frames(self) -> list[bytes]:
+        """The JsonConverter frames buffered rows refer to (``cdc_spark.framing``)."""
+        with self._cond:
+            return list(self.framer.frames)
+
     def rows_between(self, start: int, end: int) -> list[EventRow]:
         """The buffered events with ``start < position <= end``."""
         with self._cond:
-            i = bisect.bisect_right(self.rows, start, key=lambda r: r.position)
-            j = bisect.bisect_right(self.rows, end, key=lambda r: r.position)
+            i = bisect.bisect_right(self.rows, start, key=_position)
+            j = bisect.bisect_right(self.rows, end, key=_position)
             return self.rows[i:j]
 
     # -- the thread ----------------------------------------------------------------------------
@@ -182,7 +192,6 @@ class ConnectorFeed:
         cls = opts.connector_class
         config = opts.config
         name = config.get(common.NAME) or config.get(common.TOPIC_PREFIX)
-        serializer = JsonSerializer(opts.key_schemas, opts.value_schemas)
         delay = config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
         max_delay = config.get(common.ERRORS_RETRY_DELAY_MAX_MS) / 1000.0
         retries, max_retries = 0, config.get(common.ERRORS_MAX_RETRIES)
@@ -205,7 +214,7 @@ class ConnectorFeed:
                         retries = 0
                         if self._stop.is_set():
                             break
-                        self._add(builder, serializer, raw)
+                        self._add(builder, raw)
                     if not self._stop.is_set():
                         with self._cond:
                             self.ended = True
@@ -228,7 +237,7 @@ class ConnectorFeed:
                 self.error = e
                 self._cond.notify_all()
 
-    def _add(self, builder: EventBuilder, serializer: JsonSerializer, raw: list) -> None:
+    def _add(self, builder: EventBuilder, raw: list) -> None:
         table = self.options.table
         if table is not None:
             raw = [r for r in raw if r.__class__ is Checkpoint or (r.__class__ is RawChange and r.table.id.identifier == table)]
@@ -247,34 +256,40 @@ class ConnectorFeed:
         if table is not None:  # one table's stream: no heartbeats or transaction records; their offsets stay
             built = [r if r.__class__ is Checkpoint or r.topic == self._topic else Checkpoint(r.offset)
                      for r in built if r.__class__ is Checkpoint or r.topic == self._topic or r.offset is not None]
-        records = [r for r in built if r.__class__ is ChangeRecord]
-        serialized = serializer.serialize(records) if records else []
+        key_on, value_on, framer = self.options.key_schemas, self.options.value_schemas, self.framer
+        split = framer.split
+        serialized = [(*split(r.key_schema, r.key, key_on), *split(r.value_schema, r.value, value_on))
+                      for r in built if r.__class__ is ChangeRecord]
         with self._cond:
-            while (self.rows and self.rows[-1].position - self.rows[0].position >= self.options.max_buffered_events
+            while (self.rows and self.rows[-1][_POSITION] - self.rows[0][_POSITION] >= self.options.max_buffered_events
                    and not self._stop.is_set()):
                 self._cond.wait(0.5)
-            position = self.cuts[-1][0] if not self.rows else max(self.rows[-1].position, self.cuts[-1][0])
+            position = self.cuts[-1][0] if not self.rows else max(self.rows[-1][_POSITION], self.cuts[-1][0])
             k = 0
-            pending: list[EventRow] = []
+            pending: list[tuple] = []
             for item in built:
                 if item.__class__ is Checkpoint:
                     if pending:  # records without an offset of their own are delivered with this one
-                        text = orjson.dumps(item.offset).decode()
-                        self.rows.extend(p._replace(offset=text) for p in pending)
+                        self._flush(pending, item.offset)
                         pending = []
                     self._cut(position, item.offset)
                     continue
-                s = serializer_row = serialized[k]
+                key_frame, key, value_frame, value = serialized[k]
                 k += 1
                 position += 1
                 v = item.value
-                pending.append(EventRow(item.topic, serializer_row.key, s.value, v.get("op") if v else None,
-                                        v.get("ts_ms") if v else None, position, None, None))
+                pending.append((item.topic, key, value, v.get("op") if v else None,
+                                v.get("ts_ms") if v else None, position, key_frame, value_frame))
                 if item.offset is not None:
-                    text = orjson.dumps(item.offset).decode()
-                    self.rows.extend(p._replace(offset=text) for p in pending)
+                    self._flush(pending, item.offset)
                     pending = []
                     self._cut(position, item.offset)
             if pending:  # cannot happen with EventBuilder's groups; keep them rather than lose them
-                self.rows.extend(pending)
+                self._flush(pending, None)
             self._cond.notify_all()
+
+    def _flush(self, pending: list[tuple], offset: dict[str, Any] | None) -> None:
+        """Buffer the rows of one offset group; under the lock."""
+        text = orjson.dumps(offset).decode() if offset else None
+        tail = (text, None)
+        self.rows.extend([p + tail for p in pending])  # EventRow's fields, as plain tuples (cheaper to make)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
 
 from cdc_core.config import common
@@ -14,18 +15,21 @@ from cdc_core.serializers.json import JsonSerializer
 from cdc_core.spi.chunks import Chunk, snapshot_chunks_for
 from cdc_core.spi.connector import ConnectorContext
 from cdc_spark.options import SourceOptions
-from cdc_spark.rows import EventRow, event_rows
+from cdc_spark.encoding import RowEncoder
+from cdc_spark.rows import EventRow
 
 #: Rows per partition of a streaming batch.
-ROWS_PER_PARTITION = 50_000
+ROWS_PER_PARTITION = 20_000
 
 
 class RowsPartition(InputPartition):
-    """Events the driver read from the connector, carried to an executor as they are."""
+    """Events the driver read from the connector, carried to an executor as compressed Arrow IPC."""
 
-    def __init__(self, rows: list[EventRow]):
-        super().__init__(len(rows))
-        self.rows = rows
+    def __init__(self, data: bytes, count: int, frames: list[bytes]):
+        super().__init__(count)
+        self.data = data
+        self.count = count
+        self.frames = frames
 
 
 class ChunkPartition(InputPartition):
@@ -37,13 +41,15 @@ class ChunkPartition(InputPartition):
         self.position = position
 
 
-def rows_partitions(rows: list[EventRow], per_partition: int = ROWS_PER_PARTITION) -> list[InputPartition]:
-    """Split driver-side rows into partitions (in order)."""
-    return [RowsPartition(rows[i : i + per_partition]) for i in range(0, len(rows), per_partition)]
+def rows_partitions(rows: list[EventRow], encoder: RowEncoder, frames: list[bytes],
+                    per_partition: int = ROWS_PER_PARTITION) -> list[InputPartition]:
+    """Split driver-side rows into partitions (in order), each encoded once on the driver."""
+    return [RowsPartition(encoder.ipc(part), len(part), frames)
+            for part in (rows[i : i + per_partition] for i in range(0, len(rows), per_partition))]
 
 
-def read_chunk_rows(options: SourceOptions, chunk: Chunk, position: int) -> Iterator[list[EventRow]]:
-    """Read one chunk through the connector's capability and build its events as the engine would."""
+def read_chunk(options: SourceOptions, chunk: Chunk, position: int, encoder: RowEncoder) -> Iterator[pa.RecordBatch]:
+    """Read one chunk through the connector's capability, build its events as the engine would, as Arrow."""
     cls = options.connector_class
     chunks_cls = snapshot_chunks_for(cls)
     assert chunks_cls is not None
@@ -55,4 +61,4 @@ def read_chunk_rows(options: SourceOptions, chunk: Chunk, position: int) -> Iter
     for raw in chunks_cls.read_chunk(config, chunk):
         records = [r for r in builder.build(raw) if r.__class__ is ChangeRecord]
         if records:
-            yield event_rows(records, serializer, position, snapshot_id=chunk.snapshot)
+            yield encoder.records_batch(records, serializer.serialize(records), position, chunk.snapshot)

@@ -30,8 +30,8 @@ from cdc_core.spi.chunks import SnapshotPlan, snapshot_chunks_for
 from cdc_core.spi.position import log_position_for
 from cdc_spark.feed import ConnectorFeed, FeedError
 from cdc_spark.options import parse_options
-from cdc_spark.partitions import ChunkPartition, RowsPartition, read_chunk_rows, rows_partitions
-from cdc_spark.rows import RowEncoder
+from cdc_spark.partitions import ChunkPartition, RowsPartition, read_chunk, rows_partitions
+from cdc_spark.encoding import RowEncoder
 
 log = logging.getLogger("cdc.spark")
 
@@ -74,6 +74,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._position: Any = None
         self._stop_position: dict[str, Any] | None = None
         self._last_advance = time.monotonic()
+        self._encoder: RowEncoder | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Executors get the reader pickled: only what ``read`` needs.
@@ -210,7 +211,8 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             feed.check()
             raise FeedError(f"the connector did not deliver events up to position {last} "
                             f"(it stopped at {feed.last_cut[0]}); cannot replay batch {start} -> {end}")
-        return rows_partitions(feed.rows_between(position, last))
+        rows, frames = feed.rows_between(position, last), feed.frames()
+        return rows_partitions(rows, self._driver_encoder(), frames)
 
     def _chunk_partitions(self, start: dict, end: dict) -> list[InputPartition]:
         """The chunks a snapshot batch reads; a batch replayed after its snapshot is gone reads a new
@@ -233,13 +235,12 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition):
         """On an executor: Arrow batches of the partition's rows (reading the chunk first for a snapshot chunk)."""
-        encoder = RowEncoder(self.schema, self.value_schema, self.options.value_schemas)
+        encoder = RowEncoder(self.schema, self.value_schema, self.options.key_schemas, self.options.value_schemas)
         if isinstance(partition, RowsPartition):
-            yield from encoder.batches(partition.rows)
+            yield from encoder.from_ipc(partition.data, partition.frames)
         else:
             assert isinstance(partition, ChunkPartition)
-            for rows in read_chunk_rows(self.options, partition.chunk, partition.position):
-                yield encoder.batch(rows)
+            yield from read_chunk(self.options, partition.chunk, partition.position, encoder)
 
     def commit(self, end: dict) -> None:
         """Spark committed everything up to ``end``: acknowledge it to the connector and drop its rows."""
@@ -259,6 +260,11 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._close_plan()
 
     # -- helpers -------------------------------------------------------------------------------
+
+    def _driver_encoder(self) -> RowEncoder:
+        if self._encoder is None:
+            self._encoder = RowEncoder(self.schema, self.value_schema, self.options.key_schemas, self.options.value_schemas)
+        return self._encoder
 
     def _capability(self) -> type | None:
         return snapshot_chunks_for(self.options.connector_class)
