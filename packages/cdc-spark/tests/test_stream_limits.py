@@ -116,3 +116,31 @@ def test_available_now_stops_at_the_start_position_under_constant_writes(spark, 
     finally:
         writer.done.set()
         writer.join(10)
+
+
+def test_offset_only_batches_are_rare_but_release_the_log(spark, pg_props, pg_server, pg_db, tmp_path):
+    create_items(pg_server, pg_db, 10)
+    pg_server.execute("CREATE TABLE other (id int PRIMARY KEY)", dbname=pg_db)
+    batches: list[tuple[float, int]] = []
+
+    def on_batch(batch, _):
+        batches.append((time.monotonic(), batch.count()))
+
+    def confirmed() -> int:
+        rows = pg_server.execute("SELECT confirmed_flush_lsn - '0/0' FROM pg_replication_slots", dbname=pg_db)
+        return int(rows[0][0] or 0) if rows else 0
+
+    query = _query(spark, pg_props, str(tmp_path / "ck"), on_batch, {"processingTime": "100 milliseconds"},
+                   emptyBatchIntervalMs="2000")
+    try:
+        wait_until(lambda: batches and batches[0][1] == 10, what="the snapshot batch")
+        before = confirmed()
+        for i in range(40):  # only another table changes: the offset moves, no event is read
+            pg_server.execute(f"INSERT INTO other VALUES ({i})", dbname=pg_db)
+            time.sleep(0.1)
+        wait_until(lambda: confirmed() > before, what="the slot to move past the other table's changes")
+    finally:
+        query.stop()
+    empty = [at for at, n in batches[1:] if n == 0]
+    assert empty, "no batch moved the offset"
+    assert all(b - a >= 1.9 for a, b in zip(empty, empty[1:])), "offset-only batches came more often than asked"
