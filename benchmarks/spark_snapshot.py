@@ -23,7 +23,9 @@ import threading
 import time
 
 #: Rows streamed (and not timed) before the measured insert, on both sides: start-up is not measured.
-WARM_UP = 5_000
+WARM_UP = 50_000
+#: Rows of the table whose snapshot warms up the JVM's JIT and the Python workers before the measured one.
+WARM_UP_ROWS = 200_000
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -89,7 +91,7 @@ def child_snapshot(args) -> dict:
     spark = _session(args.master)
     jvm = spark.sparkContext._gateway.proc.pid
     # Warm up the JVM's JIT and every Python worker on a small table first: steady-state rates.
-    warm = {**_props(args), "table.include.list": "public.warm", "snapshotChunkRows": "10000"}
+    warm = {**_props(args), "table.include.list": "public.warm", "snapshotChunkRows": str(WARM_UP_ROWS // 8)}
     spark.read.format("cdc").options(**warm).load().write.format("noop").mode("overwrite").save()
     props = {**_props(args), "table.include.list": "public.big", "snapshotChunkRows": str(args.chunk_rows)}
     jvm0, workers0 = _cpu(jvm)
@@ -285,7 +287,7 @@ def main() -> None:
         args.host, args.port, args.user = pg.host, pg.port, pg.user
         if args.only != "stream":
             pg.execute("CREATE TABLE big (id int PRIMARY KEY, name text, qty numeric(12,2), at timestamp)", dbname=args.db)
-            for table, rows in (("big", args.rows), ("warm", 40_000)):
+            for table, rows in (("big", args.rows), ("warm", WARM_UP_ROWS)):
                 if table == "warm":
                     pg.execute("CREATE TABLE warm (LIKE big INCLUDING ALL)", dbname=args.db)
                 pg.execute(f"INSERT INTO {table} SELECT g, 'name ' || g, g / 3.0, timestamp '2024-01-01' + g * "

@@ -8,10 +8,11 @@ from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
 from cdc_core.schema import Schema
+from cdc_spark.encoding import RowEncoder
 from cdc_spark.holder import hold_snapshot
 from cdc_spark.options import parse_options
 from cdc_spark.partitions import ChunkPartition, read_chunk
-from cdc_spark.encoding import RowEncoder
+from cdc_spark.runtime import tune_gc
 
 #: The position of every row of a batch read (one snapshot, one position).
 SNAPSHOT_POSITION = 1
@@ -36,5 +37,6 @@ class CdcBatchReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Any:
         """Arrow batches of one chunk's ``op: r`` events."""
         assert isinstance(partition, ChunkPartition)
+        tune_gc()
         encoder = RowEncoder(self.schema, self.value_schema, self.options.key_schemas, self.options.value_schemas)
         yield from read_chunk(self.options, partition.chunk, partition.position, encoder)

@@ -27,6 +27,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_spark.framing import Framer
 from cdc_spark.options import SourceOptions
 from cdc_spark.rows import EventRow
+from cdc_spark.runtime import tune_gc
 
 log = logging.getLogger("cdc.spark")
 _POSITION = EventRow._fields.index("position")
@@ -66,6 +67,7 @@ class ConnectorFeed:
 
     def start(self) -> ConnectorFeed:
         """Start the connector thread."""
+        tune_gc()
         self._thread.start()
         return self
 

@@ -22,6 +22,16 @@ BARE = -1
 _dumps = orjson.dumps
 
 
+def _kept(payload: Any) -> bytes:
+    """``orjson.dumps`` for bytes that stay buffered: a copy of exactly their size.
+
+    orjson returns an over-allocated buffer shrunk in place; keeping many of them alive makes
+    each further allocation grow the heap (about 4 us a call instead of 0.4), so the original is
+    freed at once and the exact-size copy kept.
+    """
+    return memoryview(_dumps(payload)).tobytes()
+
+
 class Framer:
     """Splits keys or values into ``(frame, payload bytes)`` on the driver; ``frames`` lists the frames."""
 
@@ -43,10 +53,10 @@ class Framer:
     def split(self, schema: Schema | None, payload: Any, schemas_enable: bool) -> tuple[int, bytes | None]:
         """``(frame, payload bytes)`` of one key or value."""
         if not schemas_enable:
-            return BARE, None if payload is None else _dumps(payload)
+            return BARE, None if payload is None else _kept(payload)
         if payload is None and schema is None:
             return BARE, None
-        return self.frame(schema), _dumps(payload)
+        return self.frame(schema), _kept(payload)
 
 
 def join_frames(payloads: pa.Array, frames_index: pa.Array, frames: list[bytes]) -> pa.Array:

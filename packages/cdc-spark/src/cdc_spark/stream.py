@@ -28,10 +28,11 @@ from cdc_core.config import common
 from cdc_core.schema import Schema
 from cdc_core.spi.chunks import SnapshotPlan, snapshot_chunks_for
 from cdc_core.spi.position import log_position_for
+from cdc_spark.encoding import RowEncoder
 from cdc_spark.feed import ConnectorFeed, FeedError
 from cdc_spark.options import parse_options
 from cdc_spark.partitions import ChunkPartition, RowsPartition, read_chunk, rows_partitions
-from cdc_spark.encoding import RowEncoder
+from cdc_spark.runtime import tune_gc
 
 log = logging.getLogger("cdc.spark")
 
@@ -235,6 +236,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition):
         """On an executor: Arrow batches of the partition's rows (reading the chunk first for a snapshot chunk)."""
+        tune_gc()
         encoder = RowEncoder(self.schema, self.value_schema, self.options.key_schemas, self.options.value_schemas)
         if isinstance(partition, RowsPartition):
             yield from encoder.from_ipc(partition.data, partition.frames)
