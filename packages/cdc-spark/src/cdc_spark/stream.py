@@ -2,15 +2,11 @@
 
 Spark's offsets are ``{"position", "offset", "phase"[, "snapshot", "chunk"]}``: ``offset`` is the
 connector's own offset (what the engine would store), ``position`` numbers the events so a batch
-is exactly the events in ``(start.position, end.position]``. The snapshot comes first, as batches
-of whole chunks of one held snapshot (``phase: snapshot``, ``chunk``: the chunks done), as many
-per batch as the read limit allows; the batch that completes it moves to ``phase: stream`` at the
-snapshot's resume offset. Spark's checkpoint is the offset store: a restarted query starts the
-connector from the checkpointed offset, and a batch Spark replays is re-read from the connector
-(or the still-buffered rows). A snapshot does not survive the query: one restarted in the middle
-is taken again from its first chunk (a new ``snapshot_id``: its rows replace what the table had).
-The connector is told to release a position (``acknowledge``) only in ``commit``, after Spark has
-committed the batch.
+is exactly the events in ``(start.position, end.position]``. The snapshot comes first, in batches
+of whole chunks (``cdc_spark.snapshot_batches``). Spark's checkpoint is the offset store: a
+restarted query starts the connector from the checkpointed offset, and a batch Spark replays is
+re-read from the connector (or the still-buffered rows). The connector is told to release a
+position (``acknowledge``) only in ``commit``, after Spark has committed the batch.
 """
 
 from __future__ import annotations
@@ -26,19 +22,16 @@ from pyspark.sql.types import StructType
 
 from cdc_core.config import common
 from cdc_core.schema import Schema
-from cdc_core.spi.chunks import SnapshotPlan, snapshot_chunks_for
 from cdc_core.spi.position import log_position_for
 from cdc_spark.encoding import RowEncoder
 from cdc_spark.feed import ConnectorFeed, FeedError
 from cdc_spark.options import parse_options
 from cdc_spark.partitions import ChunkPartition, RowsPartition, read_chunk, rows_partitions
 from cdc_spark.runtime import tune_gc
+from cdc_spark.snapshot_batches import INITIAL, STREAM, SnapshotBatches
 
 log = logging.getLogger("cdc.spark")
 
-INITIAL = "initial"
-SNAPSHOT = "snapshot"
-STREAM = "stream"
 #: How long ``partitions`` waits for the connector to re-read a batch being replayed.
 REPLAY_TIMEOUT_S = 600.0
 #: AvailableNow without a LogPosition capability: caught up once no change was read for this long (seconds).
@@ -63,12 +56,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _reset(self) -> None:
         self._feed: ConnectorFeed | None = None
-        self._chunks: Any = None
-        self._plan: SnapshotPlan | None = None
-        #: Snapshot ids in offsets -> the id of the held snapshot that replaced them (replays after a restart).
-        self._alias: dict[str, str] = {}
-        #: Snapshot ids in offsets -> the resume offset of the snapshot actually read for them.
-        self._resume: dict[str, dict[str, Any] | None] = {}
+        self._snapshot = SnapshotBatches(self.options)
         self._ack: dict[str, Any] | None = None
         self._available_now = False
         self._target: int | None = None
@@ -110,21 +98,19 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         """The end of the next batch: snapshot chunks, then events, within the read limit."""
-        phase = start.get("phase")
-        if phase == SNAPSHOT or (phase == INITIAL and self._capability() is not None
-                                 and self._chunks_instance().needs_snapshot(None)):
-            return self._snapshot_end(start, limit)
-        self._close_plan()
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        if self._snapshot.pending(start):
+            return self._snapshot.end(start, max_rows)
+        self._snapshot.close()
         feed = self._feed_from(start)
         position = int(start["position"])
         if self._available_now:
             self._wait_for_progress(feed, position)
         feed.check()
-        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         cut_position, cut_offset = feed.cut_within(position, max_rows)
         if self._target is not None and cut_position > self._target:
             cut_position, cut_offset = feed.cut_within(position, self._target - position) if self._target > position else (position, start.get("offset"))
-        if cut_position < position or (cut_position == position and _key(cut_offset or {}) == _key(self._start_offset(start) or {})):
+        if cut_position < position or (cut_position == position and _key(cut_offset or {}) == _key(self._snapshot.resume_offset(start) or {})):
             return start
         if cut_position == position and not self._available_now:
             # Only the offset moved (a commit or idle checkpoint): an empty batch now and then is
@@ -158,52 +144,12 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         position, offset = self._feed.last_cut
         return {"position": position, "offset": offset or None, "phase": STREAM}
 
-    def _snapshot_end(self, start: dict, limit: ReadLimit) -> dict:
-        """The end of the next snapshot batch: whole chunks, as many as the read limit allows (at least one)."""
-        plan = self._plan_for(start)
-        first = self._first_chunk(start, plan)
-        count = len(plan.chunks) - first
-        if isinstance(limit, ReadMaxRows):
-            count = min(count, max(1, limit.max_rows // self.options.snapshot_chunk_rows))
-        position = int(start["position"]) + 1
-        if first + count >= len(plan.chunks):
-            return {"position": position, "offset": plan.resume_offset, "phase": STREAM, "snapshot": plan.snapshot_id}
-        return {"position": position, "offset": None, "phase": SNAPSHOT, "snapshot": plan.snapshot_id,
-                "chunk": first + count}
-
-    def _held(self, snapshot_id: str | None) -> SnapshotPlan | None:
-        """The held plan that stands for ``snapshot_id`` (itself or its replacement), if any."""
-        plan = self._plan
-        if plan is None or snapshot_id is None:
-            return None
-        return plan if plan.snapshot_id == self._alias.get(snapshot_id, snapshot_id) else None
-
-    def _plan_for(self, start: dict) -> SnapshotPlan:
-        """The held snapshot ``start`` continues, or a new one (a new query, or one restarted mid-snapshot)."""
-        if start.get("phase") == SNAPSHOT:
-            plan = self._held(start.get("snapshot"))
-            if plan is not None:
-                return plan
-            log.warning("snapshot %s of the last committed batch is gone (the query restarted): taking a new "
-                        "snapshot from its first chunk; its rows replace what was read", start.get("snapshot"))
-        elif self._plan is not None:
-            return self._plan  # planned by an earlier call for this same first batch
-        self._open_plan()
-        assert self._plan is not None
-        return self._plan
-
-    def _first_chunk(self, start: dict, plan: SnapshotPlan) -> int:
-        """The first chunk of ``plan`` a batch from ``start`` reads (0 unless ``start`` is inside ``plan``)."""
-        if start.get("phase") == SNAPSHOT and self._held(start.get("snapshot")) is plan:
-            return min(int(start.get("chunk", 0)), len(plan.chunks))
-        return 0
-
     # -- batches -------------------------------------------------------------------------------
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         """Snapshot chunks for a snapshot batch; otherwise the buffered (or re-read) events of the range."""
-        if end.get("phase") == SNAPSHOT or ("snapshot" in end and start.get("phase") in (INITIAL, SNAPSHOT)):
-            return self._chunk_partitions(start, end)
+        if self._snapshot.is_snapshot_batch(start, end):
+            return self._snapshot.partitions(start, end)
         position, last = int(start["position"]), int(end["position"])
         if last <= position:
             return []
@@ -214,25 +160,6 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                             f"(it stopped at {feed.last_cut[0]}); cannot replay batch {start} -> {end}")
         rows, frames = feed.rows_between(position, last), feed.frames()
         return rows_partitions(rows, self._driver_encoder(), frames)
-
-    def _chunk_partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        """The chunks a snapshot batch reads; a batch replayed after its snapshot is gone reads a new
-        snapshot from its first chunk up to the batch's end."""
-        wanted = end["snapshot"]
-        plan = self._held(wanted)
-        if plan is not None:
-            first = self._first_chunk(start, plan)
-        else:
-            log.warning("replaying snapshot batch %s -> %s: its snapshot is gone, taking a new one", start, end)
-            self._open_plan()
-            plan = self._plan
-            assert plan is not None
-            self._alias[wanted] = plan.snapshot_id
-            self._resume[wanted] = plan.resume_offset
-            first = 0
-        last = int(end["chunk"]) if end.get("phase") == SNAPSHOT else len(plan.chunks)
-        position = int(end["position"])
-        return [ChunkPartition(c, position) for c in plan.chunks[first:last]]
 
     def read(self, partition: InputPartition):
         """On an executor: Arrow batches of the partition's rows (reading the chunk first for a snapshot chunk)."""
@@ -246,7 +173,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def commit(self, end: dict) -> None:
         """Spark committed everything up to ``end``: acknowledge it to the connector and drop its rows."""
-        offset = self._start_offset(end)
+        offset = self._snapshot.resume_offset(end)
         if end.get("phase") == STREAM and offset:
             self._ack = offset
             if self._feed is not None:
@@ -259,7 +186,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._feed is not None:
             self._feed.stop()
             self._feed = None
-        self._close_plan()
+        self._snapshot.close()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -267,27 +194,6 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._encoder is None:
             self._encoder = RowEncoder(self.schema, self.value_schema, self.options.key_schemas, self.options.value_schemas)
         return self._encoder
-
-    def _capability(self) -> type | None:
-        return snapshot_chunks_for(self.options.connector_class)
-
-    def _chunks_instance(self) -> Any:
-        if self._chunks is None:
-            cls = self._capability()
-            assert cls is not None
-            self._chunks = cls(self.options.config, None)
-        return self._chunks
-
-    def _open_plan(self) -> None:
-        self._close_plan()
-        tables = [self.options.table] if self.options.table else None
-        self._plan = self._chunks_instance().open(for_streaming=True, tables=tables,
-                                                  chunk_rows=self.options.snapshot_chunk_rows)
-
-    def _close_plan(self) -> None:
-        if self._plan is not None:
-            self._chunks_instance().close()
-            self._plan = None
 
     def _feed_from(self, start: dict) -> ConnectorFeed:
         """The running feed if it covers ``start``; otherwise a new one from ``start``."""
@@ -297,18 +203,12 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return feed
         if feed is not None:
             feed.stop()
-        offset = self._start_offset(start)
+        offset = self._snapshot.resume_offset(start)
         feed = self._feed = ConnectorFeed(self.options, position, offset)
         if self._ack is not None:
             feed.acknowledge(self._ack)
         self._apply_stop(feed)
         return feed.start()
-
-    def _start_offset(self, start: dict) -> dict[str, Any] | None:
-        """The connector offset a batch from ``start`` continues from (a replaced snapshot's own resume offset)."""
-        if "snapshot" in start and start.get("phase") == STREAM:
-            return self._resume.get(start["snapshot"], start.get("offset"))
-        return start.get("offset")
 
     def _apply_stop(self, feed: ConnectorFeed) -> None:
         """AvailableNow with a LogPosition: the feed stops at the position taken when the query started."""
