@@ -20,7 +20,7 @@ import cdc_spark
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Parse the arguments and run the stream until stopped (or, with --available-now, until caught up)."""
+    """Parse the arguments and run the stream until stopped (or, with --available-now, up to where the log was at the start)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--host", default="localhost")
     p.add_argument("--port", default="5432")
@@ -32,7 +32,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--checkpoint", required=True, help="Spark checkpoint directory (the offset store)")
     p.add_argument("--topic-prefix", default="cdc")
     p.add_argument("--slot", default="debezium")
-    p.add_argument("--available-now", action="store_true", help="stop once caught up")
+    p.add_argument("--available-now", action="store_true",
+                   help="stop at the log position current when the job starts (Trigger.AvailableNow)")
     p.add_argument("--master", default="local[2]")
     args = p.parse_args(argv)
 
