@@ -6,23 +6,12 @@ from functools import lru_cache
 from typing import Any
 
 from cdc_core.schema import INT32, INT64, OPTIONAL_INT64, OPTIONAL_STRING, STRING, Schema, struct
+from cdc_core.source import COMMON_SOURCE_FIELDS
 
 from cdc_mysql.flavor import Flavor
 
 #: The Debezium release whose event format cdc reproduces; written as ``source.version``.
 DEBEZIUM_VERSION = "2.7.0.Final"
-
-#: Debezium's SnapshotRecord values. The chapter's example declares ``snapshot`` as a boolean, but
-#: Debezium 2.7 writes a string enum (it carries "incremental" too); cdc does what Debezium does.
-SNAPSHOT_ENUM = Schema(
-    "string",
-    optional=True,
-    name="io.debezium.data.Enum",
-    version=1,
-    parameters={"allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"},
-    default="false",
-)
-
 
 @lru_cache(maxsize=None)
 def source_schema(flavor: Flavor) -> Schema:
@@ -30,15 +19,7 @@ def source_schema(flavor: Flavor) -> Schema:
     return struct(
         flavor.source_schema_name,
         [
-            ("version", STRING),
-            ("connector", STRING),
-            ("name", STRING),
-            ("ts_ms", INT64),
-            ("snapshot", SNAPSHOT_ENUM),
-            ("db", STRING),
-            ("sequence", OPTIONAL_STRING),
-            ("ts_us", OPTIONAL_INT64),
-            ("ts_ns", OPTIONAL_INT64),
+            *COMMON_SOURCE_FIELDS,
             ("table", OPTIONAL_STRING),
             ("server_id", INT64),
             ("gtid", OPTIONAL_STRING),
