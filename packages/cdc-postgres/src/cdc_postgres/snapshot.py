@@ -102,8 +102,8 @@ class SnapshotReader:
                         batch = []
                         if self.stopped:
                             return
-            if rows > 1:
-                assert held is not None
+            # Debezium's precedence: last, first, last_in_data_collection, first_in_data_collection, true.
+            if held is not None and rows and held.source["snapshot"] != "first":
                 held = held._replace(source={**held.source, "snapshot": "last_in_data_collection"})
             self.log.info("snapshot of %s: %d rows in %.1fs", table.id, rows, time.monotonic() - started)
             if self.metrics is not None:
