@@ -14,7 +14,6 @@ lost or read twice at the handoff.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -22,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 from cdc_core.config import Config
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.relational import Table
+from cdc_core.spi.capability import capability_for
 
 
 @dataclass
@@ -92,16 +92,4 @@ class SnapshotChunks(Protocol):
 
 def snapshot_chunks_for(connector_class: type) -> type | None:
     """The SnapshotChunks class a connector offers, or None if it offers none."""
-    found = getattr(connector_class, "snapshot_chunks", None)
-    if found is not None:
-        return found
-    package = connector_class.__module__.rpartition(".")[0]
-    if not package:
-        return None
-    try:
-        module = importlib.import_module(f"{package}.chunks")
-    except ModuleNotFoundError as e:
-        if e.name != f"{package}.chunks":
-            raise
-        return None
-    return getattr(module, "snapshot_chunks", None)
+    return capability_for(connector_class, "snapshot_chunks", "chunks")

@@ -9,10 +9,10 @@ module (``cdc_postgres.position`` for ``cdc_postgres.connector``). The engine ne
 
 from __future__ import annotations
 
-import importlib
 from typing import Any, Protocol, runtime_checkable
 
 from cdc_core.config import Config
+from cdc_core.spi.capability import capability_for
 
 
 @runtime_checkable
@@ -42,16 +42,4 @@ class LogPosition(Protocol):
 
 def log_position_for(connector_class: type) -> type | None:
     """The LogPosition class a connector offers, or None if it offers none."""
-    found = getattr(connector_class, "log_position", None)
-    if found is not None:
-        return found
-    package = connector_class.__module__.rpartition(".")[0]
-    if not package:
-        return None
-    try:
-        module = importlib.import_module(f"{package}.position")
-    except ModuleNotFoundError as e:
-        if e.name != f"{package}.position":
-            raise
-        return None
-    return getattr(module, "log_position", None)
+    return capability_for(connector_class, "log_position", "position")
