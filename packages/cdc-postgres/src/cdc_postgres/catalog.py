@@ -56,6 +56,28 @@ JOIN pg_catalog.pg_type b ON b.oid = r.oid
 LEFT JOIN pg_catalog.pg_type e ON e.oid = b.typelem AND b.typcategory = 'A'
 ORDER BY c.attrelid, c.attnum
 """
+# The same type facts for bare type OIDs (a Relation message's columns, when the catalog no longer
+# has the column: the table was altered again after the change being streamed).
+_TYPES = """
+WITH RECURSIVE chain AS (
+  SELECT t.oid AS start, t.oid, t.typtype, t.typbasetype, t.typtypmod, 0 AS depth
+  FROM pg_catalog.pg_type t WHERE t.oid = ANY(%s)
+  UNION ALL
+  SELECT c.start, t.oid, t.typtype, t.typbasetype, t.typtypmod, c.depth + 1
+  FROM chain c JOIN pg_catalog.pg_type t ON t.oid = c.typbasetype
+  WHERE c.typtype = 'd'
+)
+SELECT t.oid, t.typname, t.typtype, b.oid, b.typname, b.typtype,
+       (SELECT x.typtypmod FROM chain x WHERE x.start = t.oid AND x.typtype = 'd' AND x.typtypmod <> -1
+        ORDER BY x.depth LIMIT 1),
+       e.oid, e.typname, e.typtype, e.typdelim,
+       (SELECT array_agg(l.enumlabel::text ORDER BY l.enumsortorder) FROM pg_catalog.pg_enum l
+        WHERE l.enumtypid = CASE WHEN b.typtype = 'e' THEN b.oid ELSE e.oid END)
+FROM pg_catalog.pg_type t
+JOIN chain r ON r.start = t.oid AND r.typtype <> 'd'
+JOIN pg_catalog.pg_type b ON b.oid = r.oid
+LEFT JOIN pg_catalog.pg_type e ON e.oid = b.typelem AND b.typcategory = 'A'
+"""
 _PRIMARY_KEYS = """
 SELECT i.indrelid, a.attname
 FROM pg_catalog.pg_index i
@@ -102,6 +124,13 @@ class Catalog:
         self.replica_identity[oid] = row[2]
         return self._load({oid: TableId(None, row[0], row[1])}).get(oid)
 
+    def type_infos(self, oids: list[int]) -> dict[int, TypeInfo]:
+        """What the type mapping needs to know of each type OID (types dropped since are absent)."""
+        if not oids:
+            return {}
+        with self.conn.cursor() as cur:
+            return {row[0]: _type_info(row[1:]) for row in cur.execute(_TYPES, (list(oids),))}
+
     def _load(self, ids: dict[int, TableId]) -> dict[int, Table]:
         if not ids:
             return {}
@@ -119,7 +148,7 @@ class Catalog:
             for row in columns[oid]:
                 _, name, type_oid, typmod, notnull, attnum, type_name, default = row[:8]
                 col = column_for(name, type_oid, typmod, not notnull, self.modes, position=attnum,
-                                 type_name=type_name, type_info=_type_info(row), default_expression=default)
+                                 type_name=type_name, type_info=_type_info(row[8:]), default_expression=default)
                 if col.schema is None:
                     self.log.warning(
                         "column %s.%s has type %s, which has no mapping; it is left out of change events%s",
@@ -132,10 +161,10 @@ class Catalog:
         return out
 
 
-def _type_info(row: tuple[Any, ...]) -> TypeInfo:
-    """The TypeInfo of a ``_COLUMNS`` row."""
+def _type_info(facts: tuple[Any, ...]) -> TypeInfo:
+    """The TypeInfo of the type columns of a ``_COLUMNS`` or ``_TYPES`` row."""
     (name, kind, base_oid, base_name, base_kind, domain_typmod,
-     element_oid, element_name, element_kind, delimiter, labels) = row[8:]
+     element_oid, element_name, element_kind, delimiter, labels) = facts
     return TypeInfo(
         name=name,
         kind=kind,

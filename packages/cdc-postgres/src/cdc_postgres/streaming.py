@@ -320,11 +320,20 @@ def _matches(table: Table, rel: Relation) -> bool:
 def _table_from_relation(rel: Relation, catalog_table: Table | None, catalog: Catalog) -> Table:
     """A table built from the Relation message itself, borrowing nullability from the catalog by name."""
     known = {c.name: c for c in catalog_table.columns} if catalog_table else {}
+    missing = [rc for rc in rel.columns if (c := known.get(rc.name)) is None or c.type_oid != rc.type_oid]
+    # Types outside the built-in mapping (enums, domains, extension types, their arrays) resolve
+    # through pg_type by OID, as the catalog read does for live columns.
+    infos = catalog.type_infos(sorted({rc.type_oid for rc in missing}))
     columns = []
     for i, rc in enumerate(rel.columns):
         col = known.get(rc.name)
         if col is None or col.type_oid != rc.type_oid:
-            col = column_for(rc.name, rc.type_oid, rc.type_modifier, True, catalog.modes, position=i + 1)
+            info = infos.get(rc.type_oid)
+            col = column_for(rc.name, rc.type_oid, rc.type_modifier, True, catalog.modes, position=i + 1,
+                             type_name=info.name if info else None, type_info=info)
+            if col.schema is None:
+                catalog.log.warning("column %s.%s of the streamed relation has type oid %s, which has no mapping; "
+                                    "it is left out of change events", _table_id(rel), rc.name, rc.type_oid)
         columns.append(col)
     pk = [c for c in (catalog_table.primary_key if catalog_table else []) if any(rc.name == c for rc in rel.columns)]
     if not pk:
