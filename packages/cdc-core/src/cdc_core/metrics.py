@@ -2,12 +2,18 @@
 
 Counters are updated per batch by the engine and per table by connectors; nothing here runs per
 event except a few integer additions. ``cdc_core.prometheus`` serves them over HTTP.
+
+Connectors add their own attributes through two extension points: ``CommonMetrics.extension``
+(more attributes in the snapshot or streaming group, e.g. MySQL's ``BinlogFilename``) and
+``ConnectorMetrics.group`` (another context, e.g. ``schema-history``). Both keep their object for
+the engine's lifetime, so counters survive the connector's restarts.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from cdc_core.events import Checkpoint
@@ -29,6 +35,22 @@ class CommonMetrics:
         self.last_event_ms: int | None = None
         self.captured_tables: set[str] = set()
         self.lock = threading.Lock()
+        self.extensions: dict[str, Any] = {}
+
+    def extension(self, name: str, factory: Callable[[], Any]) -> Any:
+        """The connector-specific attributes named ``name``: made once by ``factory``, an object whose
+        ``values()`` dict is added to this group's attributes."""
+        with self.lock:
+            found = self.extensions.get(name)
+            if found is None:
+                found = self.extensions[name] = factory()
+            return found
+
+    def extended(self, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` plus every extension's attributes."""
+        for ext in list(self.extensions.values()):
+            values.update(ext.values())
+        return values
 
     def common(self) -> dict[str, Any]:
         """The shared attributes, by Debezium name."""
@@ -119,7 +141,7 @@ class SnapshotMetrics(CommonMetrics):
         """Every snapshot attribute, by Debezium name."""
         end = self.ended_at if self.ended_at is not None else time.monotonic()
         duration = 0 if self.started_at is None else int(end - self.started_at)
-        return {
+        return self.extended({
             **self.common(),
             "TotalTableCount": self.total_tables,
             "RemainingTableCount": self.remaining_tables,
@@ -136,7 +158,7 @@ class SnapshotMetrics(CommonMetrics):
             "ChunkTo": self.chunk_to,
             "TableFrom": self.table_from,
             "TableTo": self.table_to,
-        }
+        })
 
 
 class StreamingMetrics(CommonMetrics):
@@ -153,7 +175,7 @@ class StreamingMetrics(CommonMetrics):
 
     def values(self) -> dict[str, Any]:
         """Every streaming attribute, by Debezium name."""
-        return {
+        return self.extended({
             **self.common(),
             "Connected": self.connected,
             "MilliSecondsBehindSource": self.behind_ms,
@@ -163,7 +185,7 @@ class StreamingMetrics(CommonMetrics):
             "TotalNumberOfCreateEventsSeen": self.by_op["c"],
             "TotalNumberOfUpdateEventsSeen": self.by_op["u"],
             "TotalNumberOfDeleteEventsSeen": self.by_op["d"],
-        }
+        })
 
 
 def _table_of(topic: str, records: list) -> str:
@@ -183,6 +205,18 @@ class ConnectorMetrics:
         self.server = server
         self.snapshot = SnapshotMetrics(queue)
         self.streaming = StreamingMetrics(queue)
+        #: Further contexts a connector adds (``group``), by context name.
+        self.groups: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def group(self, context: str, factory: Callable[[], Any]) -> Any:
+        """The metrics group of ``context`` (e.g. ``schema-history``), made once by ``factory``: an object
+        with ``values()`` (by Debezium name) and optionally ``numeric_values()`` for Prometheus."""
+        with self._lock:
+            found = self.groups.get(context)
+            if found is None:
+                found = self.groups[context] = factory()
+            return found
 
     def record_batch(self, records: list) -> None:
         """Account a converted batch: counts by op and rows per table; the last event and the lag from
@@ -236,5 +270,17 @@ class ConnectorMetrics:
             stream.source_position = {k: source[k] for k in ("lsn", "txId", "file", "pos", "gtid") if k in source}
 
     def values(self) -> dict[str, dict[str, Any]]:
-        """``{"snapshot": {...}, "streaming": {...}}``."""
-        return {"snapshot": self.snapshot.values(), "streaming": self.streaming.values()}
+        """``{"snapshot": {...}, "streaming": {...}}`` and any added context."""
+        values = {"snapshot": self.snapshot.values(), "streaming": self.streaming.values()}
+        for context, group in list(self.groups.items()):
+            values[context] = group.values()
+        return values
+
+    def numeric_values(self) -> dict[str, dict[str, Any]]:
+        """``values()`` as Prometheus serves them: a group may map its strings to numbers (``numeric_values``)."""
+        values = self.values()
+        for context, group in list(self.groups.items()):
+            numeric = getattr(group, "numeric_values", None)
+            if numeric is not None:
+                values[context] = numeric()
+        return values

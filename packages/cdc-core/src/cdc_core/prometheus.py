@@ -1,8 +1,9 @@
 """Serving connector metrics at ``http://127.0.0.1:<metrics.port>/metrics`` in Prometheus format.
 
 Names follow the common JMX-exporter mapping of Debezium's MBeans:
-``debezium_metrics_<Attribute>{context="snapshot|streaming", name="<topic.prefix>", plugin="<connector>"}``.
-Values are read from the metrics objects at scrape time, so events pay nothing for it.
+``debezium_metrics_<Attribute>{context="snapshot|streaming|...", name="<topic.prefix>", plugin="<connector>"}``
+(connector-specific contexts such as ``schema-history`` too). Like the JMX exporter, string attributes
+are left out unless their group maps them to numbers. Values are read from the metrics objects at scrape time, so events pay nothing for it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class _Collector:
 
         labels = ["context", "name", "plugin"]
         families: dict[str, Any] = {}
-        for context, values in self.metrics.values().items():
+        for context, values in self.metrics.numeric_values().items():
             for attr, value in values.items():
                 if isinstance(value, bool):
                     value = 1 if value else 0

@@ -2,14 +2,17 @@
 
 ``BinLogStreamReader`` reconnects by itself after some errors, from whatever position it last saw
 (with MariaDB file positions, from the start of the first binlog). cdc never lets it: a lost
-connection ends the reader with ``BinlogConnectionLost``, and the engine restarts the connector
-from the last acknowledged offset. The dump command is sent here, so both servers can start from
-a file position or a GTID set, and MariaDB sends its annotate-rows events when asked to.
+connection ends the reader with ``BinlogConnectionLost``; ``cdc_mysql.keepalive`` then opens a new
+reader at the position the streamer last delivered (``connect.keep.alive``), or the engine
+restarts the connector from the last acknowledged offset. The dump command is sent here, so both
+servers can start from a file position or a GTID set, and MariaDB sends its annotate-rows events
+when asked to.
 """
 
 from __future__ import annotations
 
 import logging
+import socket
 import struct
 import warnings
 from typing import Any
@@ -48,11 +51,21 @@ class BinlogStartPosition:
         return f"gtids {self.gtids}" if self.gtids is not None else f"{self.file}:{self.pos}"
 
 
+def tune_socket(sock: socket.socket, keepalive: bool, nongraceful: bool) -> None:
+    """TCP keep-alive on the replication socket; ``use.nongraceful.disconnect``: SO_LINGER 0, so closing the
+    socket resets the connection at once instead of leaving it in FIN_WAIT/TIME_WAIT on a stale peer."""
+    if keepalive:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    if nongraceful:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
 class CdcBinLogStreamReader(BinLogStreamReader):
     """A BinLogStreamReader that connects exactly once, from ``start``, with MariaDB annotate-rows if asked."""
 
     def __init__(self, connection_settings: dict[str, Any], server_id: int, start: BinlogStartPosition, *,
-                 mariadb: bool, annotate_rows: bool, heartbeat_seconds: float, **kwargs: Any):
+                 mariadb: bool, annotate_rows: bool, heartbeat_seconds: float, keepalive: bool = False,
+                 nongraceful: bool = False, **kwargs: Any):
         super().__init__(
             connection_settings, server_id, blocking=True, resume_stream=True, log_file=start.file,
             log_pos=start.pos, is_mariadb=mariadb, annotate_rows_event=annotate_rows,
@@ -62,6 +75,28 @@ class CdcBinLogStreamReader(BinLogStreamReader):
         self.cdc_mariadb = mariadb
         self.cdc_annotate_rows = annotate_rows
         self.cdc_connected_once = False
+        self.cdc_keepalive = keepalive
+        self.cdc_nongraceful = nongraceful
+
+    def connect(self) -> None:
+        """Open the replication and control connections now (instead of at the first read)."""
+        self._BinLogStreamReader__connect_to_stream()  # type: ignore[attr-defined]
+        self._BinLogStreamReader__connect_to_ctl()  # type: ignore[attr-defined]
+
+    def close(self) -> None:
+        """Close both connections (also a replication connection that broke while being set up).
+
+        With ``use.nongraceful.disconnect`` the replication socket is dropped without COM_QUIT (its SO_LINGER 0
+        turns the close into a reset), so closing a stale connection never waits on the peer."""
+        conn = getattr(self, "_stream_connection", None)
+        if self.cdc_nongraceful and conn is not None and conn.open:
+            conn._force_close()
+        try:
+            super().close()
+        except pymysql.err.Error:  # already closed
+            pass
+        if conn is not None and conn.open:
+            conn._force_close()
 
     @property
     def use_checksum(self) -> bool:
@@ -80,6 +115,8 @@ class CdcBinLogStreamReader(BinLogStreamReader):
         self.cdc_connected_once = True
         settings = self._BinLogStreamReader__connection_settings  # type: ignore[attr-defined]
         conn = self._stream_connection = self.pymysql_wrapper(**settings)
+        if conn._sock is not None and (self.cdc_keepalive or self.cdc_nongraceful):
+            tune_socket(conn._sock, self.cdc_keepalive, self.cdc_nongraceful)
         use_checksum = self._BinLogStreamReader__checksum_enabled()  # type: ignore[attr-defined]
         self._BinLogStreamReader__use_checksum = use_checksum  # type: ignore[attr-defined]
         with conn.cursor() as cur:

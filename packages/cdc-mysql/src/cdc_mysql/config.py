@@ -8,6 +8,7 @@ from typing import Any
 from cdc_core.config import Config
 from cdc_core.config import ConfigField as F
 from cdc_core.config import Fields
+from cdc_core.config import common
 
 HOSTNAME = F("database.hostname", "string", "localhost", doc="The server's host name or address.")
 PORT = F("database.port", "int", 3306, minimum=1)
@@ -123,6 +124,11 @@ def connect_args(config: Config, **extra: Any) -> dict[str, Any]:
         "charset": "utf8mb4",
         "connect_timeout": max(1, config.get(CONNECT_TIMEOUT_MS) // 1000),
         "autocommit": True,
+        # database.query.timeout.ms: how long a query may keep the connector waiting for the server's answer.
+        # Debezium sets it as JDBC's query timeout, whose Connector/J timer stops once the first rows
+        # arrive; PyMySQL's read timeout bounds each wait the same way and, unlike MariaDB's
+        # max_statement_time, never ends a long snapshot SELECT that keeps streaming rows.
+        "read_timeout": config.get(QUERY_TIMEOUT_MS) / 1000.0 or None,
     }
     mode = config.get(SSL_MODE)
     if mode == "disabled":
@@ -140,6 +146,18 @@ def connect_args(config: Config, **extra: Any) -> dict[str, Any]:
         args.setdefault(key, value)
     args.update(extra)
     return args
+
+
+def deserialization_failure_mode(config: Config) -> str:
+    """What to do with a binlog event that cannot be decoded: ``fail``, ``warn`` or ``ignore``.
+
+    ``event.deserialization.failure.handling.mode`` is deprecated in favour of the common
+    ``event.processing.failure.handling.mode``; as in Debezium, the deprecated one wins when it is set.
+    """
+    if config.get(DESERIALIZATION_FAILURE_MODE.name) not in (None, ""):
+        return config.get(DESERIALIZATION_FAILURE_MODE)
+    mode = config.get(common.FAILURE_HANDLING)
+    return "ignore" if mode == "skip" else mode
 
 
 def server_address(config: Config) -> str:

@@ -37,6 +37,8 @@ from cdc_mysql.flavor import MYSQL, Flavor
 from cdc_mysql.gtid import source_filter
 from cdc_mysql.history import SchemaHistory
 from cdc_mysql.incremental import MySqlIncrementalSource, signal_table_id
+from cdc_mysql.keepalive import KeepAlive
+from cdc_mysql.metrics import binlog_metrics, schema_history_metrics
 from cdc_mysql.model import TableId
 from cdc_mysql.snapshot import ENCODERS_ONLY, SnapshotReader
 from cdc_mysql.snapshot_plan import plan
@@ -74,12 +76,14 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self.snapshot_query = snapshot_query(config, config.get(myc.SNAPSHOT_QUERY_MODE), plugins)
         self.snapshot_lock = snapshot_lock(config, config.get(myc.SNAPSHOT_LOCKING_MODE), plugins)
         self.metrics = context.metrics
+        self.binlog_metrics = binlog_metrics(self.metrics)
         self._stop = threading.Event()
         self._conn: pymysql.connections.Connection | None = None
         self._reader: CdcBinLogStreamReader | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self._offset: dict[str, Any] | None = None
         self._history: SchemaHistory | None = None
+        self._streamer: BinlogStreamer | None = None
         self._server_id = 0
 
     # -- SPI ---------------------------------------------------------------------------------
@@ -111,7 +115,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self._conn = self._connect()
         self._server_id = check_server(Catalog(self._conn), self.flavor, self.address, self.config.get(myc.USER),
                                        self.config.get(myc.INCLUDE_QUERY), self.log)
-        self._history = SchemaHistory(self._history_store(), self.server)
+        self._history = SchemaHistory(self._history_store(), self.server, schema_history_metrics(self.metrics))
         if offset is not None and not offset.get("snapshot") and self._history.exists():
             started = time.monotonic()
             count = self._history.recover(self.model, offset)
@@ -125,7 +129,14 @@ class MySqlConnector(Snapshotting, DdlEvents):
         except (pymysql.err.OperationalError, pymysql.err.InterfaceError, BinlogConnectionLost, socket.error) as e:
             if self._stop.is_set():
                 return
+            if isinstance(e, BinlogConnectionLost) and self.binlog_metrics is not None:
+                self.binlog_metrics.disconnects += 1
             code = e.args[0] if isinstance(e, pymysql.err.OperationalError) and e.args else None
+            if code == 2013 and "timed out" in str(e) and not isinstance(e, BinlogConnectionLost):
+                raise ConnectorError(
+                    f"a query on {self.flavor.name} at {self.address} did not complete within "
+                    f"database.query.timeout.ms={self.config.get(myc.QUERY_TIMEOUT_MS)}: {_first_line(e)}. Raise "
+                    "database.query.timeout.ms, or set it to 0 for no limit") from None
             if code == 1236:
                 raise ConnectorError(self._purged_message(str(e.args[-1]))) from None
             if code in (1227, 1045, 1044, 1142):
@@ -143,7 +154,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
             self.metrics.streaming.connected = False
         if self._snapshot_reader is not None:
             self._snapshot_reader.stopped = True
-        reader = self._reader
+        reader = self._streamer.reader if self._streamer is not None else self._reader
         sock = getattr(reader.stream_connection, "_sock", None) if reader is not None else None
         if sock is not None:
             try:
@@ -153,6 +164,10 @@ class MySqlConnector(Snapshotting, DdlEvents):
 
     def close(self) -> None:
         """Close the connections."""
+        if self._streamer is not None:
+            self._reader = self._streamer.reader
+        if self._history is not None and self._history.metrics is not None:
+            self._history.metrics.stopped()
         for closable in (self._reader, self._conn):
             if closable is not None:
                 try:
@@ -219,11 +234,10 @@ class MySqlConnector(Snapshotting, DdlEvents):
     def _stream(self, start: dict[str, Any]) -> Iterator[list[Any]]:
         log = self.log.with_context("streaming")
         begin = BinlogStartPosition(start["file"], int(start["pos"]))
-        self._reader = CdcBinLogStreamReader(
-            myc.connect_args(self.config), myc.server_id(self.config), begin,
-            mariadb=self.flavor.mariadb_protocol, annotate_rows=self.config.get(myc.INCLUDE_QUERY),
-            heartbeat_seconds=1.0,
-        )
+        replica_id = myc.server_id(self.config)  # one id for every reconnection (a random one stays the same)
+        keepalive = KeepAlive(self.config, lambda at: self._binlog_reader(at, replica_id, keepalive), self._stop,
+                              log, self._disconnected)
+        self._reader = self._binlog_reader(begin, replica_id, keepalive)
         log.info("streaming the binlog from %s (skipping %s events, %s rows of the first transaction)", begin,
                  start.get("event") or 0, start.get("row") or 0)
         streamer = BinlogStreamer(
@@ -236,7 +250,13 @@ class MySqlConnector(Snapshotting, DdlEvents):
             on_connected=self._connected, stop_requested=self._stop.is_set,
             gtid_source_filter=source_filter(self.flavor.gtid_format, self.config.get(myc.GTID_INCLUDES),
                                              self.config.get(myc.GTID_EXCLUDES)),
+            reconnect=(lambda at, error: self._reconnect(keepalive, at, error)) if keepalive.enabled else None,
+            undecodable_mode=myc.deserialization_failure_mode(self.config), metrics=self.binlog_metrics,
         )
+        self._streamer = streamer
+        if self.binlog_metrics is not None:
+            self.binlog_metrics.streamer = streamer
+            self.binlog_metrics.gtid_mode = self._gtid_mode()
         action = self.config.get(common.HEARTBEAT_ACTION_QUERY)
         interval = self.config.get(common.HEARTBEAT_INTERVAL_MS) / 1000.0
         last_action = time.monotonic()
@@ -248,6 +268,38 @@ class MySqlConnector(Snapshotting, DdlEvents):
             if action and interval and time.monotonic() - last_action >= interval:
                 last_action = time.monotonic()
                 self._heartbeat_action(action, log)
+
+    def _binlog_reader(self, begin: BinlogStartPosition, replica_id: int, keepalive: KeepAlive) -> CdcBinLogStreamReader:
+        """A (not yet connected) binlog reader at ``begin`` with the keep-alive's heartbeat and read timeout."""
+        return CdcBinLogStreamReader(
+            myc.connect_args(self.config, read_timeout=keepalive.read_timeout), replica_id, begin,
+            mariadb=self.flavor.mariadb_protocol, annotate_rows=self.config.get(myc.INCLUDE_QUERY),
+            heartbeat_seconds=keepalive.heartbeat_seconds, keepalive=keepalive.enabled,
+            nongraceful=self.config.get(myc.NONGRACEFUL_DISCONNECT),
+        )
+
+    def _reconnect(self, keepalive: KeepAlive, at: BinlogStartPosition, error: BaseException) -> CdcBinLogStreamReader:
+        """``connect.keep.alive``: reopen the binlog at ``at`` (the streamer's last delivered position)."""
+        old = self._streamer.reader if self._streamer is not None else self._reader
+        self._reader = None
+        reader = keepalive.reconnect(at, error, old)
+        self._reader = reader
+        if self._stop.is_set():  # stop() may have missed the new socket
+            reader.close()
+        return reader
+
+    def _disconnected(self) -> None:
+        if self.binlog_metrics is not None:
+            self.binlog_metrics.disconnects += 1
+
+    def _gtid_mode(self) -> bool:
+        """``IsGtidModeEnabled``: MariaDB always writes GTIDs; MySQL when ``gtid_mode`` is ON."""
+        if self.flavor.mariadb_protocol:
+            return True
+        try:
+            return str(Catalog(self._conn).variable("gtid_mode") or "").upper() == "ON"
+        except pymysql.err.MySQLError:
+            return False
 
     def _connected(self) -> None:
         """The replication connection delivered its first event."""

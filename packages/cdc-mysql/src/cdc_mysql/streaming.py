@@ -10,6 +10,7 @@ rows handled in the next one; between transactions ``pos`` is the next event and
 from __future__ import annotations
 
 import select
+import struct
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -25,7 +26,7 @@ from cdc_core.errors import ConnectorError
 from cdc_core.relational import Table
 from cdc_core.relational import TableId as CoreTableId
 
-from cdc_mysql.binlog import CdcBinLogStreamReader
+from cdc_mysql.binlog import BinlogConnectionLost, BinlogStartPosition, CdcBinLogStreamReader
 from cdc_mysql.ddl import AppliedDdl, SchemaModel
 from cdc_mysql.gtid import gtid_set
 from cdc_mysql.model import TableDef, TableId
@@ -74,8 +75,16 @@ class BinlogStreamer:
                  inconsistent_mode: str, max_batch: int, log: Any, heartbeat: bool = False,
                  on_connected: Callable[[], None] | None = None,
                  stop_requested: Callable[[], bool] = lambda: False,
-                 gtid_source_filter: Callable[[str], bool] | None = None):
+                 gtid_source_filter: Callable[[str], bool] | None = None,
+                 reconnect: Callable[[BinlogStartPosition, BaseException], CdcBinLogStreamReader] | None = None,
+                 undecodable_mode: str = "fail", metrics: Any = None):
         self.reader = reader
+        #: ``connect.keep.alive``: a new reader at a position after the connection broke (None: raise).
+        self.reconnect = reconnect
+        #: ``event.deserialization.failure.handling.mode`` for rows events the model cannot decode.
+        self.undecodable_mode = undecodable_mode
+        #: ``cdc_mysql.metrics.BinlogMetrics`` (skipped events), if any.
+        self.metrics = metrics
         self.model = model
         self.versions = versions
         self.connector = connector
@@ -127,7 +136,7 @@ class BinlogStreamer:
         checksum = None
         connected = self.on_connected
         stop_requested = self.stop_requested
-        for ev in reader:
+        for ev in self._events():
             if connected is not None:
                 connected()
                 connected = None
@@ -136,7 +145,8 @@ class BinlogStreamer:
             cls = ev.__class__
             packet = ev.packet
             if cls is _WRITE or cls is _UPDATE or cls is _DELETE:
-                if checksum is None:
+                if checksum is None or reader is not self.reader:  # a reconnect brings a new reader
+                    reader = self.reader
                     checksum = 4 if reader.use_checksum else 0
                 self._rows(ev, packet, checksum, out)
                 if len(out) >= self.max_batch:
@@ -184,6 +194,32 @@ class BinlogStreamer:
                 self.next_pos = log_pos
         if out:
             yield out
+
+    def _events(self) -> Iterator[Any]:
+        """The reader's events; after a lost connection, those of a new reader at the last delivered position."""
+        while True:
+            try:
+                yield from self.reader
+                return
+            except BinlogConnectionLost as e:
+                if self.reconnect is None or self.stopped or self.stop_requested():
+                    raise
+                start = self._resume_position()
+                self.log.info("resuming the binlog at %s, skipping %d handled rows events of its transaction",
+                              start, self._skip_events)
+                self.reader = self.reconnect(start, e)
+
+    def _resume_position(self) -> BinlogStartPosition:
+        """Where to reconnect: the open transaction's start (its handled events skipped) or the next event."""
+        if self._tx_pos is None:
+            return BinlogStartPosition(self.file, self.next_pos)
+        if self._tx_events > self._skip_events:
+            self._skip_events, self._skip_rows = self._tx_events, 0
+        start = BinlogStartPosition(self.file, self._tx_pos)
+        self._tx_pos = self._tx_gtid = self._tx_id = None
+        self._tx_events = 0
+        self._tx_ignored = False
+        return start
 
     def _idle(self) -> bool:
         """True if no further event is already waiting (so a partial batch should go now)."""
@@ -311,7 +347,11 @@ class BinlogStreamer:
             )
         mp = packet.packet
         data = mp._data
-        images = decode(data, mp._position, len(data) - checksum)
+        try:
+            images = decode(data, mp._position, len(data) - checksum)
+        except (IndexError, KeyError, ValueError, TypeError, struct.error) as e:
+            self._undecodable(tid, packet, e)
+            return
         skip = self._skip_rows if index == self._skip_events else 0
         ts = ev.timestamp * 1000
         # One source block and offset per rows event, copied per row (a dict copy is several times
@@ -342,6 +382,19 @@ class BinlogStreamer:
             off["row"] = r + 1
             append(RawChange(table, op, before, after, src, off, tx_id))
         self.events_seen += len(pairs)
+
+    def _undecodable(self, tid: TableId, packet: Any, error: BaseException) -> None:
+        """A rows event the model cannot decode: fail naming its position, or skip it (warn logs it)."""
+        position = f"{self.file}:{packet.log_pos - packet.event_size}"
+        message = (f"cannot decode the binlog rows event of {tid} at {position} ({type(error).__name__}: {error}): "
+                   "the table's definition in the schema history does not match the binlog (changed outside it?)")
+        if self.undecodable_mode == "fail":
+            raise ConnectorError(f"{message}. Set event.deserialization.failure.handling.mode=warn or ignore to "
+                                 "skip such events, or rebuild the schema history with snapshot.mode=recovery")
+        if self.metrics is not None:
+            self.metrics.skipped_events += 1
+        if self.undecodable_mode == "warn":
+            self.log.warning("%s; skipping the event", message)
 
     def _decoder_for(self, ev: Any, table_map: Any, tid: TableId) -> tuple[Any, RowDecoder, Table, TableDef] | None:
         definition = self.model.table(tid)
