@@ -4,6 +4,12 @@
 with an exported snapshot, START_REPLICATION in COPY BOTH mode, XLogData frames out, standby
 status updates back. Keepalives are answered inside ``read()``; the flushed position reported to
 the server only moves when the caller ``confirm()``s what its sink has acknowledged.
+
+While the caller does not read (a blocking snapshot pauses streaming, a slow sink holds the
+queue full), a background thread keeps sending status updates often enough for the server's
+``wal_sender_timeout``, so the walsender is not ended and nothing is streamed twice after a
+reconnect. Every use of the libpq connection holds one lock; that thread only ever takes it
+when free.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ import math
 import os
 import re
 import select
+import threading
 import time
 from struct import Struct
 from typing import Any, Mapping, NamedTuple
@@ -46,6 +53,8 @@ _W, _K = ord("w"), ord("k")
 _new = tuple.__new__  # builds NamedTuples without the generated __new__'s extra Python call
 _LSN_RE = re.compile(r"^\s*([0-9A-Fa-f]{1,8})/([0-9A-Fa-f]{1,8})\s*$")
 _PLAIN_OPTION_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+_DURATION_RE = re.compile(r"^\s*(\d+)\s*(us|ms|s|min|h|d)?\s*$")
+_DURATION_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 class ReplicationError(ConnectionError):
@@ -113,6 +122,14 @@ def publication_names(names: list[str] | tuple[str, ...] | str) -> str:
     if isinstance(names, str):
         names = [names]
     return ",".join(quote_ident(n) for n in names)
+
+
+def parse_duration(text: str) -> float | None:
+    """Seconds of a GUC duration as SHOW prints it (``60s``, ``1min``, ``500ms``); None if unreadable."""
+    m = _DURATION_RE.match(text)
+    if m is None:
+        return None
+    return int(m.group(1)) * _DURATION_UNITS[m.group(2) or "ms"]
 
 
 def _now_pg_us() -> int:
@@ -192,6 +209,11 @@ class ReplicationConnection:
         self._server_wal_end = 0
         self._status_pending = False
         self._last_status = 0.0
+        self._lock = threading.Lock()
+        self._lost: str | None = None
+        self._keeper: threading.Thread | None = None
+        #: Seconds between background status updates while the caller is not reading.
+        self.idle_status_interval = self.status_interval
 
     # ----------------------------------------------------------------------------- properties
 
@@ -316,6 +338,7 @@ class ReplicationConnection:
         for key, value in options.items():
             name = key if _PLAIN_OPTION_RE.match(key) else quote_ident(key)
             parts.append(f"{name} {quote_literal(str(value))}")
+        self._plan_idle_status()
         command = f"START_REPLICATION SLOT {quote_ident(slot)} LOGICAL {format_lsn(start_lsn)}"
         if parts:
             command += " (" + ", ".join(parts) + ")"
@@ -325,6 +348,40 @@ class ReplicationConnection:
         self._last_received = max(self._last_received, start_lsn)
         self._status_pending = False
         self._last_status = time.monotonic()
+        self._keeper = threading.Thread(target=self._keep_status, name="cdc-pg-status", daemon=True)
+        self._keeper.start()
+
+    def _plan_idle_status(self) -> None:
+        """Pick the background status interval: well inside the server's ``wal_sender_timeout``."""
+        try:
+            res = self._command("SHOW wal_sender_timeout", pq.ExecStatus.TUPLES_OK)
+            value = res.get_value(0, 0)
+            timeout = parse_duration(value.decode()) if value is not None else None
+        except ReplicationConnectionLost:
+            raise
+        except ReplicationError:
+            timeout = None  # unknown: the status interval alone
+        interval = self.status_interval
+        if timeout:  # 0 disables the server's timeout
+            interval = min(interval, timeout / 4.0)
+        self.idle_status_interval = max(0.05, interval)
+
+    def _keep_status(self) -> None:
+        """Background: send a status update whenever the caller has not for ``idle_status_interval``."""
+        interval = self.idle_status_interval
+        while True:
+            time.sleep(interval / 2.0)
+            if self._closed or not self._streaming:
+                return
+            if time.monotonic() - self._last_status < interval or not self._lock.acquire(blocking=False):
+                continue  # recent enough, or a read() is in progress and answers the server itself
+            try:
+                if self._streaming and not self._closed:
+                    self._send_status()
+            except ReplicationError:
+                return  # the connection is marked lost; the next read() reports it
+            finally:
+                self._lock.release()
 
     # ----------------------------------------------------------------------------- streaming
 
@@ -334,6 +391,12 @@ class ReplicationConnection:
         Keepalives are consumed here (answered at once when the server asks) and standby status
         updates are sent when due. Returns an empty list when nothing arrived in time.
         """
+        with self._lock:
+            return self._read(timeout)
+
+    def _read(self, timeout: float) -> list[XLogData]:
+        if self._lost is not None:
+            raise ReplicationConnectionLost(self._lost)
         if not self._streaming:
             raise ReplicationError(
                 f"read() on the replication connection to {self._target} before start()"
@@ -364,10 +427,16 @@ class ReplicationConnection:
         self._confirmed = lsn
         self._status_pending = True
         if self._streaming and not self._closed:
-            self._maybe_send_status(time.monotonic())
+            with self._lock:
+                if self._streaming and not self._closed:
+                    self._maybe_send_status(time.monotonic())
 
     def send_status(self, reply_requested: bool = False) -> None:
         """Send a standby status update now (write = last received, flush = apply = confirmed)."""
+        with self._lock:
+            self._send_status(reply_requested)
+
+    def _send_status(self, reply_requested: bool = False) -> None:
         if not self._streaming or self._closed:
             return
         write = max(self._last_received, self._confirmed)
@@ -379,10 +448,9 @@ class ReplicationConnection:
             self._pg.flush()
         except pg_errors.OperationalError as exc:
             self._mark_lost()
-            raise ReplicationConnectionLost(
-                f"lost the replication connection to {self._target} while sending a status "
-                f"update: {exc}"
-            ) from None
+            self._lost = (f"lost the replication connection to {self._target} while sending a status "
+                          f"update: {exc}")
+            raise ReplicationConnectionLost(self._lost) from None
         self._status_pending = False
         self._last_status = time.monotonic()
 
@@ -398,7 +466,7 @@ class ReplicationConnection:
         if since >= self.status_interval or (
             self._status_pending and since >= self._min_status_gap
         ):
-            self.send_status()
+            self._send_status()
 
     def _consume(self) -> None:
         """Read what the socket holds into libpq's buffer."""
@@ -441,7 +509,7 @@ class ReplicationConnection:
                     if reply:
                         self._last_received = received
                         self._server_wal_end = wal_end_max
-                        self.send_status()
+                        self._send_status()
         except pg_errors.OperationalError as exc:
             self._mark_lost()
             raise ReplicationConnectionLost(
@@ -490,16 +558,17 @@ class ReplicationConnection:
 
     def close(self) -> None:
         """Send a last status update if a confirmation is pending, then disconnect."""
-        if self._closed:
-            return
-        if self._streaming and self._status_pending:
-            try:
-                self.send_status()
-            except ReplicationError:
-                pass
-        self._streaming = False
-        self._closed = True
-        self._pg.finish()
+        with self._lock:
+            if self._closed:
+                return
+            if self._streaming and self._status_pending:
+                try:
+                    self._send_status()
+                except ReplicationError:
+                    pass
+            self._streaming = False
+            self._closed = True
+            self._pg.finish()
 
     def __enter__(self) -> ReplicationConnection:
         """Return the connection itself."""
