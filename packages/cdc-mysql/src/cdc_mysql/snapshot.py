@@ -99,10 +99,18 @@ def row_parser(definition: TableDef, names: list[str] | None = None) -> Callable
 
 
 class SnapshotReader:
-    """Scans captured tables inside the consistent-snapshot transaction and yields ``op: r`` batches."""
+    """Scans captured tables inside the consistent-snapshot transaction and yields ``op: r`` batches.
+
+    ``snapshot.fetch.size`` rows are fetched and handed on at a time. ``min.row.count.to.stream.results``:
+    a table whose estimated row count is above it (or unknown) is read with an unbuffered cursor, rows
+    coming off the socket as they are handed on; smaller tables are read whole into memory first
+    (faster, and the server is done with the statement at once); 0 streams every table. As in
+    Debezium's ``readTableStatement``, a table of exactly that many rows is still buffered.
+    """
 
     def __init__(self, conn: pymysql.connections.Connection, connector: str, server: str, server_id: int,
-                 position: dict[str, Any], fetch_size: int, log: Any):
+                 position: dict[str, Any], fetch_size: int, log: Any, min_rows_to_stream: int = 0,
+                 estimates: dict[str, int | None] | None = None):
         self.conn = conn
         self.connector = connector
         self.server = server
@@ -110,10 +118,17 @@ class SnapshotReader:
         self.position = position
         self.fetch_size = fetch_size
         self.log = log
+        self.min_rows_to_stream = min_rows_to_stream
+        self.estimates = estimates or {}
         self.stopped = False
         self.rows_scanned: dict[str, int] = {}
         #: ``cdc_core.metrics.SnapshotMetrics`` to report finished tables to, if any.
         self.metrics: Any = None
+
+    def streams(self, table: str) -> bool:
+        """True if ``table`` (``db.table``) is read with an unbuffered (streaming) cursor."""
+        estimate = self.estimates.get(table)
+        return self.min_rows_to_stream == 0 or estimate is None or estimate > self.min_rows_to_stream
 
     def _offset(self) -> dict[str, Any]:
         return {**self.position, "snapshot": True, "ts_sec": time.time_ns() // 1_000_000_000}
@@ -131,7 +146,8 @@ class SnapshotReader:
             db, name = definition.id.database, definition.id.table
             rows = 0
             prev: RawChange | None = None
-            with self.conn.cursor(pymysql.cursors.SSCursor) as cur:
+            streamed = self.streams(f"{db}.{name}")
+            with self.conn.cursor(pymysql.cursors.SSCursor if streamed else pymysql.cursors.Cursor) as cur:
                 cur.execute(statement)
                 parse = row_parser(definition, [d[0] for d in cur.description or ()])
                 while True:
@@ -153,7 +169,7 @@ class SnapshotReader:
                             pending = prev
                         prev = RawChange(table, "r", None, parse(raw), src, offset)
                         rows += 1
-                    if len(batch) >= self.fetch_size:
+                    if len(batch) + 2 >= self.fetch_size:  # two rows are held back (to mark first/last)
                         yield batch
                         batch = []
                         if self.stopped:
@@ -167,7 +183,8 @@ class SnapshotReader:
             self.rows_scanned[f"{db}.{name}"] = rows
             if self.metrics is not None:
                 self.metrics.table_completed(f"{db}.{name}")
-            self.log.info("snapshot of %s.%s: %d rows in %.1fs", db, name, rows, time.monotonic() - started)
+            self.log.info("snapshot of %s.%s: %d rows in %.1fs (%s)", db, name, rows, time.monotonic() - started,
+                          "streamed" if streamed else "buffered")
         if pending is not None:
             batch.append(pending._replace(source={**pending.source, "snapshot": "last"}))
         if batch:

@@ -119,7 +119,7 @@ class Snapshotting:
                 tables.append((self.versions.table(definition), definition, select))
         reader = self._snapshot_reader = SnapshotReader(
             conn, self.flavor.name, self.server, self._server_id, position, self.config.get(myc.SNAPSHOT_FETCH_SIZE),
-            log)
+            log, self.config.get(myc.MIN_ROW_COUNT_TO_STREAM), estimates)
         metrics = self.metrics.snapshot if self.metrics is not None else None
         if metrics is not None:
             metrics.snapshot_started({str(d.id): estimates.get(str(d.id), 0) for _, d, _ in tables})
