@@ -1,0 +1,97 @@
+"""MariaDB's binlog streaming metrics and the schema history metrics, from the library API and in Prometheus format."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.request
+
+from mariadb_cdc import EngineThread, connector_config
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ids(records) -> list[int]:
+    return [r.value["after"]["id"] for r in records if r.value is not None and r.value.get("op") == "c"]
+
+
+def _streaming(engine: EngineThread) -> None:
+    deadline = time.monotonic() + 30
+    while not engine.engine.metrics.streaming.connected:
+        assert engine.alive and time.monotonic() < deadline, engine.error
+        time.sleep(0.02)
+
+
+def test_binlog_and_schema_history_metrics(mariadb_server, mariadb_db):
+    mariadb_server.execute(["CREATE TABLE a (id INT PRIMARY KEY)", "CREATE TABLE b (id INT PRIMARY KEY)"], mariadb_db)
+    port = _port()
+    config = connector_config(mariadb_server, mariadb_db, **{"metrics.port": port})
+    first = EngineThread(config).start()
+    try:
+        _streaming(first)
+        mariadb_server.execute("INSERT INTO a VALUES (1)", mariadb_db)
+        first.wait(lambda rs: _ids(rs) == [1], "the insert")
+        file, pos = mariadb_server.execute("SHOW MASTER STATUS")[0][:2]
+        gtids = mariadb_server.execute("SELECT @@gtid_binlog_pos")[0][0]
+        deadline = time.monotonic() + 10
+        while first.engine.metrics.streaming.values()["BinlogPosition"] < pos and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stream = first.engine.metrics.streaming.values()
+        history = first.engine.metrics.values()["schema-history"]
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+    finally:
+        first.stop()
+    assert stream["BinlogFilename"] == file
+    assert stream["BinlogPosition"] == pos
+    assert stream["IsGtidModeEnabled"] is True
+    assert stream["GtidSet"] == gtids
+    for counter in ("NumberOfSkippedEvents", "NumberOfDisconnects", "NumberOfRolledBackTransactions",
+                    "NumberOfNotWellFormedTransactions", "NumberOfLargeTransactions"):
+        assert stream[counter] == 0, counter
+    assert stream["MilliSecondsBehindSource"] >= 0
+    # The snapshot recorded the database and both tables; nothing was recovered.
+    assert history["Status"] == "RUNNING"
+    assert history["ChangesApplied"] == 3 and history["ChangesRecovered"] == 0
+    assert history["RecoveryStartTime"] == -1 and history["MilliSecondsSinceLastRecoveredChange"] == -1
+    assert history["MilliSecondsSinceLastAppliedChange"] >= 0
+    assert "CREATE TABLE `b`" in json.loads(history["LastAppliedChange"])["ddl"]
+    assert first.engine.metrics.values()["schema-history"]["Status"] == "STOPPED"
+    labels = 'name="dbserver1",plugin="mariadb"'
+    assert f'debezium_metrics_BinlogPosition{{context="streaming",{labels}}} {float(pos)}' in text
+    assert f'debezium_metrics_IsGtidModeEnabled{{context="streaming",{labels}}} 1.0' in text
+    assert f'debezium_metrics_NumberOfDisconnects{{context="streaming",{labels}}} 0.0' in text
+    assert f'debezium_metrics_Status{{context="schema-history",{labels}}} 2.0' in text  # RUNNING, as the MXBean
+    assert f'debezium_metrics_ChangesApplied{{context="schema-history",{labels}}} 3.0' in text
+
+    # A restart recovers the history from the store, then applies the ALTER read from the binlog.
+    mariadb_server.execute("ALTER TABLE a ADD COLUMN v INT", mariadb_db)
+    started = int(time.time())
+    second = EngineThread(config, offsets=first.offsets, history=first.history).start()
+    try:
+        _streaming(second)
+        mariadb_server.execute("INSERT INTO a VALUES (2, 20)", mariadb_db)
+        second.wait(lambda rs: _ids(rs) == [2], "the insert after the restart")
+        history = second.engine.metrics.values()["schema-history"]
+        mariadb_server.execute(f"KILL {_dump_thread(mariadb_server)}")
+        deadline = time.monotonic() + 30
+        while second.engine.metrics.streaming.values()["NumberOfDisconnects"] < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+    finally:
+        second.stop()
+    assert history["Status"] == "RUNNING"
+    assert history["ChangesRecovered"] == 3
+    assert history["ChangesApplied"] == 4  # the three recovered, then the ALTER
+    assert abs(history["RecoveryStartTime"] - started) <= 5
+    assert "CREATE TABLE `b`" in json.loads(history["LastRecoveredChange"])["ddl"]
+    assert "ALTER TABLE a ADD COLUMN v INT" in json.loads(history["LastAppliedChange"])["ddl"]
+
+
+def _dump_thread(server) -> int:
+    rows = server.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
+    return int(rows[0][0])
