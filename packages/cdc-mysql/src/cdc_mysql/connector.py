@@ -40,6 +40,7 @@ from cdc_mysql.incremental import MySqlIncrementalSource, signal_table_id
 from cdc_mysql.keepalive import KeepAlive
 from cdc_mysql.metrics import binlog_metrics, schema_history_metrics
 from cdc_mysql.model import TableId
+from cdc_mysql.readonly import check_read_only
 from cdc_mysql.snapshot import ENCODERS_ONLY, SnapshotReader
 from cdc_mysql.snapshot_plan import plan
 from cdc_mysql.snapshotting import Snapshotting, snapshot_problems
@@ -115,6 +116,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self._conn = self._connect()
         self._server_id = check_server(Catalog(self._conn), self.flavor, self.address, self.config.get(myc.USER),
                                        self.config.get(myc.INCLUDE_QUERY), self.log)
+        check_read_only(Catalog(self._conn), self.flavor.name, self.address, self.config)  # read.only needs GTIDs
         self._history = SchemaHistory(self._history_store(), self.server, schema_history_metrics(self.metrics))
         if offset is not None and not offset.get("snapshot") and self._history.exists():
             started = time.monotonic()

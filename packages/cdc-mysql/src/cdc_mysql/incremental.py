@@ -8,6 +8,10 @@ table inserted (and, for ``insert_delete``, deleted) on that connection: with th
 commit is visible to later reads once it returns, and the server commits in binlog order, so no
 transaction before the low watermark can be missing from a chunk. A blocking snapshot reads its
 tables in one consistent-snapshot transaction with the initial snapshot's markers.
+
+With ``read.only=true`` nothing is written: the watermarks are executed GTID sets read before and
+after each chunk (``cdc_mysql.readonly``; the core's ``watermarks = "position"``), the signal table
+is needed only if signals come through it.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ import pymysql.cursors
 
 from cdc_core.config import Config
 from cdc_core.events import RawChange
-from cdc_core.incremental.spi import ChunkRows, Key
+from cdc_core.errors import ConnectorError
+from cdc_core.incremental.spi import POSITION, SIGNAL_TABLE, ChunkRows, Key
 from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.signals.conditions import Node
@@ -31,7 +36,11 @@ from cdc_mysql.catalog import Catalog, quote
 from cdc_mysql.connection import Connection
 from cdc_mysql.ddl import SchemaModel
 from cdc_mysql.filters import CaptureFilter
+from cdc_mysql.gtid import gtid_set
 from cdc_mysql.model import TableDef, TableId
+from cdc_mysql.readonly import (
+    DIALECTS, MYSQL, EventPosition, GtidWatermark, StreamPositions, after, event_position, read_only_problem,
+)
 from cdc_mysql.snapshot import ENCODERS_ONLY, row_parser
 from cdc_mysql.snapshot_locks import quote_table
 from cdc_mysql.source import source_block
@@ -77,6 +86,7 @@ class MySqlChunkReader:
     def __init__(self, source: MySqlIncrementalSource):
         self.source = source
         self.conn = _connect(source.config)
+        self._position: GtidWatermark | None = None
 
     def max_key(self, table: Table, key: list[str], condition: Node | None) -> Key | None:
         """The largest key of the matching rows, in the text protocol's form."""
@@ -109,22 +119,48 @@ class MySqlChunkReader:
                  f"ORDER BY {', '.join(quote(k) for k in key)} LIMIT {int(limit)}")
         parse = row_parser(definition)
         positions = [definition.columns.index(definition.column(k)) for k in key]
+        low = None
         with self.conn.cursor() as cur:
-            cur.execute("SHOW MASTER STATUS")
-            file, pos = cur.fetchone()[:2]
-            cur.execute(query, params)
-            raw_rows = cur.fetchall()
+            if self.source.snapshot_position:
+                # The read's exact binlog position (see cdc_mysql.readonly): a consistent snapshot, read only.
+                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                try:
+                    cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
+                    status = {str(k).lower(): v for k, v in cur.fetchall()}
+                    file, pos = status["binlog_snapshot_file"], status["binlog_snapshot_position"]
+                    cur.execute(query, params)
+                    raw_rows = cur.fetchall()
+                finally:
+                    self.conn.commit()
+                gtids = self._position.gtids if self._position is not None else gtid_set(self.source.dialect.gtid_format)
+                low = GtidWatermark(gtids, str(file), int(pos))
+            else:
+                cur.execute("SHOW MASTER STATUS")
+                file, pos = cur.fetchone()[:2]
+                cur.execute(query, params)
+                raw_rows = cur.fetchall()
         if not raw_rows:
-            return ChunkRows()
+            return ChunkRows(low=low)
         source = source_block(self.source.flavor, self.source.server, time.time_ns() // 1_000_000, "incremental",
                               definition.id.database, definition.id.table, self.source.server_id, None, file,
                               int(pos), 0, None, None)
         rows = [RawChange(table, "r", None, parse(raw), source, None) for raw in raw_rows]
         return ChunkRows(rows, [_key_value(raw_rows[-1][i]) for i in positions],
-                         [_key_value(raw_rows[0][i]) for i in positions])
+                         [_key_value(raw_rows[0][i]) for i in positions], low=low)
+
+    def current_position(self) -> GtidWatermark:
+        """(``read.only=true``) The server's executed GTID set now: a watermark. Reads only."""
+        with self.conn.cursor() as cur:
+            cur.execute(self.source.dialect.executed_query)
+            row = cur.fetchone()
+        text = str(row[0] or "").replace("\n", "") if row else ""
+        self._position = GtidWatermark(gtid_set(self.source.dialect.gtid_format, text))
+        return self._position
 
     def insert_watermark(self, row_id: str, kind: str, data: str) -> None:
         """Insert a watermark row (committed at once: the stream must see it)."""
+        if self.source.read_only:
+            raise RuntimeError("read.only=true: the connector writes no watermarks to the signal table")
         signal = self.source.signal_definition()
         cols = ", ".join(quote(c.name) for c in signal.columns[:3])
         with self.conn.cursor() as cur:
@@ -160,6 +196,13 @@ class MySqlIncrementalSource:
         self.server = config.get("topic.prefix")
         self.server_id = 0
         self.versions = TableVersions(type_modes(config))
+        self.read_only = bool(config.get(myc.READ_ONLY))
+        #: ``cdc_core.incremental.spi``: GTID positions with read.only=true, else rows in the signal table.
+        self.watermarks = POSITION if self.read_only else SIGNAL_TABLE
+        self.dialect = DIALECTS.get(flavor, MYSQL)
+        self.snapshot_position = self.read_only and self.dialect.snapshot_position
+        self._stream = StreamPositions(self.dialect.gtid_format)
+        self._checked = False
         self._definitions: dict[Any, TableDef] = {}
         self._signal: TableDef | None = None
         self._conn: Connection | None = None
@@ -219,9 +262,29 @@ class MySqlIncrementalSource:
         return self._signal
 
     def reader(self) -> MySqlChunkReader:
-        """A chunk reader on a new connection."""
-        self._connection()
+        """A chunk reader on a new connection (with read.only=true, on a server whose GTIDs can be watermarks)."""
+        conn = self._connection()
+        if self.read_only and not self._checked:
+            problem = read_only_problem(self.dialect, Catalog(conn).variable,
+                                        f"{self.flavor} at {myc.server_address(self.config)}")
+            if problem is not None:
+                raise ConnectorError(problem)
+            self._checked = True
         return MySqlChunkReader(self)
+
+    # -- position watermarks (read.only=true; cdc_core.incremental.spi.PositionWatermarks) --------
+
+    def event_position(self, change: RawChange) -> EventPosition | None:
+        """A binlog event's transaction GTID, file and position."""
+        return event_position(change)
+
+    def after(self, watermark: GtidWatermark, position: EventPosition) -> bool:
+        """True if the event's transaction is not in the watermark (or, MariaDB, at/after the read's position)."""
+        return after(watermark, position)
+
+    def caught_up(self, watermark: GtidWatermark, offset: dict[str, Any]) -> bool:
+        """True if the GTID set a checkpoint offset records contains the watermark's."""
+        return self._stream.caught_up(watermark, offset)
 
     def transaction_of(self, change: RawChange) -> Any:
         """A log event's transaction (its GTID); no chunk read ever misses a logged transaction (see above)."""

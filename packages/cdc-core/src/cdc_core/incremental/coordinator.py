@@ -9,6 +9,13 @@ chunk rows those events superseded and emits the rest as READs, so no READ ever 
 change of its row. Progress (each table's last emitted key) rides in every offset, so a crash
 resumes after the last closed chunk.
 
+With position watermarks (a source declaring ``watermarks = "position"``: MySQL's and MariaDB's
+``read.only=true``) nothing is written: the reader takes the server's log position before and after
+the read, and the connector thread opens and closes windows from the positions the stream reports
+(``cdc_core.incremental.positions``). On an idle server a checkpoint that contains a window's high
+watermark closes it, and the windows the reader finishes while nothing new is logged close at that
+same checkpoint (``close_idle``), as Debezium reads chunk after chunk at a heartbeat.
+
 Beyond Debezium: a reader reads the next chunk while the stream has not yet reached the previous
 window (up to ``MAX_INFLIGHT`` windows per table; each window is judged only by the events
 between its own watermarks, so this changes nothing in the result), and ``snapshot.max.threads``
@@ -28,7 +35,8 @@ import orjson
 
 from cdc_core.config import Config
 from cdc_core.events import RawChange
-from cdc_core.incremental.spi import ChunkReader, ChunkRows, IncrementalSnapshotSource
+from cdc_core.incremental.positions import PositionWindows
+from cdc_core.incremental.spi import POSITION, ChunkReader, ChunkRows, IncrementalSnapshotSource, watermarks_of
 from cdc_core.incremental.state import TableScan, format_key
 from cdc_core.incremental.window import KeyFn, Window, key_function
 from cdc_core.notifications.spi import INCREMENTAL_SNAPSHOT
@@ -45,6 +53,8 @@ MAX_FAILURES = 3
 WATERMARK_WARNING_S = 30.0
 #: Transactions of the scanned tables remembered with the keys they changed (the lookback).
 LOOKBACK_TRANSACTIONS = 50_000
+#: Seconds ``close_idle`` waits for a reader to finish its next window.
+IDLE_WAIT_S = 0.5
 
 OPEN, CLOSE = "snapshot-window-open", "snapshot-window-close"
 
@@ -79,6 +89,12 @@ class IncrementalSnapshot:
         self._keys: dict[int, tuple[Table, KeyFn | None]] = {}
         self._warned: set[str] = set()
         self._transaction_of = getattr(source, "transaction_of", None)
+        self.watermarks = watermarks_of(source)
+        self._positions = PositionWindows(source) if self.watermarks == POSITION else None  # type: ignore[arg-type]
+        if self._positions is not None and self._transaction_of is None:
+            self._transaction_of = _transaction_id
+        #: Position watermarks: the log position of each transaction of the lookback.
+        self._recent_pos: dict[Any, Any] = {}
         self._recent: dict[Any, list[tuple[TableId, bytes]]] = {}
         self._recent_order: deque[Any] = deque()
         self._scanned: dict[TableId, list[str]] = {}
@@ -92,6 +108,11 @@ class IncrementalSnapshot:
     def active(self) -> bool:
         """True while tables remain to be snapshotted."""
         return bool(self.scans)
+
+    @property
+    def positional(self) -> bool:
+        """True if windows are judged by log positions (``advance``), not by signal table rows."""
+        return self._positions is not None
 
     @property
     def has_open_windows(self) -> bool:
@@ -223,6 +244,13 @@ class IncrementalSnapshot:
             self._cond.notify_all()
         if scan.stopped or scan not in self.scans:
             return []
+        if self._positions is not None and w.low is not None:
+            # Transactions past the low watermark the stream saw before the window opened (the reader
+            # registered it, or took the low watermark, just after the stream passed them).
+            for tx in self._positions.since(w.low, self._recent_order, self._recent_pos):
+                for tid, k in self._recent.get(tx, ()):
+                    if tid == scan.table.id:
+                        w.seen.add(k)
         for tx in w.invisible:
             for tid, k in self._recent.get(tx, ()):
                 if tid == scan.table.id and k not in w.seen:
@@ -283,9 +311,58 @@ class IncrementalSnapshot:
                 if entries is None:
                     entries = self._recent[tx] = []
                     self._recent_order.append(tx)
+                    if self._positions is not None:
+                        self._recent_pos[tx] = self._positions.event_position(change)
                     if len(self._recent_order) > LOOKBACK_TRANSACTIONS:
-                        self._recent.pop(self._recent_order.popleft(), None)
+                        old = self._recent_order.popleft()
+                        self._recent.pop(old, None)
+                        self._recent_pos.pop(old, None)
                 entries += [(tid, k) for k in keys]
+
+    def advance(self, change: RawChange) -> list[RawChange] | None:
+        """Position watermarks: the stream reached ``change`` (any table). Opens the windows its transaction is
+        past the low watermark of; returns the READs of those it is past the high watermark of (they go before
+        it), or None if it closed none."""
+        if not self._pending:
+            return None
+        assert self._positions is not None
+        close, opened = self._positions.passed(change, list(self._pending.values()))
+        out: list[RawChange] | None = None
+        for w in close:
+            rows = self.window_close(w.id)
+            if rows is not None:
+                out = rows if out is None else out + rows
+        for w in opened:
+            self.window_open(w.id)
+        return out
+
+    def advance_checkpoint(self, offset: dict[str, Any]) -> list[RawChange] | None:
+        """Position watermarks: the stream recorded ``offset``; the READs of the windows whose high watermark
+        it contains (None if it closed none)."""
+        if not self._pending:
+            return None
+        assert self._positions is not None
+        ready = self._positions.reached(offset, list(self._pending.values()))
+        if not ready:
+            return None
+        out: list[RawChange] = []
+        for w in ready:
+            out += self.window_close(w.id) or ()
+        return out
+
+    def close_idle(self, offset: dict[str, Any], wait: float = IDLE_WAIT_S) -> list[RawChange] | None:
+        """Position watermarks, right after ``offset`` closed a window: wait up to ``wait`` seconds for the next
+        window a reader finishes and close it if ``offset`` contains its high watermark too (nothing was
+        logged since). None when no window became ready, or the server logged something new."""
+        deadline = time.monotonic() + wait
+        with self._cond:
+            while not any(w.high is not None for w in self._pending.values()):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closed or self.paused or \
+                        not (self._pending or any(not s.reading_done for s in self.scans)):
+                    return None
+                self._cond.wait(remaining)
+        return self.advance_checkpoint(offset)
 
     def poll(self) -> None:
         """Handle what reader threads reported: failed chunks, tables given up; warn about missing watermarks."""
@@ -310,7 +387,16 @@ class IncrementalSnapshot:
                     if not self.scans:
                         self._finish(completed=False)
                     self._rebuild_state()
-        if self._pending:
+        if self._pending and self._positions is not None:
+            now = time.monotonic()
+            for w in list(self._pending.values()):
+                if w.high is not None and now - w.created > WATERMARK_WARNING_S and w.id not in self._warned:
+                    self._warned.add(w.id)
+                    self.log.warning(
+                        "incremental snapshot window %s has waited %.0fs for the change stream to reach its high "
+                        "watermark %s: the stream is behind the server, or reports no position", w.id,
+                        now - w.created, w.high)
+        elif self._pending:
             now = time.monotonic()
             for w in list(self._pending.values()):
                 if not w.opened and now - w.created > WATERMARK_WARNING_S and w.id not in self._warned:
@@ -366,6 +452,7 @@ class IncrementalSnapshot:
             self.state = None
             self._recent.clear()
             self._recent_order.clear()
+            self._recent_pos.clear()
             return
         self.state = {"id": self.id, "paused": self.paused, "chunks": self.chunks,
                       "tables": [s.to_state() for s in self.scans]}
@@ -439,7 +526,10 @@ class IncrementalSnapshot:
                 self._pending[window.id] = window
                 scan.inflight += 1
             scan.extra["window"] = window
-            reader.insert_watermark(f"{window.id}-open", OPEN, _metadata("openWindowTimestamp"))
+            if self._positions is not None:
+                window.low = reader.current_position()
+            else:
+                reader.insert_watermark(f"{window.id}-open", OPEN, _metadata("openWindowTimestamp"))
             if scan.max_key is None:
                 chunk = ChunkRows()
             else:
@@ -449,7 +539,14 @@ class IncrementalSnapshot:
             window.last_key = chunk.last_key if chunk.rows else scan.cursor
             window.done = len(chunk.rows) < self.chunk_size or chunk.last_key == scan.max_key
             window.first_key = chunk.first_key
-            if self.strategy == "insert_delete":
+            if self._positions is not None:
+                if chunk.low is not None:
+                    window.low = chunk.low
+                high = reader.current_position()
+                with self._cond:
+                    window.high = high  # last: the connector thread may close the window from now on
+                    self._cond.notify_all()
+            elif self.strategy == "insert_delete":
                 reader.delete_watermark(f"{window.id}-open")
             else:
                 reader.insert_watermark(f"{window.id}-close", CLOSE, _metadata("closeWindowTimestamp"))
@@ -458,6 +555,11 @@ class IncrementalSnapshot:
             if window.done:
                 scan.reading_done = True
                 return
+
+
+def _transaction_id(change: RawChange) -> Any:
+    """A log event's transaction, when the source names none otherwise."""
+    return change.transaction_id
 
 
 def _metadata(name: str) -> str:

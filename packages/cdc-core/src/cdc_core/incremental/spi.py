@@ -12,6 +12,13 @@ JSON-compatible because they are stored in offsets; the core only hands them bac
 ``cdc_core.signals.conditions.Node`` trees: render them with the connector's identifier quoting
 and bind their parameters; signal text never reaches SQL otherwise. This chunk API is public:
 the Spark adapter (or any runtime) may read key-ordered chunks with it directly.
+
+Watermarks come in two kinds, declared by the source's ``watermarks`` attribute (absent means
+``"signal_table"``). ``"signal_table"``: the reader writes rows to the signal table and the stream
+reads them back (``insert_watermark``/``delete_watermark``). ``"position"``: nothing is written; the
+reader reports the server's log position before and after each chunk (``current_position``) and
+the source says where the stream is against them (``PositionWatermarks``: MySQL's and MariaDB's
+``read.only=true``, whose positions are executed GTID sets).
 """
 
 from __future__ import annotations
@@ -28,6 +35,11 @@ from cdc_core.signals.conditions import Node
 
 Key = list[Any]
 
+#: ``IncrementalSnapshotSource.watermarks``: rows written to the signal table (the default).
+SIGNAL_TABLE = "signal_table"
+#: ``IncrementalSnapshotSource.watermarks``: log positions read from the server; nothing is written.
+POSITION = "position"
+
 
 @dataclass
 class ChunkRows:
@@ -43,6 +55,9 @@ class ChunkRows:
     last_key: Key | None = None
     first_key: Key | None = None
     invisible: frozenset[Any] = frozenset()
+    #: Position watermarks only: a low watermark the read itself established (the exact position its
+    #: snapshot saw, when the server tells it), used instead of the one taken before the read.
+    low: Any = None
 
 
 @runtime_checkable
@@ -63,6 +78,10 @@ class ChunkReader(Protocol):
 
     def insert_watermark(self, row_id: str, kind: str, data: str) -> None:
         """Insert ``(row_id, kind, data)`` into the signal table and commit (it must reach the log)."""
+
+    def current_position(self) -> Any:
+        """(``watermarks = "position"`` only) The server's log position now, every transaction it has
+        logged included: a watermark for ``PositionWatermarks``. Writes nothing."""
 
     def delete_watermark(self, row_id: str) -> None:
         """Delete the signal table row ``row_id`` and commit (``insert_delete`` closes a window so)."""
@@ -93,6 +112,38 @@ class IncrementalSnapshotSource(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+
+
+@runtime_checkable
+class PositionWatermarks(Protocol):
+    """What a source with ``watermarks = "position"`` adds: where log events and the stream are against a watermark.
+
+    A window opens when the stream reaches a transaction ``after`` its low watermark and closes
+    before the first transaction ``after`` its high one, or at a checkpoint whose recorded position
+    is ``caught_up`` with the high watermark (an idle server closes windows so).
+    """
+
+    watermarks: str
+
+    def event_position(self, change: RawChange) -> Any:
+        """The log position of a log event's transaction (None if it has none: it moves no window)."""
+
+    def after(self, watermark: Any, position: Any) -> bool:
+        """True if the transaction at ``position`` is not contained in ``watermark`` (it came later)."""
+
+    def caught_up(self, watermark: Any, offset: dict[str, Any]) -> bool:
+        """True if the stream position a checkpoint ``offset`` records contains every transaction of ``watermark``."""
+
+
+def watermarks_of(source: Any) -> str:
+    """How ``source`` marks chunk windows: ``SIGNAL_TABLE`` or ``POSITION``."""
+    kind = getattr(source, "watermarks", SIGNAL_TABLE)
+    if kind not in (SIGNAL_TABLE, POSITION):
+        raise ValueError(f"{type(source).__name__}.watermarks is {kind!r}; expected {SIGNAL_TABLE!r} or {POSITION!r}")
+    if kind == POSITION and not isinstance(source, PositionWatermarks):
+        raise TypeError(f"{type(source).__name__} declares position watermarks but lacks event_position, after "
+                        "or caught_up")
+    return kind
 
 
 def incremental_source_for(connector: Any, config: Config, log: Any) -> IncrementalSnapshotSource | None:

@@ -50,6 +50,9 @@ class Window:
     dropped (the log event supersedes them) and the rest are emitted as READs. Keys changed just
     before the low watermark by a transaction the read did not see (``invisible``) are added to
     ``seen`` at the close, from the coordinator's lookback.
+
+    With position watermarks ``low`` and ``high`` are the server's log positions before and after
+    the read (``high`` is set last, once the rows are in: a window with a ``high`` is ready to close).
     """
 
     id: str
@@ -63,6 +66,8 @@ class Window:
     opened: bool = False
     seen: set[bytes] = field(default_factory=set)
     invisible: frozenset[Any] = frozenset()
+    low: Any = None
+    high: Any = None
 
     def surviving_rows(self) -> list[RawChange]:
         """The rows no log event inside the window superseded."""

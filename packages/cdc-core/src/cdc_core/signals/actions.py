@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from cdc_core.incremental.spi import SIGNAL_TABLE, watermarks_of
 from cdc_core.incremental.state import TableScan
 from cdc_core.relational import Table
 from cdc_core.signals.conditions import Node, parse_filter
@@ -34,7 +35,7 @@ def execute_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str
     source = ctl.capability()
     if source is None:
         raise SignalDataError(f"the {type(ctl.connector).__name__} connector does not support ad hoc snapshots")
-    if kind == "incremental" and ctl.signal_table is None:
+    if kind == "incremental" and ctl.signal_table is None and watermarks_of(source) == SIGNAL_TABLE:
         raise SignalDataError("incremental snapshots need signal.data.collection: their watermarks are written "
                               "to the signal table")
     tables = select_tables(data["data-collections"], source.captured_tables())

@@ -5,8 +5,10 @@ polls the signal channels, delivers queued notifications, and (only when somethi
 walks the batch: rows of the signal table are taken out (they are watermarks or signals; they
 stay in the stream as events only if that table is captured), log events inside an open window
 are shown to the incremental snapshot, a closing window's surviving READs are put in at the high
-watermark, and every offset gets the incremental snapshot's progress. When nothing is running and
-no signal table is configured, a batch passes through untouched.
+watermark, and every offset gets the incremental snapshot's progress. With position watermarks
+(``read.only=true``) every log event and checkpoint is shown to the incremental snapshot instead,
+which opens and closes windows from the positions they report. When nothing is running and no
+signal table is configured, a batch passes through untouched.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from cdc_core.signals.names import SignalDataError, parse_quoted_name
 from cdc_core.signals.spi import SignalRecord
 
 Batch = list[RawChange | Checkpoint | ChangeRecord]
+#: READs put in at an idle checkpoint before the batch is handed on.
+_IDLE_BATCH = 4096
 _NOT_SIGNAL, _SIGNAL_CAPTURED, _SIGNAL_HIDDEN = 0, 1, 2
 
 
@@ -137,8 +141,32 @@ class SignalController:
         append = out.append
         last_table, kind, fields = None, _NOT_SIGNAL, None
         state = inc.state if inc is not None else None
+        positional = state is not None and inc.positional  # type: ignore[union-attr]
         for item in batch:
             cls = item.__class__
+            if positional and cls is not ChangeRecord:
+                if cls is RawChange:
+                    reads = inc.advance(item)  # type: ignore[union-attr]
+                else:
+                    reads = inc.advance_checkpoint(item.offset)  # type: ignore[union-attr]
+                if reads is not None:
+                    out += reads
+                    if cls is Checkpoint:
+                        # Nothing was logged after this checkpoint: close further windows here while that holds,
+                        # each followed by a checkpoint with the progress so far (a crash resumes after it).
+                        while True:
+                            progress = inc.state  # type: ignore[union-attr]
+                            out.append(Checkpoint(item.offset if progress is None else {**item.offset,
+                                                                                      STATE_KEY: progress}))
+                            if self.stopping() or (more := inc.close_idle(item.offset)) is None:  # type: ignore[union-attr]
+                                break
+                            out += more
+                            if len(out) >= _IDLE_BATCH:
+                                yield out
+                                out = []
+                                append = out.append
+                    state = inc.state  # type: ignore[union-attr]
+                    positional = state is not None
             if cls is RawChange:
                 table = item.table
                 if table is not last_table:
