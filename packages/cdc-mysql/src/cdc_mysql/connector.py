@@ -96,7 +96,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
         if mode not in self.flavor.snapshot_locking_modes:
             problems.append(f"snapshot.locking.mode: {mode!r} is not available for {self.flavor.name}; use one of "
                             f"{', '.join(self.flavor.snapshot_locking_modes)}")
-        return problems + snapshot_problems(self.config)
+        return problems + snapshot_problems(self.config) + myc.binlog_buffer_problems(self.config)
 
     def incremental_snapshot_source(self) -> MySqlIncrementalSource:
         """Ad hoc (incremental and blocking) snapshots: chunk reads and watermarks for the core."""
