@@ -4,6 +4,11 @@ Events get consecutive positions; a *cut* is a position after which the connecto
 (the last record of a delete/tombstone group, a commit checkpoint): batches end only at cuts, so
 a restart from a batch's end offset never splits such a group. Nothing is acknowledged to the
 connector here except what the stream reader passes to ``acknowledge`` after Spark's commit.
+
+After a snapshot whose chunks were read at positions of their own, the connector's events go
+through its handoff filter (``cdc_core.spi.chunks.HandoffFilter``) until it says the handoff is
+over; the filter's state at each cut (``handoff_at``) goes into the stream's offsets, so a restart
+there filters the same way.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from cdc_core.envelope import EventBuilder
 from cdc_core.errors import RetriableError
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
 from cdc_core.logs import connector_logger
+from cdc_core.spi.chunks import handoff_filter, snapshot_chunks_for
 from cdc_core.spi.connector import ConnectorContext
 from cdc_spark.framing import Framer
 from cdc_spark.options import SourceOptions
@@ -41,7 +47,8 @@ class FeedError(RuntimeError):
 class ConnectorFeed:
     """Runs the connector from ``offset`` and buffers its events, numbered after ``position``."""
 
-    def __init__(self, options: SourceOptions, position: int, offset: dict[str, Any] | None):
+    def __init__(self, options: SourceOptions, position: int, offset: dict[str, Any] | None,
+                 handoff: dict[str, Any] | None = None):
         self.options = options
         self.base = position
         self.start_offset = offset
@@ -61,6 +68,12 @@ class ConnectorFeed:
         self._reached: Callable[[dict[str, Any]], bool] | None = None
         #: The cut a stream that must stop at a log position ends at (see ``stop_at``), once known.
         self.stop_cut: tuple[int, dict[str, Any]] | None = None
+        self._handoff: Any = None
+        #: ``(position, state)``: the handoff filter's state from each position on (None: over).
+        self.handoff_log: list[tuple[int, dict[str, Any] | None]] = [(position, handoff)]
+        if handoff is not None:
+            cls = snapshot_chunks_for(options.connector_class)
+            self._handoff = handoff_filter(cls, options.config, handoff) if cls is not None else None
         self._thread = threading.Thread(target=self._run, name="cdc-spark-feed", daemon=True)
 
     # -- control -------------------------------------------------------------------------------
@@ -239,7 +252,36 @@ class ConnectorFeed:
                 self.error = e
                 self._cond.notify_all()
 
+    def handoff_at(self, position: int) -> dict[str, Any] | None:
+        """The handoff state a stream restarted at the cut at ``position`` needs (None: no filtering)."""
+        with self._cond:
+            i = bisect.bisect_right(self.handoff_log, position, key=lambda e: e[0])
+            return self.handoff_log[max(0, i - 1)][1]
+
     def _add(self, builder: EventBuilder, raw: list) -> None:
+        """Buffer one connector batch (through the handoff filter while there is one)."""
+        handoff = self._handoff
+        if handoff is None:
+            self._add_batch(builder, raw)
+            return
+        version = handoff.version
+        segment: list = []
+        for item in raw:  # one by one: a state change must land exactly at its cut
+            segment += handoff.filter([item])
+            if handoff.version != version:
+                version = handoff.version
+                self._add_batch(builder, segment)
+                segment = []
+                state = handoff.state()
+                with self._cond:
+                    position = self.cuts[-1][0] if not self.rows else max(self.rows[-1][_POSITION], self.cuts[-1][0])
+                    self.handoff_log.append((position, state))
+                if state is None:
+                    self._handoff = None
+                    log.info("snapshot handoff over: the stream has passed every chunk's read position")
+        self._add_batch(builder, segment)
+
+    def _add_batch(self, builder: EventBuilder, raw: list) -> None:
         table = self.options.table
         if table is not None:
             raw = [r for r in raw if r.__class__ is Checkpoint or (r.__class__ is RawChange and r.table.id.identifier == table)]

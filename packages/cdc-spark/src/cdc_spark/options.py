@@ -20,8 +20,9 @@ SNAPSHOT_CHUNK_ROWS = "snapshotChunkRows"
 MAX_BUFFERED_EVENTS = "maxBufferedEvents"
 SNAPSHOT_HOLD_SECONDS = "snapshotHoldSeconds"
 EMPTY_BATCH_INTERVAL_MS = "emptyBatchIntervalMs"
+CHUNK_REPORT_HOST = "chunkReportHost"
 SOURCE_OPTIONS = (CONNECTOR, TABLE, MAX_EVENTS_PER_TRIGGER, SNAPSHOT_CHUNK_ROWS, MAX_BUFFERED_EVENTS,
-                  SNAPSHOT_HOLD_SECONDS, EMPTY_BATCH_INTERVAL_MS)
+                  SNAPSHOT_HOLD_SECONDS, EMPTY_BATCH_INTERVAL_MS, CHUNK_REPORT_HOST)
 #: Options Spark itself may add, never Debezium properties.
 _SPARK_OPTIONS = ("path", "checkpointlocation")
 
@@ -40,6 +41,8 @@ class SourceOptions:
     empty_batch_interval_s: float
     key_schemas: bool
     value_schemas: bool
+    #: The driver's address executors send chunk-read reports to (``cdc_spark.reports``); None: this host's.
+    chunk_report_host: str | None = None
 
     @property
     def connector_class(self) -> type:
@@ -123,6 +126,7 @@ def parse_options(options: Mapping[str, Any]) -> SourceOptions:
         empty_batch_interval_s=(empty_ms or 60_000) / 1000.0,
         key_schemas=_bool(config, "key.converter.schemas.enable"),
         value_schemas=_bool(config, "value.converter.schemas.enable"),
+        chunk_report_host=str(lower[CHUNK_REPORT_HOST.lower()]).strip() or None if CHUNK_REPORT_HOST.lower() in lower else None,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import InputPartition
@@ -12,7 +13,7 @@ from cdc_core.envelope import EventBuilder
 from cdc_core.events import ChangeRecord
 from cdc_core.logs import connector_logger
 from cdc_core.serializers.json import JsonSerializer
-from cdc_core.spi.chunks import Chunk, snapshot_chunks_for
+from cdc_core.spi.chunks import Chunk, ChunkRead, snapshot_chunks_for
 from cdc_core.spi.connector import ConnectorContext
 from cdc_spark.options import SourceOptions
 from cdc_spark.encoding import RowEncoder
@@ -33,12 +34,16 @@ class RowsPartition(InputPartition):
 
 
 class ChunkPartition(InputPartition):
-    """One snapshot chunk, read by the executor inside the held snapshot."""
+    """One snapshot chunk, read by the executor inside the held snapshot.
 
-    def __init__(self, chunk: Chunk, position: int):
+    ``report``: where to send the chunk reader's ``ChunkRead`` (``cdc_spark.reports``), if the plan wants them.
+    """
+
+    def __init__(self, chunk: Chunk, position: int, report: dict[str, Any] | None = None):
         super().__init__(f"{chunk.table}#{chunk.index}")
         self.chunk = chunk
         self.position = position
+        self.report = report
 
 
 def rows_partitions(rows: list[EventRow], encoder: RowEncoder, frames: list[bytes],
@@ -48,8 +53,12 @@ def rows_partitions(rows: list[EventRow], encoder: RowEncoder, frames: list[byte
             for part in (rows[i : i + per_partition] for i in range(0, len(rows), per_partition))]
 
 
-def read_chunk(options: SourceOptions, chunk: Chunk, position: int, encoder: RowEncoder) -> Iterator[pa.RecordBatch]:
-    """Read one chunk through the connector's capability, build its events as the engine would, as Arrow."""
+def read_chunk(options: SourceOptions, chunk: Chunk, position: int, encoder: RowEncoder,
+               report: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+    """Read one chunk through the connector's capability, build its events as the engine would, as Arrow.
+
+    A ``ChunkRead`` the reader yields goes to ``report`` (the driver) before any row.
+    """
     cls = options.connector_class
     chunks_cls = snapshot_chunks_for(cls)
     assert chunks_cls is not None
@@ -59,6 +68,13 @@ def read_chunk(options: SourceOptions, chunk: Chunk, position: int, encoder: Row
     builder = EventBuilder(config, cls.source_schema, connector.partition())
     serializer = JsonSerializer(options.key_schemas, options.value_schemas)
     for raw in chunks_cls.read_chunk(config, chunk):
+        if raw and raw[0].__class__ is ChunkRead:
+            if report is not None:
+                from cdc_spark.reports import send_report
+
+                for read in raw:
+                    send_report(report, chunk.snapshot, read.table, read.index, read.position)
+            continue
         records = [r for r in builder.build(raw) if r.__class__ is ChangeRecord]
         if records:
             yield encoder.records_batch(records, serializer.serialize(records), position, chunk.snapshot)

@@ -7,6 +7,14 @@ after a restart, a batch replayed from the checkpoint reads a new snapshot from 
 to the batch's end (its ``snapshot_id`` differs, so its rows replace what a table had), and the
 next batches continue in that new snapshot; a restart after a committed snapshot batch starts a
 new snapshot from its first chunk.
+
+Chunks read at positions of their own (``SnapshotPlan.reports_reads``, e.g. MySQL and MariaDB):
+executors report each read to the driver (``cdc_spark.reports``); the batch reading the last
+chunks ends in ``phase: snapshot`` at ``chunk == len(chunks)``, and the next (empty) batch ends in
+``phase: stream`` with the capability's ``handoff`` state, computed from every report once all
+reads are done. The stream carries that state in its offsets until the connector's handoff filter
+says it is over (``cdc_spark.feed``). A restart before that handoff batch takes a new snapshot, as
+for any snapshot batch whose snapshot is gone.
 """
 
 from __future__ import annotations
@@ -16,9 +24,10 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from cdc_core.spi.chunks import SnapshotPlan, snapshot_chunks_for
+from cdc_core.spi.chunks import SnapshotPlan, handoff_state, snapshot_chunks_for
 from cdc_spark.options import SourceOptions
 from cdc_spark.partitions import ChunkPartition
+from cdc_spark.reports import ReadReports
 
 log = logging.getLogger("cdc.spark")
 
@@ -38,6 +47,9 @@ class SnapshotBatches:
         self._alias: dict[str, str] = {}
         #: Snapshot ids in offsets -> the resume offset of the snapshot actually read for them.
         self._resume: dict[str, dict[str, Any] | None] = {}
+        #: Snapshot ids in offsets -> the plan read again for them (its handoff comes from its own reads).
+        self._replaced: dict[str, SnapshotPlan] = {}
+        self._reports: ReadReports | None = None
 
     def pending(self, start: dict) -> bool:
         """True if the batch after ``start`` is a snapshot batch."""
@@ -58,8 +70,14 @@ class SnapshotBatches:
         if max_rows is not None:
             count = min(count, max(1, max_rows // self.options.snapshot_chunk_rows))
         position = int(start["position"]) + 1
+        if plan.reports_reads and first < len(plan.chunks) <= first + count:
+            # The last chunks: the handoff needs their reads, so it is the next batch's end.
+            return {"position": position, "offset": None, "phase": SNAPSHOT, "snapshot": plan.snapshot_id,
+                    "chunk": len(plan.chunks)}
         if first + count >= len(plan.chunks):
-            return {"position": position, "offset": plan.resume_offset, "phase": STREAM, "snapshot": plan.snapshot_id}
+            end = {"position": position, "offset": plan.resume_offset, "phase": STREAM, "snapshot": plan.snapshot_id}
+            state = self._handoff(plan)
+            return end if state is None else {**end, "handoff": state}
         return {"position": position, "offset": None, "phase": SNAPSHOT, "snapshot": plan.snapshot_id,
                 "chunk": first + count}
 
@@ -74,10 +92,12 @@ class SnapshotBatches:
             plan = self._open()
             self._alias[wanted] = plan.snapshot_id
             self._resume[wanted] = plan.resume_offset
+            self._replaced[wanted] = plan
             first = 0
         last = int(end["chunk"]) if end.get("phase") == SNAPSHOT else len(plan.chunks)
         position = int(end["position"])
-        return [ChunkPartition(c, position) for c in plan.chunks[first:last]]
+        report = self._reports.address if plan.reports_reads and self._reports is not None else None
+        return [ChunkPartition(c, position, report) for c in plan.chunks[first:last]]
 
     def resume_offset(self, offset: dict) -> dict[str, Any] | None:
         """The connector offset a stream continues from after ``offset`` (a replaced snapshot's own resume offset)."""
@@ -85,11 +105,28 @@ class SnapshotBatches:
             return self._resume.get(offset["snapshot"], offset.get("offset"))
         return offset.get("offset")
 
+    def handoff(self, offset: dict) -> dict[str, Any] | None:
+        """The handoff state a stream from ``offset`` starts with (that of a replaced snapshot's own reads)."""
+        if "snapshot" in offset and offset.get("phase") == STREAM and offset["snapshot"] in self._replaced:
+            return self._handoff(self._replaced[offset["snapshot"]])
+        return offset.get("handoff")
+
     def close(self) -> None:
-        """Release the held snapshot, if any."""
+        """Release the held snapshot, if any (the reports stay until ``shutdown``)."""
         if self._plan is not None:
             self._capability().close()
             self._plan = None
+
+    def shutdown(self) -> None:
+        """Release the snapshot and stop listening for reports."""
+        self.close()
+        if self._reports is not None:
+            self._reports.close()
+            self._reports = None
+
+    def _handoff(self, plan: SnapshotPlan) -> dict[str, Any] | None:
+        reports = self._reports.reports(plan.snapshot_id) if self._reports is not None else {}
+        return handoff_state(self._capability(), plan, reports)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -105,6 +142,8 @@ class SnapshotBatches:
         tables = [self.options.table] if self.options.table else None
         self._plan = self._capability().open(for_streaming=True, tables=tables,
                                              chunk_rows=self.options.snapshot_chunk_rows)
+        if self._plan.reports_reads and self._reports is None:
+            self._reports = ReadReports(self.options.chunk_report_host)
         return self._plan
 
     def _held(self, snapshot_id: str | None) -> SnapshotPlan | None:

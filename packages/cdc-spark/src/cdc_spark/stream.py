@@ -118,7 +118,9 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if time.monotonic() - self._last_advance < self.options.empty_batch_interval_s:
                 return start
         self._last_advance = time.monotonic()
-        return {"position": cut_position, "offset": cut_offset or None, "phase": STREAM}
+        end = {"position": cut_position, "offset": cut_offset or None, "phase": STREAM}
+        handoff = feed.handoff_at(cut_position)
+        return end if handoff is None else {**end, "handoff": handoff}
 
     def _wait_for_progress(self, feed: ConnectorFeed, position: int) -> None:
         """AvailableNow: wait until the feed has events past ``position`` or knows where to stop."""
@@ -169,7 +171,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             yield from encoder.from_ipc(partition.data, partition.frames)
         else:
             assert isinstance(partition, ChunkPartition)
-            yield from read_chunk(self.options, partition.chunk, partition.position, encoder)
+            yield from read_chunk(self.options, partition.chunk, partition.position, encoder, partition.report)
 
     def commit(self, end: dict) -> None:
         """Spark committed everything up to ``end``: acknowledge it to the connector and drop its rows."""
@@ -186,7 +188,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._feed is not None:
             self._feed.stop()
             self._feed = None
-        self._snapshot.close()
+        self._snapshot.shutdown()
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -204,7 +206,7 @@ class CdcStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if feed is not None:
             feed.stop()
         offset = self._snapshot.resume_offset(start)
-        feed = self._feed = ConnectorFeed(self.options, position, offset)
+        feed = self._feed = ConnectorFeed(self.options, position, offset, self._snapshot.handoff(start))
         if self._ack is not None:
             feed.acknowledge(self._ack)
         self._apply_stop(feed)
