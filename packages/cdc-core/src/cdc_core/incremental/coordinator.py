@@ -55,6 +55,8 @@ WATERMARK_WARNING_S = 30.0
 LOOKBACK_TRANSACTIONS = 50_000
 #: Seconds ``close_idle`` waits for a reader to finish its next window.
 IDLE_WAIT_S = 0.5
+#: Seconds ``close_idle`` does not wait after it found the server busy (logging transactions).
+BUSY_S = 1.0
 
 OPEN, CLOSE = "snapshot-window-open", "snapshot-window-close"
 
@@ -95,6 +97,7 @@ class IncrementalSnapshot:
             self._transaction_of = _transaction_id
         #: Position watermarks: the log position of each transaction of the lookback.
         self._recent_pos: dict[Any, Any] = {}
+        self._busy_until = 0.0
         self._recent: dict[Any, list[tuple[TableId, bytes]]] = {}
         self._recent_order: deque[Any] = deque()
         self._scanned: dict[TableId, list[str]] = {}
@@ -353,8 +356,13 @@ class IncrementalSnapshot:
     def close_idle(self, offset: dict[str, Any], wait: float = IDLE_WAIT_S) -> list[RawChange] | None:
         """Position watermarks, right after ``offset`` closed a window: wait up to ``wait`` seconds for the next
         window a reader finishes and close it if ``offset`` contains its high watermark too (nothing was
-        logged since). None when no window became ready, or the server logged something new."""
-        deadline = time.monotonic() + wait
+        logged since). None when no window became ready, or the server logged something new.
+
+        Waiting holds the stream back, so after a window that found the server busy there is no wait for
+        ``BUSY_S`` seconds (only windows ready already are looked at): the stream closes them then.
+        """
+        now = time.monotonic()
+        deadline = now + (wait if now >= self._busy_until else 0.0)
         with self._cond:
             while not any(w.high is not None for w in self._pending.values()):
                 remaining = deadline - time.monotonic()
@@ -362,7 +370,10 @@ class IncrementalSnapshot:
                         not (self._pending or any(not s.reading_done for s in self.scans)):
                     return None
                 self._cond.wait(remaining)
-        return self.advance_checkpoint(offset)
+        rows = self.advance_checkpoint(offset)
+        if rows is None:
+            self._busy_until = time.monotonic() + BUSY_S
+        return rows
 
     def poll(self) -> None:
         """Handle what reader threads reported: failed chunks, tables given up; warn about missing watermarks."""

@@ -36,8 +36,6 @@ from cdc_core.signals.names import SignalDataError, parse_quoted_name
 from cdc_core.signals.spi import SignalRecord
 
 Batch = list[RawChange | Checkpoint | ChangeRecord]
-#: READs put in at an idle checkpoint before the batch is handed on.
-_IDLE_BATCH = 4096
 _NOT_SIGNAL, _SIGNAL_CAPTURED, _SIGNAL_HIDDEN = 0, 1, 2
 
 
@@ -124,6 +122,11 @@ class SignalController:
         if records:
             self._commit_channels()
         inc = self.incremental
+        if records and inc is not None and inc.state is not None and inc.positional and self._last_offset:
+            # A snapshot just started: on an idle server its windows close at the stream's current position
+            # (rather than at the next heartbeat).
+            position = {k: v for k, v in self._last_offset.items() if k != STATE_KEY}
+            out = yield from self._idle_windows(inc, position, out)
         if inc is not None:
             inc.poll()
         if self.signal_table is None and (inc is None or inc.state is None):
@@ -152,19 +155,8 @@ class SignalController:
                 if reads is not None:
                     out += reads
                     if cls is Checkpoint:
-                        # Nothing was logged after this checkpoint: close further windows here while that holds,
-                        # each followed by a checkpoint with the progress so far (a crash resumes after it).
-                        while True:
-                            progress = inc.state  # type: ignore[union-attr]
-                            out.append(Checkpoint(item.offset if progress is None else {**item.offset,
-                                                                                      STATE_KEY: progress}))
-                            if self.stopping() or (more := inc.close_idle(item.offset)) is None:  # type: ignore[union-attr]
-                                break
-                            out += more
-                            if len(out) >= _IDLE_BATCH:
-                                yield out
-                                out = []
-                                append = out.append
+                        out = yield from self._idle_windows(inc, item.offset, out)  # type: ignore[arg-type]
+                        append = out.append
                     state = inc.state  # type: ignore[union-attr]
                     positional = state is not None
             if cls is RawChange:
@@ -202,6 +194,23 @@ class SignalController:
                 append(item)
         out += self.notifier.drain()
         yield out
+
+    def _idle_windows(self, inc: IncrementalSnapshot, offset: dict[str, Any], out: Batch) -> Iterator[Batch]:
+        """Position watermarks at ``offset``, the stream's latest position: close the windows whose high watermark
+        it contains while nothing new is logged, each followed by a checkpoint with the progress (a crash
+        resumes after it); each window is handed on at once, so the next chunk is read meanwhile. Returns
+        the batch to go on with."""
+        while True:
+            out += self.notifier.drain()
+            progress = inc.state
+            out.append(Checkpoint(offset if progress is None else {**offset, STATE_KEY: progress}))
+            if self.stopping():
+                return out
+            more = inc.close_idle(offset)
+            if more is None:
+                return out
+            yield out
+            out = more
 
     def _kind(self, table: Table) -> tuple[int, tuple[int, int, int] | None]:
         """Whether ``table`` is the signal table (captured or not), and the positions of its id/type/data."""
