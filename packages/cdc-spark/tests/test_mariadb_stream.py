@@ -196,3 +196,38 @@ def test_batch_read_is_every_table(spark, mariadb_server, mariadb_db, tmp_path):
                                               snapshotChunkRows="500").load()
     assert dict(typed.select("after.*").dtypes) == {"id": "bigint", "name": "string"}
     assert sorted(r.id for r in typed.select("after.id").collect()) == list(range(1, 2501))
+
+
+TYPES = """CREATE TABLE typed (
+  id int PRIMARY KEY, d date, dt datetime(3), ts timestamp(6) NULL, t time(6), y year,
+  dec1 decimal(12,4), big bigint unsigned, f float, db double, j json, e enum('a','b'), s set('x','y','z'),
+  b bit(4), flag tinyint(1), bl blob, vc varchar(10) CHARACTER SET utf8mb4, g point)"""
+
+
+def test_typed_columns_of_mariadb_types(spark, mariadb_server, mariadb_db, tmp_path):
+    import datetime as dt
+    from decimal import Decimal
+
+    server, db = mariadb_server, mariadb_db
+    server.execute([TYPES, "INSERT INTO typed VALUES (1, '2024-02-29', '2024-01-02 03:04:05.678', "
+                    "'2024-01-02 03:04:05.123456', '12:34:56.5', 2024, 12345678.1234, 18446744073709551615, 1.5, "
+                    "2.25, '{\"k\": [1, 2]}', 'b', 'x,z', b'1010', 1, x'00ff', 'héllo', ST_GeomFromText('POINT(1 2)'))",
+                    "INSERT INTO typed (id) VALUES (2)"], database=db)
+    df = spark.read.format("cdc").options(**_props(server, db, tmp_path), table=f"{db}.typed").load()
+    types = dict(df.select("after.*").dtypes)
+    assert types["d"] == "date" and types["dt"] == "timestamp_ntz" and types["ts"] == "timestamp"
+    assert types["dec1"] == "decimal(12,4)" and types["j"] == "string" and types["e"] == "string"
+    rows = {r.id: r for r in df.select("after.*").collect()}
+    one = rows[1]
+    assert one.d == dt.date(2024, 2, 29)
+    assert one.dt == dt.datetime(2024, 1, 2, 3, 4, 5, 678000)
+    ts = df.where("after.id = 1").selectExpr("cast(after.ts as string)").first()[0]  # the session's time zone is UTC
+    assert ts == "2024-01-02 03:04:05.123456"
+    assert one.t == (12 * 3600 + 34 * 60 + 56) * 1_000_000 + 500_000  # io.debezium.time.MicroTime: microseconds
+    assert one.y == 2024 and one.dec1 == Decimal("12345678.1234") and one.big == -1  # bigint.unsigned.handling.mode=long
+    assert one.f == 1.5 and one.db == 2.25 and one.e == "b" and one.s == "x,z"
+    assert one.j.replace(" ", "") == '{"k":[1,2]}'
+    assert one.b == bytes([0b1010]) and one.flag == 1 and one.bl == b"\x00\xff" and one.vc == "héllo"
+    assert one.g.srid is None or one.g.srid == 0
+    assert bytes(one.g.wkb)[:1] == b"\x01"  # WKB, little endian
+    assert all(getattr(rows[2], c) is None for c in types if c != "id")
