@@ -178,6 +178,37 @@ def test_read_only_snapshot_of_an_idle_database_completes_without_writing(mariad
     assert [n.type for n in notes if n.aggregate_type == "Incremental Snapshot"][-1] == "COMPLETED"
 
 
+def test_read_only_snapshot_requested_through_the_signal_table(mariadb_server, mariadb_db):
+    """The source channel still works read-only: an application inserts the signal row, the connector only reads it."""
+    mariadb_server.execute([
+        "CREATE TABLE debezium_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))",
+        "CREATE TABLE items (id INT PRIMARY KEY, v INT NOT NULL)",
+        "INSERT INTO items SELECT seq, seq FROM seq_1_to_3000",
+    ], database=mariadb_db)
+    user, password = _read_only_user(mariadb_server, mariadb_db)
+    config = connector_config(mariadb_server, mariadb_db, **{
+        "database.user": user, "database.password": password, "read.only": "true", "snapshot.mode": "no_data",
+        "signal.data.collection": f"{mariadb_db}.debezium_signal", "table.include.list": f"{mariadb_db}.items",
+        "incremental.snapshot.chunk.size": 256, "topic.prefix": "src"})
+    engine = EngineThread(config)
+    notes: list = []
+    engine.engine.add_notification_listener(notes.append)
+    engine.start()
+    try:
+        engine.wait(lambda rs: engine.engine.metrics.streaming.connected, "streaming")
+        mariadb_server.execute("INSERT INTO debezium_signal VALUES ('src-1', 'execute-snapshot', "
+                               f"'{{\"data-collections\": [\"{mariadb_db}.items\"]}}')", database=mariadb_db)
+        signalled = _gtid_seq(mariadb_server)
+        engine.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the snapshot requested in the signal table")
+        assert _gtid_seq(mariadb_server) == signalled, "the connector wrote to the database"
+    finally:
+        engine.stop()
+    reads = [r.key["id"] for r in engine.records if r.topic == f"src.{mariadb_db}.items" and r.value is not None]
+    assert sorted(reads) == list(range(1, 3001))
+    assert {n.id for n in notes if n.aggregate_type == "Incremental Snapshot"} == {"src-1"}
+    assert [tuple(r) for r in mariadb_server.execute("SELECT id FROM debezium_signal", database=mariadb_db)] == [("src-1",)]
+
+
 def test_kill_9_mid_read_only_snapshot_resumes_from_the_last_chunk(mariadb_server, mariadb_db, tmp_path):
     """``cdc signal`` into ``cdc run`` with read.only=true, kill -9 mid-snapshot; the restart goes on after the last
     committed chunk and does not run the signal again."""
