@@ -275,3 +275,26 @@ def test_read_only_needs_gtids_on_mysql():
     replica = {"gtid_mode": "ON", "replica_parallel_workers": "4", "replica_preserve_commit_order": "OFF"}.get
     assert "replica_preserve_commit_order=ON" in (read_only_problem(MYSQL, replica, "mysql at db:3306") or "")
     assert read_only_problem(MARIADB, {}.get, "mariadb at db:3306") is None
+
+
+def test_gtid_watermarks_in_both_formats():
+    """Containment of events and checkpoints against watermarks: MySQL uuid intervals, MariaDB per-domain seqs."""
+    from cdc_mysql.gtid import gtid_set
+    from cdc_mysql.readonly import EventPosition, GtidWatermark, StreamPositions, after
+
+    uuid = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+    high = GtidWatermark(gtid_set("mysql", f"{uuid}:1-20"))
+    assert not after(high, EventPosition(f"{uuid}:20", "mysql-bin.000003", 400))
+    assert after(high, EventPosition(f"{uuid}:21", "mysql-bin.000003", 900))
+    stream = StreamPositions("mysql")
+    assert not stream.caught_up(high, {"gtids": f"{uuid}:1-19"})
+    assert stream.caught_up(high, {"gtids": f"{uuid}:1-25,abc:1-3"})
+    # MariaDB: the last seq of each domain; the low watermark also carries the read's binlog position.
+    low = GtidWatermark(gtid_set("mariadb", "0-1-100,1-2-7"), "mariadb-bin.000002", 5000)
+    assert not after(low, EventPosition("0-1-99", "mariadb-bin.000002", 4000))
+    assert after(low, EventPosition("0-1-100", "mariadb-bin.000002", 5000)), "at the read's position: not seen"
+    assert after(low, EventPosition("0-1-101", "mariadb-bin.000002", 4000))
+    assert after(low, EventPosition("2-1-1", "mariadb-bin.000001", 10)), "a new domain"
+    stream = StreamPositions("mariadb")
+    assert stream.caught_up(GtidWatermark(gtid_set("mariadb", "0-1-100")), {"gtids": "0-1-100,1-2-3"})
+    assert not stream.caught_up(GtidWatermark(gtid_set("mariadb", "0-1-100,1-2-7")), {"gtids": "0-1-100,1-2-3"})
