@@ -185,9 +185,13 @@ class MySqlSnapshotChunks:
                 model = SchemaModel()
                 for tid in ids:
                     catalog.read_table(model, tid)
-            keep = locks.table_locks or (locks.global_lock and not getattr(connector.snapshot_lock,
-                                                                           "release_after_schema", True))
+            # Streaming holds an extended (or table) lock until close; a batch read's holder cannot
+            # know when executors are done (wait_read), so it never keeps one.
+            keep = for_streaming and (locks.table_locks or (
+                locks.global_lock and not getattr(connector.snapshot_lock, "release_after_schema", True)))
             locks.after_schema()
+            if locks.table_locks and not keep:
+                locks.release()
             if keep:
                 method = NO_POSITION  # writes stay blocked until close: every chunk reads at p0
             elif method == READ_LOCK and self.config.get(myc.SNAPSHOT_LOCKING_MODE) == "none":

@@ -23,9 +23,11 @@ class CdcDataSource(DataSource):
     Options are Debezium's connector properties (``connector`` or ``connector.class`` names the
     connector), plus ``table`` (one ``schema.table``: typed ``before``/``after`` columns and only
     that table's events), ``maxEventsPerTrigger`` (snapshot batches hold as many whole chunks as
-    fit), ``snapshotChunkRows``, ``maxBufferedEvents``, ``snapshotHoldSeconds`` and
-    ``emptyBatchIntervalMs`` (how often a batch may run only to move the offset). Bad options fail
-    in ``load()`` with every problem listed.
+    fit), ``snapshotChunkRows``, ``maxBufferedEvents``, ``snapshotHoldSeconds``,
+    ``emptyBatchIntervalMs`` (how often a batch may run only to move the offset) and
+    ``chunkReportHost`` (the driver's address executors report chunk reads to, for connectors
+    whose chunks read at positions of their own: ``cdc_spark.reports``). Bad options fail in
+    ``load()`` with every problem listed.
     """
 
     def __init__(self, options: dict[str, str]):
