@@ -30,3 +30,16 @@ def parse_row(line: str) -> list[str | None]:
     if "\\" not in line:
         return fields  # type: ignore[return-value]
     return [unescape(f) if "\\" in f else f for f in fields]
+
+
+def parse_block(block: bytes) -> list[list[str | None]]:
+    """Split a block of whole COPY text rows (each ending with a newline) into rows of values.
+
+    One decode and one split for the block; only rows holding a backslash take ``parse_row``'s
+    unescaping path.
+    """
+    lines = str(block, "utf-8").split("\n")
+    lines.pop()  # after the last newline
+    if b"\\" not in block:
+        return [line.split("\t") for line in lines]
+    return [parse_row(line) if "\\" in line else line.split("\t") for line in lines]

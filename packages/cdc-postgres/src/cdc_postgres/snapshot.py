@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from functools import partial
+from itertools import repeat
 
 import psycopg
 from psycopg import sql
@@ -11,8 +13,13 @@ from psycopg import sql
 from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.relational import Table
-from cdc_postgres.copytext import parse_row
+from cdc_postgres.copyread import read_blocks
+from cdc_postgres.copytext import parse_block
 from cdc_postgres.source import sequence, source_block
+
+_new_change = partial(tuple.__new__, RawChange)
+_READ = repeat("r")
+_NONE = repeat(None)
 
 
 class SnapshotReader:
@@ -73,7 +80,6 @@ class SnapshotReader:
         """
         seq = sequence(None, self.lsn)
         held: RawChange | None = None  # the latest row, held back until we know whether it is the last
-        batch: list[RawChange | Checkpoint] = []
         first_overall = True
         for table, select in tables:
             if self.stopped:
@@ -87,19 +93,21 @@ class SnapshotReader:
             rows = 0
             query = sql.SQL("COPY ({}) TO STDOUT").format(sql.SQL(select))
             with self.conn.cursor() as cur, cur.copy(query) as copy:
-                for data in copy:
-                    if held is not None:
-                        batch.append(held)
+                for block in read_blocks(copy, self.fetch_size):
+                    # One RawChange per row, made by tuple.__new__ in C (no Python call per row).
+                    batch = list(map(_new_change, zip(
+                        repeat(table), _READ, _NONE, parse_block(block), repeat(source), repeat(offset), _NONE)))
                     if rows == 0:
                         marker = "first" if first_overall else "first_in_data_collection"
-                        held = RawChange(table, "r", None, parse_row(str(data, "utf-8")[:-1]), {**source, "snapshot": marker}, offset)
+                        batch[0] = batch[0]._replace(source={**source, "snapshot": marker})
                         first_overall = False
-                    else:
-                        held = RawChange(table, "r", None, parse_row(str(data, "utf-8")[:-1]), source, offset)
-                    rows += 1
-                    if len(batch) >= self.fetch_size:
+                    rows += len(batch)
+                    last = batch.pop()
+                    if held is not None:
+                        batch.insert(0, held)
+                    held = last
+                    if batch:
                         yield batch
-                        batch = []
                         if self.stopped:
                             return
             # Debezium's precedence: last, first, last_in_data_collection, first_in_data_collection, true.
@@ -108,6 +116,7 @@ class SnapshotReader:
             self.log.info("snapshot of %s: %d rows in %.1fs", table.id, rows, time.monotonic() - started)
             if self.metrics is not None:
                 self.metrics.table_completed(table.id.identifier)
+        batch = []
         if held is not None:
             batch.append(held._replace(source={**held.source, "snapshot": "last"}, offset=self._offset(True)))
         batch.append(Checkpoint({"lsn": self.lsn, "lsn_commit": self.lsn, "lsn_proc": None,
