@@ -7,6 +7,7 @@ import random
 import threading
 import time
 
+import pytest
 from deltalake import DeltaTable
 
 import cdc_spark
@@ -112,10 +113,12 @@ class Applied:
         return count
 
 
-def _start(spark, props, delta, checkpoint, applied: Applied, available_now: bool = False, **options):
+def _start(spark, props, delta, checkpoint, applied: Applied, available_now: bool = False, crash=None, **options):
     def apply(batch, batch_id):
         applied.record(batch, batch_id)
         cdc_spark.apply_changes(batch, delta, keys=["id"])
+        if crash is not None:
+            crash(applied.batches[batch_id], batch_id)
 
     stream = spark.readStream.format("cdc").options(**props, **options).load()
     writer = stream.writeStream.foreachBatch(apply).option("checkpointLocation", checkpoint)
@@ -175,6 +178,41 @@ def test_parallel_snapshot_under_writes_stream_restart_and_available_now(spark, 
     assert seen_late == late[: len(seen_late)], "AvailableNow delivered a late insert without those before it"
     assert {k: v for k, v in got.items() if k < 900_000} == before
     assert len(seen_late) < len(late), "AvailableNow read past the position when the query started"
+    applied.check()
+    writer.conn.close()
+
+
+def test_crash_in_the_handoff_replays_through_the_same_filter(spark, mariadb_server, mariadb_db, tmp_path):
+    server, db = mariadb_server, mariadb_db
+    server.execute(["CREATE TABLE counters (id int PRIMARY KEY, n int NOT NULL, name varchar(40))",
+                    "INSERT INTO counters SELECT seq, 0, 'row' FROM seq_1_to_2000"], database=db)
+    props = {**_props(server, db, tmp_path), "table": f"{db}.counters", "snapshotChunkRows": "250",
+             "maxEventsPerTrigger": "20"}
+    delta, checkpoint = str(tmp_path / "counters"), str(tmp_path / "ck")
+    applied = Applied()
+    crashed: list[int] = []
+
+    def crash(rows, batch_id):
+        if not crashed and any(r[1] != "r" for r in rows):
+            crashed.append(batch_id)
+            raise RuntimeError("simulated crash after the Delta commit, before Spark's")
+
+    writer = Writer(server, db, 2001).start()
+    query = _start(spark, props, delta, checkpoint, applied, crash=crash)
+    try:
+        wait_until(lambda: bool(crashed) or not query.isActive, timeout=120, what="the first stream batch")
+        writer.stop()
+        with pytest.raises(Exception, match="simulated crash"):
+            query.awaitTermination(60)
+    finally:
+        query.stop()
+    assert '"handoff"' in open(f"{checkpoint}/offsets/{crashed[0] - 1}").read(), "the crash came after the handoff"
+    query = _start(spark, props, delta, checkpoint, applied)
+    try:
+        wait_until(lambda: _delta(delta) == _source(server, db), timeout=120, what="Delta to match after the crash")
+    finally:
+        query.stop()
+    assert query.exception() is None
     applied.check()
     writer.conn.close()
 
