@@ -6,7 +6,9 @@ any point loses nothing: a restart re-reads at most the batch that was not ackno
 
 from __future__ import annotations
 
+import ctypes
 import gc
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -65,6 +67,35 @@ def connector_problems(config: Config, plugins: PluginRegistry | None = None) ->
         context = ConnectorContext(log=connector_logger("cdc", cls.name, "-"), plugins=plugins or registry())
         problems += cls(config, context).validate()
     return problems
+
+
+#: glibc ``mallopt`` parameters and the values the engine gives them (see ``_tune_malloc``).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_TRIM_THRESHOLD = 64 * 1024 * 1024
+_MMAP_THRESHOLD = 32 * 1024 * 1024  # glibc's own upper bound for its dynamic threshold
+_malloc_tuned = False
+
+
+def _tune_malloc() -> None:
+    """Keep freed heap memory for the next batch instead of returning it to the OS (glibc only).
+
+    A batch's serialized records (kilobytes each with schemas) are freed together; with glibc's
+    default 128 KiB trim threshold the pages go back to the OS after every batch and are faulted
+    in again for the next (about one page fault and 1 us of kernel time per record). Skipped where
+    the process chose its own settings (``MALLOC_TRIM_THRESHOLD_`` / ``MALLOC_MMAP_THRESHOLD_``).
+    """
+    global _malloc_tuned
+    if _malloc_tuned or "MALLOC_TRIM_THRESHOLD_" in os.environ or "MALLOC_MMAP_THRESHOLD_" in os.environ:
+        return
+    _malloc_tuned = True
+    try:
+        if not os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc"):
+            return
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
+        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
+    except (OSError, ValueError, AttributeError):  # no confstr name, no libc symbol
+        pass
 
 
 def _tune_gc() -> None:
@@ -255,6 +286,7 @@ class Engine:
             self._metrics_server = serve(self.metrics, port)
             self.log.info("serving metrics at http://127.0.0.1:%d/metrics", self._metrics_server.server_port)
         _tune_gc()
+        _tune_malloc()
         producer = threading.Thread(target=self._produce, name="cdc-connector", daemon=True)
         producer.start()
         last_flush = time.monotonic()

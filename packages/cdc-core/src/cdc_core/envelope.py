@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from itertools import repeat
 from typing import Any
 
 from cdc_core.config import Config
@@ -23,6 +24,11 @@ from cdc_core.table_events import EventSettings, TableEvents
 from cdc_core.transactions import TransactionTracker
 
 log = logging.getLogger("cdc.events")
+
+#: The ops whose runs (same table, no ``before``, no transaction block) are built in one go.
+_RUN_OPS = frozenset({"r", "c"})
+#: Shorter runs are built one by one: converting column by column only pays off from a few rows.
+_MIN_RUN = 8
 
 
 class EventBuilder:
@@ -90,8 +96,62 @@ class EventBuilder:
         through; Checkpoints become END events or heartbeats when those are due.
         """
         now_ns = time.time_ns()
-        ts_ms, ts_us = now_ns // 1_000_000, now_ns // 1_000
         out: list[ChangeRecord | Checkpoint] = []
+        if len(changes) >= _MIN_RUN:
+            self._build_runs(changes, out, now_ns)
+        else:
+            self._build_each(changes, out, now_ns)
+        return out
+
+    def _build_runs(self, changes: list, out: list, now_ns: int) -> None:
+        """Runs of at least ``_MIN_RUN`` inserts/reads of one table without a transaction block are built
+        in one go each (``_build_run``); everything else one by one (``_build_each``)."""
+        tx_on, skipped = self.transactions is not None, self.skipped
+        i, n, done = 0, len(changes), 0
+        while i < n:
+            ch = changes[i]
+            i += 1
+            if ch.__class__ is not RawChange or ch.before is not None or (tx_on and ch.transaction_id is not None):
+                continue
+            op, table, start = ch.op, ch.table, i - 1
+            if op not in _RUN_OPS or op in skipped:
+                continue
+            while i < n:
+                c = changes[i]
+                if c.__class__ is not RawChange or c.table is not table or c.op != op or c.before is not None or (
+                        tx_on and c.transaction_id is not None):
+                    break
+                i += 1
+            if i - start >= _MIN_RUN:
+                if done < start:
+                    self._build_each(changes[done:start], out, now_ns)
+                self._build_run(changes[start:i], out, now_ns)
+                done = i
+        if done < n:
+            self._build_each(changes[done:] if done else changes, out, now_ns)
+
+    def _build_run(self, run: list[RawChange], out: list, now_ns: int) -> None:
+        """Records of changes of one table with one op (``r`` or ``c``), no ``before`` and no transaction block."""
+        te = self.table_events(run[0].table)
+        try:
+            values, keys = te.rows([ch.after for ch in run])
+        except Exception:  # noqa: BLE001  # one of them fails: one by one, with the failure handling mode
+            self._build_each(run, out, now_ns)
+            return
+        if keys is None:
+            keys = repeat(None)
+        ts_ms, ts_us, op = now_ns // 1_000_000, now_ns // 1_000, run[0].op
+        topic, key_schema, envelope, partition = te.topic, te.key_schema, te.envelope, self.partition
+        out += [
+            ChangeRecord(topic, key, {"before": None, "after": after, "source": ch.source, "op": op, "ts_ms": ts_ms,
+                                      "ts_us": ts_us, "ts_ns": now_ns, "transaction": None},
+                         key_schema if key is not None else None, envelope, ch.offset, {}, partition)
+            for ch, after, key in zip(run, values, keys)
+        ]
+
+    def _build_each(self, changes: list, out: list, now_ns: int) -> None:
+        """Build changes one by one (appending to ``out``)."""
+        ts_ms, ts_us = now_ns // 1_000_000, now_ns // 1_000
         append = out.append
         partition = self.partition
         skipped, tx = self.skipped, self.transactions
@@ -156,4 +216,3 @@ class EventBuilder:
                 append(ChangeRecord(te.topic, key, None, key_schema, None, ch.offset, {}, partition))
             else:
                 append(ChangeRecord(te.topic, key, value, key_schema, te.envelope, ch.offset, {}, partition))
-        return out

@@ -62,3 +62,47 @@ def compile_row_function(
     lines.append("    return {" + ", ".join(items) + "}")
     exec(compile("\n".join(lines), "<cdc row converter>", "exec"), env)
     return env["row"]
+
+
+def compile_batch_function(
+    columns: list[tuple[int, Column]], key_columns: list[tuple[int, Column]] | None
+) -> Callable[[Sequence[Sequence[Any]]], tuple[list[dict], list[dict] | None]]:
+    """Generate ``rows(raw_rows) -> (values, keys)``: ``compile_row_function``'s results for many rows.
+
+    Column by column: the rows are transposed once and each column converted with ``map`` (or a
+    comprehension when it holds NULLs), then the dicts are built in one comprehension. A key
+    column that is also a value column reuses the value's conversion. ``keys`` is None without
+    key columns. Rows must not carry ``UNAVAILABLE`` (inserts and snapshot reads never do).
+    """
+    env: dict[str, Any] = {"_map": map, "_list": list, "_zip": zip}
+    lines = ["def rows(vs):", "    if not vs:", "        return [], ([] if HAS_KEY else None)", "    cols = _list(_zip(*vs))"]
+    converted: dict[tuple[int, int], str] = {}  # (raw index, id(column)) -> local name of its converted list
+
+    def convert(index: int, column: Column) -> str:
+        found = converted.get((index, id(column)))
+        if found is not None:
+            return found
+        n = len(converted)
+        env[f"c{n}"] = column.convert
+        env[f"f{n}"] = None if column.schema.optional else fallback_value(column)
+        lines.append(f"    x = cols[{index}]")
+        lines.append(f"    a{n} = _list(_map(c{n}, x)) if None not in x else [f{n} if y is None else c{n}(y) for y in x]")
+        converted[(index, id(column))] = f"a{n}"
+        return f"a{n}"
+
+    def comprehension(cols: list[tuple[int, Column]]) -> str:
+        if not cols:
+            return "[{} for _ in vs]"
+        names = [convert(index, column) for index, column in cols]
+        targets = ", ".join(f"y{n}" for n in range(len(cols)))
+        items = ", ".join(f"{column.name!r}: y{n}" for n, (_, column) in enumerate(cols))
+        if len(cols) == 1:
+            return f"[{{{items}}} for y0 in {names[0]}]"
+        return f"[{{{items}}} for {targets} in _zip({', '.join(names)})]"
+
+    values = comprehension(columns)
+    keys = comprehension(key_columns) if key_columns else "None"
+    env["HAS_KEY"] = bool(key_columns)
+    lines.append(f"    return {values}, {keys}")
+    exec(compile("\n".join(lines), "<cdc batch row converter>", "exec"), env)
+    return env["rows"]

@@ -14,7 +14,7 @@ from cdc_core.errors import ConfigError
 from cdc_core.filters import ColumnFilter
 from cdc_core.naming import field_adjuster, schema_adjuster
 from cdc_core.relational import Column, Table, TableId
-from cdc_core.rows import compile_row_function
+from cdc_core.rows import compile_batch_function, compile_row_function
 from cdc_core.schema import INT64, OPTIONAL_INT64, STRING, Schema, struct
 from cdc_core.topics import DefaultTopicNamingStrategy
 
@@ -107,7 +107,8 @@ class EventSettings:
 class TableEvents:
     """Everything needed to build one table version's records: topic, schemas and row functions."""
 
-    __slots__ = ("table", "topic", "key_schema", "value_schema", "envelope", "row", "row_toast", "key", "key_positions")
+    __slots__ = ("table", "topic", "key_schema", "value_schema", "envelope", "row", "row_toast", "key", "key_positions",
+                 "rows")
 
     def __init__(self, table: Table, settings: EventSettings):
         tid = table.id
@@ -133,8 +134,11 @@ class TableEvents:
             self.key = compile_row_function(key_columns, with_unavailable=False)
             self.key_positions = tuple(i for i, _ in key_columns)
         else:
+            key_columns = []
             self.key_schema = None
             self.key = None
             self.key_positions = ()
         self.row = compile_row_function(included, with_unavailable=False)
+        #: ``rows(raw_rows) -> (values, keys)``: ``row`` and ``key`` for a run of inserts or reads at once.
+        self.rows = compile_batch_function(included, key_columns)
         self.row_toast = compile_row_function(included, with_unavailable=True, placeholder=settings.placeholder)

@@ -44,8 +44,47 @@ class JsonSerializer:
 
     def serialize(self, records: list[ChangeRecord]) -> list[SinkRecord]:
         """Serialize a batch of records."""
+        if self._key is _with_schema and self._value is _with_schema:
+            return _serialize_with_schemas(records)
         key, value = self._key, self._value
         return [
             SinkRecord(r.topic, key(r.key_schema, r.key), value(r.value_schema, r.value), r.headers)
             for r in records
         ]
+
+
+def _serialize_with_schemas(records: list[ChangeRecord]) -> list[SinkRecord]:
+    """``_with_schema`` for keys and values of a batch, without a Python call per record.
+
+    Each schema's ``{"schema":...,"payload":`` prefix is made once per batch (records of a batch
+    share their schema objects, which the batch keeps alive, so their ids are safe keys).
+    """
+    prefixes: dict[int, bytes] = {}
+    out: list[SinkRecord] = []
+    append = out.append
+    dumps, join, new = _dumps, b"".join, tuple.__new__
+    last_ks = last_vs = _NO_SCHEMA
+    kp = vp = b""
+    for r in records:
+        ks, vs, key, value = r.key_schema, r.value_schema, r.key, r.value
+        if ks is not last_ks:
+            kp = prefixes.get(id(ks)) or prefixes.setdefault(id(ks), _prefix(ks))
+            last_ks = ks
+        if vs is not last_vs:
+            vp = prefixes.get(id(vs)) or prefixes.setdefault(id(vs), _prefix(vs))
+            last_vs = vs
+        append(new(SinkRecord, (
+            r.topic,
+            None if key is None and ks is None else join((kp, dumps(key), b"}")),
+            None if value is None and vs is None else join((vp, dumps(value), b"}")),
+            r.headers,
+        )))
+    return out
+
+
+_NO_SCHEMA = object()
+
+
+def _prefix(schema: Schema | None) -> bytes:
+    """``{"schema":<schema JSON>,"payload":`` (a null schema for schemaless payloads)."""
+    return b"".join((b'{"schema":', schema.json_bytes() if schema is not None else b"null", b',"payload":'))
