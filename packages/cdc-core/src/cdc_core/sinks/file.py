@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import BinaryIO, ClassVar
@@ -13,6 +14,36 @@ from cdc_core.spi.sink import SinkRecord
 
 DIR = ConfigField("dir", "string", required=True, doc="Directory of the per-topic .jsonl files.")
 FSYNC = ConfigField("fsync", "boolean", True, doc="fsync each file after every batch before acknowledging it.")
+
+log = logging.getLogger("cdc.sinks.file")
+
+
+def _cut_torn_line(path: Path) -> None:
+    """Cut a last line that has no newline: a crash (``kill -9``) tore it mid-write, before its batch
+    was acknowledged, so its records come again after the restart."""
+    try:
+        f = open(path, "r+b")
+    except FileNotFoundError:
+        return
+    with f:
+        size = f.seek(0, os.SEEK_END)
+        if size == 0:
+            return
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return
+        end, cut = size, 0
+        while end > 0:
+            start = max(0, end - 65536)
+            f.seek(start)
+            newline = f.read(end - start).rfind(b"\n")
+            if newline >= 0:
+                cut = start + newline + 1
+                break
+            end = start
+        f.truncate(cut)
+    log.warning("file sink: cut a torn last line from %s (%d bytes): an unacknowledged record that comes again",
+                path, size - cut)
 
 
 class FileSink:
@@ -36,7 +67,9 @@ class FileSink:
         if f is None:
             if "/" in topic or topic in (".", ".."):
                 raise SinkError(f"file sink: topic {topic!r} cannot be used as a file name")
-            f = self._files[topic] = open(self.dir / f"{topic}.jsonl", "ab")
+            path = self.dir / f"{topic}.jsonl"
+            _cut_torn_line(path)
+            f = self._files[topic] = open(path, "ab")
         return f
 
     def write(self, batch: list[SinkRecord]) -> None:
