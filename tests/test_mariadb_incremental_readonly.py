@@ -206,7 +206,8 @@ def test_read_only_snapshot_requested_through_the_signal_table(mariadb_server, m
     reads = [r.key["id"] for r in engine.records if r.topic == f"src.{mariadb_db}.items" and r.value is not None]
     assert sorted(reads) == list(range(1, 3001))
     assert {n.id for n in notes if n.aggregate_type == "Incremental Snapshot"} == {"src-1"}
-    assert [tuple(r) for r in mariadb_server.execute("SELECT id FROM debezium_signal", database=mariadb_db)] == [("src-1",)]
+    rows = mariadb_server.execute("SELECT id FROM debezium_signal", database=mariadb_db)
+    assert [tuple(r) for r in rows] == [("src-1",)]
 
 
 def test_kill_9_mid_read_only_snapshot_resumes_from_the_last_chunk(mariadb_server, mariadb_db, tmp_path):
@@ -245,7 +246,8 @@ def test_kill_9_mid_read_only_snapshot_resumes_from_the_last_chunk(mariadb_serve
     state = offsets["incremental_snapshot"]
     assert state["id"] == "ro-kill"
     [table] = state["tables"]
-    assert table["table"] == f"{mariadb_db}.items" and table["key"] == ["id"] and [str(v) for v in table["max"]] == [str(total)]
+    assert table["table"] == f"{mariadb_db}.items" and table["key"] == ["id"]
+    assert [str(v) for v in table["max"]] == [str(total)]
     committed = int(table["last"][0])
     assert 0 < committed < total, "kill -9 came too late: the snapshot had finished"
 
@@ -270,7 +272,8 @@ def test_read_only_needs_gtids_on_mysql():
     """MySQL with gtid_mode OFF is refused naming read.only; MariaDB always has GTIDs."""
     off = {"gtid_mode": "OFF"}.get
     problem = read_only_problem(MYSQL, off, "mysql at db:3306")
-    assert problem is not None and problem.startswith("read.only:") and "gtid_mode is OFF on mysql at db:3306" in problem
+    assert problem is not None and problem.startswith("read.only:")
+    assert "gtid_mode is OFF on mysql at db:3306" in problem
     assert read_only_problem(MYSQL, {"gtid_mode": "ON"}.get, "mysql at db:3306") is None
     replica = {"gtid_mode": "ON", "replica_parallel_workers": "4", "replica_preserve_commit_order": "OFF"}.get
     assert "replica_preserve_commit_order=ON" in (read_only_problem(MYSQL, replica, "mysql at db:3306") or "")

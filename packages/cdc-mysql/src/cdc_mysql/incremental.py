@@ -132,7 +132,8 @@ class MySqlChunkReader:
                     raw_rows = cur.fetchall()
                 finally:
                     self.conn.commit()
-                gtids = self._position.gtids if self._position is not None else gtid_set(self.source.dialect.gtid_format)
+                before = self._position  # the low watermark the core took just before this read
+                gtids = before.gtids if before is not None else gtid_set(self.source.dialect.gtid_format)
                 low = GtidWatermark(gtids, str(file), int(pos))
             else:
                 cur.execute("SHOW MASTER STATUS")

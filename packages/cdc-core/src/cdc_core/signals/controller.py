@@ -13,7 +13,7 @@ signal table is configured, a batch passes through untouched.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import Any
 
 
@@ -147,16 +147,11 @@ class SignalController:
         positional = state is not None and inc.positional  # type: ignore[union-attr]
         for item in batch:
             cls = item.__class__
-            if positional and cls is not ChangeRecord:
-                if cls is RawChange:
-                    reads = inc.advance(item)  # type: ignore[union-attr]
-                else:
-                    reads = inc.advance_checkpoint(item.offset)  # type: ignore[union-attr]
+            if positional and cls is RawChange:
+                # Windows this transaction is past the high watermark of close before it.
+                reads = inc.advance(item)  # type: ignore[union-attr]
                 if reads is not None:
                     out += reads
-                    if cls is Checkpoint:
-                        out = yield from self._idle_windows(inc, item.offset, out)  # type: ignore[arg-type]
-                        append = out.append
                     state = inc.state  # type: ignore[union-attr]
                     positional = state is not None
             if cls is RawChange:
@@ -182,10 +177,21 @@ class SignalController:
                 self._last_offset = item.offset
                 append(item)
             elif cls is Checkpoint:
+                position = item.offset
                 if state is not None:
-                    item = Checkpoint({**item.offset, STATE_KEY: state}, item.transaction_end, item.ts_ms)
+                    item = Checkpoint({**position, STATE_KEY: state}, item.transaction_end, item.ts_ms)
                 self._last_offset = item.offset
                 append(item)
+                if positional:
+                    # Windows whose high watermark this position contains close after it (after a transaction's
+                    # END), and on an idle server the next ones too.
+                    reads = inc.advance_checkpoint(position)  # type: ignore[union-attr]
+                    if reads is not None:
+                        out += reads
+                        out = yield from self._idle_windows(inc, position, out)  # type: ignore[arg-type]
+                        append = out.append
+                        state = inc.state  # type: ignore[union-attr]
+                        positional = state is not None
             else:
                 if item.offset is not None:
                     if state is not None:
@@ -195,7 +201,8 @@ class SignalController:
         out += self.notifier.drain()
         yield out
 
-    def _idle_windows(self, inc: IncrementalSnapshot, offset: dict[str, Any], out: Batch) -> Iterator[Batch]:
+    def _idle_windows(self, inc: IncrementalSnapshot, offset: dict[str, Any],
+                      out: Batch) -> Generator[Batch, None, Batch]:
         """Position watermarks at ``offset``, the stream's latest position: close the windows whose high watermark
         it contains while nothing new is logged, each followed by a checkpoint with the progress (a crash
         resumes after it); each window is handed on at once, so the next chunk is read meanwhile. Returns
