@@ -7,7 +7,8 @@ instead of with each other:
 1. ``open`` takes the connector's snapshot lock (``snapshot.locking.mode``; ``minimal``: the global
    read lock, only while step 2 runs), starts ``START TRANSACTION WITH CONSISTENT SNAPSHOT``, reads
    the binlog position p0 and the GTID set, and the table definitions into the schema history at
-   p0 (as the connector's own snapshot does), then plans chunks in that transaction: tables whose
+   p0 (as the connector's own snapshot does; their schema change events go with the first chunk,
+   unless the snapshot is limited to some tables), then plans chunks in that transaction: tables whose
    primary key starts with an integer column are split into ranges of that column (the first range
    open below, the last open above, so rows inserted later fall in one too); other tables, and
    tables with a ``snapshot.select.statement.overrides`` SELECT, are one chunk. The plan's resume
@@ -179,12 +180,8 @@ class MySqlSnapshotChunks:
                 method = NO_POSITION
             file, pos, gtids = catalog.binlog_position()
             position = {"file": file, "pos": pos, "event": 0, "row": 0, "gtids": gtids or None}
-            if for_streaming:
-                model = self._record_schema(connector, catalog, position, record_ids, capture_ids)
-            else:
-                model = SchemaModel()
-                for tid in ids:
-                    catalog.read_table(model, tid)
+            model, schema_changes = self._read_schema(connector, catalog, position, record_ids, capture_ids,
+                                                      for_streaming)
             # Streaming holds an extended (or table) lock until close; a batch read's holder cannot
             # know when executors are done (wait_read), so it never keeps one.
             keep = for_streaming and (locks.table_locks or (
@@ -209,27 +206,36 @@ class MySqlSnapshotChunks:
             else:
                 conn.close()
         resume = {**position, "ts_sec": int(time.time())}
-        base = {"method": method, "resume": {"file": file, "pos": pos, "gtids": gtids or None}, "server_id": server_id}
+        base = {"method": method, "resume": {"file": file, "pos": pos, "gtids": gtids or None}, "server_id": server_id,
+                "lock_timeout_ms": self.config.get(myc.SNAPSHOT_LOCK_TIMEOUT_MS)}
         for c in chunks:
             c.extra.update(base, first_table=c.table == chunks[0].table, last_table=c.table == chunks[-1].table)
         if chunks:
             chunks[0].first_overall = True
             chunks[-1].last_overall = True
+            if tables is None and schema_changes:  # one table's snapshot (Spark's ``table``) has no DDL events
+                chunks[0].extra["schema_changes"] = schema_changes
         self.log.info("snapshot %s of %d tables in %d chunks (chunk positions: %s)", snapshot_id, len(ids), len(chunks),
                       method)
         versions = TableVersions(type_modes(self.config))
         return SnapshotPlan(snapshot_id, chunks, resume if for_streaming else None,
                             [versions.table(model.tables[t]) for t in ids], reports_reads=True)
 
-    def _record_schema(self, connector: Any, catalog: Catalog, position: dict[str, Any], record_ids: list[TableId],
-                       capture_ids: list[TableId]) -> SchemaModel:
-        """Every recorded table's definition into the connector's schema history at p0 (its own snapshot's step).
+    def _read_schema(self, connector: Any, catalog: Catalog, position: dict[str, Any], record_ids: list[TableId],
+                     capture_ids: list[TableId], for_streaming: bool) -> tuple[SchemaModel, list[Any]]:
+        """The table definitions at p0 and the schema change events, as the connector's own snapshot reads them.
 
-        The connector was started (``start(None)``: server checks, its history store); its schema
-        change events are not emitted by a chunked snapshot.
+        Streaming records them in the connector's schema history (started by ``start(None)``); a
+        one-off snapshot in a throwaway one.
         """
-        connector._snapshot_schema(catalog, position, record_ids, capture_ids)
-        return connector.model
+        if not for_streaming:
+            from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+            from cdc_mysql.history import SchemaHistory
+
+            connector._history = SchemaHistory(MemorySchemaHistoryStore(), connector.server)
+            connector._server_id = int(catalog.query("SELECT @@server_id")[0][0])
+        records = connector._snapshot_schema(catalog, position, record_ids, capture_ids)
+        return connector.model, records
 
     def _plan_table(self, catalog: Catalog, connector: Any, definition: TableDef, snapshot_id: str,
                     chunk_rows: int) -> list[Chunk]:
@@ -301,6 +307,8 @@ class MySqlSnapshotChunks:
             with conn.cursor() as cur:
                 file, pos, gtids = cls._start_read(conn, cur, chunk)
             yield [ChunkRead(chunk.table, chunk.index, {"file": file, "pos": pos})]
+            if chunk.extra.get("schema_changes"):
+                yield list(chunk.extra["schema_changes"])  # before the first row, as the connector's snapshot
             catalog = Catalog(conn)
             model = SchemaModel()
             definition = catalog.read_table(model, TableId(chunk.extra["db"], chunk.extra["name"])).table
@@ -319,6 +327,8 @@ class MySqlSnapshotChunks:
         method = chunk.extra["method"]
         resume = chunk.extra["resume"]
         if method == READ_LOCK:
+            timeout_s = max(1, math.ceil(chunk.extra.get("lock_timeout_ms", 10_000) / 1000))
+            cur.execute(f"SET SESSION lock_wait_timeout = {timeout_s}")
             cur.execute("FLUSH TABLES WITH READ LOCK")
             try:
                 cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")

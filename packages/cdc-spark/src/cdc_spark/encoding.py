@@ -116,8 +116,8 @@ class RowEncoder:
         topic = _same(topics.pop(), n, pa.string()) if len(topics) == 1 else pa.array([r.topic for r in records], pa.string())
         columns = [
             topic, _strings([s.key for s in serialized]), _strings([s.value for s in serialized]),
-            pa.array([v["op"] if v else None for v in values], pa.string()),
-            pa.array([v["ts_ms"] if v else None for v in values], pa.int64()),
+            pa.array([v.get("op") if v else None for v in values], pa.string()),  # schema change events have none
+            pa.array([v.get("ts_ms") if v else None for v in values], pa.int64()),
             _same(position, n, pa.int64()), pa.array(offsets, pa.string()), _same(snapshot_id, n, pa.string()),
         ]
         if self.typed:
