@@ -55,8 +55,10 @@ WATERMARK_WARNING_S = 30.0
 LOOKBACK_TRANSACTIONS = 50_000
 #: Seconds ``close_idle`` waits for a reader to finish its next window.
 IDLE_WAIT_S = 0.5
-#: Seconds ``close_idle`` does not wait after it found the server busy (logging transactions).
+#: Seconds ``close_idle`` does not wait after it found the server busy (logging transactions); doubled
+#: each time it finds it busy again, up to ``MAX_BUSY_S``, back to ``BUSY_S`` once it finds it idle.
 BUSY_S = 1.0
+MAX_BUSY_S = 16.0
 
 OPEN, CLOSE = "snapshot-window-open", "snapshot-window-close"
 
@@ -98,6 +100,7 @@ class IncrementalSnapshot:
         #: Position watermarks: the log position of each transaction of the lookback.
         self._recent_pos: dict[Any, Any] = {}
         self._busy_until = 0.0
+        self._busy_s = BUSY_S
         self._recent: dict[Any, list[tuple[TableId, bytes]]] = {}
         self._recent_order: deque[Any] = deque()
         self._scanned: dict[TableId, list[str]] = {}
@@ -359,7 +362,8 @@ class IncrementalSnapshot:
         logged since). None when no window became ready, or the server logged something new.
 
         Waiting holds the stream back, so after a window that found the server busy there is no wait for
-        ``BUSY_S`` seconds (only windows ready already are looked at): the stream closes them then.
+        a while (``BUSY_S``, growing while the server stays busy; only windows ready already are looked
+        at): the stream closes them then.
         """
         now = time.monotonic()
         deadline = now + (wait if now >= self._busy_until else 0.0)
@@ -372,7 +376,10 @@ class IncrementalSnapshot:
                 self._cond.wait(remaining)
         rows = self.advance_checkpoint(offset)
         if rows is None:
-            self._busy_until = time.monotonic() + BUSY_S
+            self._busy_until = time.monotonic() + self._busy_s
+            self._busy_s = min(MAX_BUSY_S, 2 * self._busy_s)
+        else:
+            self._busy_s = BUSY_S
         return rows
 
     def poll(self) -> None:
