@@ -27,7 +27,7 @@ from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import TableFilter
 from cdc_core.logs import connector_logger
 from cdc_core.relational import Table
-from cdc_core.spi.chunks import Chunk, SnapshotPlan
+from cdc_core.spi.chunks import Chunk, SnapshotPlan, snapshot_marker
 from cdc_core.spi.connector import ConnectorContext
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
@@ -302,17 +302,6 @@ def _rows_beyond(conn: psycopg.Connection, table: Table, bounds: dict[str, Any],
     where, params = _condition(other)
     query = sql.SQL("SELECT EXISTS (SELECT 1 FROM {}{})").format(sql.Identifier(table.id.schema or "", table.id.table), where)
     return bool(conn.execute(query, params or None).fetchone()[0])
-
-
-def snapshot_marker(first_table: bool, last_table: bool, first_in_table: bool, last_in_table: bool) -> str:
-    """Debezium's ``source.snapshot`` value for a snapshot row (its precedence: last, first, then per table)."""
-    if last_in_table and last_table:
-        return "last"
-    if first_in_table and first_table:
-        return "first"
-    if last_in_table:
-        return "last_in_data_collection"
-    return "first_in_data_collection" if first_in_table else "true"
 
 
 def _copy_chunk(conn: psycopg.Connection, config: Config, table: Table, chunk: Chunk) -> Iterator[list[RawChange]]:
