@@ -22,7 +22,7 @@ from cdc_core.errors import RetriableError
 from cdc_core.events import Checkpoint, ChangeRecord, RawChange
 from cdc_core.filters import TableFilter
 from cdc_core.incremental.blocking import BLOCKING_KEY, BlockingRequest, run_blocking
-from cdc_core.incremental.coordinator import CLOSE, OPEN, IncrementalSnapshot
+from cdc_core.incremental.coordinator import CLOSE, IDLE_WAIT_S, OPEN, IncrementalSnapshot
 from cdc_core.incremental.spi import IncrementalSnapshotSource, incremental_source_for
 from cdc_core.incremental.state import STATE_KEY
 from cdc_core.notifications.service import Listener, NotificationService
@@ -126,7 +126,7 @@ class SignalController:
             # A snapshot just started: on an idle server its windows close at the stream's current position
             # (rather than at the next heartbeat).
             position = {k: v for k, v in self._last_offset.items() if k != STATE_KEY}
-            out = yield from self._idle_windows(inc, position, out)
+            out = yield from self._idle_windows(inc, position, out, True)
         if inc is not None:
             inc.poll()
         if self.signal_table is None and (inc is None or inc.state is None):
@@ -184,11 +184,13 @@ class SignalController:
                 append(item)
                 if positional:
                     # Windows whose high watermark this position contains close after it (after a transaction's
-                    # END), and on an idle server the next ones too.
+                    # END), and on an idle server the next ones too: at an idle position (no commit), wait for
+                    # the reader's next windows; at a commit, only those ready already.
                     reads = inc.advance_checkpoint(position)  # type: ignore[union-attr]
                     if reads is not None:
                         out += reads
-                        out = yield from self._idle_windows(inc, position, out)  # type: ignore[arg-type]
+                        idle = item.transaction_end is None and item.ts_ms is None
+                        out = yield from self._idle_windows(inc, position, out, idle)  # type: ignore[arg-type]
                         append = out.append
                         state = inc.state  # type: ignore[union-attr]
                         positional = state is not None
@@ -201,19 +203,20 @@ class SignalController:
         out += self.notifier.drain()
         yield out
 
-    def _idle_windows(self, inc: IncrementalSnapshot, offset: dict[str, Any],
-                      out: Batch) -> Generator[Batch, None, Batch]:
+    def _idle_windows(self, inc: IncrementalSnapshot, offset: dict[str, Any], out: Batch,
+                      wait: bool) -> Generator[Batch, None, Batch]:
         """Position watermarks at ``offset``, the stream's latest position: close the windows whose high watermark
         it contains while nothing new is logged, each followed by a checkpoint with the progress (a crash
-        resumes after it); each window is handed on at once, so the next chunk is read meanwhile. Returns
-        the batch to go on with."""
+        resumes after it); each window is handed on at once, so the next chunk is read meanwhile. With
+        ``wait`` the reader's next windows are waited for (``close_idle``), else only those ready already
+        are looked at. Returns the batch to go on with."""
         while True:
             out += self.notifier.drain()
             progress = inc.state
             out.append(Checkpoint(offset if progress is None else {**offset, STATE_KEY: progress}))
             if self.stopping():
                 return out
-            more = inc.close_idle(offset)
+            more = inc.close_idle(offset, wait=IDLE_WAIT_S if wait else 0.0)
             if more is None:
                 return out
             yield out
