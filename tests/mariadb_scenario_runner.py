@@ -340,6 +340,16 @@ def _wait(run: ScenarioRun, arg: Any) -> None:
     time.sleep(float(arg))
 
 
+def _streaming(run: ScenarioRun, arg: Any) -> None:
+    """Wait until the snapshot is over and the connector streams (``start`` returns once either runs)."""
+    assert run.engine is not None and run.thread is not None, "streaming needs a started engine"
+    deadline = time.monotonic() + 30
+    while not run.engine.metrics.streaming.connected:
+        assert run.thread.is_alive(), f"the connector ended before streaming: {run.error}"
+        assert time.monotonic() < deadline, "the connector did not start streaming within 30 s"
+        time.sleep(0.01)
+
+
 def _forget(run: ScenarioRun, arg: Any) -> None:
     """Drop the records received so far that no step looked at."""
     run.seen = len(run.records)
@@ -373,6 +383,7 @@ STEPS: dict[str, Callable[[ScenarioRun, Any], None]] = {
     "purge_binlogs": _purge_binlogs,
     "lose_history": _lose_history,
     "wait": _wait,
+    "streaming": _streaming,
     "forget": _forget,
     "query": _query,
 }
