@@ -9,6 +9,11 @@ REPEATABLE READ transaction, with the initial snapshot's ``source.snapshot`` mar
 
 ``signal_tables`` is the connector's hook: the signal table is streamed even when it is not
 captured (and added to a ``filtered`` publication), so watermarks and signals reach the core.
+
+With ``read.only=true`` nothing is written: each chunk's read reports its own snapshot and WAL
+position (the low watermark) and the WAL position after it is the high one (``cdc_postgres.readonly``;
+the core's ``watermarks = "position"``). The signal table is then needed only if signals come
+through it: an application's signal rows are still read from the stream, as Debezium does.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from cdc_core.config import common
 from cdc_core.errors import RetriableError
 from cdc_core.events import RawChange
 from cdc_core.filters import TableFilter
-from cdc_core.incremental.spi import ChunkRows, Key
+from cdc_core.incremental.spi import POSITION, SIGNAL_TABLE, ChunkRows, Key
 from cdc_core.plugins import registry
 from cdc_core.relational import Table, TableId
 from cdc_core.signals.conditions import Node
@@ -35,6 +40,8 @@ from cdc_core.snapshot import snapshot_query
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
 from cdc_postgres.copytext import parse_row
+from cdc_postgres import readonly
+from cdc_postgres.readonly import POSITION_QUERY, EventPosition, PgSnapshot, Watermark, normalize_lsn
 from cdc_postgres.source import sequence, source_block
 from cdc_postgres.types import TypeModes
 
@@ -128,8 +135,13 @@ def signal_tables(config: Config, conn: psycopg.Connection, catalog: Catalog, ca
                              "AND tablename = %s", (publication, tid.schema, tid.table)).fetchone()
     if not published:
         if config.get(pgc.PUBLICATION_AUTOCREATE) == "filtered":
-            conn.execute(f"ALTER PUBLICATION {_ident(publication)} ADD TABLE {_tident(tid)}")
-            log.info("added signal table %s to publication %s", tid, publication)
+            try:
+                conn.execute(f"ALTER PUBLICATION {_ident(publication)} ADD TABLE {_tident(tid)}")
+                log.info("added signal table %s to publication %s", tid, publication)
+            except psycopg.errors.InsufficientPrivilege as e:
+                # A read-only connector user (read.only=true) may not own the publication or the table.
+                log.warning("signal table %s is not in publication %s and cannot be added (%s): signals "
+                            "written to it will not reach the connector", tid, publication, str(e).strip())
         else:
             log.warning("signal table %s is not in publication %s: signals and incremental snapshot watermarks "
                         "written to it will not reach the connector; add it with ALTER PUBLICATION", tid, publication)
@@ -142,16 +154,22 @@ def signal_tables(config: Config, conn: psycopg.Connection, catalog: Catalog, ca
 class PostgresChunkReader:
     """Chunk reads and watermark writes on one autocommit connection (see ``cdc_core.incremental.spi.ChunkReader``)."""
 
-    def __init__(self, config: Config, signal_table: Table | None):
+    def __init__(self, config: Config, signal_table: Table | None, read_only: bool = False):
         self.config = config
         self.server = config.get(common.TOPIC_PREFIX)
         self.db = config.get(pgc.DBNAME)
         self.conn = _connect(config)
         self.signal_table = signal_table
+        self.read_only = read_only
         self._lsn: int | None = None
         self._tx_id: int | None = None
         #: A chunk's read transaction is still open: the next watermark write commits it in the same message.
         self._reading = False
+        self._block_size = 8192
+        if read_only:
+            # read.only=true: this connection can write nothing, whatever the user's privileges.
+            self.conn.execute("SET default_transaction_read_only = on")
+            self._block_size = int(self.conn.execute("SELECT current_setting('wal_block_size')").fetchone()[0])
 
     def _end_read(self) -> None:
         if self._reading:
@@ -190,6 +208,26 @@ class PostgresChunkReader:
         cols = ", ".join(_q(c.name) for c in table.columns)
         query = (f"COPY (SELECT {cols} FROM {_tq(table.id, _q)} WHERE {' AND '.join(parts)} "
                  f"ORDER BY {', '.join(_q(k) for k in key)} LIMIT {int(limit)}) TO STDOUT")
+        # One snapshot for the read and the list of transactions it does not see (see ChunkRows.invisible),
+        # taken in one round trip; the transaction ends with the high watermark's message.
+        self._end_read()
+        low = None
+        if self.read_only:
+            # The read's own snapshot and WAL position: the low watermark (cdc_postgres.readonly).
+            cur = self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; " + POSITION_QUERY)
+            self._reading = True
+            cur.nextset()
+            text, lsn = cur.fetchone()
+            snapshot = PgSnapshot.parse(text)
+            low = Watermark(normalize_lsn(int(lsn), self._block_size), snapshot, read=True)
+            invisible = snapshot.in_progress()
+            self._tx_id, self._lsn = snapshot.xmin & 0xFFFFFFFF, int(lsn)
+        else:
+            cur = self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
+                                    "SELECT txid_snapshot_xip(txid_current_snapshot())")
+            self._reading = True
+            cur.nextset()
+            invisible = frozenset(int(x) & 0xFFFFFFFF for (x,) in cur.fetchall())
         ts_us = time.time_ns() // 1000
         schema, name = table.id.schema or "", table.id.table
         source = source_block(self.server, self.db, ts_us, "incremental", schema, name, self._tx_id, self._lsn,
@@ -197,29 +235,33 @@ class PostgresChunkReader:
         rows: list[RawChange] = []
         append = rows.append
         new = tuple.__new__
-        # One snapshot for the read and the list of transactions it does not see (see ChunkRows.invisible),
-        # taken in one round trip; the transaction ends with the high watermark's message.
-        self._end_read()
-        cur = self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; "
-                                "SELECT txid_snapshot_xip(txid_current_snapshot())")
-        self._reading = True
-        cur.nextset()
-        invisible = frozenset(int(x) & 0xFFFFFFFF for (x,) in cur.fetchall())
         with self.conn.cursor() as cur, cur.copy(query, params) as copy:
             for data in copy:
                 append(new(RawChange, (table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]), source,
                                        None, None)))
         if not rows:
-            return ChunkRows(invisible=invisible)
+            return ChunkRows(invisible=invisible, low=low)
         positions = [table.columns.index(table.column(k)) for k in key]
         first, last = rows[0].after, rows[-1].after
-        return ChunkRows(rows, [last[i] for i in positions], [first[i] for i in positions], invisible)
+        return ChunkRows(rows, [last[i] for i in positions], [first[i] for i in positions], invisible, low)
+
+    def current_position(self) -> Watermark:
+        """(``read.only=true``) The WAL insert position now, with the current snapshot; ends a chunk's read
+        transaction in the same message. Writes nothing."""
+        reading, self._reading = self._reading, False
+        cur = self.conn.execute(("COMMIT; " if reading else "") + POSITION_QUERY)
+        if reading:
+            cur.nextset()
+        text, lsn = cur.fetchone()
+        return Watermark(normalize_lsn(int(lsn), self._block_size), PgSnapshot.parse(text))
 
     def insert_watermark(self, row_id: str, kind: str, data: str) -> None:
         """Insert a watermark row (its own transaction); its transaction id and LSN mark the chunk's READs.
 
         After a chunk read, one message commits the read and inserts the row (values as quoted literals).
         """
+        if self.read_only:
+            raise RuntimeError("read.only=true: the connector writes no watermarks to the signal table")
         signal = self._signal()
         insert = sql.SQL("INSERT INTO {} ({}) VALUES ({}, {}, {}) "
                          "RETURNING txid_current(), (pg_current_wal_lsn() - '0/0')::bigint").format(
@@ -272,6 +314,9 @@ class PostgresIncrementalSource:
     def __init__(self, config: Config, log: Any):
         self.config = config
         self.log = log
+        self.read_only = bool(config.get(pgc.READ_ONLY))
+        #: ``cdc_core.incremental.spi``: snapshots and WAL positions with read.only=true, else signal table rows.
+        self.watermarks = POSITION if self.read_only else SIGNAL_TABLE
         self._conn: psycopg.Connection | None = None
         self._signal: Table | None = None
 
@@ -297,7 +342,21 @@ class PostgresIncrementalSource:
                     self._signal = catalog.table(oid) if oid is not None else None
                 finally:
                     conn.close()
-        return PostgresChunkReader(self.config, self._signal)
+        return PostgresChunkReader(self.config, self._signal, self.read_only)
+
+    # -- position watermarks (read.only=true; cdc_core.incremental.spi.PositionWatermarks) --------
+
+    def event_position(self, change: RawChange) -> EventPosition | None:
+        """A WAL event's transaction: its xid and commit LSN."""
+        return readonly.event_position(change)
+
+    def after(self, watermark: Watermark, position: EventPosition) -> bool:
+        """True if the event's transaction commits at or past the watermark's position (or the read did not see it)."""
+        return readonly.after(watermark, position)
+
+    def caught_up(self, watermark: Watermark, offset: dict[str, Any]) -> bool:
+        """True if a checkpoint's position is at or past the watermark's WAL position."""
+        return readonly.caught_up(watermark, offset)
 
     def transaction_of(self, change: RawChange) -> int | None:
         """A log event's transaction id (``source.txId``, the 32-bit xid, as ``ChunkRows.invisible`` holds it)."""
