@@ -8,9 +8,6 @@ import time
 
 import pytest
 
-from cdc_core.engine import Engine
-from cdc_core.errors import ConfigError
-
 from mariadb_cdc import EngineThread, connector_config
 
 
@@ -73,11 +70,3 @@ def test_warn_and_ignore_skip_the_event(mariadb_server, mariadb_db, caplog, prop
     else:
         assert warnings == []
 
-
-def test_binlog_buffer_size_says_it_cannot_buffer(mariadb_server, mariadb_db):
-    """binlog.buffer.size > 0 asks for Debezium's look-ahead buffer, which cdc lacks: rejected, saying why."""
-    with pytest.raises(ConfigError) as info:
-        Engine(connector_config(mariadb_server, mariadb_db, **{"binlog.buffer.size": 100}))
-    message = str(info.value)
-    assert "binlog.buffer.size: 100" in message and "mysql-replication" in message and "Leave" in message
-    Engine(connector_config(mariadb_server, mariadb_db, **{"binlog.buffer.size": 0}))  # the default is fine

@@ -46,7 +46,8 @@ INCONSISTENT_SCHEMA_MODE = F("inconsistent.schema.handling.mode", "enum", "fail"
 DESERIALIZATION_FAILURE_MODE = F("event.deserialization.failure.handling.mode", "enum", "fail",
                                  allowed=("fail", "warn", "ignore"))
 BINLOG_BUFFER_SIZE = F("binlog.buffer.size", "int", 0, minimum=0,
-                       doc="Debezium's look-ahead buffer for transactions ending in ROLLBACK; only 0 (off) is supported.")
+                       doc="Events of a transaction held until its COMMIT or ROLLBACK (rolled-back ones are dropped); "
+                           "0: off, events stream as they arrive.")
 SNAPSHOT_MODE = F(
     "snapshot.mode", "enum", "initial",
     allowed=("initial", "initial_only", "no_data", "recovery", "when_needed", "always", "configuration_based",
@@ -147,30 +148,6 @@ def connect_args(config: Config, **extra: Any) -> dict[str, Any]:
         args.setdefault(key, value)
     args.update(extra)
     return args
-
-
-def binlog_buffer_problems(config: Config) -> list[str]:
-    """``binlog.buffer.size`` above 0 asks for a look-ahead buffer that cdc does not have: say so, never pretend.
-
-    Debezium (with mysql-binlog-connector-java) can hold up to that many events of an open transaction
-    back until its COMMIT or ROLLBACK shows up, dropping rolled-back ones and rewinding the client for
-    larger ones. cdc reads events one at a time through mysql-replication, which has no such buffer or
-    rewind, and streams each rows event as it arrives; so, as Debezium does with the default 0, a
-    transaction whose binlog ends in ROLLBACK is streamed (MySQL writes these when non-transactional
-    tables are mixed in; MariaDB in ROW format logs the non-transactional changes as transactions of
-    their own and never the rolled-back rest; it does write the rows undone by ROLLBACK TO SAVEPOINT
-    when a non-transactional change came in between, and those, which a buffer looking for COMMIT or
-    ROLLBACK would not drop either, are streamed too). NumberOfRolledBackTransactions,
-    NumberOfNotWellFormedTransactions and NumberOfLargeTransactions, which count what the buffer
-    sees, therefore stay 0.
-    """
-    size = config.get(BINLOG_BUFFER_SIZE)
-    if not size:
-        return []
-    return [f"binlog.buffer.size: {size} asks for a look-ahead buffer that holds back transactions until their "
-            "COMMIT or ROLLBACK; cdc's binlog reader (mysql-replication) has none and streams each rows event as "
-            "it arrives, so rolled-back transactions in the binlog cannot be dropped. Leave binlog.buffer.size at 0 "
-            "(Debezium's default, which streams them the same way)"]
 
 
 def deserialization_failure_mode(config: Config) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -48,8 +49,21 @@ from cdc_mysql.source import source_schema
 from cdc_mysql.streaming import BinlogStreamer, TableVersions
 from cdc_mysql.types import type_modes
 
-#: Memory schema histories by Config object, so a retry of the same engine keeps its history.
+#: Memory schema histories by the id of a live Config object, so a retry of the same engine (same Config)
+#: keeps its history; an entry goes when its Config is collected, so a reused id never finds another's history.
 _MEMORY_HISTORIES: dict[int, Any] = {}
+
+
+def _memory_history(config: Config) -> Any:
+    """The in-memory schema history store of one engine's Config (created on first use)."""
+    key = id(config)
+    store = _MEMORY_HISTORIES.get(key)
+    if store is None:
+        from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+
+        store = _MEMORY_HISTORIES[key] = MemorySchemaHistoryStore()
+        weakref.finalize(config, _MEMORY_HISTORIES.pop, key, None)
+    return store
 
 
 class MySqlConnector(Snapshotting, DdlEvents):
@@ -96,7 +110,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
         if mode not in self.flavor.snapshot_locking_modes:
             problems.append(f"snapshot.locking.mode: {mode!r} is not available for {self.flavor.name}; use one of "
                             f"{', '.join(self.flavor.snapshot_locking_modes)}")
-        return problems + snapshot_problems(self.config) + myc.binlog_buffer_problems(self.config)
+        return problems + snapshot_problems(self.config)
 
     def incremental_snapshot_source(self) -> MySqlIncrementalSource:
         """Ad hoc (incremental and blocking) snapshots: chunk reads and watermarks for the core."""
@@ -208,9 +222,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
         if self.context.history is not None:
             return self.context.history
         if not self.config.get(common.SCHEMA_HISTORY_FILE):
-            from cdc_core.stores.memory_history import MemorySchemaHistoryStore
-
-            return _MEMORY_HISTORIES.setdefault(id(self.config), MemorySchemaHistoryStore())
+            return _memory_history(self.config)
         return registry().get("schema history store", self.config.get(common.SCHEMA_HISTORY))(self.config)
 
     # -- the run -------------------------------------------------------------------------------
@@ -254,6 +266,8 @@ class MySqlConnector(Snapshotting, DdlEvents):
                                              self.config.get(myc.GTID_EXCLUDES)),
             reconnect=(lambda at, error: self._reconnect(keepalive, at, error)) if keepalive.enabled else None,
             undecodable_mode=myc.deserialization_failure_mode(self.config), metrics=self.binlog_metrics,
+            buffer_size=self.config.get(myc.BINLOG_BUFFER_SIZE),
+            rewind=lambda at: self._rewind(keepalive, replica_id, at),
         )
         self._streamer = streamer
         if self.binlog_metrics is not None:
@@ -286,6 +300,16 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self._reader = None
         reader = keepalive.reconnect(at, error, old)
         self._reader = reader
+        if self._stop.is_set():  # stop() may have missed the new socket
+            reader.close()
+        return reader
+
+    def _rewind(self, keepalive: KeepAlive, replica_id: int, at: BinlogStartPosition) -> CdcBinLogStreamReader:
+        """``binlog.buffer.size``: a new reader at ``at`` to reread a transaction larger than the buffer."""
+        old = self._streamer.reader if self._streamer is not None else self._reader
+        if old is not None:
+            old.close()
+        reader = self._reader = self._binlog_reader(at, replica_id, keepalive)
         if self._stop.is_set():  # stop() may have missed the new socket
             reader.close()
         return reader

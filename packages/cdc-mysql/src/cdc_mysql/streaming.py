@@ -5,6 +5,10 @@ restart point), ``event`` the rows events of that transaction already handled an
 rows handled in the next one; between transactions ``pos`` is the next event and both are 0.
 ``gtids`` is the GTID set of completed transactions. A restart replays the transaction at
 ``pos`` and skips what the counters say was acknowledged.
+
+With ``binlog.buffer.size`` above 0 the events pass ``cdc_mysql.lookahead.LookAhead`` first, which
+holds each transaction until its end and drops rolled-back ones; at 0 the loop reads the binlog
+reader directly, exactly as before.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from cdc_core.relational import TableId as CoreTableId
 from cdc_mysql.binlog import BinlogConnectionLost, BinlogStartPosition, CdcBinLogStreamReader
 from cdc_mysql.ddl import AppliedDdl, SchemaModel
 from cdc_mysql.gtid import gtid_set
+from cdc_mysql.lookahead import LookAhead
 from cdc_mysql.model import TableDef, TableId
 from cdc_mysql.rows import RowDecoder, SchemaMismatch, compile_decoder
 from cdc_mysql.source import DEBEZIUM_VERSION
@@ -77,8 +82,11 @@ class BinlogStreamer:
                  stop_requested: Callable[[], bool] = lambda: False,
                  gtid_source_filter: Callable[[str], bool] | None = None,
                  reconnect: Callable[[BinlogStartPosition, BaseException], CdcBinLogStreamReader] | None = None,
-                 undecodable_mode: str = "fail", metrics: Any = None):
+                 undecodable_mode: str = "fail", metrics: Any = None, buffer_size: int = 0,
+                 rewind: Callable[[BinlogStartPosition], CdcBinLogStreamReader] | None = None):
         self.reader = reader
+        #: ``binlog.buffer.size``: a new reader at a position, for rereading a large transaction.
+        self.rewind = rewind
         #: ``connect.keep.alive``: a new reader at a position after the connection broke (None: raise).
         self.reconnect = reconnect
         #: ``event.deserialization.failure.handling.mode`` for rows events the model cannot decode.
@@ -119,6 +127,12 @@ class BinlogStreamer:
         self._compiled: dict[tuple[Any, ...], tuple[Any, RowDecoder, Table, TableDef]] = {}
         self._skipped_tables: set[TableId] = set()
         self.events_seen = 0
+        #: ``binlog.buffer.size`` > 0: the look-ahead buffer the events pass (None: read directly).
+        self.lookahead: LookAhead | None = None
+        if buffer_size > 0:
+            if rewind is None:
+                raise ValueError("binlog.buffer.size needs a way to reopen the binlog (rewind) for large transactions")
+            self.lookahead = LookAhead(buffer_size, metrics, log, lambda: self.file, self._rewind)
 
     # -- offsets --------------------------------------------------------------------------------
 
@@ -136,7 +150,8 @@ class BinlogStreamer:
         checksum = None
         connected = self.on_connected
         stop_requested = self.stop_requested
-        for ev in self._events():
+        events = self._events() if self.lookahead is None else self.lookahead.events(self._events())
+        for ev in events:
             if connected is not None:
                 connected()
                 connected = None
@@ -211,8 +226,16 @@ class BinlogStreamer:
                               start, self._skip_events)
                 self.reader = self.reconnect(start, e)
 
+    def _rewind(self, start: BinlogStartPosition) -> Iterator[Any]:
+        """The events of a new reader at ``start`` (the look-ahead buffer rereads a large transaction)."""
+        assert self.rewind is not None
+        self.reader = self.rewind(start)
+        return self._events()
+
     def _resume_position(self) -> BinlogStartPosition:
         """Where to reconnect: the open transaction's start (its handled events skipped) or the next event."""
+        if self.lookahead is not None:
+            self.lookahead.reset()  # held events were not handled: they are read again
         if self._tx_pos is None:
             return BinlogStartPosition(self.file, self.next_pos)
         if self._tx_events > self._skip_events:
