@@ -26,6 +26,7 @@ class BinlogMetrics:
         self.gtid_mode = False
         self.skipped_events = 0
         self.disconnects = 0
+        # Counted by ``cdc_mysql.lookahead`` only while ``binlog.buffer.size`` > 0 (as Debezium's buffer does).
         self.rolled_back_transactions = 0
         self.not_well_formed_transactions = 0
         self.large_transactions = 0
