@@ -48,7 +48,7 @@ def _config(pg, db: str, user: str, **extra) -> dict:
 
 
 def _xid_horizon(pg, db: str) -> int:
-    """The next transaction id to be assigned (grows whenever any session writes)."""
+    """One past the newest finished transaction id (grows whenever a session that wrote ends)."""
     return int(pg.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint", dbname=db)[0][0])
 
 
