@@ -27,9 +27,23 @@ connection commits and returns the insert position again. The core
   past the high position it has passed all of them, and any transaction it has not passed yet
   committed after the read, so its events may follow the chunk's READs.
 
-A commit reaches the WAL a moment before snapshots see it, so a transaction may commit below the
-read's position and still be invisible to it: its xid is in the read's in-progress list, which the
-read also reports as ``ChunkRows.invisible`` so that the core drops the rows it changed.
+A commit reaches the WAL a moment before snapshots see it (longer under synchronous replication,
+which waits in between), so a transaction may commit below the read's position and still be
+invisible to it. If the stream passed it before the window opened, the core finds it in its
+lookback at the close (``PositionWindows.since`` walks back to the newest transaction the read saw;
+the read's in-progress list also goes to ``ChunkRows.invisible``, which catches such a transaction
+behind a later one the read did see). Left open: a transaction whose xid is at or past the read's
+xmax, committed below its position but not yet visible, passed by the stream before the window
+opened and followed in the WAL by one the read saw (a commit overtaken between its WAL record and
+its visibility; Debezium's xid rules miss it as well).
+
+Idle servers: a high watermark is reached when the stream reports a position at or past it, a
+commit or an idle checkpoint (the walsender's keepalive position, everything before which was
+decoded). In read-only mode the stream reports its idle position at least every
+``IDLE_POSITION_S``; after a window closed there, the core closes the next windows the reader
+finishes at the same position while nothing new is logged (``close_idle``). Polling
+``pg_current_snapshot()`` instead would say whether transactions finished, not whether the stream
+has passed them: only a position from the stream tells that.
 
 Positions are the WAL insert position (``pg_current_wal_insert_lsn()``): with
 ``synchronous_commit=off`` a commit is visible before it is written, so the write position could lag
