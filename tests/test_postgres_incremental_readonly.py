@@ -120,7 +120,24 @@ def test_read_only_snapshot_under_concurrent_writes_replays_to_the_final_state(p
                     with lock:
                         counts[kind] += 1
 
+        def long_writer() -> None:
+            """Transactions of several updates spread over time: running across chunk reads, committing later."""
+            rnd = random.Random(99)
+            with pg_server.connect(pg_db) as conn:
+                conn.autocommit = True
+                while not stop.is_set():
+                    ahead = run.engine.metrics.snapshot.chunk_to
+                    base = int(ahead) if str(ahead).isdigit() else 0
+                    with conn.transaction():
+                        for _ in range(3):
+                            key = min(2 * ROWS, base + 2 * rnd.randint(1, 300))
+                            conn.execute("UPDATE items SET v = v + 1 WHERE id = %s", (key,))
+                            time.sleep(0.01)
+                    with lock:
+                        counts["u"] += 3
+
         writers = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
+        writers.append(threading.Thread(target=long_writer))
         for w in writers:
             w.start()
         try:
