@@ -22,7 +22,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
 from cdc_postgres.incremental import signal_tables
-from cdc_postgres.readonly import IDLE_POSITION_S, check_read_only
+from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
 from cdc_postgres.position import PostgresLogPosition
 from cdc_postgres.replication import ReplicationConnection, ReplicationError
@@ -407,6 +407,7 @@ class PostgresConnector:
         if self.config.get(pgc.READ_ONLY):
             # Read-only snapshot windows close at idle positions too (heartbeat records stay at their interval).
             reader.idle_interval = min(reader.idle_interval, IDLE_POSITION_S)
+            reader.moved_interval = MOVED_POSITION_S
         last_action = time.monotonic()
         timeout = min(self.config.get(common.POLL_INTERVAL_MS) / 1000.0, 0.5)
         repl = self._repl

@@ -40,7 +40,8 @@ its visibility; Debezium's xid rules miss it as well).
 Idle servers: a high watermark is reached when the stream reports a position at or past it, a
 commit or an idle checkpoint (the walsender's keepalive position, everything before which was
 decoded). In read-only mode the stream reports its idle position at least every
-``IDLE_POSITION_S``; after a window closed there, the core closes the next windows the reader
+``IDLE_POSITION_S``, and every ``MOVED_POSITION_S`` while transactions it skips (tables it does not
+capture) move it; after a window closed there, the core closes the next windows the reader
 finishes at the same position while nothing new is logged (``close_idle``). Polling
 ``pg_current_snapshot()`` instead would say whether transactions finished, not whether the stream
 has passed them: only a position from the stream tells that.
@@ -68,6 +69,10 @@ POSITION_QUERY = "SELECT pg_current_snapshot()::text, (pg_current_wal_insert_lsn
 #: window whose high watermark the stream already reached closes at the next one (a signal from the signal
 #: table starts a snapshot at a commit, before any window is read; Debezium waits for a heartbeat there).
 IDLE_POSITION_S = 1.0
+#: Most seconds between the stream's positions while only transactions it skips are logged (tables it does not
+#: capture): each position closes the windows whose high watermark it passed (the stream carries no commit
+#: of its own to close them at; at the streamer's default 1 s a snapshot would close about 4 chunks a second).
+MOVED_POSITION_S = 0.05
 #: Sizes of the short and long (segment start) WAL page headers: no record starts or ends inside them.
 _PAGE_HEADERS = (24, 40)
 _XID_MASK = 0xFFFFFFFF

@@ -71,6 +71,8 @@ class StreamReader:
         self._last_idle = time.monotonic()
         #: How often to checkpoint even when the position did not move (for heartbeats).
         self.idle_interval = float("inf")
+        #: How often to checkpoint a position that moved (read-only incremental snapshot windows close there).
+        self.moved_interval = 1.0
         #: Which logical decoding messages to emit (None: none), and their topic.
         self.messages: MessageFilter | None = None
         self.message_topic = f"{server}.message"
@@ -281,7 +283,7 @@ class StreamReader:
         now = time.monotonic()
         wal_end = self.repl.server_wal_end
         moved = wal_end > self._checkpointed
-        if now - self._last_idle < (1.0 if moved else self.idle_interval):
+        if now - self._last_idle < (self.moved_interval if moved else self.idle_interval):
             return
         self._last_idle = now
         if moved or self.idle_interval != float("inf"):
