@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 
 from cdc_core.config import Config
 from cdc_core.events import Checkpoint, RawChange
@@ -20,7 +19,24 @@ def _config(server, db: str) -> Config:
     return Config({**connector_config(server, db), "snapshot.fetch.size": "50"})
 
 
-def _writer(server, db: str, stop: threading.Event, next_id: int) -> threading.Thread:
+class _Writes:
+    """How many row changes the writer committed so far (each one a binlog transaction)."""
+
+    def __init__(self):
+        self.count = 0
+        self.changed = threading.Condition()
+
+    def add(self, n: int) -> None:
+        with self.changed:
+            self.count += n
+            self.changed.notify_all()
+
+    def wait_for(self, count: int) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: self.count >= count, 60), "the writer made no progress"
+
+
+def _writer(server, db: str, stop: threading.Event, next_id: int, writes: _Writes) -> threading.Thread:
     def loop():
         rng = random.Random(3)
         conn = server.connect(db)
@@ -29,12 +45,13 @@ def _writer(server, db: str, stop: threading.Event, next_id: int) -> threading.T
             while not stop.is_set():
                 r = rng.random()
                 if r < 0.7:
-                    cur.execute("UPDATE counters SET n = n + 1 WHERE id = %s", (rng.randint(1, nid),))
+                    changed = cur.execute("UPDATE counters SET n = n + 1 WHERE id = %s", (rng.randint(1, nid),))
                 elif r < 0.9:
-                    cur.execute("INSERT INTO counters VALUES (%s, 0)", (nid,))
+                    changed = cur.execute("INSERT INTO counters VALUES (%s, 0)", (nid,))
                     nid += 1
                 else:
-                    cur.execute("DELETE FROM counters WHERE id = %s", (rng.randint(1, nid),))
+                    changed = cur.execute("DELETE FROM counters WHERE id = %s", (rng.randint(1, nid),))
+                writes.add(changed)
         conn.close()
     thread = threading.Thread(target=loop, daemon=True)
     thread.start()
@@ -49,36 +66,56 @@ def test_chunks_read_under_writes_then_the_filtered_stream_is_the_table(mariadb_
     cls = snapshot_chunks_for(MariaDbConnector)
     capability = cls(config, None)
     stop = threading.Event()
-    writer = _writer(server, db, stop, 3001)
+    writes = _Writes()
+    writer = _writer(server, db, stop, 3001, writes)
     plan = capability.open(for_streaming=True, tables=None, chunk_rows=300)
     assert plan.reports_reads and len(plan.chunks) >= 8
     rows: dict[int, int] = {}
     reports: dict[tuple[str, int], list[dict]] = {}
+    errors: list[BaseException] = []
     lock = threading.Lock()
+    # Two waves of chunks, as executors start: the even chunks together (their positions are read
+    # at the same moment), the odd ones once the writer committed changes after every even read
+    # (so the chunks are read at different positions however loaded the machine is).
+    first_wave = {c.index for c in plan.chunks if c.index % 2 == 0}
+    first_wave_read = threading.Event()
+    mark: list[int] = []
 
     def read(chunk):
-        time.sleep(0.05 * chunk.index)  # the chunks start at different moments, as on executors
-        for batch in cls.read_chunk(config, chunk):
-            with lock:
-                if isinstance(batch[0], ChunkRead):
-                    reports.setdefault((batch[0].table, batch[0].index), []).append(batch[0].position)
-                    continue
-                for change in batch:
-                    if not isinstance(change, RawChange):  # the schema change events, with the first chunk
-                        assert chunk.index == 0 and change.value["ddl"].startswith("CREATE TABLE")
+        try:
+            if chunk.index not in first_wave:
+                assert first_wave_read.wait(60), "the first chunks reported no read position"
+                writes.wait_for(mark[0] + 2)  # the second one started after the first wave's reads
+            for batch in cls.read_chunk(config, chunk):
+                with lock:
+                    if isinstance(batch[0], ChunkRead):
+                        reports.setdefault((batch[0].table, batch[0].index), []).append(batch[0].position)
+                        if not first_wave_read.is_set() and first_wave <= {i for _, i in reports}:
+                            mark.append(writes.count)
+                            first_wave_read.set()
                         continue
-                    assert change.op == "r" and change.after[0] not in rows
-                    rows[change.after[0]] = change.after[1]
+                    for change in batch:
+                        if not isinstance(change, RawChange):  # the schema change events, with the first chunk
+                            assert chunk.index == 0 and change.value["ddl"].startswith("CREATE TABLE")
+                            continue
+                        assert change.op == "r" and change.after[0] not in rows, f"row {change.after[0]} read twice"
+                        rows[change.after[0]] = change.after[1]
+        except BaseException as e:  # reported by the test, not lost in the thread
+            errors.append(e)
+            first_wave_read.set()
 
     readers = [threading.Thread(target=read, args=(c,)) for c in plan.chunks]
     for t in readers:
         t.start()
     for t in readers:
-        t.join(60)
+        t.join(120)
+    assert not errors, errors
+    assert not any(t.is_alive() for t in readers), "a chunk read did not finish"
     capability.close()
-    time.sleep(0.3)
+    writes.wait_for(writes.count + 10)  # and some changes after every read
     stop.set()
-    writer.join(10)
+    writer.join(30)
+    assert not writer.is_alive()
     state = capability.handoff(plan, reports)
     assert state is not None and len({(p["file"], p["pos"]) for v in reports.values() for p in v}) > 1, \
         "the chunks were all read at one position: nothing to hand off"

@@ -16,7 +16,9 @@ instead of with each other:
 2. Each chunk reader, in any process, starts its own consistent read and learns the exact binlog
    position p_i its rows correspond to: on MariaDB (and Percona Server) from
    ``SHOW STATUS LIKE 'binlog_snapshot_%'`` right after ``START TRANSACTION WITH CONSISTENT
-   SNAPSHOT`` (consistent with the transaction, no lock needed); on MySQL under a brief global read
+   SNAPSHOT`` (consistent with the transaction, no lock on writes needed; but the server can show
+   a session another session's value, so readers take it one at a time under a named lock and
+   only when repeated readings agree: ``_snapshot_with_position``); on MySQL under a brief global read
    lock around the start of the transaction and ``SHOW MASTER STATUS``, as Debezium's ``minimal``
    lock does. It reports p_i (``ChunkRead``) and reads its range. p_i >= p0, as the chunk's read
    starts after ``open``.
@@ -97,11 +99,52 @@ def connect(config: Config) -> pymysql.connections.Connection:
 
 
 def _status_position(cur: Any) -> tuple[str, int] | None:
-    """MariaDB's (and Percona's) binlog position of the current consistent-snapshot transaction, if the server has it."""
+    """MariaDB's (and Percona's) binlog position of the current consistent-snapshot transaction, if the server has it.
+
+    One reading can be another session's: see ``_snapshot_with_position``.
+    """
     cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
     status = {str(k).lower(): v for k, v in cur.fetchall()}
     file, pos = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
     return (str(file), int(pos)) if file else None
+
+
+#: The server-wide named lock our readers take around reading their snapshot position (``_snapshot_with_position``).
+POSITION_LOCK = "cdc.binlog_snapshot_position"
+#: Readings of ``binlog_snapshot_*`` that must agree, and snapshots tried, before a reader trusts a position.
+_POSITION_READINGS, _POSITION_ATTEMPTS = 3, 10
+
+
+def _snapshot_with_position(conn: Any, cur: Any, lock_timeout_s: float) -> tuple[str, int] | None:
+    """Start a consistent-snapshot transaction; its binlog position from ``binlog_snapshot_*`` (None: no such status).
+
+    The server fills ``binlog_snapshot_file``/``_position`` for SHOW STATUS into process-wide
+    variables, from the calling session's snapshot, without a lock held until they are copied into
+    the result (MariaDB 10.11's ``TC_LOG_BINLOG::set_status_variables``). A SHOW STATUS running at
+    the same moment in another session (another chunk reader, a monitoring agent) then makes this
+    one read *that* session's position: a chunk reported later than its rows loses the changes in
+    between (the handoff drops them as already read), one reported earlier gets changes twice.
+
+    So our readers take the position one at a time (the named lock ``POSITION_LOCK``, server-wide,
+    so also across processes and executors), and a position counts only when several readings in
+    the same transaction agree (the snapshot's own value never changes; a clobbered reading is a
+    value the other session had at that moment). A disagreement starts a new snapshot.
+    """
+    cur.execute("SELECT GET_LOCK(%s, %s)", (POSITION_LOCK, lock_timeout_s))
+    locked = cur.fetchone()[0] == 1  # not got in time: still checked by the readings below
+    try:
+        for _ in range(_POSITION_ATTEMPTS):
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            readings = {_status_position(cur) for _ in range(_POSITION_READINGS)}
+            if len(readings) == 1:
+                return readings.pop()
+            conn.rollback()
+        raise ConnectorError(f"the server's binlog_snapshot_position changed between readings in one transaction "
+                             f"{_POSITION_ATTEMPTS} times (other sessions reading SHOW STATUS at the same time)")
+    finally:
+        if locked:
+            cur.execute("SELECT RELEASE_LOCK(%s)", (POSITION_LOCK,))
+            cur.fetchall()
 
 
 class MySqlSnapshotChunks:
@@ -336,8 +379,11 @@ class MySqlSnapshotChunks:
             finally:
                 cur.execute("UNLOCK TABLES")
             return file, pos, gtids or None
-        cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-        found = _status_position(cur) if method == SNAPSHOT_STATUS else None
+        if method == SNAPSHOT_STATUS:
+            found = _snapshot_with_position(conn, cur, chunk.extra.get("lock_timeout_ms", 10_000) / 1000)
+        else:
+            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+            found = None
         if found is None:
             return resume["file"], int(resume["pos"]), resume.get("gtids")
         file, pos = found
