@@ -18,6 +18,7 @@ import orjson
 
 from cdc_mysql.readonly import MARIADB, MYSQL, read_only_problem
 from cdc_process import CdcProcess, run_cli, write_properties
+from incremental_replay import replay
 from mariadb_cdc import EngineThread, connector_config, mariadb_properties
 
 ROWS = 20000
@@ -37,27 +38,6 @@ def _gtid_seq(server) -> dict[int, int]:
     """``gtid_binlog_pos`` as domain -> last sequence number."""
     text = server.execute("SELECT @@global.gtid_binlog_pos")[0][0] or ""
     return {int(p.split("-")[0]): int(p.split("-")[2]) for p in text.split(",") if p}
-
-
-def _replay(events: list[dict], key_field: str = "id") -> tuple[dict, int]:
-    """Apply (key, op, after) events in order, checking no key goes back to an older ``v``; the state and READ count."""
-    state: dict = {}
-    versions: dict = {}
-    deleted: set = set()
-    reads = 0
-    for key, op, after, source in events:
-        if op == "d":
-            state[key] = None
-            deleted.add(key)
-            continue
-        if op == "r":
-            reads += 1
-            assert source["snapshot"] == "incremental"
-            assert key not in deleted, f"a READ of {key} came after its delete"
-        assert after["v"] >= versions.get(key, -1), f"key {key} went back from v{versions[key]} to v{after['v']} ({op})"
-        versions[key] = after["v"]
-        state[key] = after
-    return {k: v["v"] for k, v in state.items() if v is not None}, reads
 
 
 def test_read_only_snapshot_under_concurrent_writes_replays_to_the_final_state(mariadb_server, mariadb_db):
@@ -137,9 +117,7 @@ def test_read_only_snapshot_under_concurrent_writes_replays_to_the_final_state(m
     # Nothing but the test's own transactions reached the binlog: the connector wrote nothing.
     assert sum(after.values()) - sum(before.values()) == counts["logged"] + 1, (before, after, counts)
     assert mariadb_server.execute("SELECT COUNT(*) FROM debezium_signal", database=mariadb_db)[0][0] == 0
-    events = [(r.key["id"], r.value["op"], r.value["after"], r.value["source"])
-              for r in engine.records if r.topic == f"ro.{mariadb_db}.items" and r.value is not None]
-    replayed, reads = _replay(events)
+    replayed, reads = replay(r for r in engine.records if r.topic == f"ro.{mariadb_db}.items")
     final = {row[0]: row[1] for row in mariadb_server.execute("SELECT id, v FROM items", database=mariadb_db)}
     assert replayed == final
     assert reads >= ROWS - counts["d"] - 2000, reads

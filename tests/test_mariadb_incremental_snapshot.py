@@ -12,6 +12,7 @@ import threading
 import time
 
 from mariadb_cdc import EngineThread, connector_config
+from incremental_replay import replay
 
 ROWS = 20000
 
@@ -84,26 +85,7 @@ def test_snapshot_under_concurrent_writes_replays_to_the_final_state(mariadb_ser
         engine.stop()
     events = [r for r in engine.records if r.topic == f"inc.{mariadb_db}.items"]
     assert counts["u"] > 200 and counts["d"] > 50, counts
-    state: dict[int, dict | None] = {}
-    versions: dict[int, int] = {}
-    deleted: set[int] = set()
-    reads = 0
-    for r in events:
-        if r.value is None:
-            continue  # tombstone
-        key, op, after = r.key["id"], r.value["op"], r.value["after"]
-        if op == "d":
-            state[key] = None
-            deleted.add(key)
-            continue
-        if op == "r":
-            reads += 1
-            assert r.value["source"]["snapshot"] == "incremental"
-            assert key not in deleted, f"a READ of {key} came after its delete"
-        assert after["v"] >= versions.get(key, -1), f"key {key} went back from v{versions[key]} to v{after['v']} ({op})"
-        versions[key] = after["v"]
-        state[key] = after
+    replayed, reads = replay(events)
     final = {row[0]: row[1] for row in mariadb_server.execute("SELECT id, v FROM items", database=mariadb_db)}
-    replayed = {k: v["v"] for k, v in state.items() if v is not None}
     assert replayed == final
     assert reads >= ROWS - counts["d"] - 2000, reads

@@ -20,6 +20,7 @@ from cdc_postgres.readonly import (
     EventPosition, PgSnapshot, Watermark, after, caught_up, normalize_lsn, read_only_problem,
 )
 from cdc_process import CdcProcess, run_cli, server_properties, write_properties
+from incremental_replay import replay
 from test_postgres_incremental_snapshot import Run
 
 ROWS = 20000
@@ -50,30 +51,6 @@ def _config(pg, db: str, user: str, **extra) -> dict:
 def _xid_horizon(pg, db: str) -> int:
     """One past the newest finished transaction id (grows whenever a session that wrote ends)."""
     return int(pg.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint", dbname=db)[0][0])
-
-
-def _replay(events: list) -> tuple[dict, int]:
-    """Apply the events in order, checking no key goes back to an older ``v``; the final state and the READ count."""
-    state: dict = {}
-    versions: dict = {}
-    deleted: set = set()
-    reads = 0
-    for r in events:
-        if r.value is None:
-            continue  # tombstone
-        key, op, after_ = r.key["id"], r.value["op"], r.value["after"]
-        if op == "d":
-            state[key] = None
-            deleted.add(key)
-            continue
-        if op == "r":
-            reads += 1
-            assert r.value["source"]["snapshot"] == "incremental"
-            assert key not in deleted, f"a READ of {key} came after its delete"
-        assert after_["v"] >= versions.get(key, -1), f"key {key} went back from v{versions[key]} to v{after_['v']} ({op})"
-        versions[key] = after_["v"]
-        state[key] = after_
-    return {k: v["v"] for k, v in state.items() if v is not None}, reads
 
 
 def test_read_only_snapshot_under_concurrent_writes_replays_to_the_final_state(pg_server, pg_db):
@@ -155,7 +132,7 @@ def test_read_only_snapshot_under_concurrent_writes_replays_to_the_final_state(p
         notes = list(run.notes)
 
     assert counts["u"] > 200 and counts["d"] > 50, counts
-    replayed, reads = _replay(events)
+    replayed, reads = replay(events)
     final = {row[0]: row[1] for row in pg_server.execute("SELECT id, v FROM items", dbname=pg_db)}
     assert replayed == final
     assert reads >= ROWS - counts["d"] - 2000, reads  # (rows changed inside their window are streamed instead)
