@@ -115,7 +115,7 @@ POSITION_LOCK = "cdc.binlog_snapshot_position"
 _POSITION_READINGS, _POSITION_ATTEMPTS = 3, 10
 
 
-def _snapshot_with_position(conn: Any, cur: Any, lock_timeout_s: float) -> tuple[str, int] | None:
+def _snapshot_with_position(conn: Any, cur: Any, lock_timeout_s: int) -> tuple[str, int] | None:
     """Start a consistent-snapshot transaction; its binlog position from ``binlog_snapshot_*`` (None: no such status).
 
     The server fills ``binlog_snapshot_file``/``_position`` for SHOW STATUS into process-wide
@@ -380,7 +380,7 @@ class MySqlSnapshotChunks:
                 cur.execute("UNLOCK TABLES")
             return file, pos, gtids or None
         if method == SNAPSHOT_STATUS:
-            found = _snapshot_with_position(conn, cur, chunk.extra.get("lock_timeout_ms", 10_000) / 1000)
+            found = _snapshot_with_position(conn, cur, max(1, math.ceil(chunk.extra.get("lock_timeout_ms", 10_000) / 1000)))
         else:
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             found = None
