@@ -22,6 +22,7 @@ from cdc_core.spi.chunks import ChunkRead, snapshot_chunks_for
 from cdc_core.spi.position import log_position_for
 from cdc_mariadb.connector import MariaDbConnector
 from cdc_mysql import chunks as mysql_chunks
+from cdc_mysql import snapshot_position
 from mariadb_cdc import connector_config
 
 STATUS = "SHOW STATUS LIKE 'binlog_snapshot_%'"
@@ -52,7 +53,7 @@ def _racy(monkeypatch, other: pymysql.connections.Connection, clobbered: Any) ->
             result = super().execute(query, args)
             if query == STATUS:
                 with other.cursor() as cur:
-                    cur.execute("SELECT IS_USED_LOCK(%s)", (mysql_chunks.POSITION_LOCK,))
+                    cur.execute("SELECT IS_USED_LOCK(%s)", (snapshot_position.POSITION_LOCK,))
                     seen.append(cur.fetchone()[0])
                     if clobbered(readings[0]):
                         cur.execute(STATUS)
@@ -104,7 +105,7 @@ def test_readings_that_never_agree_fail_the_read_instead_of_guessing(mariadb_ser
     other = _older_snapshot(server, db)
     try:
         server.execute("UPDATE counters SET n = 1 WHERE id = 5", database=db)
-        _racy(monkeypatch, other, lambda i: i % mysql_chunks._POSITION_READINGS == 0)  # one per attempt
+        _racy(monkeypatch, other, lambda i: i % snapshot_position.POSITION_READINGS == 0)  # one per attempt
         with pytest.raises(ConnectorError, match="binlog_snapshot_position"):
             list(cls.read_chunk(config, chunk))
         monkeypatch.undo()
@@ -113,4 +114,4 @@ def test_readings_that_never_agree_fail_the_read_instead_of_guessing(mariadb_ser
     finally:
         other.close()
     assert isinstance(batches[0][0], ChunkRead)
-    assert server.execute(f"SELECT IS_USED_LOCK('{mysql_chunks.POSITION_LOCK}')")[0][0] is None
+    assert server.execute(f"SELECT IS_USED_LOCK('{snapshot_position.POSITION_LOCK}')")[0][0] is None

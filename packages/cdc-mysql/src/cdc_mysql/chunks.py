@@ -18,7 +18,7 @@ instead of with each other:
    ``SHOW STATUS LIKE 'binlog_snapshot_%'`` right after ``START TRANSACTION WITH CONSISTENT
    SNAPSHOT`` (consistent with the transaction, no lock on writes needed; but the server can show
    a session another session's value, so readers take it one at a time under a named lock and
-   only when repeated readings agree: ``_snapshot_with_position``); on MySQL under a brief global read
+   only when repeated readings agree: ``cdc_mysql.snapshot_position``); on MySQL under a brief global read
    lock around the start of the transaction and ``SHOW MASTER STATUS``, as Debezium's ``minimal``
    lock does. It reports p_i (``ChunkRead``) and reads its range. p_i >= p0, as the chunk's read
    starts after ``open``.
@@ -64,6 +64,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_mysql import config as myc
 from cdc_mysql.catalog import Catalog, quote
 from cdc_mysql.connection import Connection
+from cdc_mysql.snapshot_position import snapshot_with_position, status_position
 from cdc_mysql.ddl import SchemaModel
 from cdc_mysql.model import TableDef, TableId
 from cdc_mysql.snapshot import ENCODERS_ONLY, row_parser
@@ -96,55 +97,6 @@ def connect(config: Config) -> pymysql.connections.Connection:
         cur.execute("SET SESSION time_zone = '+00:00'")
         cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     return conn
-
-
-def _status_position(cur: Any) -> tuple[str, int] | None:
-    """MariaDB's (and Percona's) binlog position of the current consistent-snapshot transaction, if the server has it.
-
-    One reading can be another session's: see ``_snapshot_with_position``.
-    """
-    cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-    status = {str(k).lower(): v for k, v in cur.fetchall()}
-    file, pos = status.get("binlog_snapshot_file"), status.get("binlog_snapshot_position")
-    return (str(file), int(pos)) if file else None
-
-
-#: The server-wide named lock our readers take around reading their snapshot position (``_snapshot_with_position``).
-POSITION_LOCK = "cdc.binlog_snapshot_position"
-#: Readings of ``binlog_snapshot_*`` that must agree, and snapshots tried, before a reader trusts a position.
-_POSITION_READINGS, _POSITION_ATTEMPTS = 3, 10
-
-
-def _snapshot_with_position(conn: Any, cur: Any, lock_timeout_s: int) -> tuple[str, int] | None:
-    """Start a consistent-snapshot transaction; its binlog position from ``binlog_snapshot_*`` (None: no such status).
-
-    The server fills ``binlog_snapshot_file``/``_position`` for SHOW STATUS into process-wide
-    variables, from the calling session's snapshot, without a lock held until they are copied into
-    the result (MariaDB 10.11's ``TC_LOG_BINLOG::set_status_variables``). A SHOW STATUS running at
-    the same moment in another session (another chunk reader, a monitoring agent) then makes this
-    one read *that* session's position: a chunk reported later than its rows loses the changes in
-    between (the handoff drops them as already read), one reported earlier gets changes twice.
-
-    So our readers take the position one at a time (the named lock ``POSITION_LOCK``, server-wide,
-    so also across processes and executors), and a position counts only when several readings in
-    the same transaction agree (the snapshot's own value never changes; a clobbered reading is a
-    value the other session had at that moment). A disagreement starts a new snapshot.
-    """
-    cur.execute("SELECT GET_LOCK(%s, %s)", (POSITION_LOCK, lock_timeout_s))
-    locked = cur.fetchone()[0] == 1  # not got in time: still checked by the readings below
-    try:
-        for _ in range(_POSITION_ATTEMPTS):
-            cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-            readings = {_status_position(cur) for _ in range(_POSITION_READINGS)}
-            if len(readings) == 1:
-                return readings.pop()
-            conn.rollback()
-        raise ConnectorError(f"the server's binlog_snapshot_position changed between readings in one transaction "
-                             f"{_POSITION_ATTEMPTS} times (other sessions reading SHOW STATUS at the same time)")
-    finally:
-        if locked:
-            cur.execute("SELECT RELEASE_LOCK(%s)", (POSITION_LOCK,))
-            cur.fetchall()
 
 
 class MySqlSnapshotChunks:
@@ -218,7 +170,7 @@ class MySqlSnapshotChunks:
             if not locks.table_locks:
                 with conn.cursor() as cur:
                     cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-                    method = SNAPSHOT_STATUS if _status_position(cur) else READ_LOCK
+                    method = SNAPSHOT_STATUS if status_position(cur) else READ_LOCK
             else:
                 method = NO_POSITION
             file, pos, gtids = catalog.binlog_position()
@@ -380,7 +332,7 @@ class MySqlSnapshotChunks:
                 cur.execute("UNLOCK TABLES")
             return file, pos, gtids or None
         if method == SNAPSHOT_STATUS:
-            found = _snapshot_with_position(conn, cur, max(1, math.ceil(chunk.extra.get("lock_timeout_ms", 10_000) / 1000)))
+            found = snapshot_with_position(conn, cur, max(1, math.ceil(chunk.extra.get("lock_timeout_ms", 10_000) / 1000)))
         else:
             cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             found = None

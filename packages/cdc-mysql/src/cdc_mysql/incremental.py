@@ -42,6 +42,7 @@ from cdc_mysql.readonly import (
     DIALECTS, MYSQL, EventPosition, GtidWatermark, StreamPositions, after, event_position, read_only_problem,
 )
 from cdc_mysql.snapshot import ENCODERS_ONLY, row_parser
+from cdc_mysql.snapshot_position import snapshot_with_position
 from cdc_mysql.snapshot_locks import quote_table
 from cdc_mysql.source import source_block
 from cdc_mysql.streaming import TableVersions
@@ -122,12 +123,15 @@ class MySqlChunkReader:
         low = None
         with self.conn.cursor() as cur:
             if self.source.snapshot_position:
-                # The read's exact binlog position (see cdc_mysql.readonly): a consistent snapshot, read only.
-                cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+                # The read's exact binlog position (see cdc_mysql.readonly): a consistent snapshot, read
+                # only; taken so that another session's SHOW STATUS cannot hand us its position.
+                timeout_s = max(1, -(-self.source.config.get(myc.SNAPSHOT_LOCK_TIMEOUT_MS) // 1000))
                 try:
-                    cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
-                    status = {str(k).lower(): v for k, v in cur.fetchall()}
-                    file, pos = status["binlog_snapshot_file"], status["binlog_snapshot_position"]
+                    found = snapshot_with_position(self.conn, cur, timeout_s)
+                    if found is None:
+                        raise ConnectorError(f"{self.source.flavor} shows no binlog_snapshot_file for a consistent "
+                                             "snapshot, which read.only needs")
+                    file, pos = found
                     cur.execute(query, params)
                     raw_rows = cur.fetchall()
                 finally:
