@@ -24,6 +24,8 @@ from typing import Any
 
 import pymysql
 
+from cdc_core.server_watchdog import ServerWatchdog
+
 __all__ = ["EmbeddedMariaDB", "EmbeddedMariaDBError", "find_mariadb_binaries"]
 
 SERVER_ACCOUNT = "mysql"
@@ -113,6 +115,7 @@ class EmbeddedMariaDB:
         self.shutdown_timeout = shutdown_timeout
         self._base_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._watchdog: ServerWatchdog | None = None
         self._run_as: pwd.struct_passwd | None = None
 
     # ----------------------------------------------------------------------------- paths
@@ -157,6 +160,9 @@ class EmbeddedMariaDB:
             return self
         if self._base_dir is None:
             self._prepare()
+        if self._watchdog is None:  # stops the server if this process is killed
+            self._watchdog = ServerWatchdog(self.base_dir / "mariadb.pid", self.base_dir,
+                                            grace_s=self.shutdown_timeout)
         attempts = 1 if self._fixed_port else 3
         for attempt in range(attempts):
             try:
@@ -177,6 +183,9 @@ class EmbeddedMariaDB:
         if self._base_dir is not None:
             shutil.rmtree(self._base_dir, ignore_errors=True)
             self._base_dir = None
+        if self._watchdog is not None:
+            self._watchdog.release()
+            self._watchdog = None
 
     def kill(self) -> None:
         """SIGKILL the server, as a crash would."""

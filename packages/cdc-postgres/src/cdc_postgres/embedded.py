@@ -28,6 +28,8 @@ import psycopg
 from psycopg import pq, sql
 from psycopg.conninfo import make_conninfo
 
+from cdc_core.server_watchdog import ServerWatchdog
+
 __all__ = ["EmbeddedPostgres", "EmbeddedPostgresError", "find_pg_bindir"]
 
 SERVER_USER = "postgres"
@@ -214,6 +216,7 @@ class EmbeddedPostgres:
         self._base_dir: Path | None = None
         self._data_dir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._watchdog: ServerWatchdog | None = None
         self._log_file: Any = None
         self._run_as: pwd.struct_passwd | None = None
 
@@ -267,6 +270,9 @@ class EmbeddedPostgres:
             return self
         if self._base_dir is None:
             self._prepare()
+        if self._watchdog is None:  # stops the server (fast shutdown) if this process is killed
+            self._watchdog = ServerWatchdog(Path(self.data_dir) / "postmaster.pid", self._base_dir,
+                                            stop_signal=signal.SIGINT, grace_s=self.shutdown_timeout)
         attempts = 1 if self._fixed_port else 3
         for attempt in range(attempts):
             try:
@@ -293,6 +299,9 @@ class EmbeddedPostgres:
             self._base_dir = None
             if self._given_data_dir is None:
                 self._data_dir = None
+        if self._watchdog is not None:
+            self._watchdog.release()
+            self._watchdog = None
 
     def kill(self) -> None:
         """SIGKILL the postmaster and its child processes, as a crash would."""
