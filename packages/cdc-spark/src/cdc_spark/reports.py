@@ -34,6 +34,13 @@ def default_host() -> str:
         return "127.0.0.1"
 
 
+class _Server(socketserver.ThreadingTCPServer):
+    """The listener's server (set here, not on ThreadingTCPServer for the whole process)."""
+
+    allow_reuse_address = True
+    daemon_threads = True
+
+
 class ReadReports:
     """A listener collecting ``(snapshot, table, index) -> [position, ...]`` from chunk readers."""
 
@@ -56,9 +63,7 @@ class ReadReports:
                 self.wfile.write(b"ok\n")
 
         bind = "127.0.0.1" if self.host.startswith("127.") or self.host == "localhost" else ""
-        socketserver.ThreadingTCPServer.allow_reuse_address = True
-        self._server = socketserver.ThreadingTCPServer((bind, 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server((bind, 0), Handler)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="cdc-spark-reports", daemon=True)
         self._thread.start()
