@@ -39,6 +39,15 @@ class MySqlGtidSet:
         uuid, _, n = gtid.rpartition(":")
         return any(a <= int(n) <= b for a, b in self.intervals.get(uuid.lower(), ()))
 
+    def includes(self, other: MySqlGtidSet) -> bool:
+        """True if every transaction of ``other`` is in this set."""
+        for uuid, intervals in other.intervals.items():
+            have = self.intervals.get(uuid, ())
+            for lo, hi in intervals:
+                if not any(a <= lo and hi <= b for a, b in have):
+                    return False
+        return True
+
     def filtered(self, keep) -> MySqlGtidSet:
         """The set restricted to sources for which ``keep(uuid)`` is true."""
         out = MySqlGtidSet()
@@ -72,6 +81,11 @@ class MariaDbGtidSet:
         """True if ``gtid`` is at or before its domain's recorded position."""
         domain, _, seq = (int(g) for g in gtid.split("-"))
         return domain in self.positions and seq <= self.positions[domain][1]
+
+    def includes(self, other: MariaDbGtidSet) -> bool:
+        """True if every domain of ``other`` is at or before this position's (seqs grow within a domain)."""
+        have = self.positions
+        return all(d in have and have[d][1] >= seq for d, (_, seq) in other.positions.items())
 
     def filtered(self, keep) -> MariaDbGtidSet:
         """The set restricted to domains for which ``keep(str(domain))`` is true."""

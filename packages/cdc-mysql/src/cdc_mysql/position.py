@@ -37,15 +37,8 @@ def before(a: dict[str, Any], b: dict[str, Any]) -> bool:
 def gtid_contains(outer: str, inner: str) -> bool:
     """True if every transaction of GTID set ``inner`` is in ``outer`` (MySQL sets or MariaDB positions)."""
     if ":" not in inner:
-        big, small = MariaDbGtidSet(outer), MariaDbGtidSet(inner)
-        return all(d in big.positions and seq <= big.positions[d][1] for d, (_, seq) in small.positions.items())
-    mine, theirs = MySqlGtidSet(outer), MySqlGtidSet(inner)
-    for uuid, intervals in theirs.intervals.items():
-        have = mine.intervals.get(uuid, [])
-        for lo, hi in intervals:
-            if not any(a <= lo and hi <= b for a, b in have):
-                return False
-    return True
+        return MariaDbGtidSet(outer).includes(MariaDbGtidSet(inner))
+    return MySqlGtidSet(outer).includes(MySqlGtidSet(inner))
 
 
 class MySqlLogPosition:

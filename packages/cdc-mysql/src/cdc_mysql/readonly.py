@@ -92,17 +92,8 @@ def after(watermark: GtidWatermark, position: EventPosition) -> bool:
 
 def contains_set(outer: GtidSet, inner: GtidSet) -> bool:
     """True if every transaction of ``inner`` is in ``outer`` (sets of one format)."""
-    if isinstance(inner, MariaDbGtidSet):
-        assert isinstance(outer, MariaDbGtidSet)
-        have = outer.positions
-        return all(d in have and have[d][1] >= seq for d, (_, seq) in inner.positions.items())
-    assert isinstance(outer, MySqlGtidSet)
-    for uuid, intervals in inner.intervals.items():
-        mine = outer.intervals.get(uuid, ())
-        for lo, hi in intervals:
-            if not any(a <= lo and hi <= b for a, b in mine):
-                return False
-    return True
+    assert type(outer) is type(inner), (outer, inner)
+    return outer.includes(inner)  # type: ignore[arg-type]
 
 
 class StreamPositions:
