@@ -58,7 +58,8 @@ from cdc_core.events import Checkpoint, RawChange
 from cdc_core.logs import connector_logger
 from cdc_core.relational import Table
 from cdc_core.relational import TableId as CoreTableId
-from cdc_core.spi.chunks import Chunk, ChunkRead, SnapshotPlan, snapshot_marker
+from cdc_core.snapshot.markers import snapshot_marker
+from cdc_core.spi.chunks import Chunk, ChunkRead, SnapshotPlan
 from cdc_core.spi.connector import ConnectorContext
 
 from cdc_mysql import config as myc

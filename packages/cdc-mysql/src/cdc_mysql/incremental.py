@@ -30,6 +30,7 @@ from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.signals.conditions import Node
 from cdc_core.snapshot import snapshot_query
+from cdc_core.snapshot.markers import marked_batches
 
 from cdc_mysql import config as myc
 from cdc_mysql.catalog import Catalog, quote
@@ -307,15 +308,13 @@ class MySqlIncrementalSource:
                 cur.execute("SHOW MASTER STATUS")
                 file, pos = cur.fetchone()[:2]
             self._connection()
-            batch: list[RawChange] = []
-            held: RawChange | None = None
-            first_overall = True
-            for table, condition in tables:
+
+            def reads(table: Table, condition: Node | None) -> Iterator[RawChange]:
                 definition = self.definition(table)
                 columns = [quote(c.name) for c in definition.columns]
                 select = query_spi.snapshot_query(table.id, columns, quote_table)
                 if select is None:
-                    continue
+                    return
                 where, params = _where(condition)
                 if where:
                     select = f"SELECT * FROM ({select}) AS cdc_blocking_select{where}"
@@ -323,29 +322,15 @@ class MySqlIncrementalSource:
                 source = source_block(self.flavor, self.server, time.time_ns() // 1_000_000, "true",
                                       definition.id.database, definition.id.table, self.server_id, None, file,
                                       int(pos), 0, None, None)
-                rows = 0
                 with conn.cursor(pymysql.cursors.SSCursor) as cur:
                     cur.execute(select, params or None)
                     parse = row_parser(definition, [d[0] for d in cur.description or ()])
                     for raw in cur:
-                        if held is not None:
-                            batch.append(held)
-                        marker = None if rows else ("first" if first_overall else "first_in_data_collection")
-                        held = RawChange(table, "r", None, parse(raw),
-                                         source if marker is None else {**source, "snapshot": marker}, offset)
-                        first_overall = False
-                        rows += 1
-                        if len(batch) >= _BATCH:
-                            yield batch
-                            batch = []
-                            if stopped():
-                                return
-                if rows > 1 and held is not None:
-                    held = held._replace(source={**held.source, "snapshot": "last_in_data_collection"})
-            if held is not None:
-                batch.append(held._replace(source={**held.source, "snapshot": "last"}))
-            if batch:
-                yield batch
+                        yield RawChange(table, "r", None, parse(raw), source, offset)
+
+            yield from marked_batches((reads(table, condition) for table, condition in tables), _BATCH, stopped)
+            if stopped():
+                return
             conn.commit()
         finally:
             conn.close()

@@ -27,7 +27,8 @@ from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import TableFilter
 from cdc_core.logs import connector_logger
 from cdc_core.relational import Table
-from cdc_core.spi.chunks import Chunk, SnapshotPlan, snapshot_marker
+from cdc_core.snapshot.markers import snapshot_marker
+from cdc_core.spi.chunks import Chunk, SnapshotPlan
 from cdc_core.spi.connector import ConnectorContext
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog

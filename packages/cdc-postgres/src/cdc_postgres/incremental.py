@@ -37,6 +37,7 @@ from cdc_core.signals.conditions import Node
 from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
 from cdc_core.signals.names import parse_quoted_name
 from cdc_core.snapshot import snapshot_query
+from cdc_core.snapshot.markers import marked_batches
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
 from cdc_postgres.copytext import parse_row
@@ -380,21 +381,18 @@ class PostgresIncrementalSource:
             tx_id, lsn = conn.execute("SELECT txid_snapshot_xmin(txid_current_snapshot()), "
                                       "(pg_current_wal_lsn() - '0/0')::bigint").fetchone()
             seq = sequence(None, lsn)
-            batch: list[RawChange] = []
-            held: RawChange | None = None
-            first_overall = True
-            for table, condition in tables:
+
+            def reads(table: Table, condition: Node | None) -> Iterator[RawChange]:
                 columns = [_ident(c.name) for c in table.columns]
                 default = f"SELECT {', '.join(columns)} FROM {_tident(table.id)}"
                 select = query_spi.snapshot_query(table.id, columns, _tident)
                 if select is None:
-                    continue
+                    return
                 if select != default:
                     # An override may filter or order rows; selecting the columns from it keeps their order.
                     select = f"SELECT {', '.join(columns)} FROM ({select}) AS cdc_snapshot_select"
 
-                def build(q: Callable[[str], str], text: Callable[[str], str], select: str = select,
-                          condition: Node | None = condition) -> tuple[str, list[Any]]:
+                def build(q: Callable[[str], str], text: Callable[[str], str]) -> tuple[str, list[Any]]:
                     where, params = _where(condition, q)
                     return f"COPY ({text(select)}{where}) TO STDOUT", params
 
@@ -402,27 +400,13 @@ class PostgresIncrementalSource:
                 offset = offset_for(table)
                 source = source_block(server, db, time.time_ns() // 1000, "true", table.id.schema or "",
                                       table.id.table, tx_id, lsn, seq)
-                rows = 0
                 with conn.cursor() as cur, cur.copy(statement, params) as copy:
                     for data in copy:
-                        if held is not None:
-                            batch.append(held)
-                        marker = None if rows else ("first" if first_overall else "first_in_data_collection")
-                        held = RawChange(table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]),
-                                         source if marker is None else {**source, "snapshot": marker}, offset)
-                        first_overall = False
-                        rows += 1
-                        if len(batch) >= _BATCH:
-                            yield batch
-                            batch = []
-                            if stopped():
-                                return
-                if rows > 1 and held is not None:
-                    held = held._replace(source={**held.source, "snapshot": "last_in_data_collection"})
-            if held is not None:
-                batch.append(held._replace(source={**held.source, "snapshot": "last"}))
-            if batch:
-                yield batch
+                        yield RawChange(table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]), source, offset)
+
+            yield from marked_batches((reads(table, condition) for table, condition in tables), _BATCH, stopped)
+            if stopped():
+                return
             conn.execute("COMMIT")
         finally:
             conn.close()

@@ -169,17 +169,6 @@ def handoff_filter(capability_class: type, config: Config, state: dict[str, Any]
     return capability_class.handoff_filter(config, state)
 
 
-def snapshot_marker(first_table: bool, last_table: bool, first_in_table: bool, last_in_table: bool) -> str:
-    """Debezium's ``source.snapshot`` value for a snapshot row (its precedence: last, first, then per table)."""
-    if last_in_table and last_table:
-        return "last"
-    if first_in_table and first_table:
-        return "first"
-    if last_in_table:
-        return "last_in_data_collection"
-    return "first_in_data_collection" if first_in_table else "true"
-
-
 def snapshot_chunks_for(connector_class: type) -> type | None:
     """The SnapshotChunks class a connector offers, or None if it offers none."""
     return capability_for(connector_class, "snapshot_chunks", "chunks")
