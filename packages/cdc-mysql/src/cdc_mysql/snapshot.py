@@ -177,7 +177,8 @@ class SnapshotReader:
             if prev is not None:
                 if pending is not None:
                     batch.append(pending)
-                if prev.source["snapshot"] == "true":
+                # Debezium's precedence: last, first, last_in_data_collection, first_in_data_collection.
+                if prev.source["snapshot"] != "first":
                     prev = prev._replace(source={**prev.source, "snapshot": "last_in_data_collection"})
                 pending = prev
             self.rows_scanned[f"{db}.{name}"] = rows
