@@ -23,7 +23,6 @@ the source says where the stream is against them (``PositionWatermarks``: MySQL'
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -32,6 +31,7 @@ from cdc_core.config import Config
 from cdc_core.events import RawChange
 from cdc_core.relational import Table
 from cdc_core.signals.conditions import Node
+from cdc_core.spi.capability import capability_for
 
 Key = list[Any]
 
@@ -151,14 +151,6 @@ def incremental_source_for(connector: Any, config: Config, log: Any) -> Incremen
     method = getattr(connector, "incremental_snapshot_source", None)
     if callable(method):
         return method()
-    package = type(connector).__module__.rpartition(".")[0]
-    if not package:
-        return None
-    try:
-        module = importlib.import_module(f"{package}.incremental")
-    except ModuleNotFoundError as e:
-        if e.name != f"{package}.incremental":
-            raise
-        return None
-    factory: Callable[..., IncrementalSnapshotSource] | None = getattr(module, "incremental_snapshot_source", None)
+    factory: Callable[..., IncrementalSnapshotSource] | None = capability_for(
+        type(connector), "incremental_snapshot_source", "incremental")
     return None if factory is None else factory(config, log)
