@@ -375,28 +375,17 @@ def _build_numeric(ctx: _Ctx) -> _Built:
         return sem.variable_scale_decimal_schema(optional=ctx.optional), to_variable
     precision, scale = ps
     encode = sem.unscaled_to_base64
-    if scale > 0:
-        dot = -scale - 1
-        b2a = binascii.b2a_base64
-
-        def to_decimal(text: str) -> str:
-            # Fast path: PostgreSQL prints numeric(p,s) with exactly s fractional digits, so the
-            # unscaled integer is the text without its point; then BigInteger.toByteArray() in base64.
-            try:
-                if len(text) > scale and text[dot] == ".":
-                    n = int(text.replace(".", "", 1))
-                    length = (n if n >= 0 else ~n).bit_length() // 8 + 1
-                    return b2a(n.to_bytes(length, "big", signed=True), newline=False).decode("ascii")
-                return encode(_unscaled(text, scale))
-            except (ValueError, InvalidOperation):
-                if text in _NUMERIC_SPECIAL_STRINGS:
-                    raise _precise_special(ctx, text) from None
-                raise ctx.fail(text, f"not a decimal number of scale {scale}") from None
-
-        return sem.decimal_schema(scale, precision, optional=ctx.optional), to_decimal
+    b2a = binascii.b2a_base64
+    fast, dot = scale > 0, -scale - 1
 
     def to_decimal(text: str) -> str:
+        # Fast path: PostgreSQL prints numeric(p,s) with exactly s fractional digits, so the
+        # unscaled integer is the text without its point; then BigInteger.toByteArray() in base64.
         try:
+            if fast and len(text) > scale and text[dot] == ".":
+                n = int(text.replace(".", "", 1))
+                length = (n if n >= 0 else ~n).bit_length() // 8 + 1
+                return b2a(n.to_bytes(length, "big", signed=True), newline=False).decode("ascii")
             return encode(_unscaled(text, scale))
         except (ValueError, InvalidOperation):
             if text in _NUMERIC_SPECIAL_STRINGS:
