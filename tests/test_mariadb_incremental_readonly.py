@@ -147,6 +147,8 @@ def test_read_only_snapshot_of_an_idle_database_completes_without_writing(mariad
         signals.write_text(orjson.dumps({"id": "idle-1", "type": "execute-snapshot",
                                          "data": {"data-collections": [f"{mariadb_db}.items"]}}).decode() + "\n")
         engine.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the snapshot of an idle database", 120)
+        # In-process listeners hear COMPLETED when the last window closes, before its READs reach the handler.
+        engine.wait(lambda rs: sum(r.topic == f"idle.{mariadb_db}.items" for r in rs) >= ROWS, "the last window's READs")
         after = mariadb_server.execute("SELECT @@global.gtid_binlog_pos")[0][0]
     finally:
         engine.stop()
@@ -178,6 +180,7 @@ def test_read_only_snapshot_requested_through_the_signal_table(mariadb_server, m
                                f"'{{\"data-collections\": [\"{mariadb_db}.items\"]}}')", database=mariadb_db)
         signalled = _gtid_seq(mariadb_server)
         engine.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the snapshot requested in the signal table")
+        engine.wait(lambda rs: sum(r.topic == f"src.{mariadb_db}.items" for r in rs) >= 3000, "the last window's READs")
         assert _gtid_seq(mariadb_server) == signalled, "the connector wrote to the database"
     finally:
         engine.stop()

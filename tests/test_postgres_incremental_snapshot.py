@@ -251,6 +251,8 @@ def test_composite_and_surrogate_keys_and_tables_read_concurrently(pg_server, pg
 
         run.engine.signal("execute-snapshot", {"data-collections": ["public.pairs", "public.nopk"]}, "k1")
         run.wait(lambda: "COMPLETED" in run.note_types(), "the pairs snapshot")
+        # In-process listeners hear COMPLETED when the last window closes, before its READs reach the handler.
+        run.wait(lambda: len(reads("pairs")) >= 3000, "the last window's READs")
         assert [(r.key["a"], r.key["b"]) for r in reads("pairs")] == [
             (g // 10, f"x{g % 10}") for g in sorted(range(3000), key=lambda g: (g // 10, f"x{g % 10}"))]
         scans = {n.additional_data["scanned_collection"]: n.additional_data["status"]
@@ -258,6 +260,7 @@ def test_composite_and_surrogate_keys_and_tables_read_concurrently(pg_server, pg
         assert scans == {"public.pairs": "SUCCEEDED", "public.nopk": "NO_PRIMARY_KEY"}
         run.engine.signal("execute-snapshot", {"data-collections": ["public.nopk"], "surrogate-key": "id"}, "k2")
         run.wait(lambda: run.note_types().count("COMPLETED") == 2, "the surrogate-key snapshot")
+        run.wait(lambda: len(reads("nopk")) >= 3000, "the last window's READs")
         assert [r.value["after"]["id"] for r in reads("nopk")] == list(range(1, 3001))
         snapshot_metrics = run.engine.metrics.values()["snapshot"]
         assert snapshot_metrics["TableTo"] == "3000" and snapshot_metrics["ChunkTo"] == "3000"
