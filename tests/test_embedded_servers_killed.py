@@ -55,3 +55,21 @@ def test_sigkill_of_the_starting_process_stops_the_server_and_removes_its_files(
         time.sleep(0.1)
     assert not _alive(server_pid), f"the {kind} server (pid {server_pid}) outlived the killed process"
     assert not base_dir.exists(), f"{base_dir} was left behind"
+
+
+@pytest.mark.parametrize("kind", sorted(CASES))
+def test_a_server_that_cannot_start_keeps_its_log_and_names_it(kind, tmp_path, monkeypatch):
+    """A start-up failure removes the temporary directory but keeps the server's log where the error says."""
+    import importlib
+
+    module, cls, _, _ = CASES[kind]
+    monkeypatch.setenv("CDC_KEEP_SERVER_LOGS", str(tmp_path))
+    server_class = getattr(importlib.import_module(module), cls)
+    bad = {"postgres": {"shared_buffers": "no-such-size"}, "mariadb": {"no-such-option": "1"}}[kind]
+    server = server_class(settings=bad, startup_timeout=30)
+    with pytest.raises(RuntimeError, match="the whole server log is kept at") as failure:
+        server.start()
+    kept = Path(str(failure.value).rsplit("kept at ", 1)[1].rstrip(")"))
+    assert kept.parent == tmp_path and kept.read_text().strip(), "the kept log is empty"
+    server.stop()
+    assert not server.running

@@ -3,24 +3,20 @@
 ``EmbeddedPostgres`` runs ``initdb`` into a temporary directory, starts ``postgres`` on a free
 TCP port of 127.0.0.1 with logical decoding enabled and trust authentication, and removes
 everything again on ``stop()``. When the current process is root, the server runs as the
-``postgres`` OS user (PostgreSQL refuses to run as root).
+``postgres`` OS user (PostgreSQL refuses to run as root). The process management (ports, service
+account, watchdog, leftovers, kept logs) is ``cdc_core.throwaway_server``'s; this module says only
+what differs for PostgreSQL.
 """
 
 from __future__ import annotations
 
-import atexit
 import glob
 import grp
 import os
-import pwd
 import shutil
 import signal
-import socket
 import stat
 import subprocess
-import tempfile
-import time
-from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +24,7 @@ import psycopg
 from psycopg import pq, sql
 from psycopg.conninfo import make_conninfo
 
-from cdc_core.server_watchdog import ServerWatchdog
+from cdc_core.throwaway_server import ThrowawayServer, ThrowawayServerError
 
 __all__ = ["EmbeddedPostgres", "EmbeddedPostgresError", "find_pg_bindir"]
 
@@ -57,7 +53,7 @@ host    replication     all     127.0.0.1/32    trust
 _INSTALL_HINT = "install the server binaries, e.g. `apt-get install postgresql`"
 
 
-class EmbeddedPostgresError(RuntimeError):
+class EmbeddedPostgresError(ThrowawayServerError):
     """Raised when a throwaway PostgreSQL server cannot be set up, started or stopped."""
 
 
@@ -108,79 +104,21 @@ def find_pg_bindir() -> Path:
     )
 
 
-def _free_port(host: str = "127.0.0.1") -> int:
-    """Return a TCP port on ``host`` that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _clean_env() -> dict[str, str]:
-    """The environment for server binaries: ours minus libpq/server ``PG*`` variables."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")}
-    env["LC_ALL"] = "C"
-    env.pop("LANG", None)
-    return env
-
-
-def _child_pids(pid: int) -> list[int]:
-    """List the direct children of ``pid`` (Linux ``/proc``; empty elsewhere)."""
-    children: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return children
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                raw = fh.read()
-        except OSError:
-            continue
-        # Field 4 is the parent pid; field 2 (the command name) may hold spaces: split after ')'.
-        fields = raw[raw.rfind(b")") + 2 :].split()
-        if len(fields) > 1 and int(fields[1]) == pid:
-            children.append(int(entry))
-    return children
-
-
-def _pid_alive(pid: int) -> bool:
-    """Tell whether a process with ``pid`` still exists (and is not a zombie)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
-        state_at = raw.rfind(b")") + 2
-        return raw[state_at : state_at + 1] != b"Z"
-    except FileNotFoundError:
-        return False
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
-
-
-_LIVE: set[EmbeddedPostgres] = set()  # started servers, stopped at exit if still running
-
-
-@atexit.register
-def _stop_leftovers() -> None:
-    """Stop servers a test run forgot to stop, so no postmaster outlives the interpreter."""
-    for server in list(_LIVE):
-        try:
-            server.stop()
-        except Exception:  # noqa: BLE001 - best effort at interpreter exit
-            pass
-
-
-class EmbeddedPostgres:
+class EmbeddedPostgres(ThrowawayServer):
     """A throwaway PostgreSQL server listening on 127.0.0.1 with trust authentication."""
 
-    host = "127.0.0.1"
+    product = "PostgreSQL"
+    error = EmbeddedPostgresError
+    service_account = SERVER_USER
+    install_hint = _INSTALL_HINT
+    temp_prefix = "cdc-pg-"
+    log_name = "postgres.log"
+    # Fast shutdown, then immediate shutdown, then SIGKILL.
+    stop_signals = ((signal.SIGINT, None), (signal.SIGQUIT, 10.0))
+    port_taken_markers = ("could not bind", "Address already in use")
+    env_drop_prefixes = ("PG",)  # libpq/server variables would redirect initdb and postgres
+    default_settings = DEFAULT_SETTINGS
+
     user = SERVER_USER
 
     def __init__(
@@ -199,26 +137,10 @@ class EmbeddedPostgres:
         cluster directory is reused as is. ``settings`` override ``DEFAULT_SETTINGS`` (a value of
         None drops a default). ``bindir`` skips the binary search.
         """
+        super().__init__(settings, port=port, startup_timeout=startup_timeout, shutdown_timeout=shutdown_timeout)
         self._bindir = Path(bindir) if bindir is not None else None
         self._given_data_dir = Path(data_dir).resolve() if data_dir is not None else None
-        self._fixed_port = port
-        self.port: int = port or 0
-        self._settings = dict(DEFAULT_SETTINGS)
-        for key, value in (settings or {}).items():
-            if value is None:
-                self._settings.pop(key, None)
-            elif isinstance(value, bool):
-                self._settings[key] = "on" if value else "off"
-            else:
-                self._settings[key] = str(value)
-        self.startup_timeout = startup_timeout
-        self.shutdown_timeout = shutdown_timeout
-        self._base_dir: Path | None = None
         self._data_dir: Path | None = None
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._watchdog: ServerWatchdog | None = None
-        self._log_file: Any = None
-        self._run_as: pwd.struct_passwd | None = None
 
     # ----------------------------------------------------------------------------- properties
 
@@ -239,104 +161,12 @@ class EmbeddedPostgres:
     @property
     def socket_dir(self) -> Path:
         """The directory holding the server's Unix socket."""
-        return self._runtime_dir() / "sock"
+        return self.base_dir / "sock"
 
     @property
-    def log_path(self) -> Path:
-        """The server log file (server stdout and stderr)."""
-        return self._runtime_dir() / "postgres.log"
-
-    @property
-    def pid(self) -> int | None:
-        """The postmaster's process id, or None when not running."""
-        return self._proc.pid if self._proc is not None and self._proc.poll() is None else None
-
-    @property
-    def running(self) -> bool:
-        """Tell whether the postmaster process is alive."""
-        return self.pid is not None
-
-    def _runtime_dir(self) -> Path:
-        """The temporary directory holding socket, log and (by default) the data directory."""
-        if self._base_dir is None:
-            raise EmbeddedPostgresError("the embedded server has not been started yet")
-        return self._base_dir
-
-    # ----------------------------------------------------------------------------- lifecycle
-
-    def start(self) -> EmbeddedPostgres:
-        """Create the cluster if needed, start the server and wait until it accepts connections."""
-        if self.running:
-            return self
-        if self._base_dir is None:
-            self._prepare()
-        if self._watchdog is None:  # stops the server (fast shutdown) if this process is killed
-            self._watchdog = ServerWatchdog(Path(self.data_dir) / "postmaster.pid", self._base_dir,
-                                            stop_signal=signal.SIGINT, grace_s=self.shutdown_timeout)
-        attempts = 1 if self._fixed_port else 3
-        for attempt in range(attempts):
-            try:
-                self._launch()
-                break
-            except EmbeddedPostgresError as exc:
-                port_taken = "could not bind" in str(exc) or "Address already in use" in str(exc)
-                if attempt + 1 < attempts and port_taken:
-                    self.port = _free_port(self.host)
-                    continue
-                raise
-        _LIVE.add(self)
-        return self
-
-    def stop(self) -> None:
-        """Shut the server down (fast mode, escalating if it hangs) and remove temporary files."""
-        self._shutdown()
-        _LIVE.discard(self)
-        if self._log_file is not None:
-            self._log_file.close()
-            self._log_file = None
-        if self._base_dir is not None:
-            shutil.rmtree(self._base_dir, ignore_errors=True)
-            self._base_dir = None
-            if self._given_data_dir is None:
-                self._data_dir = None
-        if self._watchdog is not None:
-            self._watchdog.release()
-            self._watchdog = None
-
-    def kill(self) -> None:
-        """SIGKILL the postmaster and its child processes, as a crash would."""
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
-            return
-        children = _child_pids(proc.pid)
-        proc.kill()
-        proc.wait()
-        for child in children:
-            try:
-                os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + 10.0
-        while any(_pid_alive(c) for c in children) and time.monotonic() < deadline:
-            time.sleep(0.01)
-
-    def restart(self) -> None:
-        """Stop the server if it runs (fast shutdown) and start it again on the same port."""
-        self._shutdown()
-        self.start()
-
-    def __enter__(self) -> EmbeddedPostgres:
-        """Start the server."""
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        """Stop the server and remove its temporary files."""
-        self.stop()
-
-    def __repr__(self) -> str:
-        """Show where the server listens and whether it runs."""
-        state = "running" if self.running else "stopped"
-        return f"<EmbeddedPostgres {self.host}:{self.port} {state}>"
+    def pid_file(self) -> Path:
+        """The postmaster's pid file."""
+        return self.data_dir / "postmaster.pid"
 
     # ----------------------------------------------------------------------------- client side
 
@@ -365,54 +195,26 @@ class EmbeddedPostgres:
         """Create database ``name`` (owned by the superuser)."""
         self.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
-    def log_tail(self, n: int = 40) -> str:
-        """Return the last ``n`` lines of the server log."""
-        try:
-            with open(self.log_path, "r", encoding="utf-8", errors="replace") as fh:
-                return "".join(deque(fh, maxlen=n))
-        except (OSError, EmbeddedPostgresError):
-            return ""
+    # ----------------------------------------------------------------------------- the differences
 
-    # ----------------------------------------------------------------------------- internals
-
-    def _prepare(self) -> None:
-        """Create the temporary directory (and the cluster unless an existing one is given)."""
+    def _initialize(self) -> None:
+        """Create the socket directory and, unless an existing cluster is given, the cluster."""
         bindir = self.bindir
-        self._run_as = self._server_account()
-        self._base_dir = Path(tempfile.mkdtemp(prefix="cdc-pg-"))
-        try:
-            (self._base_dir / "sock").mkdir()
-            self._data_dir = self._given_data_dir or self._base_dir / "data"
-            if self._run_as is not None:
-                self._chown_tree(self._base_dir)
-                if self._given_data_dir is not None:
-                    self._check_reachable(self._given_data_dir)
-                if self._given_data_dir is not None and self._given_data_dir.exists():
-                    self._chown_tree(self._given_data_dir)
-                elif self._given_data_dir is not None:
-                    self._given_data_dir.mkdir(parents=True, mode=0o700)
-                    self._chown_tree(self._given_data_dir)
-            if not (self._data_dir / "PG_VERSION").exists():
-                self._initdb(bindir)
-            if not self.port:
-                self.port = _free_port(self.host)
-        except BaseException:
-            shutil.rmtree(self._base_dir, ignore_errors=True)
-            self._base_dir = None
-            raise
+        (self.base_dir / "sock").mkdir()
+        self._chown_tree(self.base_dir / "sock")
+        self._data_dir = self._given_data_dir or self.base_dir / "data"
+        if self._run_as is not None and self._given_data_dir is not None:
+            self._check_reachable(self._given_data_dir)
+            if not self._given_data_dir.exists():
+                self._given_data_dir.mkdir(parents=True, mode=0o700)
+            self._chown_tree(self._given_data_dir)
+        if not (self._data_dir / "PG_VERSION").exists():
+            self._initdb(bindir)
 
-    def _server_account(self) -> pwd.struct_passwd | None:
-        """Return the OS account to run the server as when we are root, else None."""
-        if os.geteuid() != 0:
-            return None
-        try:
-            return pwd.getpwnam(SERVER_USER)
-        except KeyError:
-            raise EmbeddedPostgresError(
-                f"running as root, but PostgreSQL refuses to run as root and the OS user "
-                f"{SERVER_USER!r} does not exist; create it (`useradd --system {SERVER_USER}`, "
-                f"or {_INSTALL_HINT}) or run as a non-root user"
-            ) from None
+    def _after_remove(self) -> None:
+        """A temporary cluster is gone with the directory; a given one stays."""
+        if self._given_data_dir is None:
+            self._data_dir = None
 
     def _check_reachable(self, path: Path) -> None:
         """Fail clearly if the server account cannot enter every directory above ``path``."""
@@ -438,24 +240,6 @@ class EmbeddedPostgres:
                     f"{parent}`"
                 )
 
-    def _chown_tree(self, path: Path) -> None:
-        """Give ``path`` and everything below it to the server account."""
-        assert self._run_as is not None
-        uid, gid = self._run_as.pw_uid, self._run_as.pw_gid
-        os.chown(path, uid, gid)
-        for root, dirs, files in os.walk(path):
-            for name in dirs + files:
-                os.chown(os.path.join(root, name), uid, gid, follow_symlinks=False)
-
-    def _popen_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments that make a child run as the server account in a clean env."""
-        kwargs: dict[str, Any] = {"env": _clean_env(), "cwd": str(self._runtime_dir())}
-        if self._run_as is not None:
-            kwargs.update(user=self._run_as.pw_uid, group=self._run_as.pw_gid, extra_groups=[])
-            kwargs["env"]["HOME"] = self._run_as.pw_dir
-            kwargs["env"]["USER"] = kwargs["env"]["LOGNAME"] = self._run_as.pw_name
-        return kwargs
-
     def _initdb(self, bindir: Path) -> None:
         """Run ``initdb`` for a fast, trust-authenticated UTF-8 cluster and write pg_hba.conf."""
         cmd = [
@@ -467,17 +251,7 @@ class EmbeddedPostgres:
             "-U", SERVER_USER,
             "--no-sync",
         ]  # fmt: skip
-        try:
-            result = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=120, **self._popen_kwargs()
-            )
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise EmbeddedPostgresError(f"cannot run {cmd[0]}: {exc}") from exc
-        if result.returncode != 0:
-            raise EmbeddedPostgresError(
-                f"initdb into {self.data_dir} failed (exit code {result.returncode}):\n"
-                f"{result.stdout}{result.stderr}"
-            )
+        self._run_tool(cmd, f"initdb into {self.data_dir}", timeout=120)
         hba = self.data_dir / "pg_hba.conf"
         hba.write_text(PG_HBA)
         if self._run_as is not None:
@@ -496,74 +270,8 @@ class EmbeddedPostgres:
             cmd += ["-c", f"{key}={value}"]
         return cmd
 
-    def _launch(self) -> None:
-        """Start the postmaster and wait until it accepts connections."""
-        if self._log_file is None:
-            self._log_file = open(self.log_path, "ab")
-        log_offset = self._log_file.tell()
-        try:
-            self._proc = subprocess.Popen(
-                self._command(),
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_file,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                **self._popen_kwargs(),
-            )
-        except OSError as exc:
-            raise EmbeddedPostgresError(f"cannot start {self.bindir / 'postgres'}: {exc}") from exc
-        ping_info = make_conninfo(
-            "", host=self.host, port=str(self.port), user=self.user, dbname="postgres",
-            connect_timeout="2",
-        ).encode()  # fmt: skip
-        deadline = time.monotonic() + self.startup_timeout
-        delay = 0.01
-        while True:
-            code = self._proc.poll()
-            if code is not None:
-                self._proc = None
-                raise EmbeddedPostgresError(
-                    f"PostgreSQL on {self.host}:{self.port} exited during start-up "
-                    f"(exit code {code}); server log:\n{self._log_since(log_offset)}"
-                )
-            if pq.PGconn.ping(ping_info) == pq.Ping.OK:
-                return
-            if time.monotonic() > deadline:
-                self._shutdown()
-                raise EmbeddedPostgresError(
-                    f"PostgreSQL on {self.host}:{self.port} did not accept connections within "
-                    f"{self.startup_timeout:.0f}s; server log tail:\n{self.log_tail(30)}"
-                )
-            time.sleep(delay)
-            delay = min(delay * 2, 0.2)
-
-    def _log_since(self, offset: int) -> str:
-        """Return the log written since byte ``offset`` (at most the last 4 KiB)."""
-        try:
-            with open(self.log_path, "rb") as fh:
-                fh.seek(max(offset, fh.seek(0, os.SEEK_END) - 4096))
-                return fh.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
-
-    def _shutdown(self) -> None:
-        """Stop the postmaster: fast shutdown, then immediate, then SIGKILL."""
-        proc, self._proc = self._proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        for sig, wait in (
-            (signal.SIGINT, self.shutdown_timeout),
-            (signal.SIGQUIT, 10.0),
-        ):
-            try:
-                proc.send_signal(sig)
-            except ProcessLookupError:
-                return
-            try:
-                proc.wait(timeout=wait)
-                return
-            except subprocess.TimeoutExpired:
-                continue
-        self._proc = proc
-        self.kill()
-        self._proc = None
+    def _ping(self) -> bool:
+        """Ask libpq whether the server accepts connections."""
+        info = make_conninfo("", host=self.host, port=str(self.port), user=self.user, dbname="postgres",
+                             connect_timeout="2").encode()
+        return pq.PGconn.ping(info) == pq.Ping.OK
