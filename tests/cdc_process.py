@@ -14,29 +14,29 @@ from typing import Any
 import orjson
 
 
+def _escape(text: str, key: bool = False) -> str:
+    """Escape ``text`` as Java's ``Properties.store`` would (backslashes, line breaks, leading spaces; ``=:`` in keys)."""
+    out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    if key:
+        out = out.replace("=", "\\=").replace(":", "\\:").replace(" ", "\\ ")
+    elif out.startswith(" "):
+        out = "\\" + out
+    return out
+
+
 def write_properties(path: Path, props: dict[str, Any]) -> Path:
-    """Write a .properties file (one ``key=value`` per line)."""
-    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()), encoding="utf-8")
+    """Write a UTF-8 .properties file (one ``key=value`` per line, escaped so the reader gets the values back)."""
+    path.write_text("".join(f"{_escape(str(k), key=True)}={_escape(str(v))}\n" for k, v in props.items()),
+                    encoding="utf-8")
     return path
 
 
 def server_properties(pg, dbname: str, workdir: Path, **source: Any) -> dict[str, Any]:
-    """A Debezium Server configuration: a PostgreSQL source, the file sink, file offsets."""
-    props: dict[str, Any] = {
-        "debezium.sink.type": "file",
-        "debezium.sink.file.dir": str(workdir / "events"),
-        "debezium.source.connector.class": "io.debezium.connector.postgresql.PostgresConnector",
-        "debezium.source.database.hostname": pg.host,
-        "debezium.source.database.port": pg.port,
-        "debezium.source.database.user": pg.user,
-        "debezium.source.database.dbname": dbname,
-        "debezium.source.topic.prefix": "dbserver1",
-        "debezium.source.offset.storage.file.filename": str(workdir / "offsets.json"),
-        "debezium.source.offset.flush.interval.ms": 0,
-        "debezium.source.poll.interval.ms": 100,
-    }
-    props.update({f"debezium.source.{k}": v for k, v in source.items()})
-    return props
+    """A Debezium Server configuration: a PostgreSQL source, the file sink, file offsets (the kit's fixture's)."""
+    from kit.contract import Workdir
+    from kit.postgres import PostgresFixture
+
+    return PostgresFixture(pg, dbname).properties(Workdir(workdir), **source)
 
 
 class CdcProcess:

@@ -1,0 +1,115 @@
+"""The kit's MariaDB fixture: the session's throwaway server, one database per test (plus any it creates)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from kit.contract import Column, Table, Workdir, sanitize_topic
+
+_TYPES = {"int32": "INT", "int64": "BIGINT", "float64": "DOUBLE", "text": "LONGTEXT", "decimal": "DECIMAL(38,10)"}
+
+
+class MariaDBFixture:
+    """``ConnectorFixture`` for the MariaDB connector on ``EmbeddedMariaDB``."""
+
+    name: ClassVar[str] = "mariadb"
+    unavailable_value: ClassVar[str | None] = None  # binlog_row_image=FULL: every value is there
+    has_history: ClassVar[bool] = True
+    text_allows_nul: ClassVar[bool] = True
+
+    def __init__(self, server: Any, database: str):
+        self.server = server
+        self.database = database
+        self.default_schema = database
+        self.databases = [database]  # everything the connector captures; dropped again by ``close``
+
+    def connect(self) -> Any:
+        """A PyMySQL connection, autocommit off."""
+        return self.server.connect(self.database, autocommit=False)
+
+    def quote(self, identifier: str) -> str:
+        """A backquoted identifier."""
+        return "`" + identifier.replace("`", "``") + "`"
+
+    def sql_type(self, neutral: str) -> str:
+        """The MariaDB type of a neutral type."""
+        return _TYPES[neutral]
+
+    def accepts_identifier(self, name: str, kind: str) -> bool:
+        """MariaDB: at most 64 characters of the Basic Multilingual Plane, no NUL, no trailing space."""
+        return (len(name) <= 64 and not name.endswith(" ") and "\x00" not in name
+                and all(ord(ch) <= 0xFFFF for ch in name))
+
+    def _execute(self, statement: str) -> None:
+        self.server.execute(statement, database=self.database)
+
+    def _qualified(self, table: Table) -> str:
+        return f"{self.quote(table.schema or self.database)}.{self.quote(table.name)}"
+
+    def create_schema(self, schema: str) -> None:
+        """``CREATE DATABASE``, captured from then on."""
+        self._execute(f"CREATE DATABASE {self.quote(schema)}")
+        self.databases.append(schema)
+
+    def create_table(self, table: Table) -> None:
+        """``CREATE TABLE`` (the binlog holds full row images)."""
+        columns = [f"{self.quote(c.name)} {self.sql_type(c.type)}{'' if c.nullable else ' NOT NULL'}"
+                   for c in table.columns]
+        key = ", ".join(self.quote(k) for k in table.key)
+        self._execute(f"CREATE TABLE {self._qualified(table)} ({', '.join(columns)}, PRIMARY KEY ({key}))")
+
+    def add_column(self, table: Table, column: Column) -> Table:
+        """``ALTER TABLE ... ADD COLUMN``."""
+        self._execute(f"ALTER TABLE {self._qualified(table)} ADD COLUMN {self.quote(column.name)} "
+                      f"{self.sql_type(column.type)}")
+        return Table(table.name, table.columns + (column,), table.key, table.schema)
+
+    def properties(self, workdir: Workdir, **source: Any) -> dict[str, Any]:
+        """The MariaDB connector on the test's databases, the file sink, file offsets and history."""
+        props: dict[str, Any] = {
+            "debezium.sink.type": "file",
+            "debezium.sink.file.dir": str(workdir.events),
+            "debezium.source.connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+            "debezium.source.database.hostname": self.server.host,
+            "debezium.source.database.port": self.server.port,
+            "debezium.source.database.user": self.server.user,
+            "debezium.source.database.password": self.server.password,
+            "debezium.source.database.server.id": 5500,
+            "debezium.source.database.include.list": ",".join(re.escape(db) for db in self.databases),
+            "debezium.source.topic.prefix": "dbserver1",
+            "debezium.source.offset.storage.file.filename": str(workdir.offsets),
+            "debezium.source.offset.flush.interval.ms": 0,
+            "debezium.source.schema.history.internal.file.filename": str(workdir.history),
+            "debezium.source.poll.interval.ms": 100,
+        }
+        props.update({f"debezium.source.{k}": v for k, v in source.items()})
+        return props
+
+    def topic(self, table: Table, prefix: str = "dbserver1") -> str:
+        """``<prefix>.<database>.<table>``, sanitized."""
+        return sanitize_topic(f"{prefix}.{table.schema or self.database}.{table.name}")
+
+    def schema_of(self, table: Table) -> str:
+        """``source.db``."""
+        return table.schema or self.database
+
+    def position(self, offset: dict[str, Any]) -> tuple[Any, ...]:
+        """A MariaDB offset: binlog file, position, events and rows to skip."""
+        return (offset.get("file", ""), offset.get("pos", 0), offset.get("event", 0), offset.get("row", 0))
+
+    def cut_connections(self) -> None:
+        """Kill the connector's binlog dump sessions (what a dropped connection ends)."""
+        with self.server.connect() as conn, conn.cursor() as cur:
+            cur.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%%'")
+            for (pid,) in cur.fetchall():
+                try:
+                    cur.execute(f"KILL {int(pid)}")
+                except Exception:  # noqa: BLE001 - it ended meanwhile
+                    pass
+
+    def close(self) -> None:
+        """Drop the databases the test created besides its own."""
+        for db in self.databases[1:]:
+            if self.server.running:
+                self.server.execute(f"DROP DATABASE IF EXISTS {self.quote(db)}")
