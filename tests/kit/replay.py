@@ -22,7 +22,7 @@ class Replayed:
     duplicates: int = 0
     #: Snapshot reads of a row version an earlier (interrupted) snapshot had already read.
     reread: int = 0
-    #: How many snapshots began (a run of reads after anything else).
+    #: How many snapshots began (a run of reads after anything else, or a read marked ``first``).
     snapshots: int = 0
     events: int = 0
     #: Lost changes, keys going back in time, changes of rows that were not there.
@@ -58,7 +58,7 @@ def replay(events: list[dict[str, Any]], key: tuple[str, ...] = ("id",), version
 
     Every write sets ``version`` to a value never used before, so an event is identified by its
     op, key and before/after versions: one seen before is a redelivery (counted, not applied). A
-    run of snapshot reads starts the table over (a repeated snapshot replaces the table). Checked:
+    run of snapshot reads (or a read marked ``snapshot: first``) starts the table over (a repeated snapshot replaces the table). Checked:
     an update or delete finds the row in the state it left it (no change lost in between), a create
     finds no row, and no key's version ever goes down. Columns carrying ``unavailable`` keep the
     value they had (on a key change, the value the old key's delete carried in ``before``).
@@ -78,7 +78,7 @@ def replay(events: list[dict[str, Any]], key: tuple[str, ...] = ("id",), version
         k = tuple(payload(line["key"])[c] for c in key)
         ident = (op, k, (before or {}).get(version), (after or {}).get(version))
         if op == "r":
-            if previous_op != "r":
+            if previous_op != "r" or value["source"].get("snapshot") == "first":
                 out.state.clear()
                 out.snapshots += 1
             if ident in seen:
