@@ -20,7 +20,7 @@ from cdc_core.config.config import exclusive
 from cdc_core.converters import converter_names
 from cdc_core.envelope import EventBuilder
 from cdc_core.table_events import EventSettings
-from cdc_core.errors import ConfigError, PluginError, RetriableError
+from cdc_core.errors import ConfigError, OffsetStoreError, PluginError, RetriableError
 from cdc_core.events import ChangeRecord, Checkpoint
 from cdc_core.logs import ConnectorLogger, connector_logger
 from cdc_core.metrics import ConnectorMetrics
@@ -203,6 +203,20 @@ class Engine:
         ctx = ConnectorContext(log=log, history=self.history_store, plugins=self.plugins, metrics=self.metrics)
         return self.connector_class(self.config, ctx)
 
+    def _check_stored_offset(self, offset: dict[str, Any] | None) -> None:
+        """Refuse a stored offset that is not of the connector's ``offset_shape``, naming where it is stored."""
+        shape = getattr(self.connector_class, "offset_shape", None)
+        if offset is None or shape is None:
+            return
+        problems = shape.problems(offset)
+        if problems:
+            where = getattr(self.offset_store, "path", None)
+            where = f"offsets file {where}" if where is not None else f"the {self.offset_store.name} offset store"
+            raise OffsetStoreError(
+                f"{where}: the offset of partition {self.partition} is not a {self.connector_class.name} offset "
+                f"({'; '.join(problems)}); refusing to start. Restore it from a backup, or delete it to start over "
+                "deliberately (a new snapshot, per snapshot.mode).")
+
     def _produce(self) -> None:
         retries = 0
         max_retries = self.config.get(common.ERRORS_MAX_RETRIES)
@@ -224,7 +238,10 @@ class Engine:
                     metrics=self.metrics, connector_name=self.config.get(common.TOPIC_PREFIX), partition=self.partition, listeners=self._notification_listeners, in_process=self._signals,
                     stopping=self._stopping.is_set)
                 try:
-                    offset = self._acked_offset if self._acked_offset is not None else self.offset_store.get(self.partition)
+                    offset = self._acked_offset
+                    if offset is None:
+                        offset = self.offset_store.get(self.partition)
+                        self._check_stored_offset(offset)
                     builder.restore(offset)
                     connector.start(offset)
                     signals.start(offset)

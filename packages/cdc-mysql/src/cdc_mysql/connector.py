@@ -25,6 +25,7 @@ from cdc_core.plugins import registry
 from cdc_core.schema import Schema
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
+from cdc_core.spi.offsets import OffsetShape
 
 from cdc_mysql import config as myc
 from cdc_mysql.binlog import BinlogConnectionLost, BinlogStartPosition, CdcBinLogStreamReader
@@ -74,6 +75,11 @@ class MySqlConnector(Snapshotting, DdlEvents):
     class_names: ClassVar[tuple[str, ...]] = MYSQL.class_names
     fields: ClassVar[Fields] = myc.FIELDS
     source_schema: ClassVar[Schema] = source_schema(MYSQL)
+    #: What a stored offset looks like (checked by the engine before ``start``).
+    offset_shape: ClassVar[OffsetShape] = OffsetShape(
+        required={"file": "str", "pos": "uint"},
+        optional={"row": "uint", "event": "uint", "gtids": "str", "ts_sec": "uint", "server_id": "uint",
+                  "snapshot": "snapshot"})
 
     def __init__(self, config: Config, context: ConnectorContext):
         self.config = config
@@ -232,7 +238,10 @@ class MySqlConnector(Snapshotting, DdlEvents):
         offset = self._offset
         available = offset is None or bool(offset.get("snapshot")) or \
             offset.get("file") in Catalog(self._conn).binary_logs()
-        todo = plan(self.snapshotter, offset, self._history.exists(), available, f"{self.flavor.name} at {self.address}")
+        path = getattr(self._history.store, "path", None)
+        history = f"the schema history file {path}" if path is not None else "the schema history"
+        todo = plan(self.snapshotter, offset, self._history.exists(), available, f"{self.flavor.name} at {self.address}",
+                    history)
         start = offset
         if todo.schema or todo.data:
             start = yield from self._snapshot(todo, offset if todo.resume else None)

@@ -25,8 +25,8 @@ class SnapshotPlan:
 
 
 def plan(snapshotter: Any, offset: dict[str, Any] | None, history_exists: bool, position_available: bool,
-         where: str) -> SnapshotPlan:
-    """Decide what to do at start; ConnectorError says how to fix an impossible start."""
+         where: str, history: str = "the history file (schema.history.internal.file.filename)") -> SnapshotPlan:
+    """Decide what to do at start; ConnectorError says how to fix an impossible start (``history`` names the history)."""
     stream = snapshotter.should_stream()
     offset_exists = offset is not None
     in_progress = bool(offset and offset.get("snapshot"))
@@ -51,8 +51,8 @@ def plan(snapshotter: Any, offset: dict[str, Any] | None, history_exists: bool, 
         if snapshotter.should_snapshot_on_schema_error():
             return SnapshotPlan(data=False, schema=True, stream=stream, resume=True)
         raise ConnectorError(
-            "offsets exist but the schema history is missing or empty, so the binlog's rows cannot be decoded. "
-            "Restore the history file (schema.history.internal.file.filename), or set snapshot.mode=recovery to "
+            f"offsets exist but the schema history is missing or empty, so the binlog's rows cannot be decoded. "
+            f"Restore {history}, or set snapshot.mode=recovery to "
             "rebuild it from the current table definitions (safe only if no schema changed since the last stop)."
         )
     return SnapshotPlan(data=False, schema=False, stream=stream, resume=True)

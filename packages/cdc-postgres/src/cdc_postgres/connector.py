@@ -18,6 +18,7 @@ from cdc_core.plugins import registry
 from cdc_core.relational import Table, TableId
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
+from cdc_core.spi.offsets import OffsetShape
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import Catalog, table_filter
 from cdc_postgres.incremental import signal_tables
@@ -44,6 +45,11 @@ class PostgresConnector:
     #: Beyond Debezium (whose default is 0): heartbeats are on, once a minute, so a quiet slot's
     #: offset keeps moving and its position is visible downstream.
     defaults: ClassVar[dict[str, Any]] = {"heartbeat.interval.ms": 60000}
+    #: What a stored offset looks like (checked by the engine before ``start``).
+    offset_shape: ClassVar[OffsetShape] = OffsetShape(
+        required={"lsn": "uint"},
+        optional={"lsn_proc": "uint", "lsn_commit": "uint", "txId": "uint", "ts_usec": "uint", "snapshot": "snapshot",
+                  "last_snapshot_record": "bool"})
 
     def __init__(self, config: Config, context: ConnectorContext):
         self.config = config

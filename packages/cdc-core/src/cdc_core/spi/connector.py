@@ -34,6 +34,9 @@ class Connector(Protocol):
     ``stream()`` runs. A retriable failure (database unreachable) raises
     ``cdc_core.errors.RetriableError``; the engine then drains, waits and starts a new attempt
     from the last acknowledged offset.
+
+    Optional class attribute ``offset_shape`` (``cdc_core.spi.offsets.OffsetShape``): what a stored
+    offset looks like; the engine checks the stored offset against it before ``start``.
     """
 
     #: Short name used in ``connector.class`` (e.g. ``postgres``).

@@ -33,3 +33,46 @@ class OffsetStore(Protocol):
 
     def close(self) -> None:
         """Release resources."""
+
+
+#: The kinds of offset field ``OffsetShape`` knows, and the JSON values each accepts.
+_KINDS: dict[str, Any] = {
+    "uint": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+    "str": lambda v: isinstance(v, str),
+    "bool": lambda v: isinstance(v, bool),
+    "snapshot": lambda v: isinstance(v, bool) or v in ("true", "false", "last", "first", "incremental"),
+}
+
+
+class OffsetShape:
+    """What a connector's stored offset must look like: required and optional fields, each of a kind.
+
+    A connector states it as ``offset_shape`` (``OffsetShape(required={"lsn": "uint"}, optional=...)``;
+    kinds: ``uint``, ``str``, ``bool``, ``snapshot``); the engine checks a stored offset against it
+    before the connector sees it, so a hand-edited or damaged offset stops the start with a clear
+    error instead of a traceback deep in the connector, a silent new snapshot or a silent skip.
+    Fields it does not name (incremental snapshot context, ...) are left to their owners; null
+    optional fields are accepted.
+    """
+
+    def __init__(self, required: dict[str, str], optional: dict[str, str] | None = None):
+        self.required = dict(required)
+        self.optional = dict(optional or {})
+        for kind in (*self.required.values(), *self.optional.values()):
+            assert kind in _KINDS, f"unknown offset field kind {kind!r}"
+
+    def problems(self, offset: dict[str, Any]) -> list[str]:
+        """What is wrong with ``offset``, one phrase per field (empty if nothing)."""
+        out = []
+        for name, kind in self.required.items():
+            if offset.get(name) is None:
+                out.append(f"{name!r} is missing")
+            elif not _KINDS[kind](offset[name]):
+                out.append(f"{name!r} is {offset[name]!r}, not a {_DESCRIBE[kind]}")
+        for name, kind in self.optional.items():
+            if offset.get(name) is not None and not _KINDS[kind](offset[name]):
+                out.append(f"{name!r} is {offset[name]!r}, not a {_DESCRIBE[kind]}")
+        return out
+
+
+_DESCRIBE = {"uint": "non-negative integer", "str": "string", "bool": "boolean", "snapshot": "snapshot marker"}
