@@ -7,7 +7,7 @@ none applied twice, no key going back in time.
 
 from __future__ import annotations
 
-from kit import ITEMS, Column, Workdir, Writer, start_cdc, wait_replayed
+from kit import ITEMS, Column, Workdir, Writer, payload, start_cdc, wait_replayed
 
 
 def test_snapshot_then_stream_equals_the_table(connector, tmp_path):
@@ -50,3 +50,9 @@ def test_handoff_under_concurrent_writers_loses_and_repeats_nothing(connector, t
         assert cdc.terminate() == 0, cdc.log()
     assert result.snapshots == 1
     assert (result.duplicates, result.reread, result.problems) == (0, 0, [])
+    reads = [payload(e["value"]) for e in cdc.events(connector.topic(ITEMS))
+             if e["value"] is not None and payload(e["value"])["op"] == "r"]
+    assert len(reads) >= 3000 and all(r["source"]["snapshot"] != "false" for r in reads)
+    marks = [r["source"]["snapshot"] for r in reads]
+    assert marks[0] == "first" and marks[-1] == "last" and set(marks[1:-1]) == {"true"}
+    assert len({connector.source_position(r["source"]) for r in reads}) == 1, "the snapshot's reads name one position"

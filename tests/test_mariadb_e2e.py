@@ -1,9 +1,11 @@
-"""End to end through ``cdc run``: a real MariaDB, the Debezium Server layout, the file sink."""
+"""End to end through ``cdc run``: a real MariaDB, the Debezium Server layout, the file sink.
+
+The snapshot/stream handoff and kill -9 restarts are the kit's scenarios (tests/test_kit_*.py), for every connector.
+"""
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from pathlib import Path
 
@@ -54,80 +56,6 @@ def test_documented_customer_events_field_for_field(mariadb_server, mariadb_db, 
     assert len({s["gtid"] for s in sources}) == 3
     history = [json.loads(line) for line in (tmp_path / "history.jsonl").read_text().splitlines()]
     assert history[-1]["ddl"].startswith("ALTER TABLE customers ADD middle_name")
-
-
-def test_snapshot_then_stream_loses_and_duplicates_nothing(mariadb_server, mariadb_db, tmp_path):
-    """Rows written while the snapshot runs land in the snapshot or the stream, exactly once."""
-    mariadb_server.execute("CREATE TABLE items (id INT PRIMARY KEY, v VARCHAR(10))", database=mariadb_db)
-    mariadb_server.execute("INSERT INTO items SELECT seq, CONCAT('v', seq) FROM seq_1_to_8000", database=mariadb_db)
-    stop = threading.Event()
-    written: list[int] = []
-
-    def writer() -> None:
-        i = 8001
-        with mariadb_server.connect(mariadb_db) as conn, conn.cursor() as cur:
-            while not stop.is_set() and i <= 14000:  # bounded: the point is the handoff, not the volume
-                cur.execute("INSERT INTO items VALUES (%s, 'w')", (i,))
-                written.append(i)
-                i += 1
-
-    t = threading.Thread(target=writer)
-    t.start()
-    props = mariadb_properties(mariadb_server, mariadb_db, tmp_path, **{"max.batch.size": 512})
-    cdc = CdcProcess(write_properties(tmp_path / "app.properties", props), tmp_path).start()
-    topic = f"dbserver1.{mariadb_db}.items"
-    try:
-        cdc.wait_until(lambda: len(cdc.events(topic)) > 8000, 60, "the snapshot")
-        time.sleep(0.5)
-        stop.set()
-        t.join()
-        total = 8000 + len(written)
-        events = cdc.wait_events(topic, total, 60)
-    finally:
-        stop.set()
-        assert cdc.terminate() == 0, cdc.log()
-    ids = [e["key"]["payload"]["id"] for e in events]
-    assert len(ids) == len(set(ids)), "duplicate events at the snapshot/stream handoff"
-    assert set(ids) == set(range(1, total + 1))
-    ops = [e["value"]["payload"]["op"] for e in events]
-    n = ops.count("r")
-    assert n >= 8000 and ops[:n] == ["r"] * n and set(ops[n:]) <= {"c"}
-    marks = [e["value"]["payload"]["source"]["snapshot"] for e in events[:n]]
-    assert marks[0] == "first" and marks[-1] == "last" and set(marks[1:-1]) == {"true"}
-    positions = {(e["value"]["payload"]["source"]["file"], e["value"]["payload"]["source"]["pos"]) for e in events[:n]}
-    assert len(positions) == 1, "every snapshot event carries the same binlog position"
-
-
-def test_kill_9_then_restart_keeps_every_committed_change(mariadb_server, mariadb_db, tmp_path):
-    """kill -9 mid-stream, restart: every committed change is present; duplicates only from the unacknowledged batch."""
-    mariadb_server.execute("CREATE TABLE t (id INT PRIMARY KEY, v INT)", database=mariadb_db)
-    batch = 256
-    config = write_properties(tmp_path / "app.properties",
-                              mariadb_properties(mariadb_server, mariadb_db, tmp_path, **{"max.batch.size": batch}))
-    cdc = CdcProcess(config, tmp_path).start()
-    topic = f"dbserver1.{mariadb_db}.t"
-    cdc.wait_until(lambda: (tmp_path / "offsets.json").exists(), what="the (empty) snapshot")
-    with mariadb_server.connect(mariadb_db) as conn, conn.cursor() as cur:
-        for i in range(1, 3001):
-            cur.execute("INSERT INTO t VALUES (%s, 0)", (i,))
-            if i == 1500:
-                cdc.wait_until(lambda: len(cdc.events(topic)) >= 1000, what="1000 events")
-                cdc.kill()
-        # A multi-row transaction across the restart boundary exercises event/row skipping.
-        cur.execute("UPDATE t SET v = 1 WHERE id <= 10")
-        cur.execute("DELETE FROM t WHERE id = 3000")
-    cdc2 = CdcProcess(config, tmp_path).start()
-    try:
-        cdc2.wait_until(lambda: any(e["value"] is None for e in cdc2.events(topic)), 60, what="the tombstone")
-    finally:
-        assert cdc2.terminate() == 0, cdc2.log()
-    events = cdc2.events(topic)
-    creates = [e["key"]["payload"]["id"] for e in events if e["value"] and e["value"]["payload"]["op"] == "c"]
-    assert set(creates) == set(range(1, 3001)), "a committed insert is missing after kill -9"
-    assert len(creates) - len(set(creates)) <= batch
-    updates = [e for e in events if e["value"] and e["value"]["payload"]["op"] == "u"]
-    assert sorted(e["key"]["payload"]["id"] for e in updates) == list(range(1, 11))
-    assert [e["value"]["payload"]["source"]["row"] for e in updates] == list(range(10))
 
 
 def test_sigterm_resumes_without_snapshot_or_duplicates(mariadb_server, mariadb_db, tmp_path):

@@ -116,6 +116,9 @@ class ConnectorFixture(Protocol):
     def schema_of(self, table: Table) -> str:
         """The schema name ``table``'s events carry in ``source`` (``schema`` or ``db``)."""
 
+    def source_position(self, source: dict[str, Any]) -> tuple[Any, ...]:
+        """The log position an event's ``source`` block names (every read of one snapshot names the same)."""
+
     def position(self, offset: dict[str, Any]) -> tuple[Any, ...]:
         """A comparable position from one committed offset (what this connector's offsets look like)."""
 

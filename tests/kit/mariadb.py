@@ -99,6 +99,10 @@ class MariaDBFixture:
         """``source.db``."""
         return table.schema or self.database
 
+    def source_position(self, source: dict[str, Any]) -> tuple[Any, ...]:
+        """``source.file`` and ``source.pos``."""
+        return (source["file"], source["pos"])
+
     def position(self, offset: dict[str, Any]) -> tuple[Any, ...]:
         """A MariaDB offset: binlog file, position, events and rows to skip."""
         return (offset.get("file", ""), offset.get("pos", 0), offset.get("event", 0), offset.get("row", 0))

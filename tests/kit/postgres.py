@@ -94,6 +94,10 @@ class PostgresFixture:
         """``source.schema``."""
         return table.schema or self.default_schema
 
+    def source_position(self, source: dict[str, Any]) -> tuple[Any, ...]:
+        """``source.lsn``."""
+        return (source["lsn"],)
+
     def position(self, offset: dict[str, Any]) -> tuple[Any, ...]:
         """A PostgreSQL offset: the last commit's LSN, then the last processed LSN."""
         return (offset.get("lsn_commit") or 0, offset.get("lsn_proc") or offset.get("lsn") or 0)
