@@ -11,18 +11,17 @@ under the mode set's handling modes, and that the paths agree.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-import yaml
 
 from cdc_core.events import ChangeRecord
+from kit.types import FamilyCase, TypeCases
 from mariadb_cdc import EngineThread, connector_config, count_ops
 
-DATA = yaml.safe_load((Path(__file__).parent / "data" / "mariadb_types.yaml").read_text(encoding="utf-8"))
 STREAM_ID_OFFSET = 1000
 MODE_DEFAULTS = {
     "bigint.unsigned.handling.mode": "long",
@@ -32,87 +31,15 @@ MODE_DEFAULTS = {
     "enable.time.adjuster": "true",
     "converters": "",
 }
+#: The type cases (``kit.types``); inputs are SQL expressions, ``NULL`` past a column's list.
+CASES = TypeCases(Path(__file__).parent / "data" / "mariadb_types.yaml", MODE_DEFAULTS,
+                  lambda sql_type: "NOT NULL" not in sql_type.upper(), null="NULL")
+DATA = CASES.data
+_families = CASES.families
+_params = CASES.params
 #: Paths: (op, table suffix, id offset).
 PATHS = {"snapshot": ("r", "", 0), "binlog": ("c", "", STREAM_ID_OFFSET), "ddl": ("c", "_ddl", 0)}
 SESSION = ["SET time_zone = '-07:00'"]
-
-
-# --------------------------------------------------------------------------- the data file
-
-
-@dataclass
-class ColumnCase:
-    """One column under one mode set: its DDL type, inputs, and expected schema and values per path."""
-
-    name: str
-    type: str
-    inputs: list[str]
-    schema: dict[str, Any]
-    expected: list[Any]
-    ddl_schema: dict[str, Any]
-    ddl_expected: list[Any]
-
-    @property
-    def optional(self) -> bool:
-        """True unless the column is declared NOT NULL."""
-        return "NOT NULL" not in self.type.upper()
-
-
-@dataclass
-class FamilyCase:
-    """One table under one mode set."""
-
-    name: str
-    columns: list[ColumnCase]
-    rows: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.rows = max(len(c.inputs) for c in self.columns)
-        for c in self.columns:
-            if not c.optional and len(c.inputs) < self.rows:
-                raise ValueError(f"{self.name}.{c.name} is NOT NULL but has fewer values than the table has rows")
-
-    def inputs(self, row: int) -> list[str]:
-        """The SQL expressions of one row (NULL past a column's list)."""
-        return [c.inputs[row] if row < len(c.inputs) else "NULL" for c in self.columns]
-
-
-def _modes(mode_set: str) -> dict[str, str]:
-    return {**MODE_DEFAULTS, **{k: str(v) for k, v in DATA["mode_sets"][mode_set]["config"].items()}}
-
-
-def _column_case(spec: dict[str, Any], modes: dict[str, str]) -> ColumnCase:
-    inputs = spec["inputs"] if "inputs" in spec else [v[0] for v in spec["values"]]
-    schema = spec.get("schema")
-    expected = [v[1] for v in spec["values"]] if "values" in spec else None
-    for prop, by_value in spec.get("by_mode", {}).items():
-        entry = by_value.get(modes.get(prop, ""))
-        if entry is None:
-            raise ValueError(f"column {spec['column']} has no by_mode entry for {prop}={modes.get(prop)!r}")
-        schema = entry.get("schema", schema)
-        expected = entry.get("values", expected)
-    if schema is None or expected is None:
-        raise ValueError(f"column {spec['column']} has no schema or values for modes {modes}")
-    if len(expected) != len(inputs):
-        raise ValueError(f"column {spec['column']}: {len(inputs)} inputs but {len(expected)} expected values")
-    ddl = spec.get("ddl", {})
-    return ColumnCase(spec["column"], spec["type"], inputs, schema, expected, ddl.get("schema", schema),
-                      ddl.get("values", expected))
-
-
-def _families(mode_set: str) -> dict[str, FamilyCase]:
-    modes = _modes(mode_set)
-    out = {}
-    for name, spec in DATA["families"].items():
-        if any(modes[prop] not in allowed for prop, allowed in spec.get("only", {}).items()):
-            continue
-        out[name] = FamilyCase(name, [_column_case(c, modes) for c in spec["columns"]])
-    return out
-
-
-def _params() -> list[Any]:
-    return [pytest.param(mode_set, family, id=f"{mode_set}-{family}")
-            for mode_set in DATA["mode_sets"] for family in _families(mode_set)]
 
 
 # --------------------------------------------------------------------------- running the connector

@@ -20,33 +20,28 @@ its snapshot, catalog and replication connections.
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
 import psycopg
 import pytest
-import yaml
 from psycopg import pq, sql
 
 from cdc_core.config import Config
-from cdc_core.engine import Engine
 from cdc_core.events import ChangeRecord
 from cdc_core.semantic import ValueConversionError
-from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_postgres import config as pgc
 from cdc_postgres.replication import ReplicationConnection
 from cdc_postgres.testing import _drop_database
+from kit.engine import WAIT_S, EngineThread
+from kit.types import FamilyCase, TypeCases
 
-DATA = yaml.safe_load((Path(__file__).parent / "data" / "postgres_types.yaml").read_text(encoding="utf-8"))
 TOPIC_PREFIX = "types"
 STREAM_ID_OFFSET = 1000  # streamed copies of row i get id 1000 + i
-WAIT_S = 30.0
 MODE_DEFAULTS = {
     "decimal.handling.mode": "precise",
     "binary.handling.mode": "bytes",
@@ -56,95 +51,16 @@ MODE_DEFAULTS = {
 }
 
 
-# --------------------------------------------------------------------------- the data file
-
-
-@dataclass
-class ColumnCase:
-    """One column under one mode set: its DDL type, inputs, expected schema fragment and values."""
-
-    name: str
-    type: str
-    inputs: list[str | None]
-    schema: dict[str, Any] | None
-    expected: list[Any]
-
-    @property
-    def omitted(self) -> bool:
-        """True if events leave the column out (a type Debezium cannot map)."""
-        return self.schema is None
-
-
-@dataclass
-class FamilyCase:
-    """One table under one mode set."""
-
-    name: str
-    columns: list[ColumnCase]
-    rows: int = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.rows = max(len(c.inputs) for c in self.columns)
-        for c in self.columns:
-            if not _optional(c.type) and len(c.inputs) < self.rows:
-                raise ValueError(f"{self.name}.{c.name} is NOT NULL but has fewer values than the table has rows")
-
-    def inputs(self, row: int) -> list[str | None]:
-        return [c.inputs[row] if row < len(c.inputs) else None for c in self.columns]
-
-    def expected(self, column: ColumnCase, row: int) -> Any:
-        return column.expected[row] if row < len(column.expected) else None
-
-
 def _optional(sql_type: str) -> bool:
     t = sql_type.lower()
     return "serial" not in t and "not null" not in t
 
 
-def _mode_config(mode_set: str) -> dict[str, str]:
-    return {**MODE_DEFAULTS, **DATA["mode_sets"][mode_set].get("config", {})}
-
-
-def _column_case(spec: dict[str, Any], modes: dict[str, str]) -> ColumnCase:
-    inputs = spec["inputs"] if "inputs" in spec else [v[0] for v in spec["values"]]
-    schema = spec.get("schema")
-    expected = [v[1] for v in spec["values"]] if "values" in spec else None
-    omitted = spec.get("omitted", False)
-    for prop, by_value in spec.get("by_mode", {}).items():
-        entry = by_value[modes[prop]]
-        schema = entry.get("schema", schema)
-        expected = entry.get("values", expected)
-        omitted = entry.get("omitted", omitted)
-    if omitted:
-        return ColumnCase(spec["column"], spec["type"], inputs, None, [None] * len(inputs))
-    if schema is None or expected is None:
-        raise ValueError(f"column {spec['column']} has no schema or values for modes {modes}")
-    if len(expected) != len(inputs):
-        raise ValueError(f"column {spec['column']}: {len(inputs)} inputs but {len(expected)} expected values")
-    return ColumnCase(spec["column"], spec["type"], inputs, schema, expected)
-
-
-def _families(mode_set: str) -> dict[str, FamilyCase]:
-    modes = _mode_config(mode_set)
-    out = {}
-    for name, spec in DATA["families"].items():
-        only = spec.get("only", {})
-        if any(modes[prop] not in allowed for prop, allowed in only.items()):
-            continue
-        out[name] = FamilyCase(name, [_column_case(c, modes) for c in spec["columns"]])
-    return out
-
-
-def _params() -> list[Any]:
-    params = []
-    for mode_set in DATA["mode_sets"]:
-        for family in _families(mode_set):
-            marks = []
-            xfail = DATA["families"][family].get("xfail")
-            if xfail and mode_set in xfail.get("modes", [mode_set]):
-                marks.append(pytest.mark.xfail(strict=True, reason=xfail["reason"]))
-            params.append(pytest.param(mode_set, family, id=f"{mode_set}-{family}", marks=marks))
-    return params
+#: The type cases (``kit.types``); inputs are parameters, None for NULL.
+CASES = TypeCases(Path(__file__).parent / "data" / "postgres_types.yaml", MODE_DEFAULTS, _optional)
+DATA = CASES.data
+_families = CASES.families
+_params = CASES.params
 
 
 # --------------------------------------------------------------------------- running the connector
@@ -174,49 +90,6 @@ def _connector_config(server, dbname: str, **extra: Any) -> dict[str, Any]:
         "offset.flush.interval.ms": 0,
         **extra,
     }
-
-
-class EngineThread:
-    """``Engine(config).run(handler)`` in a thread; the handler collects every record."""
-
-    def __init__(self, config: dict[str, Any]):
-        self.engine = Engine(config, offset_store=MemoryOffsetStore())
-        self.records: list[ChangeRecord] = []
-        self.error: BaseException | None = None
-        self._lock = threading.Lock()
-        self._thread = threading.Thread(target=self._run, name="types-e2e-engine", daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.engine.run(self._handle)
-        except BaseException as e:  # reported by wait()/stop()
-            self.error = e
-
-    def _handle(self, records: list[ChangeRecord]) -> None:
-        with self._lock:
-            self.records.extend(records)
-
-    def start(self) -> EngineThread:
-        self._thread.start()
-        return self
-
-    def snapshot(self) -> list[ChangeRecord]:
-        with self._lock:
-            return list(self.records)
-
-    def wait(self, done: Callable[[list[ChangeRecord]], bool], what: str, timeout: float = WAIT_S) -> None:
-        deadline = time.monotonic() + timeout
-        while not done(self.snapshot()):
-            if not self._thread.is_alive():
-                raise AssertionError(f"the engine stopped before {what}: {self.error!r}") from self.error
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; got {len(self.snapshot())} records")
-            time.sleep(0.02)
-
-    def stop(self) -> None:
-        self.engine.stop()
-        self._thread.join(timeout=WAIT_S)
-        assert not self._thread.is_alive(), "the engine did not stop"
 
 
 def _prepare_database(conn: psycopg.Connection) -> dict[str, str]:

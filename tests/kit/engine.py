@@ -1,0 +1,83 @@
+"""The engine in a thread, as a library user runs it: every record collected, stores surviving restarts."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from cdc_core.engine import Engine
+from cdc_core.events import ChangeRecord
+from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+
+WAIT_S = 30.0
+
+
+class EngineThread:
+    """``Engine(config).run(handler)`` in a thread, collecting every record; stores survive restarts."""
+
+    def __init__(self, config: dict[str, Any], offsets: MemoryOffsetStore | None = None,
+                 history: MemorySchemaHistoryStore | None = None, plugins: Any = None):
+        self.offsets = offsets if offsets is not None else MemoryOffsetStore()
+        self.history = history if history is not None else MemorySchemaHistoryStore()
+        self.engine = Engine(config, offset_store=self.offsets, history_store=self.history, plugins=plugins)
+        self.records: list[ChangeRecord] = []
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name="kit-engine", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.engine.run(self._handle)
+        except BaseException as e:  # reported by wait()/stop()
+            self.error = e
+
+    #: Seconds the handler sleeps per batch (with a small max.queue.size this holds a snapshot back).
+    slow = 0.0
+
+    def _handle(self, records: list[ChangeRecord]) -> None:
+        with self._lock:
+            self.records.extend(records)
+        if self.slow:
+            time.sleep(self.slow)
+
+    def start(self) -> EngineThread:
+        """Start the engine thread."""
+        self._thread.start()
+        return self
+
+    @property
+    def alive(self) -> bool:
+        """True while the engine runs."""
+        return self._thread.is_alive()
+
+    def snapshot(self) -> list[ChangeRecord]:
+        """The records so far."""
+        with self._lock:
+            return list(self.records)
+
+    def wait(self, done: Callable[[list[ChangeRecord]], bool], what: str, timeout: float = WAIT_S) -> None:
+        """Wait until ``done(records)``; fail naming ``what`` if the engine stops or time runs out."""
+        deadline = time.monotonic() + timeout
+        while not done(self.snapshot()):
+            if not self._thread.is_alive():
+                if done(self.snapshot()):
+                    return
+                raise AssertionError(f"the engine stopped before {what}: {self.error!r}") from self.error
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {what}; got {len(self.snapshot())} records")
+            time.sleep(0.01)
+
+    def join(self, timeout: float = WAIT_S) -> BaseException | None:
+        """Wait for the engine to end by itself; return its error, if any."""
+        self._thread.join(timeout)
+        assert not self._thread.is_alive(), "the engine did not end"
+        return self.error
+
+    def stop(self) -> None:
+        """Stop the engine and wait for it."""
+        self.engine.stop()
+        self._thread.join(timeout=WAIT_S)
+        assert not self._thread.is_alive(), "the engine did not stop"
