@@ -400,6 +400,8 @@ class PostgresConnector:
         reader.tables = {**self._tables, **self._signal_tables}  # the signal table too (cdc_postgres.incremental)
         reader.messages = MessageFilter(self.config.get(pgc.MESSAGE_PREFIX_INCLUDE), self.config.get(pgc.MESSAGE_PREFIX_EXCLUDE))
         reader.message_topic = f"{self.server}{self.config.get(common.TOPIC_DELIMITER)}message"
+        reader.binary_mode = self.config.get(common.BINARY_MODE)
+        reader.transaction_metadata = bool(self.config.get(common.PROVIDE_TRANSACTION_METADATA))
         heartbeat = self.config.get(common.HEARTBEAT_INTERVAL_MS) / 1000.0
         action = self.config.get(common.HEARTBEAT_ACTION_QUERY)
         if heartbeat:
