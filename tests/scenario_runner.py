@@ -110,6 +110,10 @@ def check(expected: dict[str, Any], record, prefix: str) -> None:
         else:
             for k, v in want.items():
                 assert block[k] == v, f"{where}: transaction.{k} {block[k]} != {v}"
+    for which in ("key_schema", "value_schema"):
+        for k, v in (expected.get(which) or {}).items():
+            got = getattr(getattr(record, which), k)
+            assert got == v, f"{where}: {which}.{k} {got!r} != {v!r}"
     for name, want in (expected.get("after_schema") or {}).items():
         field = record.value_schema.field("after").schema.field(name).schema
         for k, v in want.items():
