@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cdc_core.events import Checkpoint, RawChange, TransactionBegin
+from cdc_core.events import UNAVAILABLE, Checkpoint, RawChange, TransactionBegin
 from cdc_core.relational import Table
 from cdc_postgres.catalog import Catalog
 from cdc_postgres.messages import MessageFilter, message_record
@@ -172,6 +172,8 @@ class StreamReader:
         elif cls is Update:
             # With REPLICA IDENTITY DEFAULT the old key arrives only when the key changed.
             op, before, after = "u", msg.old, msg.new
+            if before is not None and UNAVAILABLE in after:
+                after = _untoasted(after, before)
         else:
             op, before, after = "d", msg.old, None
         ts_us = self._ts_us
@@ -342,6 +344,15 @@ class StreamReader:
         if current is not None:
             self.log.info("table %s changed; new columns: %s", fresh.id, ", ".join(c.name for c in fresh.columns))
         self.tables[rel.oid] = fresh
+
+
+def _untoasted(new: tuple, old: tuple) -> tuple:
+    """The new row with each unchanged TOASTed value taken from the old row where that carries it.
+
+    As PostgresChangeRecordEmitter.columnValues: the old tuple (REPLICA IDENTITY FULL sends it
+    whole, TOASTed values included) is the source of values the new tuple leaves out.
+    """
+    return tuple(o if n is UNAVAILABLE and o is not None else n for n, o in zip(new, old))
 
 
 def _table_id(rel: Relation):
