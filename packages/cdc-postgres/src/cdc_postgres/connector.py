@@ -14,7 +14,7 @@ from cdc_core.config import Config, Fields
 from cdc_core.config import common
 from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange
-from cdc_core.filters import TableFilter
+from cdc_core.filters import TableFilter, snapshot_order
 from cdc_core.plugins import registry
 from cdc_core.relational import Table, TableId
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
@@ -369,7 +369,8 @@ class PostgresConnector:
         """Each table to snapshot with its SELECT (``snapshot.include.collection.list``, the SnapshotQuery)."""
         include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
         out = []
-        for table in sorted(self._tables.values(), key=lambda t: t.id.identifier):
+        tables = snapshot_order(self._tables.values(), self.config.get(common.TABLE_INCLUDE), lambda t: t.id.identifier)
+        for table in tables:
             if include and not any(p.fullmatch(table.id.identifier) for p in include):
                 continue
             columns = [sql.Identifier(c.name).as_string(self._conn) for c in table.columns]
