@@ -114,6 +114,10 @@ def check(expected: dict[str, Any], record, prefix: str) -> None:
         for k, v in (expected.get(which) or {}).items():
             got = getattr(getattr(record, which), k)
             assert got == v, f"{where}: {which}.{k} {got!r} != {v!r}"
+    for name, want in (expected.get("key_fields") or {}).items():
+        field = record.key_schema.field(name).schema
+        for k, v in want.items():
+            assert getattr(field, k) == v, f"{where}: key schema of {name}.{k} {getattr(field, k)!r} != {v!r}"
     for name, want in (expected.get("after_schema") or {}).items():
         field = record.value_schema.field("after").schema.field(name).schema
         for k, v in want.items():

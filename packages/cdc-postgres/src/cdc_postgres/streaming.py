@@ -386,6 +386,8 @@ def _table_from_relation(rel: Relation, catalog_table: Table | None, catalog: Ca
                                     "it is left out of change events", _table_id(rel), rc.name, rc.type_oid)
         columns.append(col)
     pk = [c for c in (catalog_table.primary_key if catalog_table else []) if any(rc.name == c for rc in rel.columns)]
-    if not pk:
+    if not pk and catalog_table is None and rel.replica_identity != "f":
+        # The table is gone from the catalog: its replica identity (the primary key or an index) is the
+        # best guess left. REPLICA IDENTITY FULL marks every column, and is no key.
         pk = [rc.name for rc in rel.columns if rc.is_key]
     return Table(_table_id(rel), columns, pk)
