@@ -98,6 +98,8 @@ def check(expected: dict[str, Any], record, prefix: str) -> None:
         got = value["source"].get(field)
         if want == "<not null>":
             assert got is not None, f"{where}: source.{field} is null"
+        elif isinstance(want, str) and want.startswith("<starts ") and want.endswith(">"):
+            assert isinstance(got, str) and got.startswith(want[8:-1]), f"{where}: source.{field} {got!r}"
         else:
             assert got == want, f"{where}: source.{field} {got!r} != {want!r}"
     if "headers" in expected:

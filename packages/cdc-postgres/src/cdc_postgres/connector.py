@@ -304,7 +304,10 @@ class PostgresConnector:
             created = self._repl.create_slot(self.slot, "pgoutput", export_snapshot=snapshot)
             self.log.info("created slot %s at %s", self.slot, created.consistent_point)
             start_lsn = created.consistent_point
-            resume = ResumePoint({"lsn_commit": start_lsn, "lsn_proc": None})
+            # As PostgresSnapshotChangeEventSource: a new offset context keeps the last commit LSN of a stored
+            # offset, and has none without one (the first transaction's events have sequence [null, ...]).
+            resume = ResumePoint({"lsn_commit": start_lsn, "lsn_proc": None},
+                                 last_commit=(self._offset or {}).get("lsn_commit"))
             if snapshot:
                 yield from self._snapshot(created.snapshot_name, created.consistent_point)
                 if self._stop.is_set():

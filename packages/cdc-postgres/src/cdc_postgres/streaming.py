@@ -35,10 +35,13 @@ class ResumePoint:
     processed; within the transaction at ``lsn_commit`` only changes after ``lsn_proc`` are new.
     """
 
-    def __init__(self, offset: dict[str, Any] | None):
+    def __init__(self, offset: dict[str, Any] | None, last_commit: int | None = -1):
         self.commit = (offset or {}).get("lsn_commit") or 0
         self.proc = (offset or {}).get("lsn_proc")
         self.ts_us = (offset or {}).get("ts_usec")
+        #: Debezium's lastCommitLsn at the start (source.sequence's first element until the first commit):
+        #: the stored offset's, or ``last_commit`` where given (None on a new slot without a stored one).
+        self.last_commit = (self.commit or None) if last_commit == -1 else last_commit
 
     def skip_transaction(self, commit_lsn: int) -> bool:
         """True if the whole transaction committing at ``commit_lsn`` was already processed."""
@@ -68,7 +71,7 @@ class StreamReader:
         self._skip_tx = False
         # Debezium's lastCommitLsn (source.sequence's first element): where the last COMMIT message or
         # non-transactional logical decoding message was received (the commit's end LSN).
-        self._last_commit_lsn: int | None = resume.commit or None
+        self._last_commit_lsn: int | None = resume.last_commit
         #: The commit time of the last transaction: a non-transactional message's source.ts_ms.
         self._last_ts_us: int = resume.ts_us or time.time_ns() // 1000
         self._tx_id: str | None = None
