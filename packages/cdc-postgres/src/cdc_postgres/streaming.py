@@ -182,7 +182,9 @@ class StreamReader:
         ts_us = self._ts_us
         source = self._source(table.id.schema, table.id.table, lsn, ts_us, True)
         offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid, "ts_usec": ts_us}
-        append(RawChange(table, op, before, after, source, offset, self._tx_id, f"{self._xid}:{lsn}"))
+        # As PostgresTransactionMonitor: the block's id is <txId>:<LSN of this change> (made only when written).
+        event_id = f"{self._xid}:{lsn}" if self.transaction_metadata else None
+        append(RawChange(table, op, before, after, source, offset, self._tx_id, event_id))
         self._changes_in_tx += 1
 
     def _begin(self, xid: int, commit_lsn: int, ts_us: int) -> None:
@@ -292,7 +294,8 @@ class StreamReader:
             source = self._source(table.id.schema or "", table.id.table, lsn, self._ts_us, True)
             offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid,
                       "ts_usec": self._ts_us}
-            append(RawChange(table, "t", None, None, source, offset, self._tx_id, f"{self._xid}:{lsn}"))
+            append(RawChange(table, "t", None, None, source, offset, self._tx_id,
+                             f"{self._xid}:{lsn}" if self.transaction_metadata else None))
             self._changes_in_tx += 1
 
     def _message(self, msg: Message, lsn: int, append) -> None:
