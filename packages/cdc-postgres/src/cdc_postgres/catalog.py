@@ -120,6 +120,8 @@ class Catalog:
         self.log = log if log is not None else logging.getLogger(__name__)
         #: Replica identity per table oid: d(efault), f(ull), i(ndex) or n(othing).
         self.replica_identity: dict[int, str] = {}
+        #: Oids of tables without a primary key, keyed by a unique index.
+        self.unique_keyed: set[int] = set()
 
     def captured_tables(self) -> dict[int, Table]:
         """Every table the filters capture, by oid."""
@@ -168,6 +170,7 @@ class Catalog:
         for oid, names in _unique_index_keys(unique).items():
             if not keys[oid]:
                 keys[oid] = names
+                self.unique_keyed.add(oid)
         out = {}
         for oid, tid in ids.items():
             cols: list[Column] = []

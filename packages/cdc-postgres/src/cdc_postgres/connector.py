@@ -191,11 +191,11 @@ class PostgresConnector:
                 self.log.warning(
                     "table %s has REPLICA IDENTITY NOTHING: UPDATE and DELETE on it fail while it is published; "
                     "set REPLICA IDENTITY DEFAULT (with a primary key) or FULL", table.id)
-            elif identity == "d" and not table.primary_key:
+            elif identity == "d" and (not table.primary_key or oid in self._catalog.unique_keyed):
                 self.log.warning(
                     "table %s has no primary key and REPLICA IDENTITY DEFAULT: UPDATE and DELETE on it fail while "
-                    "it is published, and its events have no key; add a primary key or set REPLICA IDENTITY FULL",
-                    table.id)
+                    "it is published%s; add a primary key or set REPLICA IDENTITY FULL (or USING INDEX)", table.id,
+                    "" if table.primary_key else ", and its events have no key")
 
     def _prepare_publication(self) -> None:
         assert self._conn is not None
