@@ -49,6 +49,8 @@ class Schema:
     keys: Schema | None = None
     values: Schema | None = None
     _json: list = field(default_factory=list, repr=False)
+    #: ``cdc_core.serializers.defaults`` caches its payload functions here, by replace.null.with.default.
+    _fillers: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.type not in PRIMITIVE_TYPES and self.type not in COMPOSITE_TYPES:
