@@ -1286,6 +1286,7 @@ def column_for(
         scale=scale,
         default_expression=default_expression,
         type_oid=type_oid,
+        type_modifier=type_modifier,
     )
 
 
