@@ -469,8 +469,9 @@ def _build_bits(ctx: _Ctx) -> _Built:
     def to_bits(text: str) -> str:
         # The rightmost character is bit 0; bytes are little-endian and sized by the content
         # (BitSet.toByteArray), so all-zero bits give no bytes at all.
+        # An empty bit varying has no bits: no bytes, as Debezium's empty BitSet.
         try:
-            value = int(text, 2)
+            value = int(text, 2) if text else 0
         except ValueError:
             raise ctx.fail(text, "not a bit string") from None
         return encode(value.to_bytes((value.bit_length() + 7) // 8, "little"))
