@@ -18,7 +18,7 @@ import math
 import struct
 from collections.abc import Callable, Iterable
 from datetime import date, datetime, time, timedelta, timezone
-from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Context, Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -501,6 +501,10 @@ def interval_string(years: int, months: int, days: int, hours: int, minutes: int
     return f"P{years}Y{months}M{days}DT{hours}H{minutes}M{sec_text}S"
 
 
+#: Enough digits for any BigDecimal.setScale cdc does (the default context keeps only 28).
+_WIDE = Context(prec=1000)
+
+
 def round_half_up(value: Decimal, scale: int) -> Decimal:
-    """``setScale(scale, RoundingMode.HALF_UP)``."""
-    return value.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+    """``setScale(scale, RoundingMode.HALF_UP)``, exact at any number of digits."""
+    return value.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP, context=_WIDE)

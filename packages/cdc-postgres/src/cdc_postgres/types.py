@@ -399,27 +399,30 @@ _MONEY_RE = re.compile(r"[^0-9.]")
 
 
 def _build_money(ctx: _Ctx) -> _Built:
-    # pgjdbc's PGmoney parses the locale text into a double; Debezium then scales that double.
-    # Only '.'-decimal locales (C, en_US, ...) are understood: "$1,234.56", "-$1,234.56", "($1.00)".
+    # Debezium 2.7 streaming (AbstractColumnValue.asMoney): the locale text without its currency
+    # symbol and grouping commas, parsed exactly as a BigDecimal; then setScale(money.fraction.digits,
+    # HALF_UP) (precise), doubleValue() (double) or toPlainString() (string). Only '.'-decimal
+    # locales (C, en_US, ...) are understood: "$1,234.56", "-$1,234.56", "($1.00)".
+    # Its snapshot reads money through pgjdbc's PGmoney as a double instead, which loses digits
+    # past 2**53 and prints String.valueOf(double) in string mode ("12.5", "1.2345678E7"): a bug
+    # cdc does not copy; snapshot and streaming both give the exact value (DIFFERENCES.md).
     digits = ctx.modes.money_fraction_digits
     mode = ctx.modes.decimal_handling
+    strip = _MONEY_RE.sub
 
-    def parse(text: str) -> float:
-        try:
-            value = float(_MONEY_RE.sub("", text))
-        except ValueError:
-            raise ctx.fail(text, "not a money amount with '.' as the decimal point") from None
-        return -value if text[:1] in "-(" else value
+    def plain(text: str) -> str:
+        digits_text = strip("", text)
+        if not digits_text or digits_text.count(".") > 1 or digits_text == ".":
+            raise ctx.fail(text, "not a money amount with '.' as the decimal point")
+        return "-" + digits_text if text[:1] in "-(" else digits_text
 
     if mode == "double":
-        return Schema("float64", optional=ctx.optional), parse
+        return Schema("float64", optional=ctx.optional), lambda text: float(plain(text))
     if mode == "string":
-        # Debezium 2.x delivers String.valueOf(Double) here (e.g. "1234.56", "1.2345678E7").
-        return Schema("string", optional=ctx.optional), lambda text: sem.java_double_string(parse(text))
+        return Schema("string", optional=ctx.optional), plain
 
     def to_decimal(text: str) -> str:
-        value = sem.round_half_up(Decimal(repr(parse(text))), digits)  # BigDecimal.valueOf(double).setScale(HALF_UP)
-        return sem.encode_decimal(value, digits)
+        return sem.encode_decimal(sem.round_half_up(Decimal(plain(text)), digits), digits)
 
     # moneySchema() uses Decimal.builder(moneyFractionDigits): no precision parameter.
     return sem.decimal_schema(digits, optional=ctx.optional), to_decimal
