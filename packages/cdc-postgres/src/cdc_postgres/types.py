@@ -921,15 +921,32 @@ def _build_hstore(ctx: _Ctx) -> _Built:
 # --------------------------------------------------------------------------- unknown types
 
 
-def _build_unknown_bytes(ctx: _Ctx) -> _Built:
+#: Geometric types pgjdbc reads into its ``PGbox``/``PGcircle``/... classes: Debezium writes
+#: their ``getValue()``, the server's text with every number re-printed as a Java double.
+_JDBC_GEOMETRIC = frozenset({"box", "circle", "line", "lseg", "path", "polygon"})
+_FLOAT_TOKEN = re.compile(r"-?(?:Infinity|NaN|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)")
+
+
+def _jdbc_geometric_text(text: str) -> str:
+    """pgjdbc's text of a geometric value: ``<(10,20),10>`` becomes ``<(10.0,20.0),10.0>``."""
+    java = sem.java_double_string
+    return _FLOAT_TOKEN.sub(lambda m: java(float(m[0])), text)
+
+
+def _build_unknown_bytes(ctx: _Ctx, type_key: str | None = None) -> _Built:
     """``include.unknown.datatypes=true``: the bytes of the value's text, encoded per ``binary.handling.mode``.
 
     The doc calls this "an opaque binary representation". With pgoutput Debezium receives the
     type's text output and ``convertBinary`` turns that string into its bytes (UTF-8, the
-    connection's encoding), so that is what cdc emits too.
+    connection's encoding), so that is what cdc emits too. For the geometric types (``type_key``
+    box, circle, line, lseg, path, polygon) that text is pgjdbc's: Debezium hands ``convertBinary``
+    the driver's ``PGobject`` (streaming and snapshot alike), whose ``getValue()`` prints Java doubles.
     """
     mode = ctx.modes.binary_handling
     encode = sem.bytes_encoder(mode)
+    if type_key in _JDBC_GEOMETRIC:
+        geometric = _jdbc_geometric_text
+        return sem.binary_schema(mode, optional=ctx.optional), lambda text: encode(geometric(text).encode("utf-8"))
     return sem.binary_schema(mode, optional=ctx.optional), lambda text: encode(text.encode("utf-8"))
 
 
@@ -1234,7 +1251,7 @@ def _resolve(
         # bytes under include.unknown.datatypes, with Debezium's non-optional element schema.
         if not ctx.modes.include_unknown_datatypes:
             return key, None, False
-        element = _build_unknown_bytes(ctx._replace(optional=False))
+        element = _build_unknown_bytes(ctx._replace(optional=False), element_key)
     else:
         element = builder(element_ctx)
     return key, _build_array(ctx, element, delimiter), False
@@ -1275,7 +1292,7 @@ def column_for(
         if default is not None:
             schema = _with_default(schema, default)
     elif unknown_allowed and modes.include_unknown_datatypes:
-        schema, convert = _build_unknown_bytes(ctx)
+        schema, convert = _build_unknown_bytes(ctx, key)
     else:
         schema, convert = None, _omitted
     length, scale = _length_scale(key, typmod)
