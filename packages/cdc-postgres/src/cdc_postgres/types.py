@@ -15,33 +15,41 @@ Choices where the Debezium documentation is silent or contradicts itself (each f
 the Debezium 2.x code does):
 
 * ``org.apache.kafka.connect.data.Time`` is Kafka's INT32 milliseconds (the doc says INT64).
-* NUMERIC ``NaN``/``Infinity`` under ``decimal.handling.mode=precise`` is an error, as
-  ``SpecialValueDecimal.fromLogical`` throws ("...set decimal handling mode to 'string'").
+* NUMERIC ``NaN``/``Infinity`` under ``decimal.handling.mode=precise`` fail to convert, as
+  ``SpecialValueDecimal.fromLogical`` throws; the core then writes null with a warning
+  (``event.converting.failure.handling.mode``), as Debezium's TableSchemaBuilder does.
   ``double`` gives "NaN"/"Infinity"/"-Infinity" (Jackson's quoted non-finite numbers),
   ``string`` gives ``NAN``/``POSITIVE_INFINITY``/``NEGATIVE_INFINITY``.
-* ``string`` mode renders ``BigDecimal.toString()``, so tiny values use an exponent (``0E-8``).
+* ``string`` mode renders ``BigDecimal.toPlainString()`` (``SpecialValueDecimal.fromLogical``):
+  PostgreSQL's own text, ``0.00000000``, never an exponent.
 * TIMESTAMP ``infinity``/``-infinity`` are µs ``9223372036825200000``/``-9223372036832400000``
   (PGStatement's millisecond constants read as microseconds); millisecond schemas get those
   floored to ms. TIMESTAMPTZ infinities are the strings ``infinity``/``-infinity``.
 * DATE ``infinity``/``-infinity`` become Debezium's sentinel dates ``-5877611-06-21`` and
   ``-5877611-06-22`` (yes, positive infinity is negative: a Debezium bug kept for fidelity).
-* ZonedTimestamp/ZonedTime use ``ISO_OFFSET_DATE_TIME``: UTC ``Z``, seconds always printed,
-  fraction only when non-zero with trailing zeros stripped (Debezium 2.7's PostgreSQL
-  converter formats an ``OffsetDateTime``, which ignores the column's fractional width).
+* ZonedTimestamp pads the fraction to the column's precision (6 without one, none at 0):
+  ``2018-06-20T15:13:16.900Z`` for timestamptz(3), also in arrays (Debezium's
+  ``ZonedTimestamp.toIsoString(..., fractionalWidth)``). ZonedTime uses ``ISO_OFFSET_TIME``:
+  seconds always printed, fraction only when non-zero, trailing zeros stripped.
+* time[] elements are MicroTime in every mode (Debezium's TIME_ARRAY schema).
 * REAL values come out as the shortest decimal that round-trips the float32 (``3.14``).
-* Enum ``allowed`` lists the labels in declared order (``pg_enum.enumsortorder``); Debezium's
-  unordered ``array_agg`` gives the same except for labels added with ``BEFORE``/``AFTER``.
+* Enum ``allowed`` lists the labels as Debezium's TypeRegistry reads them: an unordered
+  ``array_agg`` over pg_enum, i.e. creation order (labels added with ``BEFORE``/``AFTER`` last).
 * Domains map as their base type, with the typmod of the nearest domain that has one, also
   through nested domains (Debezium's TypeRegistry walks the hierarchy; the doc's warning that
   nested domains lose length/scale describes the JDBC metadata, not what Debezium emits).
 * Arrays are Connect arrays of the element's mapping; arrays Debezium never maps (money, name,
-  interval, varbit, bit, xml, point, refcursor elements) and arrays of domains or unknown
-  types (without include.unknown.datatypes) are left out. A multi-dimensional value is an
+  interval, varbit, xml, point, refcursor elements) and arrays of domains or unknown
+  types (without include.unknown.datatypes) are left out; bit(n)[] gets bit(n)'s scalar schema
+  and null values, as in Debezium. An array holding NULL where the element schema is required
+  (enums, unknown types) fails to convert, as Debezium's Connect validation does. A multi-dimensional value is an
   error: Debezium would emit garbage (a list of ``Object[].toString()`` strings or nulls).
 * hstore pairs come out in ``java.util.HashMap`` order (pgjdbc's HStoreConverter), not
   PostgreSQL's; json mode is Jackson's compact text.
 * include.unknown.datatypes carries the UTF-8 bytes of the value's text output: with pgoutput
-  that text is all Debezium receives ("an opaque binary representation" in the doc).
+  that text is all Debezium receives ("an opaque binary representation" in the doc); the
+  geometric types carry pgjdbc's text instead (Java doubles: ``<(10.0,20.0),10.0>``).
+* MONEY is parsed exactly from its text (Debezium's streaming path), in snapshots too.
 * Column defaults: see ``_schema_default`` (function defaults give the type's zero, as the doc
   says; Debezium's literal-extraction quirks are kept).
 """
@@ -322,8 +330,6 @@ def _build_float8(ctx: _Ctx) -> _Built:
 
 #: NUMERIC special values in ``decimal.handling.mode=string`` (``SpecialValueDecimal.toString``).
 _NUMERIC_SPECIAL_STRINGS = {"NaN": "NAN", "Infinity": "POSITIVE_INFINITY", "-Infinity": "NEGATIVE_INFINITY"}
-#: Text prefixes whose ``BigDecimal.toString()`` may use an exponent (adjusted exponent < -6).
-_TINY_PREFIXES = ("0.000000", "-0.000000")
 
 
 def _unscaled(text: str, scale: int) -> int:
@@ -348,16 +354,13 @@ def _build_numeric(ctx: _Ctx) -> _Built:
     if mode == "double":
         return Schema("float64", optional=ctx.optional), _float_converter(ctx, float)
     if mode == "string":
+        # SpecialValueDecimal.fromLogical: BigDecimal.toPlainString(), which is PostgreSQL's own
+        # text ("0.0000001000", never "1.000E-7").
         specials = _NUMERIC_SPECIAL_STRINGS.get
 
         def to_string(text: str) -> str:
-            if not text.startswith(_TINY_PREFIXES):
-                special = specials(text)
-                return text if special is None else special
-            try:
-                return sem.java_decimal_string(Decimal(text))
-            except (InvalidOperation, ValueError):
-                raise ctx.fail(text, "not a decimal number") from None
+            special = specials(text)
+            return text if special is None else special
 
         return Schema("string", optional=ctx.optional), to_string
     if ps is None:
@@ -631,7 +634,7 @@ def _build_timestamp(ctx: _Ctx) -> _Built:
     return schema, to_millis
 
 
-def _zoned_timestamp_slow(ctx: _Ctx, text: str) -> str:
+def _zoned_timestamp_slow(ctx: _Ctx, text: str, width: int) -> str:
     if text in _TIMESTAMP_INFINITY_MICROS:
         return text  # Debezium emits "infinity" / "-infinity" as they are
     m = _TIMESTAMPTZ_RE.fullmatch(text)
@@ -641,26 +644,37 @@ def _zoned_timestamp_slow(ctx: _Ctx, text: str) -> str:
     days = sem.days_from_civil(1 - year if m[12] else year, int(m[2]), int(m[3]))
     seconds = days * 86400 + int(m[4]) * 3600 + int(m[5]) * 60 + int(m[6])
     seconds -= _offset_seconds(m[8], m[9], m[10], m[11])
-    return sem.format_zoned_timestamp(seconds, _fraction_micros(m[7]) * 1000)
+    iso = sem.format_zoned_timestamp(seconds)  # "...THH:MM:SSZ"
+    fraction = (m[7] or "").ljust(width, "0")
+    return f"{iso[:-1]}.{fraction}Z" if width else iso
 
 
 def _build_timestamptz(ctx: _Ctx) -> _Built:
+    # Debezium 2.7's convertTimestampWithZone formats with ZonedTimestamp.toIsoString(..., fraction)
+    # where fraction is the column's scale (its precision; 6 when declared without one): the
+    # fraction always has exactly that many digits ("...16.900Z" for timestamptz(3),
+    # "...00.000000Z"), and none at precision 0. Arrays' elements get the column's precision too.
+    width = _time_precision(ctx.typmod)
+    zeros = "." + "0" * width if width else ""
+
     def convert(text: str) -> str:
-        # Fast path, TimeZone=UTC output "YYYY-MM-DD HH:MM:SS[.f]+00": only re-punctuate
-        # (PostgreSQL already drops trailing fractional zeros).
+        # Fast path, TimeZone=UTC output "YYYY-MM-DD HH:MM:SS[.f]+00": only re-punctuate and pad
+        # (PostgreSQL prints at most the column's precision, trailing zeros dropped).
         if text[-3:] == "+00" and text[4:5] == "-" and text[10:11] == " ":
-            if len(text) == 22 or (text[19:20] == "." and text[-4] != "0"):
-                return f"{text[:10]}T{text[11:-3]}Z"
+            if len(text) == 22:
+                return f"{text[:10]}T{text[11:19]}{zeros}Z"
+            if text[19:20] == ".":
+                return f"{text[:10]}T{text[11:19]}.{text[20:-3].ljust(width, '0')}Z"
         try:
             dt = _fromiso_datetime(text)
             if dt.tzinfo is None:
-                return _zoned_timestamp_slow(ctx, text)
+                return _zoned_timestamp_slow(ctx, text, width)
             if dt.utcoffset():
                 dt = dt.astimezone(_UTC)
-            iso = dt.isoformat()[:-6]  # drop "+00:00"
-            return (iso.rstrip("0") if dt.microsecond else iso) + "Z"
+            head = dt.isoformat(timespec="seconds")[:-6]  # drop "+00:00"
+            return f"{head}.{dt.microsecond:06d}"[: len(head) + 1 + width] + "Z" if width else head + "Z"
         except (ValueError, OverflowError):
-            return _zoned_timestamp_slow(ctx, text)
+            return _zoned_timestamp_slow(ctx, text, width)
 
     return sem.semantic_schema(sem.ZONED_TIMESTAMP, optional=ctx.optional), convert
 
@@ -1011,18 +1025,51 @@ def _array_schema(items: Schema, optional: bool) -> Schema:
     return Schema("array", optional=optional, items=items)
 
 
+def _build_time_array_element(ctx: _Ctx) -> _Built:
+    """An element of ``time[]``: MicroTime in every mode (Debezium's schema for TIME_ARRAY, whatever the precision).
+
+    Debezium converts the elements with the column's own time converter, so where that gives
+    milliseconds (precision <= 3 in adaptive mode, connect mode) the value does not fit the
+    MicroTime schema and Debezium writes null; cdc writes the microseconds (DIFFERENCES.md).
+    """
+    return sem.semantic_schema(sem.MICRO_TIME, optional=ctx.optional), lambda text: _time_micros(ctx, text)
+
+
+def _build_bit_array(ctx: _Ctx) -> _Built:
+    """``bit(n)[]``: Debezium gives it the scalar schema of ``bit(n)`` (Bits, or boolean for n = 1), and null values.
+
+    PostgresValueConverter lists BIT_ARRAY beside BIT for the schema, and its bits converter
+    cannot read an array, so every value is null. cdc writes the same: an array value cannot
+    stand in a scalar schema.
+    """
+    length = ctx.typmod if ctx.typmod >= 0 else 1
+    schema = sem.bits_schema(length, optional=ctx.optional) if length > 1 else Schema("boolean", optional=ctx.optional)
+
+    def convert(text: str) -> None:
+        if not ctx.optional:  # Debezium's null fails the required field's validation too
+            raise ctx.fail(text, "a bit array has no value in Debezium's scalar bit schema")
+        return None
+
+    return schema, convert
+
+
 def _build_array(ctx: _Ctx, element: _Built, delimiter: str) -> _Built:
     element_schema, element_convert = element
     parse = parse_array
+    required = not element_schema.optional
 
     def convert(text: str) -> list[Any]:
         try:
             items = parse(text, delimiter)
-            return [None if item is None else element_convert(item) for item in items]
+            values = [None if item is None else element_convert(item) for item in items]
         except ValueConversionError as e:
             raise ctx.fail(text, f"element {e.value!r}: {e.reason}") from None
         except (ValueError, TypeError, KeyError, OverflowError) as e:
             raise ctx.fail(text, str(e)) from None
+        if required and None in items:
+            # Debezium's Struct validation rejects the null element; the field becomes null.
+            raise ctx.fail(text, "a NULL element where the array's element schema is required")
+        return values
 
     return _array_schema(element_schema, ctx.optional), convert
 
@@ -1187,9 +1234,8 @@ _EXTENSION_BUILDERS: dict[str, _Builder] = {
 
 #: Element types whose arrays Debezium 2.7 never maps (its schema builder returns null for
 #: money[], name[], interval[], varbit[], xml[], point[], refcursor[]), whatever
-#: include.unknown.datatypes says. bit[] gets a scalar Bits schema in Debezium, so its events
-#: fail Connect validation; cdc leaves it out like the others.
-_UNMAPPED_ARRAY_ELEMENTS = frozenset({"money", "name", "interval", "varbit", "bit", "xml", "point", "refcursor"})
+#: include.unknown.datatypes says. (bit[] gets bit's scalar schema and null values: _build_bit_array.)
+_UNMAPPED_ARRAY_ELEMENTS = frozenset({"money", "name", "interval", "varbit", "xml", "point", "refcursor"})
 
 
 def supported_type_names() -> frozenset[str]:
@@ -1244,8 +1290,12 @@ def _resolve(
     element_key = (BUILTIN_TYPES.get(element_oid) if element_oid is not None else None) or element_name
     if element_key in _UNMAPPED_ARRAY_ELEMENTS:
         return key, None, False
+    if element_key == "bit":
+        return key, _build_bit_array(ctx), False
     element_ctx = ctx._replace(optional=element_kind != "e")
     builder = _scalar_builder(element_oid, element_name, element_kind, labels)
+    if element_key == "time":
+        builder = _build_time_array_element
     if builder is None:
         # Unknown element types (domains too, as in Debezium): an array of the elements' text
         # bytes under include.unknown.datatypes, with Debezium's non-optional element schema.
