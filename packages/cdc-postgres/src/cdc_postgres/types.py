@@ -783,7 +783,7 @@ _GEOMETRY_FIELDS: dict[str, tuple[str, tuple[Field, ...]]] = {
         Field("srid", Schema("int32", optional=True)),
     )),
     GEOMETRY: ("Geometry", (Field("wkb", Schema("bytes")), Field("srid", Schema("int32", optional=True)))),
-    GEOGRAPHY: ("Geography", (Field("wkb", Schema("bytes")), Field("srid", Schema("int32")))),
+    GEOGRAPHY: ("Geography", (Field("wkb", Schema("bytes")), Field("srid", Schema("int32", optional=True)))),
 }
 
 
@@ -822,14 +822,14 @@ _EWKB_SRID_FLAG = 0x20000000
 
 
 def _build_postgis(name: str) -> Callable[[_Ctx], _Built]:
-    """A builder for PostGIS geometry/geography: the text output is hex EWKB; wkb = those bytes, srid from them."""
+    """A builder for PostGIS geometry/geography: the text output is hex EWKB; wkb = those bytes, srid from them (or null)."""
 
     def build(ctx: _Ctx) -> _Built:
         b64 = sem.base64_str
 
         def convert(text: str) -> dict[str, Any]:
             # PostgisGeometry.fromHexEwkb: the EWKB bytes are passed on whole (SRID included);
-            # the SRID is read after the type word when its flag is set, else it is 0.
+            # the SRID is read after the type word when its flag is set, else it is null.
             try:
                 data = bytes.fromhex(text)
             except ValueError:
@@ -838,7 +838,7 @@ def _build_postgis(name: str) -> Callable[[_Ctx], _Built]:
                 raise ctx.fail(text, "EWKB shorter than 9 bytes")
             order = "<" if data[0] else ">"
             (kind,) = unpack_from(order + "I", data, 1)
-            srid = unpack_from(order + "i", data, 5)[0] if kind & _EWKB_SRID_FLAG else 0
+            srid = unpack_from(order + "i", data, 5)[0] if kind & _EWKB_SRID_FLAG else None
             return {"wkb": b64(data), "srid": srid}
 
         return _geometry_schema(name, ctx.optional), convert
