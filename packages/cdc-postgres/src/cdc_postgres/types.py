@@ -1226,6 +1226,7 @@ _BUILDERS: dict[str, _Builder] = {
 #: Extension types, which have no fixed OID: recognised by ``pg_type.typname`` in any schema.
 _EXTENSION_BUILDERS: dict[str, _Builder] = {
     "citext": _plain("string"),
+    "isbn": _plain("string"),  # the isn extension's isbn (TypeRegistry.isbn(); its siblings are unknown)
     "ltree": _named_string(sem.LTREE),
     "hstore": _build_hstore,
     "geometry": _build_postgis(GEOMETRY),
