@@ -41,13 +41,21 @@ class _Run:
         except BaseException as e:  # reported by wait()
             self.error = e
 
-    def wait(self, count: int) -> list:
+    def wait(self, count: int, topic: str = TOPIC) -> list:
+        """The first ``count`` records of ``topic`` (waiting for them)."""
         deadline = time.monotonic() + WAIT_S
-        while len([r for r in self.records if r.topic == TOPIC]) < count:
+        while len([r for r in self.records if r.topic == topic]) < count:
             assert self.thread.is_alive(), f"the engine stopped: {self.error!r}"
             assert time.monotonic() < deadline, f"timed out; got {self.records}"
             time.sleep(0.02)
-        return [r for r in self.records if r.topic == TOPIC]
+        return [r for r in self.records if r.topic == topic]
+
+    def wait_slot(self, pg, db: str) -> None:
+        """Wait until the connector streams (its replication slot is active)."""
+        deadline = time.monotonic() + WAIT_S
+        while not pg.execute("SELECT count(*) FROM pg_replication_slots WHERE active", dbname=db)[0][0]:
+            assert self.thread.is_alive() and time.monotonic() < deadline, repr(self.error)
+            time.sleep(0.05)
 
     def stop(self) -> None:
         self.engine.stop()
@@ -92,10 +100,7 @@ def test_type_change_while_streaming_uses_the_relation_types(pg_server, pg_db):
     pg_server.execute("CREATE TABLE t (id int PRIMARY KEY, n numeric(8,2), s varchar(10))", dbname=pg_db)
     run = _Run(pg_server, pg_db, MemoryOffsetStore())
     try:
-        deadline = time.monotonic() + WAIT_S
-        while not pg_server.execute("SELECT count(*) FROM pg_replication_slots WHERE active", dbname=pg_db)[0][0]:
-            assert run.thread.is_alive() and time.monotonic() < deadline, repr(run.error)
-            time.sleep(0.05)
+        run.wait_slot(pg_server, pg_db)
         pg_server.execute(_CHANGES, dbname=pg_db)
         records = run.wait(3)
     finally:

@@ -11,6 +11,15 @@ from cdc_core.relational import Column
 
 
 def _placeholder_for(column: Column, placeholder: str) -> Any:
+    """The value written for an unavailable (unchanged TOASTed) value of ``column``.
+
+    A connector may give its own per column, for the schema it made it for, in
+    ``column.extra["unavailable"]`` = (schema type, schema name, value); else the placeholder
+    text for strings, its bytes for bytes, and null for the rest.
+    """
+    own = column.extra.get("unavailable")
+    if own is not None and own[0] == column.schema.type and own[1] == column.schema.name:
+        return own[2]
     if column.schema.type == "string":
         return placeholder
     if column.schema.type == "bytes":

@@ -66,10 +66,11 @@ def relation_table(rel: Relation, current: Table | None, catalog: Catalog) -> Ta
         columns.append(col)
     names = {rc.name for rc in rel.columns}
     # The catalog's key may come "from the future" (a later ALTER): Debezium keeps only the
-    # columns the Relation has.
+    # columns the Relation has; without one it keeps the key it knew (isColumnInPrimaryKey).
+    # The Relation's own key flags are the replica identity, not the key: never used.
     pk = [c for c in (live.primary_key if live is not None else []) if c in names]
-    if not pk:
-        pk = [rc.name for rc in rel.columns if rc.is_key]
+    if not pk and current is not None:
+        pk = [c for c in current.primary_key if c in names]
     fresh = Table(tid, columns, pk, comment=live.comment if live is not None else None)
     if current is not None and _same_table(current, fresh):
         return current

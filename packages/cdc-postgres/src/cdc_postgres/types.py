@@ -57,6 +57,7 @@ the Debezium 2.x code does):
 from __future__ import annotations
 
 import binascii
+import hashlib
 import re
 import uuid as uuid_module
 from collections.abc import Callable
@@ -104,6 +105,8 @@ class TypeModes:
     money_fraction_digits: int = 2
     hstore_handling: str = "json"
     include_unknown_datatypes: bool = False
+    #: ``unavailable.value.placeholder`` as bytes (its ``hex:`` form decoded).
+    unavailable_placeholder: bytes = b"__debezium_unavailable_value"
 
     def __post_init__(self) -> None:
         for prop, value, allowed in (
@@ -1176,6 +1179,55 @@ def _with_default(schema: Schema, default: Any) -> Schema:
     )
 
 
+# --------------------------------------------------------------------------- unchanged TOAST placeholders
+
+#: Array types with their own placeholder in Debezium 2.7.4 (UnchangedToastedReplicationMessageColumn):
+#: the placeholder's text, its bytes, or its bytes as numbers, as a one-element (or per-byte) list.
+_TEXT_ARRAYS = frozenset({"_text", "_varchar", "_json", "_jsonb"})
+_INT_ARRAYS = frozenset({"_int4", "_date", "_int8"})
+
+
+def _jackson_map(pairs: dict[str, str]) -> str:
+    return "{" + ",".join(f"{_jackson_string(k)}:{_jackson_string(v)}" for k, v in pairs.items()) + "}"
+
+
+def _unavailable_value(key: str, type_info: TypeInfo | None, schema: Schema, modes: TypeModes, unknown: bool) -> Any:
+    """What Debezium writes for an unchanged TOASTed value of this column (UnchangedToastedPlaceholder).
+
+    The placeholder's text for string schemas, its bytes for bytea and (``unknown``) the types
+    include.unknown.datatypes carries as bytes, in bytes mode (its text in hex mode, null in base64),
+    ``{"<ph>":"<ph>"}`` for hstore (JSON text or map), ``["<ph>"]`` for text/varchar/json[b]
+    arrays, ``[<ph bytes>]`` for bytea[] (bytes mode), the bytes as numbers for int4/int8/date
+    arrays, ``UUID.nameUUIDFromBytes`` for uuid[]. Other types get the placeholder text, which
+    their schema rejects, so Debezium writes null; so does cdc.
+    """
+    raw = modes.unavailable_placeholder
+    text = raw.decode("utf-8", errors="replace")  # new String(bytes)
+    if type_info is not None and type_info.kind == "d":
+        key = ""  # Debezium picks the special placeholders by the column's own type name
+    if key == "hstore":
+        return {text: text} if schema.type == "map" else _jackson_map({text: text})
+    items = schema.items
+    if key in _TEXT_ARRAYS:
+        return [text]
+    if key == "_bytea":
+        return [sem.base64_str(raw)] if items is not None and items.type == "bytes" else None
+    if key in _INT_ARRAYS:
+        if items is None or items.type not in ("int32", "int64") or items.name == sem.CONNECT_DATE:
+            return None  # date[] in connect mode: its logical Date rejects an integer
+        return [b - 256 if b > 127 else b for b in raw]  # Java's signed bytes
+    if key == "_uuid":
+        return [str(uuid_module.UUID(bytes=hashlib.md5(raw).digest(), version=3))]
+    if key == "bytea" or unknown:
+        # bytea and unknown types (include.unknown.datatypes): convertBinary per binary.handling.mode;
+        # base64 modes see the marker object, not bytes, and give null.
+        mode = modes.binary_handling
+        return sem.base64_str(raw) if mode == "bytes" else text if mode == "hex" else None
+    if schema.type == "string":
+        return text
+    return None
+
+
 # --------------------------------------------------------------------------- registry
 
 _Builder = Callable[[_Ctx], _Built]
@@ -1337,6 +1389,7 @@ def column_for(
     ctx = _Ctx(name, type_name or (type_info.name if type_info else None) or str(type_oid), typmod, optional, modes)
     key, built, unknown_allowed = _resolve(ctx, type_oid, type_name, type_info)
     schema: Schema | None
+    unknown = built is None
     if built is not None:
         schema, convert = built
         default = _schema_default(key, type_info, default_expression, typmod, modes, convert)
@@ -1347,6 +1400,10 @@ def column_for(
     else:
         schema, convert = None, _omitted
     length, scale = _length_scale(key, typmod)
+    # For the core's row functions (cdc_core.rows): the value of an unchanged TOASTed column, kept
+    # with the schema it was made for (a custom converter may change the schema).
+    extra = {} if schema is None else {
+        "unavailable": (schema.type, schema.name, _unavailable_value(key, type_info, schema, modes, unknown))}
     return Column(
         name=name,
         type_name=type_name or key,
@@ -1359,6 +1416,7 @@ def column_for(
         default_expression=default_expression,
         type_oid=type_oid,
         type_modifier=type_modifier,
+        extra=extra,
     )
 
 
