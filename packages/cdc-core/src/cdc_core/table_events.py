@@ -107,12 +107,12 @@ class EventSettings:
 
         return handle
 
-    def column(self, table: TableId, column: Column) -> Column:
-        """A column as events carry it: converted, masked, renamed."""
+    def column(self, table: TableId, column: Column, key: bool = False) -> Column:
+        """A column as events carry it: converted, masked (value fields only, as Debezium's key generator), renamed."""
         out = self.converters.apply(table, column) if self.converters else column
         if out.schema is None:
             return out  # a type the connector cannot map, and no converter claimed it: left out
-        out = self.mappers.apply(table, out) if self.mappers else out
+        out = self.mappers.apply(table, out) if self.mappers and not key else out
         name = self.field_name(out.name)
         return out if name == out.name else replace(out, name=name)
 
@@ -150,7 +150,8 @@ class TableEvents:
         key_names = settings.key_names(table)
         if key_names:
             positions = {c.name: i for i, c in enumerate(table.columns)}
-            key_columns = [(positions[n], columns[positions[n]][1]) for n in key_names]
+            key_columns = [(positions[n], settings.column(tid, table.columns[positions[n]], key=True))
+                           for n in key_names]
             key_columns = [(i, c) for i, c in key_columns if c.schema is not None]
         if key_names and key_columns:
             self.key_schema = struct(f"{prefix}.Key", [(c.name, c.schema.with_optional(False)) for _, c in key_columns])

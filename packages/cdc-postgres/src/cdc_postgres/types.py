@@ -72,6 +72,7 @@ from cdc_core.relational import Column, ValueConverter
 from cdc_core.schema import Field, Schema
 from cdc_core import semantic as sem
 from cdc_core.semantic import ValueConversionError
+from cdc_postgres.source_metadata import source_length_scale, source_type_name
 
 __all__ = [
     "BUILTIN_TYPES",
@@ -1291,6 +1292,10 @@ _EXTENSION_BUILDERS: dict[str, _Builder] = {
 _UNMAPPED_ARRAY_ELEMENTS = frozenset({"money", "name", "interval", "varbit", "xml", "point", "refcursor"})
 
 
+#: Mapped element types whose arrays have a required element schema in Debezium (besides enums).
+_REQUIRED_ARRAY_ELEMENTS = frozenset({"isbn"})
+
+
 def supported_type_names() -> frozenset[str]:
     """The type names ``column_for`` maps (built-in and extension types; enums, domains and arrays of these too)."""
     return frozenset(_BUILDERS) | frozenset(_EXTENSION_BUILDERS)
@@ -1345,7 +1350,9 @@ def _resolve(
         return key, None, False
     if element_key == "bit":
         return key, _build_bit_array(ctx), False
-    element_ctx = ctx._replace(optional=element_kind != "e")
+    # Debezium's element schemas are optional for the array types it lists one by one; enum and
+    # isbn arrays take the element's own (required) schema builder (arrayElementSchema).
+    element_ctx = ctx._replace(optional=element_kind != "e" and element_key not in _REQUIRED_ARRAY_ELEMENTS)
     builder = _scalar_builder(element_oid, element_name, element_kind, labels)
     if element_key == "time":
         builder = _build_time_array_element
@@ -1370,6 +1377,7 @@ def column_for(
     type_name: str | None = None,
     type_info: TypeInfo | None = None,
     default_expression: str | None = None,
+    relation: bool = False,
 ) -> Column:
     """The Column for a PostgreSQL column: its Debezium schema (optional as nullable) and its text converter.
 
@@ -1382,6 +1390,9 @@ def column_for(
 
     A column of an unknown type gets ``schema=None``: it is left out of events (Debezium logs a
     warning and skips it), unless ``include.unknown.datatypes`` asks for its bytes.
+
+    ``type_name``, ``length`` and ``scale`` are what Debezium reports (``cdc_postgres.source_metadata``),
+    read from the catalog, or (``relation``) from a pgoutput Relation message.
     """
     typmod = type_modifier
     if typmod < 0 and type_info is not None:
@@ -1399,14 +1410,14 @@ def column_for(
         schema, convert = _build_unknown_bytes(ctx, key)
     else:
         schema, convert = None, _omitted
-    length, scale = _length_scale(key, typmod)
+    length, scale = _source_length_scale(type_oid, type_modifier, type_name, type_info, relation)
     # For the core's row functions (cdc_core.rows): the value of an unchanged TOASTed column, kept
     # with the schema it was made for (a custom converter may change the schema).
     extra = {} if schema is None else {
         "unavailable": (schema.type, schema.name, _unavailable_value(key, type_info, schema, modes, unknown))}
     return Column(
         name=name,
-        type_name=type_name or key,
+        type_name=source_type_name(type_name or key, default_expression, relation),
         schema=schema,  # type: ignore[arg-type]  # None: left out of events
         convert=convert,
         position=position,
@@ -1420,18 +1431,22 @@ def column_for(
     )
 
 
-def _length_scale(type_name: str, typmod: int) -> tuple[int | None, int | None]:
-    """Column length and scale as Debezium reports them (character length, numeric precision/scale, time precision)."""
-    if type_name in ("varchar", "bpchar"):
-        return (typmod - _VARHDRSZ, None) if typmod >= _VARHDRSZ else (None, None)
-    if type_name == "numeric":
-        ps = _numeric_precision_scale(typmod)
-        return ps if ps is not None else (None, None)
-    if type_name in ("bit", "varbit"):
-        return (typmod, None) if typmod >= 0 else (1 if type_name == "bit" else _UNBOUNDED_BITS, None)
-    if type_name in ("time", "timetz", "timestamp", "timestamptz"):
-        return None, _time_precision(typmod)
-    return None, None
+def _source_length_scale(type_oid: int, typmod: int, type_name: str | None, info: TypeInfo | None,
+                         relation: bool) -> tuple[int, int | None]:
+    """The column's length and scale as Debezium reports them: pgjdbc sizes arrays by their element, domains by their base."""
+    domain_typmod = None
+    if info is not None:
+        root = info.base_name or info.name
+        element = info.element_name
+        if info.kind == "d":
+            domain_typmod = info.domain_typmod
+    else:
+        root = BUILTIN_TYPES.get(type_oid) or _bare_type_name(type_name) or ""
+        element = None
+        if type_oid in BUILTIN_ARRAY_TYPES:
+            root, element_oid = BUILTIN_ARRAY_TYPES[type_oid]
+            element = BUILTIN_TYPES.get(element_oid, root[1:])
+    return source_length_scale(element or root, typmod, domain_typmod, element is not None, relation)
 
 
 def convert_value(column: Column, raw: Any) -> Any:
