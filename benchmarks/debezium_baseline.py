@@ -9,6 +9,7 @@ from the engine's start to the last record of the measured topic, as cdc's does.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -129,4 +130,5 @@ def table(title: str, rows: list[tuple[str, Figures | None, Figures | None]], wh
         lines.append(f"  Debezium not run: {why_not}")
     lines.append("  rate: records from engine start to the last one; CPU and peak RSS: the whole process "
                  "(JVM, or the Python process that ran only cdc); wall: process launch to exit")
+    lines.append(f"  machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (1 min) at the end")
     return "\n".join(lines)
