@@ -122,7 +122,7 @@ def table(title: str, rows: list[tuple[str, Figures | None, Figures | None]], wh
             if f is not None:
                 wall = f"{f.wall:9.1f}" if f.wall is not None else f"{'':>9}"
                 lines.append(f"  {label:<26}{name:<10}{f.rate:>11,.0f}{f.cpu_us:>12.1f}{f.max_rss_mb:>13,.0f}{wall}")
-            label = ""
+                label = ""
         if cdc is not None and dbz is not None:
             lines.append(f"  {'':<26}{'cdc/Dbz':<10}{cdc.rate / dbz.rate:>10.2f}x{cdc.cpu_us / dbz.cpu_us:>11.2f}x"
                          f"{cdc.max_rss_mb / dbz.max_rss_mb:>12.2f}x")
