@@ -88,6 +88,7 @@ class Writer:
 
     def seed_rows(self, n: int, chunk: int = 1000) -> None:
         """Insert ``n`` rows in transactions of ``chunk`` rows (before the connector starts: the snapshot's data)."""
+        self.key_space = max(self.key_space, 3 * (len(self.keys) + n))  # room for new keys
         for start in range(0, n, chunk):
             rows = []
             for _ in range(min(chunk, n - start)):
