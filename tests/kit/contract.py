@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
@@ -88,9 +87,6 @@ class ConnectorFixture(Protocol):
 
     def quote(self, identifier: str) -> str:
         """``identifier`` quoted for SQL."""
-
-    def decimal_string(self, value: Decimal) -> str:
-        """A decimal as ``decimal.handling.mode=string`` renders it."""
 
     def sql_type(self, neutral: str) -> str:
         """The server's SQL type for a neutral type."""

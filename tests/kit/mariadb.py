@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from decimal import Decimal
 from typing import Any, ClassVar
 
 from kit.contract import Column, Table, Workdir, sanitize_topic
@@ -32,10 +31,6 @@ class MariaDBFixture:
     def quote(self, identifier: str) -> str:
         """A backquoted identifier."""
         return "`" + identifier.replace("`", "``") + "`"
-
-    def decimal_string(self, value: Decimal) -> str:
-        """``BigDecimal.toPlainString()``: never an exponent."""
-        return format(value, "f")
 
     def sql_type(self, neutral: str) -> str:
         """The MariaDB type of a neutral type."""

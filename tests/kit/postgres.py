@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any, ClassVar
 
 from kit.contract import Column, Table, Workdir, sanitize_topic
@@ -31,10 +30,6 @@ class PostgresFixture:
     def quote(self, identifier: str) -> str:
         """A double-quoted identifier."""
         return '"' + identifier.replace('"', '""') + '"'
-
-    def decimal_string(self, value: Decimal) -> str:
-        """``BigDecimal.toString()``: an exponent once it is below -6 (Python's ``str`` follows the same rule)."""
-        return str(value)
 
     def sql_type(self, neutral: str) -> str:
         """The PostgreSQL type of a neutral type."""

@@ -36,7 +36,7 @@ def insert_rows(fx: ConnectorFixture, table: Table, rows: list[dict[str, Any]]) 
 
 
 def read_rows(fx: ConnectorFixture, table: Table) -> dict[tuple[Any, ...], dict[str, Any]]:
-    """The table's rows by key, values as the events carry them (decimals as ``decimal.handling.mode=string`` writes them)."""
+    """The table's rows by key, values as the events carry them (decimals as ``decimal.handling.mode=string`` writes them: ``BigDecimal.toPlainString()``)."""
     names = table.column_names()
     qualified = f"{fx.quote(table.schema or fx.default_schema)}.{fx.quote(table.name)}"
     with fx.connect() as conn:
@@ -46,7 +46,7 @@ def read_rows(fx: ConnectorFixture, table: Table) -> dict[tuple[Any, ...], dict[
         conn.commit()
     out = {}
     for row in rows:
-        values = {n: (fx.decimal_string(v) if isinstance(v, Decimal) else v) for n, v in zip(names, row)}
+        values = {n: (format(v, "f") if isinstance(v, Decimal) else v) for n, v in zip(names, row)}
         out[tuple(values[k] for k in table.key)] = values
     return out
 
