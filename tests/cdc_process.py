@@ -106,7 +106,11 @@ class CdcProcess:
     def wait_exit(self, timeout: float = 60.0) -> int:
         """Wait for the process to end by itself; return the exit code."""
         assert self.proc is not None
-        code = self.proc.wait(timeout)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"cdc did not exit within {timeout}s:\n{self.log()}") from None
         self._log.close()
         return code
 

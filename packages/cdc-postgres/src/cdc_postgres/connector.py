@@ -24,7 +24,7 @@ from cdc_postgres.incremental import signal_tables
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
 from cdc_postgres.position import PostgresLogPosition
-from cdc_postgres.replication import ReplicationConnection, ReplicationError
+from cdc_postgres.replication import ReplicationConnection, ReplicationError, format_lsn, parse_lsn
 from cdc_postgres.snapshot import SnapshotReader
 from cdc_postgres.source import SOURCE_SCHEMA
 from cdc_postgres.streaming import ResumePoint, StreamReader
@@ -270,6 +270,26 @@ class PostgresConnector:
             )
         return False
 
+    def _check_offset_not_ahead(self, offset: dict[str, Any]) -> None:
+        """Refuse a stored position the server has not written yet (an offsets file from elsewhere, or edited).
+
+        Streaming from it would confirm the slot up to that future position, and every change
+        before it would be skipped for good.
+        """
+        assert self._conn is not None
+        stored = max((v for k in ("lsn", "lsn_commit", "lsn_proc") if isinstance(v := offset.get(k), int)), default=0)
+        current = parse_lsn(self._conn.execute(
+            "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+            "ELSE pg_current_wal_insert_lsn() END::text").fetchone()[0])
+        if stored > current:
+            where = self.config.get(common.OFFSET_FILE)
+            source = f"offsets file {where}" if where else "the stored offsets"
+            raise ConnectorError(
+                f"{source} says streaming stopped at LSN {format_lsn(stored)}, ahead of the current WAL position "
+                f"{format_lsn(current)} of PostgreSQL at {self.address}: these offsets do not belong to this server "
+                "(copied from another server or edited). Nothing was confirmed to the slot; restore the right offsets "
+                "file, or delete it to start over (snapshot.mode decides whether a new snapshot is taken).")
+
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
         assert self._conn is not None
         slot_exists, active = self._slot_state()
@@ -287,6 +307,8 @@ class PostgresConnector:
                 return
             slot_exists, active = self._slot_state()
         snapshot = self._needs_snapshot(slot_exists)
+        if slot_exists and not snapshot and self._offset:
+            self._check_offset_not_ahead(self._offset)
         stream = self.snapshotter.should_stream()
         if not snapshot and not stream:
             self.log.info("no snapshot is due and snapshot.mode=%s does not stream: nothing to do", self.snapshotter.name)
