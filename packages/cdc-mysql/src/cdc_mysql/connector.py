@@ -227,9 +227,37 @@ class MySqlConnector(Snapshotting, DdlEvents):
 
     # -- the run -------------------------------------------------------------------------------
 
+    def _check_offset_not_ahead(self, offset: dict[str, Any]) -> None:
+        """Refuse a stored binlog position the server has not written yet (offsets from elsewhere, or edited)."""
+        assert self._conn is not None
+        with self._conn.cursor() as cur:
+            cur.execute("SHOW BINARY LOGS")
+            logs = [(str(r[0]), int(r[1])) for r in cur.fetchall()]
+        if not logs:
+            return
+        file, pos = str(offset["file"]), int(offset.get("pos") or 0)
+        sizes = dict(logs)
+        last_file, last_size = logs[-1]
+        if file in sizes:
+            ahead = pos > sizes[file]
+        else:
+            base, _, number = file.rpartition(".")
+            last_base, _, last_number = last_file.rpartition(".")
+            ahead = base == last_base and number.isdigit() and last_number.isdigit() and int(number) > int(last_number)
+        if ahead:
+            where = self.config.get(common.OFFSET_FILE)
+            source = f"offsets file {where}" if where else "the stored offsets"
+            raise ConnectorError(
+                f"{source} says streaming stopped at binlog position {file}:{pos}, ahead of the current binlog "
+                f"position {last_file}:{last_size} of {self.flavor.name} at {self.address}: these offsets do not "
+                "belong to this server (copied from another server or edited). Restore the right offsets file, or "
+                "delete it and the schema history to start over (snapshot.mode decides whether a new snapshot is taken).")
+
     def _run(self) -> Iterator[list[Any]]:
         assert self._conn is not None and self._history is not None
         offset = self._offset
+        if offset is not None and not offset.get("snapshot") and offset.get("file"):
+            self._check_offset_not_ahead(offset)
         available = offset is None or bool(offset.get("snapshot")) or \
             offset.get("file") in Catalog(self._conn).binary_logs()
         todo = plan(self.snapshotter, offset, self._history.exists(), available, f"{self.flavor.name} at {self.address}")
