@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -308,16 +309,36 @@ class Engine:
             raise
         finally:
             producer.join(timeout=30)
-            if self._acked_offset is not self._flushed_offset:
-                self._flush()
-            self.offset_store.close()
-            if self.sink is not None:
-                self.sink.close()
-            if self._metrics_server is not None:
-                self._metrics_server.shutdown()
-                self._metrics_server = None
+            self._release(failing=sys.exc_info()[1] is not None)
         if self._producer_error is not None:
             raise self._producer_error
+
+    def _release(self, failing: bool) -> None:
+        """Commit what was acknowledged and close the stores, the sink and the metrics server.
+
+        Each step runs even if another failed; while an error is already on its way out (``failing``),
+        a failure here is logged instead of hiding it, otherwise the first one is raised.
+        """
+        steps: list[Callable[[], None]] = []
+        if self._acked_offset is not self._flushed_offset:
+            steps.append(self._flush)
+        steps.append(self.offset_store.close)
+        if self.sink is not None:
+            steps.append(self.sink.close)
+        if self._metrics_server is not None:
+            steps.append(self._metrics_server.shutdown)
+        first: BaseException | None = None
+        for step in steps:
+            try:
+                step()
+            except Exception as e:  # noqa: BLE001 - every resource gets its chance to close
+                if failing or first is not None:
+                    self.log.warning("while stopping: %s", e)
+                else:
+                    first = e
+        self._metrics_server = None
+        if first is not None:
+            raise first
 
     def _acknowledge(self, batch: list[ChangeRecord | Checkpoint]) -> None:
         for r in reversed(batch):
