@@ -9,12 +9,15 @@ from cdc_core.config import Config
 from cdc_core.config import ConfigField as F
 from cdc_core.config import Fields
 from cdc_core.config import common
+from cdc_core.config.formats import PORT_RANGE, host_problem
 
-HOSTNAME = F("database.hostname", "string", "localhost", doc="The server's host name or address.")
-PORT = F("database.port", "int", 3306, minimum=1)
-USER = F("database.user", "string", "root")
+HOSTNAME = F("database.hostname", "string", "localhost", validator=host_problem, allow_blank=False,
+             doc="The server's host name or address.")
+PORT = F("database.port", "int", 3306, minimum=PORT_RANGE[0], maximum=PORT_RANGE[1])
+USER = F("database.user", "string", "root", allow_blank=False)
 PASSWORD = F("database.password", "password")
-SERVER_ID = F("database.server.id", "long", minimum=1, doc="The replica id this connector registers with; random when unset.")
+# The server keeps a replica's id in 32 unsigned bits.
+SERVER_ID = F("database.server.id", "long", minimum=1, maximum=2**32 - 1, doc="The replica id this connector registers with; random when unset.")
 SERVER_ID_OFFSET = F("database.server.id.offset", "long", 10000)
 JDBC_DRIVER = F("database.jdbc.driver", "string", "com.mysql.cj.jdbc.Driver", doc="Accepted for compatibility; cdc uses PyMySQL.")
 PROTOCOL = F("database.protocol", "string", "jdbc:mysql", doc="Accepted for compatibility; cdc uses PyMySQL.")

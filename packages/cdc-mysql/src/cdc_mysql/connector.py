@@ -199,17 +199,27 @@ class MySqlConnector(Snapshotting, DdlEvents):
         try:
             conn = Connection(**myc.connect_args(self.config, conv=ENCODERS_ONLY))
         except pymysql.err.OperationalError as e:
-            if e.args and e.args[0] in (1045, 1044):
+            if e.args and e.args[0] in (1045, 1044, 1049):
                 raise ConnectorError(f"cannot log in to {self.flavor.name} at {self.address} as user "
                                      f"{self.config.get(myc.USER)!r}: {e.args[-1]}; check database.user and "
                                      "database.password") from None
             raise RetriableError(f"cannot connect to {self.flavor.name} at {self.address}: {_first_line(e)}") from None
         initial = self.config.get(myc.INITIAL_STATEMENTS)
         if initial:
+            statements = [s.replace("\0", ";") for s in initial.replace(";;", "\0").split(";") if s.strip()]
             with conn.cursor() as cur:
-                for statement in initial.replace(";;", "\0").split(";"):
-                    if statement.strip():
-                        cur.execute(statement.replace("\0", ";"))
+                for n, statement in enumerate(statements, 1):
+                    try:
+                        cur.execute(statement)
+                    except pymysql.err.MySQLError as e:
+                        conn.close()
+                        if isinstance(e, pymysql.err.OperationalError) and e.args and e.args[0] in _CONNECTION_LOST:
+                            raise RetriableError(f"lost the connection to {self.flavor.name} at {self.address} while "
+                                                 f"running database.initial.statements: {_first_line(e)}") from None
+                        line = " ".join(statement.split())
+                        excerpt = line if len(line) <= 80 else line[:77] + "..."
+                        raise ConnectorError(f"database.initial.statements: {self.flavor.name} at {self.address} "
+                                             f"refused statement {n} ({excerpt!r}): {_first_line(e)}") from None
         return conn
 
     def _purged_message(self, detail: str) -> str:
@@ -370,6 +380,10 @@ class MySqlConnector(Snapshotting, DdlEvents):
             raise
         except pymysql.err.MySQLError as e:
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
+
+
+#: PyMySQL/MariaDB error codes of a connection that went away (worth a retry).
+_CONNECTION_LOST = frozenset({2003, 2006, 2013, 2055})
 
 
 def _first_line(e: BaseException) -> str:

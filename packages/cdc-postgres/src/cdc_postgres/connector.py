@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -145,11 +146,25 @@ class PostgresConnector:
         try:
             conn = psycopg.connect(pgc.conninfo(self.config), autocommit=True)
         except psycopg.OperationalError as e:
+            reason = _server_reason(e)
+            if _PERMANENT_CONNECT_ERROR.search(reason):
+                # Retrying cannot help: the database, the user or the password is wrong.
+                raise ConnectorError(f"cannot connect to PostgreSQL at {self.address} as user "
+                                     f"{self.config.get(pgc.USER)!r} to database {self.db!r}: {reason}; check "
+                                     "database.dbname, database.user and database.password") from None
             raise RetriableError(f"cannot connect to PostgreSQL at {self.address}: {_first_line(e)}") from None
         initial = self.config.get(pgc.DATABASE_INITIAL_STATEMENTS)
-        for statement in (initial or "").split(";;"):
-            if statement.strip():
+        for n, statement in enumerate([s for s in (initial or "").split(";;") if s.strip()], 1):
+            try:
                 conn.execute(statement)
+            except psycopg.Error as e:
+                lost = conn.closed
+                conn.close()
+                if lost:
+                    raise RetriableError(f"lost the connection to PostgreSQL at {self.address} while running "
+                                         f"database.initial.statements: {_first_line(e)}") from None
+                raise ConnectorError(f"database.initial.statements: PostgreSQL at {self.address} refused statement "
+                                     f"{n} ({_excerpt(statement)}): {_first_line(e)}") from None
         return conn
 
     # -- checks ------------------------------------------------------------------------------
@@ -450,6 +465,26 @@ class PostgresConnector:
 def _quote_table(table: TableId) -> str:
     """``"schema"."table"``, quoted as PostgreSQL identifiers."""
     return ".".join('"' + part.replace('"', '""') + '"' for part in (table.schema, table.table) if part is not None)
+
+
+#: Connection refusals that no retry can mend (the server said so; only its message tells them apart here).
+_PERMANENT_CONNECT_ERROR = re.compile(
+    r'database ".*" does not exist|role ".*" does not exist|password authentication failed|'
+    r"authentication failed for user|no password supplied|no pg_hba\.conf entry|is not permitted to log in|"
+    r"permission denied for database|invalid (?:integer|port) value|invalid connection option")
+
+
+def _server_reason(e: BaseException) -> str:
+    """The server's reason in a libpq connection error: the text after ``FATAL:``, else the first line."""
+    text = str(e)
+    marker = text.find("FATAL:")
+    return " ".join(text[marker + 6:].split()) if marker >= 0 else _first_line(e)
+
+
+def _excerpt(statement: str, limit: int = 80) -> str:
+    """A statement in one line, cut at ``limit`` characters, for an error message."""
+    line = " ".join(statement.split())
+    return repr(line if len(line) <= limit else line[: limit - 3] + "...")
 
 
 def _first_line(e: BaseException) -> str:
