@@ -168,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _first_line(e: BaseException) -> str:
+    if isinstance(e, UnicodeError):
+        # Its text quotes the offending character and its position, which may be part of a secret.
+        return f"a text could not be converted ({getattr(e, 'encoding', 'unknown')} codec)"
     return (str(e).strip().splitlines() or [""])[0]
 
 

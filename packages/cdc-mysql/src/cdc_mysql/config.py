@@ -125,7 +125,9 @@ def connect_args(config: Config, **extra: Any) -> dict[str, Any]:
         "host": config.get(HOSTNAME),
         "port": config.get(PORT),
         "user": config.get(USER),
-        "password": config.get(PASSWORD) or "",
+        # As bytes in UTF-8, the connection's character set, as the mariadb/mysql clients send it: PyMySQL
+        # would encode a str password in Latin-1 (wrong bytes for 'é', an error for '€').
+        "password": (config.get(PASSWORD) or "").encode("utf-8"),
         "charset": "utf8mb4",
         "connect_timeout": max(1, config.get(CONNECT_TIMEOUT_MS) // 1000),
         "autocommit": True,
