@@ -42,7 +42,8 @@ def server_properties(pg, dbname: str, workdir: Path, **source: Any) -> dict[str
 class CdcProcess:
     """``python -m cdc_core.cli run CONFIG`` in the background, with its stderr kept in a file."""
 
-    def __init__(self, config: Path, workdir: Path):
+    def __init__(self, config: Path, workdir: Path, *options: str):
+        self.options = options  # options of the cdc command before ``run`` (e.g. ``--log-level DEBUG``)
         self.config = config
         self.workdir = workdir
         self.events_dir = workdir / "events"
@@ -53,7 +54,7 @@ class CdcProcess:
         """Start the process."""
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cdc_core.cli", "run", str(self.config)],
+            [sys.executable, "-m", "cdc_core.cli", *self.options, "run", str(self.config)],
             stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         return self
