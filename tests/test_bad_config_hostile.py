@@ -59,6 +59,8 @@ def _check(config: Path, case: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("case", _params("postgres"))
 def test_hostile_postgres_configuration(pg_server, pg_db, tmp_path, case):
+    if case.get("setup"):
+        pg_server.execute(case["setup"], dbname=pg_db)
     props = server_properties(pg_server, pg_db, tmp_path, **{"slot.name": "hostile_slot"})
     props.update({f"debezium.source.{k}": v for k, v in case["set"].items()})
     _check(_write(tmp_path / "app.properties", props), case)
@@ -66,8 +68,12 @@ def test_hostile_postgres_configuration(pg_server, pg_db, tmp_path, case):
 
 @pytest.mark.parametrize("case", _params("mariadb"))
 def test_hostile_mariadb_configuration(mariadb_server, mariadb_db, tmp_path, case):
+    if case.get("setup"):
+        mariadb_server.execute(case["setup"], database=mariadb_db)
     props = mariadb_properties(mariadb_server, mariadb_db, tmp_path)
-    props.update({f"debezium.source.{k}": v for k, v in case["set"].items()})
+    props.update({f"debezium.source.{k.replace('{db}', mariadb_db)}": v.replace("{db}", mariadb_db)
+                  for k, v in case["set"].items()})
+    case = {**case, "run": (case.get("run") or "").replace("{db}", mariadb_db)}
     _check(_write(tmp_path / "app.properties", props), case)
 
 

@@ -14,6 +14,7 @@ import pymysql
 import pymysql.cursors
 from pymysql.converters import conversions
 
+from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.semantic import to_float32
 from cdc_core.relational import Table
@@ -148,7 +149,10 @@ class SnapshotReader:
             prev: RawChange | None = None
             streamed = self.streams(f"{db}.{name}")
             with self.conn.cursor(pymysql.cursors.SSCursor if streamed else pymysql.cursors.Cursor) as cur:
-                cur.execute(statement)
+                try:
+                    cur.execute(statement)
+                except pymysql.err.MySQLError as e:
+                    raise _refusal(e, definition.id, statement) from None
                 parse = row_parser(definition, [d[0] for d in cur.description or ()])
                 while True:
                     chunk = cur.fetchmany(self.fetch_size)
@@ -190,3 +194,20 @@ class SnapshotReader:
             batch.append(pending._replace(source={**pending.source, "snapshot": "last"}))
         if batch:
             yield batch
+
+
+#: Server error codes of a connection or server going away, or of a transient conflict: not the statement's fault.
+_TRANSIENT = frozenset({1053, 1205, 1213, 1927})
+
+
+def _refusal(e: BaseException, table: Any, statement: str) -> BaseException:
+    """The server's refusal of a table's snapshot SELECT (an override, a custom query) as one line naming both;
+    a connection failure is returned as it is (the engine retries it)."""
+    code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+    if code is None or code >= 2000 or code in _TRANSIENT:
+        return e
+    line = " ".join(statement.split())
+    excerpt = line if len(line) <= 120 else line[:117] + "..."
+    return ConnectorError(
+        f"the snapshot of {table} failed: the server refused its SELECT ({excerpt!r}): {e.args[-1]}; check "
+        f"snapshot.select.statement.overrides.{table} (or the custom snapshot query)")
