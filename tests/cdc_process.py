@@ -20,6 +20,16 @@ def write_properties(path: Path, props: dict[str, Any]) -> Path:
     return path
 
 
+def write_java_properties(path: Path, props: dict[str, Any]) -> Path:
+    """Write a .properties file escaping values as Java's Properties.store does (UTF-8 text kept as is)."""
+    def escape(value: Any) -> str:
+        out = str(value).replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        return "\\" + out if out.startswith(" ") else out
+
+    path.write_text("".join(f"{k}={escape(v)}\n" for k, v in props.items()), encoding="utf-8")
+    return path
+
+
 def server_properties(pg, dbname: str, workdir: Path, **source: Any) -> dict[str, Any]:
     """A Debezium Server configuration: a PostgreSQL source, the file sink, file offsets."""
     props: dict[str, Any] = {

@@ -4,25 +4,13 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from cdc_process import CdcProcess
+from cdc_process import CdcProcess, write_java_properties
 from mariadb_cdc import mariadb_properties
 
 PASSWORDS = ["S3cr3t-Zébra-42", "S3cr3t-Zebra-42€", "S3cr3t-😀-42", "it's;a \"pass\"\nword\\ ="]
-
-
-def java_properties(path: Path, props: dict[str, Any]) -> Path:
-    """Write a .properties file escaping values as Java's Properties.store does (UTF-8 text kept as is)."""
-    def escape(value: str) -> str:
-        out = str(value).replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
-        return "\\" + out if out.startswith(" ") else out
-
-    path.write_text("".join(f"{k}={escape(v)}\n" for k, v in props.items()), encoding="utf-8")
-    return path
 
 
 @pytest.mark.parametrize("password", PASSWORDS, ids=["latin1", "euro", "emoji", "quotes-newline"])
@@ -41,7 +29,7 @@ def test_password_beyond_ascii_logs_in(mariadb_server, mariadb_db, tmp_path, pas
         mariadb_server.execute("INSERT INTO pw VALUES (1)", database=mariadb_db)
         props = mariadb_properties(mariadb_server, mariadb_db, tmp_path, **{"database.user": user,
                                                                           "database.password": password})
-        cdc = CdcProcess(java_properties(tmp_path / "app.properties", props), tmp_path).start()
+        cdc = CdcProcess(write_java_properties(tmp_path / "app.properties", props), tmp_path).start()
         cdc.wait_events(f"dbserver1.{mariadb_db}.pw", 1)  # the snapshot's connection
         mariadb_server.execute("INSERT INTO pw VALUES (2)", database=mariadb_db)
         cdc.wait_events(f"dbserver1.{mariadb_db}.pw", 2)  # the binlog's connection

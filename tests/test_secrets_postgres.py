@@ -6,8 +6,9 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from psycopg import sql
 
-from cdc_process import CdcProcess, run_cli, server_properties, write_properties
+from cdc_process import CdcProcess, run_cli, server_properties, write_java_properties, write_properties
 from secrets_check import SECRET, assert_no_secret, check_files_and_commands, check_running_process, free_port
 
 USER = "cdc_secret_user"
@@ -69,3 +70,19 @@ def test_password_appears_nowhere(pg_server, pg_db, password_user, tmp_path):
             done = run_cli(*command, str(bad))
             assert done.returncode != 0 or command == ["validate"], done.stderr
             assert_no_secret(f"`cdc {' '.join(command)}` of {name}.properties", done.stdout + done.stderr)
+
+
+@pytest.mark.parametrize("password", ["S3cr3t-Zébra-42", "S3cr3t-Zebra-42€", "S3cr3t-😀-42", "it's;a \"pass\"\nword\\ ='x"],
+                         ids=["latin1", "euro", "emoji", "quotes-newline"])
+def test_password_with_quotes_and_unicode_logs_in(pg_server, pg_db, password_user, tmp_path, password):
+    pg_server.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(password_user), sql.Literal(password)))
+    pg_server.execute("CREATE TABLE pw (id int PRIMARY KEY)", dbname=pg_db)
+    pg_server.execute("INSERT INTO pw VALUES (1)", dbname=pg_db)
+    props = server_properties(pg_server, pg_db, tmp_path, **{
+        "database.user": password_user, "database.password": password, "slot.name": "secret_slot",
+        "table.include.list": "public.pw"})
+    cdc = CdcProcess(write_java_properties(tmp_path / "app.properties", props), tmp_path).start()
+    cdc.wait_events("dbserver1.public.pw", 1)  # the snapshot's connection
+    pg_server.execute("INSERT INTO pw VALUES (2)", dbname=pg_db)
+    cdc.wait_events("dbserver1.public.pw", 2)  # the replication connection
+    assert cdc.terminate() == 0, cdc.log()
