@@ -203,6 +203,9 @@ class MySqlConnector(Snapshotting, DdlEvents):
                 raise ConnectorError(f"cannot log in to {self.flavor.name} at {self.address} as user "
                                      f"{self.config.get(myc.USER)!r}: {e.args[-1]}; check database.user and "
                                      "database.password") from None
+            if e.args and e.args[0] == 2026:  # CR_SSL_CONNECTION_ERROR: TLS cannot be set up as configured
+                raise ConnectorError(f"cannot connect to {self.flavor.name} at {self.address}: {e.args[-1]}; check "
+                                     "database.ssl.mode and the server's TLS setup") from None
             raise RetriableError(f"cannot connect to {self.flavor.name} at {self.address}: {_first_line(e)}") from None
         initial = self.config.get(myc.INITIAL_STATEMENTS)
         if initial:

@@ -147,11 +147,12 @@ class PostgresConnector:
             conn = psycopg.connect(pgc.conninfo(self.config), autocommit=True)
         except psycopg.OperationalError as e:
             reason = _server_reason(e)
-            if _PERMANENT_CONNECT_ERROR.search(reason):
-                # Retrying cannot help: the database, the user or the password is wrong.
-                raise ConnectorError(f"cannot connect to PostgreSQL at {self.address} as user "
-                                     f"{self.config.get(pgc.USER)!r} to database {self.db!r}: {reason}; check "
-                                     "database.dbname, database.user and database.password") from None
+            for pattern, properties in _PERMANENT_CONNECT_ERRORS:
+                if pattern.search(reason):
+                    # Retrying cannot help: the configuration does not fit the server.
+                    raise ConnectorError(f"cannot connect to PostgreSQL at {self.address} as user "
+                                         f"{self.config.get(pgc.USER)!r} to database {self.db!r}: {reason}; check "
+                                         f"{properties}") from None
             raise RetriableError(f"cannot connect to PostgreSQL at {self.address}: {_first_line(e)}") from None
         initial = self.config.get(pgc.DATABASE_INITIAL_STATEMENTS)
         for n, statement in enumerate([s for s in (initial or "").split(";;") if s.strip()], 1):
@@ -467,11 +468,15 @@ def _quote_table(table: TableId) -> str:
     return ".".join('"' + part.replace('"', '""') + '"' for part in (table.schema, table.table) if part is not None)
 
 
-#: Connection refusals that no retry can mend (the server said so; only its message tells them apart here).
-_PERMANENT_CONNECT_ERROR = re.compile(
-    r'database ".*" does not exist|role ".*" does not exist|password authentication failed|'
-    r"authentication failed for user|no password supplied|no pg_hba\.conf entry|is not permitted to log in|"
-    r"permission denied for database|invalid (?:integer|port) value|invalid connection option")
+#: Connection refusals that no retry can mend (only the server's message tells them apart here), and what to check.
+_PERMANENT_CONNECT_ERRORS = (
+    (re.compile(r'database ".*" does not exist|permission denied for database'), "database.dbname and database.user"),
+    (re.compile(r'role ".*" does not exist|password authentication failed|authentication failed for user|'
+                r"no password supplied|no pg_hba\.conf entry|is not permitted to log in"),
+     "database.user and database.password"),
+    (re.compile(r"does not support SSL|SSL was required|certificate verify failed|root certificate file|"
+                r"server certificate for .* does not match"), "database.sslmode and the server's SSL setup"),
+)
 
 
 def _server_reason(e: BaseException) -> str:
