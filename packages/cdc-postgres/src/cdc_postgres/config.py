@@ -32,7 +32,8 @@ PASSWORD = F("database.password", "password")
 DBNAME = F("database.dbname", "string", required=True, validator=name_bytes_problem, allow_blank=False)
 SSLMODE = F("database.sslmode", "enum", "prefer", allowed=("disable", "allow", "prefer", "require", "verify-ca", "verify-full"))
 TCP_KEEPALIVE = F("database.tcpKeepAlive", "boolean", True)
-CONNECTION_TIMEOUT = F("connect.timeout.ms", "long", 30000, minimum=1)
+# libpq's connect_timeout is an int of seconds.
+CONNECTION_TIMEOUT = F("connect.timeout.ms", "long", 30000, minimum=1, maximum=(2**31 - 1) * 1000)
 # Debezium's doc gives decoderbufs as the default; cdc speaks pgoutput only, so that is its default.
 PLUGIN_NAME = F("plugin.name", "enum", "pgoutput", allowed=("pgoutput", "decoderbufs"), validator=_plugin_supported)
 SLOT_NAME = F("slot.name", "string", "debezium", validator=_slot_name_ok, allow_blank=False)
