@@ -150,10 +150,27 @@ def connect_args(config: Config, **extra: Any) -> dict[str, Any]:
         args["ssl"] = ssl or {"check_hostname": False}
         args["ssl_verify_cert"] = mode in ("verify_ca", "verify_identity")
         args["ssl_verify_identity"] = mode == "verify_identity"
+    known = pymysql_options()
     for key, value in config.subset("driver").items():
-        args.setdefault(key, value)
+        if key in known:  # others are JDBC (Connector/J) options of a Debezium configuration: see ignored_driver_options
+            args.setdefault(key, value)
     args.update(extra)
     return args
+
+
+def pymysql_options() -> frozenset[str]:
+    """The keyword arguments PyMySQL's ``connect`` takes (``driver.<name>`` passes one through)."""
+    import inspect
+
+    import pymysql.connections
+
+    return frozenset(inspect.signature(pymysql.connections.Connection.__init__).parameters) - {"self"}
+
+
+def ignored_driver_options(config: Config) -> list[str]:
+    """``driver.*`` properties PyMySQL has no option for (Connector/J's, from a Debezium configuration)."""
+    known = pymysql_options()
+    return sorted(f"driver.{k}" for k in config.subset("driver") if k not in known)
 
 
 def deserialization_failure_mode(config: Config) -> str:

@@ -127,6 +127,9 @@ class MySqlConnector(Snapshotting, DdlEvents):
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect, check the server's binlog settings and grants, and recover the schema history."""
         self._offset = offset
+        ignored = myc.ignored_driver_options(self.config)
+        if ignored:
+            self.log.warning("ignoring %s: PyMySQL has no such connection option", ", ".join(ignored))
         self._conn = self._connect()
         self._server_id = check_server(Catalog(self._conn), self.flavor, self.address, self.config.get(myc.USER),
                                        self.config.get(myc.INCLUDE_QUERY), self.log)
@@ -198,6 +201,10 @@ class MySqlConnector(Snapshotting, DdlEvents):
         """A regular connection with ``database.initial.statements`` run on it (``;;`` escapes a semicolon)."""
         try:
             conn = Connection(**myc.connect_args(self.config, conv=ENCODERS_ONLY))
+        except (TypeError, ValueError) as e:
+            # PyMySQL checks its options' types and ranges itself; only driver.* options can reach it unchecked.
+            raise ConnectorError(f"PyMySQL refused the connection options (check the driver.* properties): "
+                                 f"{_first_line(e)}") from None
         except pymysql.err.OperationalError as e:
             if e.args and e.args[0] in (1045, 1044, 1049):
                 raise ConnectorError(f"cannot log in to {self.flavor.name} at {self.address} as user "
@@ -207,6 +214,9 @@ class MySqlConnector(Snapshotting, DdlEvents):
                 raise ConnectorError(f"cannot connect to {self.flavor.name} at {self.address}: {e.args[-1]}; check "
                                      "database.ssl.mode and the server's TLS setup") from None
             raise RetriableError(f"cannot connect to {self.flavor.name} at {self.address}: {_first_line(e)}") from None
+        except pymysql.err.MySQLError as e:  # the server refused a driver.init_command
+            raise ConnectorError(f"{self.flavor.name} at {self.address} refused the connection's set-up (check the "
+                                 f"driver.* properties): {_first_line(e)}") from None
         initial = self.config.get(myc.INITIAL_STATEMENTS)
         if initial:
             statements = [s.replace("\0", ";") for s in initial.replace(";;", "\0").split(";") if s.strip()]
