@@ -21,7 +21,7 @@ from cdc_core.config.config import exclusive
 from cdc_core.converters import converter_names
 from cdc_core.envelope import EventBuilder
 from cdc_core.table_events import EventSettings
-from cdc_core.errors import ConfigError, PluginError, RetriableError
+from cdc_core.errors import ConfigError, PluginError, RetriableError, UnknownHostError
 from cdc_core.events import ChangeRecord, Checkpoint
 from cdc_core.logs import ConnectorLogger, connector_logger
 from cdc_core.metrics import ConnectorMetrics
@@ -214,6 +214,7 @@ class Engine:
         max_retries = self.config.get(common.ERRORS_MAX_RETRIES)
         delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
         max_delay = self.config.get(common.ERRORS_RETRY_DELAY_MAX_MS) / 1000.0
+        started = False  # whether a connector ever started (connected) in this engine
         try:
             while not self.stopping:
                 connector = self._new_connector()
@@ -233,6 +234,7 @@ class Engine:
                     offset = self._acked_offset if self._acked_offset is not None else self.offset_store.get(self.partition)
                     builder.restore(offset)
                     connector.start(offset)
+                    started = True
                     signals.start(offset)
                     for raw in signals.wrap(connector.stream()):
                         if retries:
@@ -248,6 +250,8 @@ class Engine:
                             break
                     return
                 except RetriableError as e:
+                    if isinstance(e, UnknownHostError) and not started:
+                        raise  # the configured host name was never reachable: a configuration error
                     retries += 1
                     if max_retries >= 0 and retries > max_retries:
                         raise

@@ -19,7 +19,7 @@ import pymysql
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
 from cdc_core.config.config import exclusive
-from cdc_core.errors import ConnectorError, RetriableError
+from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
 from cdc_core.plugins import registry
 from cdc_core.schema import Schema
@@ -210,6 +210,10 @@ class MySqlConnector(Snapshotting, DdlEvents):
                 raise ConnectorError(f"cannot log in to {self.flavor.name} at {self.address} as user "
                                      f"{self.config.get(myc.USER)!r}: {e.args[-1]}; check database.user and "
                                      "database.password") from None
+            if e.args and e.args[0] == 2003 and "Name or service not known" in str(e.args[-1]):
+                raise UnknownHostError(f"cannot connect to {self.flavor.name} at {self.address}: the host name "
+                                       f"{self.config.get(myc.HOSTNAME)!r} does not resolve; check "
+                                       "database.hostname") from None
             if e.args and e.args[0] == 2026:  # CR_SSL_CONNECTION_ERROR: TLS cannot be set up as configured
                 raise ConnectorError(f"cannot connect to {self.flavor.name} at {self.address}: {e.args[-1]}; check "
                                      "database.ssl.mode and the server's TLS setup") from None

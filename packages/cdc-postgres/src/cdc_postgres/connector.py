@@ -13,7 +13,7 @@ from psycopg import sql
 
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
-from cdc_core.errors import ConnectorError, RetriableError
+from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
@@ -146,6 +146,10 @@ class PostgresConnector:
                     raise ConnectorError(f"cannot connect to PostgreSQL at {self.address} as user "
                                          f"{self.config.get(pgc.USER)!r} to database {self.db!r}: {reason}; check "
                                          f"{properties}") from None
+            if "Name or service not known" in str(e):  # EAI_NONAME: no such name (EAI_AGAIN stays retried)
+                raise UnknownHostError(f"cannot connect to PostgreSQL at {self.address}: the host name "
+                                       f"{self.config.get(pgc.HOSTNAME)!r} does not resolve; check "
+                                       "database.hostname") from None
             raise RetriableError(f"cannot connect to PostgreSQL at {self.address}: {_first_line(e)}") from None
         initial = self.config.get(pgc.DATABASE_INITIAL_STATEMENTS)
         for n, statement in enumerate([s for s in (initial or "").split(";;") if s.strip()], 1):
