@@ -700,10 +700,11 @@ def _build_timetz(ctx: _Ctx) -> _Built:
         if m is None:
             raise ctx.fail(text, "expected HH:MM:SS[.ffffff]+HH[:MM]")
         hours = int(m[1])
-        if hours > 23:
-            # Debezium's OffsetTime parser rejects 24:00:00 too.
-            raise ctx.fail(text, "24:00:00 has no ZonedTime representation")
-        micros = ((hours * 60 + int(m[2])) * 60 + int(m[3])) * 1_000_000 + _fraction_micros(m[4])
+        if hours > 24:
+            raise ctx.fail(text, "expected HH:MM:SS[.ffffff]+HH[:MM]")
+        # 24:00:00 (PostgreSQL allows it) is midnight: java.time's SMART resolver reads it as
+        # 00:00 of the next day, so Debezium writes "24:00:00+01" as "23:00:00Z".
+        micros = ((hours % 24 * 60 + int(m[2])) * 60 + int(m[3])) * 1_000_000 + _fraction_micros(m[4])
         micros -= _offset_seconds(m[5], m[6], m[7], m[8]) * 1_000_000
         return sem.format_zoned_time((micros % sem.MICROS_PER_DAY) * 1000)
 
