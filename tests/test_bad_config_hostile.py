@@ -31,29 +31,42 @@ def _write(path: Path, props: dict[str, Any]) -> Path:
     return path
 
 
+def _start(*args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "cdc_core.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _finish(proc: subprocess.Popen[str], what: str) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"`cdc {what}` still running after {RUN_TIMEOUT_S}s:\n{err}") from None
+    return proc.returncode, out, err
+
+
 def _check(config: Path, case: dict[str, Any]) -> None:
-    validated = run_cli("validate", str(config))
-    out = validated.stdout + validated.stderr
+    # Both commands at once: each is one short-lived process, and the suite has many cases.
+    validating, running = _start("validate", str(config)), _start("run", str(config))
+    code, stdout, stderr = _finish(validating, "validate")
+    out = stdout + stderr
     assert "Traceback" not in out, out
     if case["validate"] is not None:
-        assert validated.returncode == 2, out
+        assert code == 2, out
         assert case["validate"] in out, out
-        problems = [line for line in validated.stderr.splitlines() if line.startswith("  ")]
+        problems = [line for line in stderr.splitlines() if line.startswith("  ")]
         assert len(problems) == 1, f"expected one line, got {problems}"
         expected_code, expected = 2, case["validate"]
     else:
-        assert validated.returncode == 0, out
+        assert code == 0, out
         expected_code, expected = 1, case["run"]
-    try:
-        ran = subprocess.run([sys.executable, "-m", "cdc_core.cli", "run", str(config)], capture_output=True,
-                             text=True, timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired as e:
-        raise AssertionError(f"cdc run still running after {RUN_TIMEOUT_S}s:\n{e.stderr}") from None
-    out = ran.stdout + ran.stderr
+    code, stdout, stderr = _finish(running, "run")
+    out = stdout + stderr
     assert "Traceback" not in out, out
-    assert ran.returncode == expected_code, out
+    assert code == expected_code, out
     assert expected in out, out
-    errors = [line for line in ran.stderr.splitlines() if " ERROR " in line or line.startswith("  ")]
+    errors = [line for line in stderr.splitlines() if " ERROR " in line or line.startswith("  ")]
     assert len(errors) == 1, f"expected one error line, got {errors}"
 
 
