@@ -38,6 +38,7 @@ from cdc_core import semantic as sem
 from cdc_core.relational import Column
 from cdc_core.schema import Field, Schema
 
+from cdc_mysql.defaults import default_raw
 from cdc_mysql.model import SPATIAL_TYPES, ColumnDef
 
 GEOMETRY = "io.debezium.data.geometry.Geometry"
@@ -241,15 +242,17 @@ def _div1000(v: int) -> int:
 def column_for(col: ColumnDef, modes: TypeModes) -> Column:
     """The cdc Column (Connect schema and converter) of a column definition under ``modes``."""
     schema, convert = _schema_and_converter(col, modes)
-    if col.has_default and col.default is not None:
-        default = default_value(col, convert, modes)
+    raw_default = default_raw(col)
+    if raw_default is not None:
+        default = _converted_default(raw_default, convert)
         if default is not None:
             schema = Schema(schema.type, optional=schema.optional, name=schema.name, version=schema.version,
                             doc=schema.doc, parameters=schema.parameters, default=default, fields=schema.fields)
     return Column(name=col.name, type_name=col.full_type_name, schema=schema, convert=convert, position=col.position,
                   optional=col.optional, length=col.length, scale=col.scale,
                   default_expression=col.default if col.has_default else None,
-                  extra={"charset": col.charset, "enum_values": col.enum_values, "definition": col})
+                  extra={"charset": col.charset, "enum_values": col.enum_values, "definition": col,
+                         "raw_default": raw_default})
 
 
 def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Callable[[Any], Any]]:
@@ -302,7 +305,7 @@ def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Cal
         return sem.enum_set_schema(col.enum_values or (), optional=opt), _str
     if t in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"):
         schema = sem.binary_schema(modes.binary_handling, optional=opt)
-        return schema, _binary_converter(modes.binary_handling, length if t == "BINARY" else None)
+        return schema, _binary_converter(modes.binary_handling, (length or 1) if t == "BINARY" else None)
     if t == "DATE":
         name = sem.CONNECT_DATE if modes.time_precision == "connect" else sem.DATE
         return sem.semantic_schema(name, optional=opt), adjust_days if modes.adjust_years else _identity
@@ -334,20 +337,11 @@ def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Cal
 # --------------------------------------------------------------------------------- defaults
 
 
-def default_value(col: ColumnDef, convert: Callable[[Any], Any], modes: TypeModes) -> Any:
-    """The JSON form of a column's DEFAULT, as Debezium puts it in the field schema (None if it has none)."""
-    text = col.default
-    if text is None:
-        return None
-    try:
-        raw = parse_text_value(col, text, default=True)
-    except (ValueError, InvalidOperation, ArithmeticError):
-        return None
-    if raw is None:
-        return None
+def _converted_default(raw: Any, convert: Callable[[Any], Any]) -> Any:
+    """The JSON form of a DEFAULT's intermediate value (None if the converter rejects it)."""
     try:
         return convert(raw)
-    except (ValueError, TypeError, ArithmeticError):
+    except (ValueError, TypeError, ArithmeticError, OverflowError):
         return None
 
 

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field, replace
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from cdc_mysql.ddl.alter import alter_action
+from cdc_mysql.ddl.alter import alter_action, is_partitioning
 from cdc_mysql.ddl.columns import column_from_sqlglot, table_charset_of, table_constraint, table_id_of, with_charset
 from cdc_mysql.ddl.errors import UnparseableDdl
 from cdc_mysql.ddl.parsing import parse_one
+from cdc_mysql.ddl.table_options import CreateTableParts, create_table_parts
 from cdc_mysql.ddl.tokens import (
     charset_option, mentioned_tables, paren_names, read_table_name, skip_if_exists, split_actions, table_list,
     token_ident, token_word, tokenize,
@@ -149,7 +150,8 @@ class SchemaModel:
     # -- tables -------------------------------------------------------------------------------
 
     def _create_table(self, sql: str, db: str | None) -> AppliedDdl:
-        tree = parse_one(sql)
+        parts = create_table_parts(sql, tokenize(sql))
+        tree = parse_one(parts.sql if parts is not None else sql)
         if not isinstance(tree, exp.Create):
             raise UnparseableDdl(sql, "not a CREATE TABLE statement sqlglot understands", mentioned_tables(tokenize(sql), db))
         schema = tree.this
@@ -169,23 +171,25 @@ class SchemaModel:
         elif not isinstance(schema, exp.Schema):
             raise UnparseableDdl(sql, "CREATE TABLE without column definitions", [tid])
         else:
-            table = self._table_from_schema(tid, schema, props, db)
+            table = self._table_from_schema(tid, schema, props, parts)
         self.tables[tid] = table
         return AppliedDdl("table", [TableChange("CREATE", tid, table)], [tid.database])
 
-    def _table_from_schema(self, tid: TableId, schema: exp.Schema, props: exp.Expression | None, db: str | None) -> TableDef:
+    def _table_from_schema(self, tid: TableId, schema: exp.Schema, props: exp.Expression | None,
+                           parts: CreateTableParts | None) -> TableDef:
         columns: list[ColumnDef] = []
         pk: list[str] = []
         uniques: list[tuple[str, ...]] = []
-        charset = table_charset_of(props)
-        comment = None
-        if props is not None:
+        declarations = parts.declarations if parts is not None else {}
+        charset = parts.charset if parts is not None else table_charset_of(props)
+        comment = parts.comment if parts is not None else None
+        if props is not None and parts is None:
             for p in props.expressions:
                 if isinstance(p, exp.SchemaCommentProperty):
                     comment = str(p.this.this) if isinstance(p.this, exp.Literal) else p.this.sql()
         for item in schema.expressions:
             if isinstance(item, exp.ColumnDef):
-                col, flags = column_from_sqlglot(item, len(columns) + 1)
+                col, flags = column_from_sqlglot(item, len(columns) + 1, declarations.get(item.this.name.lower()))
                 columns.append(col)
                 if flags["primary"]:
                     pk = [col.name]
@@ -259,6 +263,8 @@ class SchemaModel:
             return AppliedDdl("table", [], [tid.database])
         new_id = tid
         for action in actions:
+            if is_partitioning(action):
+                break
             table, renamed = alter_action(sql, table, action)
             if renamed is not None:
                 new_id = renamed
