@@ -68,8 +68,9 @@ class CustomConverters:
             if conversion is not None:
                 schema = conversion.schema.with_optional(column.optional)
                 default = _converted_default(column, conversion)
-                if default is not None:
-                    schema = replace(schema, default=default, _json=[])
+                doc = column.schema.doc if column.schema is not None else None
+                if default is not None or doc is not None:  # TableSchemaBuilder sets both on the converter's schema
+                    schema = replace(schema, default=default, doc=doc or schema.doc, _json=[])
                 return replace(column, schema=schema, convert=conversion.convert)
         return column
 

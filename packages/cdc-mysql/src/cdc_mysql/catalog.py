@@ -47,6 +47,18 @@ class Catalog:
         rows = self.query("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA")
         return {str(r[0]): str(r[1]) for r in rows}
 
+    def database_locales(self) -> dict[str, tuple[str | None, str | None]]:
+        """Each database's default charset and collation."""
+        rows = self.query("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA")
+        return {str(r[0]): (r[1] and str(r[1]), r[2] and str(r[2])) for r in rows}
+
+    def charset_statement(self) -> str:
+        """Debezium's ``SET character_set_server=..., collation_server=...`` (variables in name order)."""
+        rows = self.query("SHOW VARIABLES WHERE Variable_name IN ('character_set_server', 'collation_server')")
+        values = {str(r[0]): "" if r[1] is None else str(r[1]) for r in rows}
+        quoted = {k: f"'{v}'" if "," in v or ";" in v else v for k, v in values.items()}
+        return "SET " + ", ".join(f"{k}={quoted[k]}" for k in sorted(quoted))
+
     def tables(self, database: str) -> list[str]:
         """The base tables of a database (no views), in name order."""
         rows = self.query(f"SHOW FULL TABLES FROM {quote(database)} WHERE Table_type = 'BASE TABLE'")

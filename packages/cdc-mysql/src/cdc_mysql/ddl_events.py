@@ -17,6 +17,7 @@ from cdc_core.events import ChangeRecord
 from cdc_mysql import config as myc
 from cdc_mysql.catalog import Catalog
 from cdc_mysql.ddl import AppliedDdl, UnparseableDdl
+from cdc_mysql.ddl_filter import is_filtered_statement
 from cdc_mysql.model import TableChange
 from cdc_mysql.schema_changes import schema_change_record
 from cdc_mysql.streaming import DdlHandler
@@ -36,8 +37,10 @@ class DdlEvents(DdlHandler):
             applied = self._unparseable(e, database, log)
             if applied is None:
                 return None, []
-        if applied.kind in ("ignored", "use", "truncate"):
+        if applied.kind == "use":
             return applied, []
+        if applied.kind in ("ignored", "truncate"):
+            return applied, self._database_event(statement, database, applied, position, source, offset)
         captured = [c for c in applied.changes if self.filter.includes(c.id)
                     or (c.previous_id is not None and self.filter.includes(c.previous_id))]
         dbs_captured = [d for d in applied.databases if self.filter.includes_database(d)]
@@ -52,6 +55,30 @@ class DdlEvents(DdlHandler):
         record = schema_change_record(self.flavor, self.source_schema, self.server, db, statement, captured,
                                       dict(source, db=db, table=table), offset, self.partition())
         return applied, [record]
+
+    def _database_event(self, statement: str, database: str | None, applied: AppliedDdl, position: dict[str, Any],
+                        source: dict[str, Any], offset: dict[str, Any]) -> list[ChangeRecord]:
+        """A statement that changes no table definition (TRUNCATE, CREATE FUNCTION, GRANT, ...): Debezium's event without tableChanges.
+
+        Debezium (BinlogDatabaseSchema.parseDdl) records every such statement and sends it to the schema
+        change topic, typed DATABASE (TRUNCATE: TRUNCATE, naming the table in ``source.table``), unless
+        schema.history.internal.store.only.captured.tables.ddl keeps only those on captured tables.
+        DML in the binlog's statement form and the statements of ``schema.history.internal.ddl.filter``'s
+        default are skipped, as there.
+        """
+        if is_filtered_statement(statement):
+            return []
+        captured = [t for t in applied.truncated if self.filter.includes(t)]
+        if self.config.get(myc.STORE_ONLY_CAPTURED_TABLES) and not captured:
+            return []
+        assert self._history is not None
+        db = applied.truncated[0].database if applied.truncated else (database or "")
+        self._history.record(position, db, statement, [])
+        if not self.config.get(myc.INCLUDE_SCHEMA_CHANGES):
+            return []
+        table = applied.truncated[0].table if applied.truncated else None
+        return [schema_change_record(self.flavor, self.source_schema, self.server, db, statement, [],
+                                     dict(source, db=db, table=table), offset, self.partition())]
 
     def _unparseable(self, e: UnparseableDdl, database: str | None, log: Any) -> AppliedDdl | None:
         """Re-read the tables an unparseable statement touches from the catalog; else skip or fail."""

@@ -123,8 +123,9 @@ class ColumnDef:
         if self.has_default:
             out["hasDefaultValue"] = True
             out["defaultValueExpression"] = self.default
-        if self.enum_values is not None:
-            out["enumValues"] = list(self.enum_values)
+        if self.enum_values:
+            # As the statement wrote them, quotes included (Debezium: AntlrDdlParser.getText of each option).
+            out["enumValues"] = ["'" + v.replace("'", "''") + "'" for v in self.enum_values]
         return out
 
     @classmethod
@@ -142,8 +143,15 @@ class ColumnDef:
             generated=bool(data.get("generated")) and not data.get("autoIncremented"),
             charset=data.get("charsetName"), has_default=bool(data.get("hasDefaultValue")),
             default=data.get("defaultValueExpression"), comment=data.get("comment"),
-            enum_values=tuple(enum_values) if enum_values is not None else None,
+            enum_values=tuple(_unquoted(v) for v in enum_values) if enum_values is not None else None,
         )
+
+
+def _unquoted(value: str) -> str:
+    """An ENUM/SET value of ``enumValues`` without its quotes (histories before quoting hold it bare)."""
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1].replace(value[0] * 2, value[0])
+    return value
 
 
 @dataclass(frozen=True)
@@ -216,7 +224,8 @@ class TableChange(NamedTuple):
     def to_json(self) -> dict[str, Any]:
         """Debezium's ``tableChanges`` entry (a rename's id is ``old,new``)."""
         ident = self.id.quoted() if self.previous_id is None else f"{self.previous_id.quoted()},{self.id.quoted()}"
-        return {"type": self.type, "id": ident, "table": self.table.to_change_json() if self.table is not None else None}
+        table = self.table.to_change_json() if self.table is not None and self.type != "DROP" else None
+        return {"type": self.type, "id": ident, "table": table}  # a DROP has no table (TableChanges.drop(id))
 
 
 def parse_quoted_id(text: str) -> TableId:

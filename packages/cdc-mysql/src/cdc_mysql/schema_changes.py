@@ -52,7 +52,9 @@ def value_schema(flavor: Flavor, source: Schema) -> Schema:
 def change_payload(change: TableChange) -> dict[str, Any]:
     """One ``tableChanges`` entry with every field of the Connect schema (absent ones null)."""
     data = change.to_json()
-    table = data["table"] or {"defaultCharsetName": None, "primaryKeyColumnNames": [], "columns": []}
+    table = data["table"]
+    if table is None:
+        return {"type": data["type"], "id": data["id"], "table": None}
     columns = []
     for c in table["columns"]:
         full = {k: c.get(k) for k in _COLUMN_KEYS}

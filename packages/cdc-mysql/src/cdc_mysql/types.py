@@ -120,8 +120,19 @@ def _fraction(micros: int, width: int) -> str:
     return "." + f"{micros:06d}"[:width].ljust(width, "0")
 
 
+class SnapshotMicros(int):
+    """A TIMESTAMP's UTC microseconds as a snapshot SELECT read it (equal to the plain int; see ``zoned_timestamp_micros``)."""
+
+    __slots__ = ()
+
+
 def zoned_timestamp_micros(width: int) -> Callable[[int], str]:
-    """ZonedTimestamp text of UTC microseconds, with ``width`` fraction digits (the column's precision)."""
+    """ZonedTimestamp text of UTC microseconds, with ``width`` fraction digits (the column's precision).
+
+    Values a snapshot read (``SnapshotMicros``) keep only the fraction digits that are not zero, as
+    Debezium's snapshot writes them: JDBC hands it a ``java.sql.Timestamp``, which ZonedTimestamp
+    formats with ISO_OFFSET_DATE_TIME (``...15.5Z``); the binlog's values are padded to the width.
+    """
 
     def convert(us: int) -> str:
         seconds, micros = divmod(us, 1_000_000)
@@ -129,7 +140,11 @@ def zoned_timestamp_micros(width: int) -> Callable[[int], str]:
         y, m, d = sem.civil_from_days(days)
         hh, rest = divmod(sod, 3600)
         mm, ss = divmod(rest, 60)
-        return f"{sem.iso_year(y)}-{m:02d}-{d:02d}T{hh:02d}:{mm:02d}:{ss:02d}{_fraction(micros, width)}Z"
+        if us.__class__ is SnapshotMicros:
+            fraction = ("." + f"{micros:06d}".rstrip("0")) if micros else ""
+        else:
+            fraction = _fraction(micros, width)
+        return f"{sem.iso_year(y)}-{m:02d}-{d:02d}T{hh:02d}:{mm:02d}:{ss:02d}{fraction}Z"
 
     return convert
 
@@ -242,6 +257,9 @@ def _div1000(v: int) -> int:
 def column_for(col: ColumnDef, modes: TypeModes) -> Column:
     """The cdc Column (Connect schema and converter) of a column definition under ``modes``."""
     schema, convert = _schema_and_converter(col, modes)
+    if col.comment is not None:  # kept only with include.schema.comments (TableSchemaBuilder: the field's doc)
+        schema = Schema(schema.type, optional=schema.optional, name=schema.name, version=schema.version,
+                        doc=col.comment, parameters=schema.parameters, fields=schema.fields)
     raw_default = default_raw(col)
     if raw_default is not None:
         default = _converted_default(raw_default, convert)
@@ -300,9 +318,9 @@ def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Cal
     if t == "JSON":
         return sem.semantic_schema(sem.JSON, optional=opt), _str
     if t == "ENUM":
-        return sem.enum_schema(col.enum_values or (), optional=opt), _str
+        return sem.enum_schema(_escaped_options(col), optional=opt), _str
     if t == "SET":
-        return sem.enum_set_schema(col.enum_values or (), optional=opt), _str
+        return sem.enum_set_schema(_escaped_options(col), optional=opt), _str
     if t in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"):
         schema = sem.binary_schema(modes.binary_handling, optional=opt)
         return schema, _binary_converter(modes.binary_handling, (length or 1) if t == "BINARY" else None)
@@ -332,6 +350,11 @@ def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Cal
         return geometry_schema(opt), _geometry
     # Types outside the mapping (INET6, UUID, ...) are read as text.
     return _schema("string", opt), _str
+
+
+def _escaped_options(col: ColumnDef) -> tuple[str, ...]:
+    """ENUM/SET values for the ``allowed`` parameter: a comma inside a value as ``\\,`` (MySqlAntlrDdlParser.escapeOption)."""
+    return tuple(v.replace(",", "\\,") for v in col.enum_values or ())
 
 
 # --------------------------------------------------------------------------------- defaults

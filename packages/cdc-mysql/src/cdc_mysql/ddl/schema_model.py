@@ -32,10 +32,12 @@ class AppliedDdl:
 class SchemaModel:
     """Tables and database charsets, changed statement by statement."""
 
-    def __init__(self, server_charset: str = "utf8mb4"):
+    def __init__(self, server_charset: str = "utf8mb4", keep_comments: bool = False):
         self.tables: dict[TableId, TableDef] = {}
         self.database_charsets: dict[str, str] = {}
         self.server_charset = server_charset
+        #: ``include.schema.comments``: keep table and column COMMENTs (Debezium's parser skips them by default).
+        self.keep_comments = keep_comments
 
     # -- lookup -------------------------------------------------------------------------------
 
@@ -53,7 +55,7 @@ class SchemaModel:
 
     def copy(self) -> SchemaModel:
         """A shallow copy (table definitions are immutable)."""
-        other = SchemaModel(self.server_charset)
+        other = SchemaModel(self.server_charset, self.keep_comments)
         other.tables = dict(self.tables)
         other.database_charsets = dict(self.database_charsets)
         return other
@@ -67,11 +69,26 @@ class SchemaModel:
             return AppliedDdl("ignored")
         words = [token_word(t) for t in tokens[:6]]
         try:
-            return self._dispatch(sql, tokens, words, database)
+            applied = self._dispatch(sql, tokens, words, database)
+            return applied if self.keep_comments else self._without_comments(applied)
         except UnparseableDdl as e:  # a part of the statement (a column definition) did not parse
             raise UnparseableDdl(sql, e.reason, e.tables or mentioned_tables(tokens, database)) from None
         except (ValueError, KeyError, IndexError, AttributeError, TypeError) as e:
             raise UnparseableDdl(sql, str(e) or type(e).__name__, mentioned_tables(tokens, database)) from None
+
+    def _without_comments(self, applied: AppliedDdl) -> AppliedDdl:
+        """The statement's tables without COMMENTs (include.schema.comments=false), in the model too."""
+        changes = []
+        for change in applied.changes:
+            table = change.table
+            if table is not None and (table.comment is not None or any(c.comment is not None for c in table.columns)):
+                table = replace(table, comment=None, columns=tuple(replace(c, comment=None) for c in table.columns))
+                if self.tables.get(change.id) is change.table:
+                    self.tables[change.id] = table
+                change = change._replace(table=table)
+            changes.append(change)
+        applied.changes = changes
+        return applied
 
     def _dispatch(self, sql: str, tokens: list[Token], words: list[str], db: str | None) -> AppliedDdl:
         first = words[0]
