@@ -9,7 +9,6 @@ The quick variant runs the groups marked ``ci``; ``CDC_SOAK=1`` runs them all.
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from pathlib import Path
@@ -18,23 +17,13 @@ from typing import Any
 import pytest
 import yaml
 
-from conformance import debezium
-from conformance.compare import compare
+from conformance.check import assert_conforms, require_real_debezium
 from conformance.harness import END_TABLE, PING_TABLE, Side, capture
-from conformance.known import load, summary, unexplained
 
 HERE = Path(__file__).parent
 WORKLOAD = yaml.safe_load((HERE / "conformance" / "postgres.yaml").read_text(encoding="utf-8"))
-KNOWN = load(HERE / "conformance" / "known_differences.yaml")
 SOAK = os.environ.get("CDC_SOAK") == "1"
 GROUPS = [name for name, g in WORKLOAD["groups"].items() if SOAK or g.get("ci")]
-
-
-@pytest.fixture(scope="module")
-def real_debezium() -> None:
-    why = debezium.missing()
-    if why:
-        pytest.skip(f"the real Debezium cannot run: {why}")
 
 
 def _side(pg_server, dbname: str) -> Side:
@@ -82,22 +71,12 @@ def _type_tables(pg_server, dbname: str):
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("group", GROUPS)
-def test_every_field_as_debezium_writes_it(real_debezium, pg_server, pg_db, tmp_path, group):
+def test_every_field_as_debezium_writes_it(pg_server, pg_db, tmp_path, group):
+    require_real_debezium()
     spec = WORKLOAD["groups"][group]
     side = _side(pg_server, pg_db)
     steps: list[Any] = list(WORKLOAD["stream"])
     if WORKLOAD.get("types"):
         steps.append(_type_tables(pg_server, pg_db))
     run = capture(side, WORKLOAD["setup"], steps, dict(spec.get("properties", {})), tmp_path)
-    result = compare(run.debezium, run.cdc, "conformance")
-    report = summary(result, KNOWN, "postgres", group)
-    (tmp_path / "differences.txt").write_text("\n".join(d.line() for d in result.differences))
-    print(f"\nconformance postgres/{group}: {json.dumps(report)}")
-    left = unexplained(result, KNOWN, "postgres", group)
-    assert not left, (f"{len(left)} difference(s) from Debezium {debezium.DEBEZIUM_RELEASE} with no reason in "
-                      f"known_differences.yaml ({report}):\n" + "\n".join(d.line() for d in left[:60]))
-    records = [r for rs in run.cdc.values() for r in rs]
-    back = debezium.roundtrip(records, tmp_path)
-    changed = [(r["topic"], b) for r, b in zip(records, back) if b != {"key": r["key"], "value": r["value"]}]
-    assert not changed, (f"{len(changed)} of cdc's records change through Kafka's JsonConverter "
-                         f"(toConnectData, fromConnectData); first: {str(changed[0])[:2000]}")
+    assert_conforms(run, "postgres", group, tmp_path)

@@ -7,6 +7,10 @@
 //                   "headers": {name: <header value JSON without schema>}}
 //       Converter options come from the properties "key.converter.*" / "value.converter.*"
 //       (schemas.enable, replace.null.with.default, ...), passed to JsonConverter as Kafka does.
+//       Runner options (benchmarks): runner.fsync=true fsyncs after every batch; runner.stop.topic
+//       and runner.stop.after=N end the process once N records of that topic are written. At the
+//       end it prints {"records": N, "start_to_last_ms": ms} (records of runner.stop.topic).
+//       The process also ends when the engine does (initial_only snapshots; exit 1 on failure).
 //   java -cp ... DebeziumRunner roundtrip <in.jsonl> <out.jsonl>
 //       Reads lines of the form above (cdc's output), gives key and value to
 //       JsonConverter.toConnectData and writes fromConnectData's result back: what a Kafka Connect
@@ -17,6 +21,7 @@ import io.debezium.embedded.Connect;
 import io.debezium.engine.DebeziumEngine;
 import io.debezium.engine.RecordChangeEvent;
 import io.debezium.engine.format.ChangeEventFormat;
+import java.io.BufferedOutputStream;
 import java.io.BufferedReader;
 import java.io.BufferedWriter;
 import java.io.FileInputStream;
@@ -75,34 +80,56 @@ public class DebeziumRunner {
         try (FileInputStream in = new FileInputStream(propertiesPath)) {
             props.load(in);
         }
+        // The runner's own options (not given to the engine): fsync the output after every batch;
+        // stop once this many records of one topic were written (benchmarks).
+        boolean fsync = Boolean.parseBoolean((String) props.remove("runner.fsync"));
+        String stopTopic = (String) props.remove("runner.stop.topic");
+        long stopAfter = Long.parseLong((String) props.getOrDefault("runner.stop.after", "-1"));
+        props.remove("runner.stop.after");
         JsonConverter keys = converter(props, "key.converter.", true);
         JsonConverter values = converter(props, "value.converter.", false);
         Map<String, Object> headerCfg = new HashMap<>();
         headerCfg.put("schemas.enable", "false");
         JsonConverter headers = new JsonConverter();
         headers.configure(headerCfg, false);
-        BufferedWriter out = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(outPath), StandardCharsets.UTF_8));
+        FileOutputStream file = new FileOutputStream(outPath);
+        BufferedOutputStream out = new BufferedOutputStream(file, 1 << 16);
+        long started = System.nanoTime();
+        long[] seen = new long[] {0, 0};  // records of the stop topic; nanoTime of the last one
         DebeziumEngine<RecordChangeEvent<SourceRecord>> engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
             .using(props)
             .notifying((List<RecordChangeEvent<SourceRecord>> records, DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer) -> {
                 try {
                     for (RecordChangeEvent<SourceRecord> event : records) {
                         SourceRecord r = event.record();
-                        ObjectNode line = MAPPER.createObjectNode();
-                        line.put("topic", r.topic());
-                        line.set("key", json(keys.fromConnectData(r.topic(), r.keySchema(), r.key())));
-                        line.set("value", json(values.fromConnectData(r.topic(), r.valueSchema(), r.value())));
+                        // The converter's bytes as they are: each is one JSON document already.
+                        byte[] key = keys.fromConnectData(r.topic(), r.keySchema(), r.key());
+                        byte[] value = values.fromConnectData(r.topic(), r.valueSchema(), r.value());
+                        out.write(("{\"topic\":" + MAPPER.writeValueAsString(r.topic()) + ",\"key\":").getBytes(StandardCharsets.UTF_8));
+                        out.write(key == null ? NULL : key);
+                        out.write(",\"value\":".getBytes(StandardCharsets.UTF_8));
+                        out.write(value == null ? NULL : value);
+                        out.write(",\"headers\":".getBytes(StandardCharsets.UTF_8));
                         ObjectNode hs = MAPPER.createObjectNode();
                         for (Header h : r.headers()) {
                             hs.set(h.key(), json(headers.fromConnectData(r.topic(), h.schema(), h.value())));
                         }
-                        line.set("headers", hs);
-                        out.write(MAPPER.writeValueAsString(line));
-                        out.write('\n');
+                        out.write(MAPPER.writeValueAsBytes(hs));
+                        out.write(new byte[] {'}', '\n'});
                         committer.markProcessed(event);
+                        if (stopTopic != null && stopTopic.equals(r.topic())) {
+                            seen[0]++;
+                            seen[1] = System.nanoTime();
+                        }
                     }
                     out.flush();
+                    if (fsync) {
+                        file.getFD().sync();
+                    }
                     committer.markBatchFinished();
+                    if (stopAfter >= 0 && seen[0] >= stopAfter) {
+                        finish(seen, started, 0);
+                    }
                 } catch (Exception e) {
                     throw new RuntimeException(e);
                 }
@@ -115,6 +142,12 @@ public class DebeziumRunner {
                     System.err.flush();
                     Runtime.getRuntime().halt(1);
                 }
+                try {
+                    out.flush();
+                } catch (Exception e) {
+                    // the stream was closed by stop
+                }
+                finish(seen, started, 0);
             })
             .build();
         ExecutorService executor = Executors.newSingleThreadExecutor();
@@ -130,7 +163,16 @@ public class DebeziumRunner {
         executor.shutdown();
         executor.awaitTermination(60, TimeUnit.SECONDS);
         out.close();
-        System.exit(0);
+        finish(seen, started, 0);
+    }
+
+    private static final byte[] NULL = "null".getBytes(StandardCharsets.UTF_8);
+
+    /** Print what the benchmarks read (records of the stop topic, ms from engine start to the last one) and exit. */
+    private static void finish(long[] seen, long started, int status) {
+        System.out.println("{\"records\": " + seen[0] + ", \"start_to_last_ms\": " + (seen[1] == 0 ? 0 : (seen[1] - started) / 1_000_000) + "}");
+        System.out.flush();
+        Runtime.getRuntime().halt(status);
     }
 
     private static void roundtrip(String inPath, String outPath) throws Exception {

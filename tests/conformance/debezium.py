@@ -99,8 +99,12 @@ def classpath() -> str:
     return f"{classes}:{libs_dir()}/*"
 
 
-def _java(*args: str) -> list[str]:
-    return ["java", "-Xmx768m", "-XX:+UseSerialGC", "-Dlog4j2.level=WARN", "-cp", classpath(), "DebeziumRunner", *args]
+#: JVM options of the conformance runs (small and quiet); benchmarks pass their own.
+TEST_JAVA_OPTIONS = ("-Xmx768m", "-XX:+UseSerialGC")
+
+
+def _java(*args: str, java_options: tuple[str, ...] = ()) -> list[str]:
+    return ["java", *(java_options or TEST_JAVA_OPTIONS), "-cp", classpath(), "DebeziumRunner", *args]
 
 
 class DebeziumProcess:
@@ -110,7 +114,7 @@ class DebeziumProcess:
     own, ``key.converter.*``/``value.converter.*`` for JsonConverter). Stop with ``stop()``.
     """
 
-    def __init__(self, properties: dict[str, Any], workdir: Path):
+    def __init__(self, properties: dict[str, Any], workdir: Path, java_options: tuple[str, ...] = ()):
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.out = workdir / "debezium.jsonl"
@@ -118,7 +122,8 @@ class DebeziumProcess:
         props = workdir / "engine.properties"
         props.write_text("".join(f"{k}={_escape(str(v))}\n" for k, v in properties.items()))
         self._log = open(self.log, "wb")
-        self.process = subprocess.Popen(_java("run", str(props), str(self.out)), stdin=subprocess.PIPE,
+        self.process = subprocess.Popen(_java("run", str(props), str(self.out), java_options=java_options),
+                                        stdin=subprocess.PIPE,
                                         stdout=self._log, stderr=subprocess.STDOUT)
 
     def records(self) -> list[dict[str, Any]]:
@@ -136,6 +141,30 @@ class DebeziumProcess:
     def failure(self) -> str:
         """The end of the engine's log (for an error message)."""
         return self.log.read_text(errors="replace")[-4000:]
+
+    def wait_exit(self, timeout: float = 600.0) -> dict[str, Any]:
+        """Wait for the JVM to end by itself (``runner.stop.after`` reached, or the engine done).
+
+        Returns the runner's figures (``records``, ``start_to_last_ms``: from the engine's start to
+        the last record of ``runner.stop.topic``) with the JVM's ``cpu_s`` (user + system) and
+        ``max_rss_mb`` (peak resident memory), or raises with the log's tail if it failed.
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            pid, status, usage = os.wait4(self.process.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                self.process.kill()
+                raise AssertionError(f"Debezium did not finish within {timeout:.0f} s:\n{self.failure()}")
+            time.sleep(0.05)
+        self.process.returncode = os.waitstatus_to_exitcode(status)
+        self._log.close()
+        if self.process.returncode != 0:
+            raise AssertionError(f"Debezium exited with {self.process.returncode}:\n{self.failure()}")
+        figures = next(json.loads(line) for line in reversed(self.log.read_text().splitlines())
+                       if line.startswith('{"records"'))
+        return {**figures, "cpu_s": usage.ru_utime + usage.ru_stime, "max_rss_mb": usage.ru_maxrss / 1024}
 
     def stop(self, timeout: float = 60.0) -> None:
         """Ask the engine to stop, wait for the JVM to exit; kill it past ``timeout``."""

@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from conformance.debezium import DebeziumProcess, wait_for
 
@@ -52,7 +52,7 @@ class Capture:
     cdc: dict[str, list[dict[str, Any]]]
 
 
-def _by_topic(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def _by_topic(records: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         out.setdefault(r["topic"], []).append(r)
@@ -148,8 +148,30 @@ def capture(side: Side, setup: str, steps: list[str | Callable[[], None]], prope
         debezium.stop()
     if failure:
         raise AssertionError(f"cdc stopped: {failure[0]!r}") from failure[0]
-    drop = {ping, end}
-    return Capture(
-        debezium={t: rs for t, rs in _by_topic(debezium.records()).items() if t not in drop},
-        cdc={t: rs for t, rs in _by_topic(_cdc_records(cdc_dir)).items() if t not in drop},
-    )
+    control = {side.qualified(PING_TABLE)}
+    return Capture(debezium=_without_pings(debezium.records(), control, ping),
+                   cdc=_without_pings(_cdc_records(cdc_dir), control, ping))
+
+
+def _payload(record: dict[str, Any]) -> Any:
+    value = record.get("value")
+    return value.get("payload") if isinstance(value, dict) and "schema" in value else value
+
+
+def _without_pings(records: list[dict[str, Any]], control: set[str], ping_topic: str) -> dict[str, list[dict[str, Any]]]:
+    """The records by topic without the ping rows and their transactions' BEGIN/END events.
+
+    How many pings each engine sees depends on when it began to stream, so neither the ping topic
+    nor the pings' transaction events can be compared (the end row's are: both see it).
+    """
+    pings = set()
+    for r in records:
+        payload = _payload(r)
+        if isinstance(payload, dict) and payload.get("status") == "END":
+            tables = {c.get("data_collection") for c in payload.get("data_collections") or []}
+            if tables and tables <= control:
+                pings.add(payload.get("id"))
+    out = _by_topic(r for r in records if r["topic"] != ping_topic
+                    and not (isinstance(_payload(r), dict) and _payload(r).get("status") in ("BEGIN", "END")
+                             and _payload(r).get("id") in pings))
+    return out

@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from conformance.compare import compare  # noqa: E402
-from conformance.harness import END_TABLE, PING_TABLE, _by_topic, _cdc_records  # noqa: E402
+from conformance.harness import PING_TABLE, _cdc_records, _without_pings  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -25,13 +25,12 @@ def main(argv: list[str]) -> int:
         print(__doc__)
         return 2
     workdir, by_topic = Path(argv[0]), "--by-topic" in argv
-    debezium = _by_topic([json.loads(line) for line in (workdir / "debezium" / "debezium.jsonl").read_text().splitlines()])
-    cdc = _by_topic(_cdc_records(workdir / "cdc"))
-    for topic in list(debezium) + list(cdc):
-        if topic.endswith((f".{PING_TABLE}", f".{END_TABLE}")):
-            debezium.pop(topic, None)
-            cdc.pop(topic, None)
-    prefix = next(iter(debezium or cdc), "x.").split(".")[0]
+    debezium_records = [json.loads(line) for line in (workdir / "debezium" / "debezium.jsonl").read_text().splitlines()]
+    cdc_records = _cdc_records(workdir / "cdc")
+    prefix = (debezium_records or cdc_records or [{"topic": "x."}])[0]["topic"].split(".")[0]
+    ping = next((r["topic"] for r in debezium_records if r["topic"].endswith(f".{PING_TABLE}")), "")
+    control = {ping[len(prefix) + 1:]}
+    debezium, cdc = _without_pings(debezium_records, control, ping), _without_pings(cdc_records, control, ping)
     result = compare(debezium, cdc, prefix)
     print(f"{result.fields} fields, {result.identical} identical ({result.ratio:.2%}), {len(result.differences)} differences")
     counts: collections.Counter[str] = collections.Counter()
