@@ -41,6 +41,18 @@ class DdlEvents(DdlHandler):
             return applied, []
         if applied.kind in ("ignored", "truncate"):
             return applied, self._database_event(statement, database, applied, position, source, offset)
+        if applied.statements:  # one event per table, with the statement Debezium writes for it
+            records: list[ChangeRecord] = []
+            for change in applied.changes:
+                one = AppliedDdl(applied.kind, [change], [change.id.database])
+                records += self._table_event(applied.statements[change.id], database, one, position, source, offset)
+            return applied, records
+        return applied, self._table_event(statement, database, applied, position, source, offset)
+
+    def _table_event(self, statement: str, database: str | None, applied: AppliedDdl, position: dict[str, Any],
+                     source: dict[str, Any], offset: dict[str, Any]) -> list[ChangeRecord]:
+        """Record a statement that changes tables or databases; its schema change event if it touches captured ones."""
+        assert self._history is not None
         captured = [c for c in applied.changes if self.filter.includes(c.id)
                     or (c.previous_id is not None and self.filter.includes(c.previous_id))]
         dbs_captured = [d for d in applied.databases if self.filter.includes_database(d)]
@@ -49,12 +61,11 @@ class DdlEvents(DdlHandler):
             self._history.record(position, database or (applied.databases[0] if applied.databases else None),
                                  statement, applied.changes)
         if not self.config.get(myc.INCLUDE_SCHEMA_CHANGES) or not touches_captured:
-            return applied, []
+            return []
         db = captured[0].id.database if captured else dbs_captured[0]
         table = captured[0].id.table if len(captured) == 1 else None
-        record = schema_change_record(self.flavor, self.source_schema, self.server, db, statement, captured,
-                                      dict(source, db=db, table=table), offset, self.partition())
-        return applied, [record]
+        return [schema_change_record(self.flavor, self.source_schema, self.server, db, statement, captured,
+                                     dict(source, db=db, table=table), offset, self.partition())]
 
     def _database_event(self, statement: str, database: str | None, applied: AppliedDdl, position: dict[str, Any],
                         source: dict[str, Any], offset: dict[str, Any]) -> list[ChangeRecord]:

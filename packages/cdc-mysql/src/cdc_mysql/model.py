@@ -222,10 +222,13 @@ class TableChange(NamedTuple):
     previous_id: TableId | None = None  # for renames
 
     def to_json(self) -> dict[str, Any]:
-        """Debezium's ``tableChanges`` entry (a rename's id is ``old,new``)."""
-        ident = self.id.quoted() if self.previous_id is None else f"{self.previous_id.quoted()},{self.id.quoted()}"
+        """Debezium's ``tableChanges`` entry: the (new) id, a rename's ``previousId`` (the history keeps it; events do not)."""
         table = self.table.to_change_json() if self.table is not None and self.type != "DROP" else None
-        return {"type": self.type, "id": ident, "table": table}  # a DROP has no table (TableChanges.drop(id))
+        out: dict[str, Any] = {"type": self.type, "id": self.id.quoted()}
+        if self.previous_id is not None:
+            out["previousId"] = self.previous_id.quoted()
+        out["table"] = table  # a DROP has no table (TableChanges.drop(id))
+        return out
 
 
 def parse_quoted_id(text: str) -> TableId:
