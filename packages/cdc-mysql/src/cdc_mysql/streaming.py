@@ -335,7 +335,8 @@ class BinlogStreamer:
                 definition = self.model.table(tid)
                 if definition is None or not self.captured(tid):
                     continue
-                src = dict(source, table=tid.table, db=tid.database, thread=ev.slave_proxy_id)
+                # thread: the last transaction's (BinlogSourceInfo keeps it; a DDL statement sets none)
+                src = dict(source, table=tid.table, db=tid.database, thread=self._thread)
                 if self.include_query:
                     src["query"] = statement
                 out.append(RawChange(self.versions.table(definition), "t", None, None, src, offset))
