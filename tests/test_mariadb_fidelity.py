@@ -147,3 +147,11 @@ def test_row_schemas_and_values(run) -> None:
             if op == "r":
                 assert record.value["source"]["server_id"] == 0, "snapshot reads carry server_id 0"
     assert not problems, "\n".join(problems)
+
+
+def test_key_fields_untouched_by_column_mappers(run) -> None:
+    """column.propagate.source.type changes the value's field, not the key's (TableSchemaBuilder adds key fields without mappers)."""
+    db, _, records = run
+    record = next(r for r in records if r.topic == f"dbserver1.{db}.t1" and r.value and r.value["op"] == "r")
+    assert record.key_schema.field("id").schema.to_json() == {"type": "int32", "optional": False}
+    assert record.value_schema.field("after").schema.field("id").schema.parameters

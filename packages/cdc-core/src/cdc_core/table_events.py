@@ -93,6 +93,19 @@ class EventSettings:
         name = self.field_name(out.name)
         return out if name == out.name else replace(out, name=name)
 
+    def key_column(self, table: TableId, column: Column) -> Column:
+        """A key column: converted and renamed, never masked or given source-type parameters.
+
+        Debezium's TableSchemaBuilder builds the key's fields and converters without the column
+        mappers (``addField(..., mapper=null)``): column.mask.*, column.truncate.to.* and
+        column.propagate.source.type change only the value.
+        """
+        out = self.converters.apply(table, column) if self.converters else column
+        if out.schema is None:
+            return out
+        name = self.field_name(out.name)
+        return out if name == out.name else replace(out, name=name)
+
     def key_names(self, table: Table) -> list[str]:
         """The key columns: ``message.key.columns`` for the table if set, else its primary key."""
         for pattern, names in self.key_columns:
@@ -127,7 +140,7 @@ class TableEvents:
         key_names = settings.key_names(table)
         if key_names:
             positions = {c.name: i for i, c in enumerate(table.columns)}
-            key_columns = [(positions[n], columns[positions[n]][1]) for n in key_names]
+            key_columns = [(positions[n], settings.key_column(tid, table.columns[positions[n]])) for n in key_names]
             key_columns = [(i, c) for i, c in key_columns if c.schema is not None]
         if key_names and key_columns:
             self.key_schema = struct(f"{prefix}.Key", [(c.name, c.schema.with_optional(False)) for _, c in key_columns])
