@@ -78,7 +78,11 @@ def test_envelope_payload_of_a_create() -> None:
     before_ns = time.time_ns()
     [record] = builder().build([insert(7, name="Anne", email="a@x")])
     value = record.value
-    assert list(value) == ["before", "after", "source", "op", "ts_ms", "ts_us", "ts_ns", "transaction"]
+    # Debezium's field order (TableSchemaBuilder adds transaction before Envelope.Builder appends
+    # op and the timestamps); JsonConverter writes the payload in schema order.
+    assert list(value) == ["before", "after", "source", "transaction", "op", "ts_ms", "ts_us", "ts_ns"]
+    assert list(value) == list(record.value_schema.field_names)
+    assert record.value_schema.version == 2  # Debezium 2.7.4's Envelope.SCHEMA_VERSION
     assert value["before"] is None
     assert value["after"] == {"id": 7, "name": "Anne", "email": "a@x"}
     assert value["source"] == {"name": "test", "pos": 7}
@@ -96,9 +100,20 @@ def test_serialized_create_is_jsonconverter_output() -> None:
     assert out.key == b'{"id":1}'
     doc = orjson.loads(out.value)
     assert out.value == (
-        b'{"before":null,"after":{"id":1,"name":null,"email":"a@x"},"source":{"name":"test","pos":1},"op":"c",'
-        b'"ts_ms":%d,"ts_us":%d,"ts_ns":%d,"transaction":null}' % (doc["ts_ms"], doc["ts_us"], doc["ts_ns"])
+        b'{"before":null,"after":{"id":1,"name":null,"email":"a@x"},"source":{"name":"test","pos":1},'
+        b'"transaction":null,"op":"c","ts_ms":%d,"ts_us":%d,"ts_ns":%d}' % (doc["ts_ms"], doc["ts_us"], doc["ts_ns"])
     )
+
+
+def test_every_kind_of_event_writes_its_payload_in_schema_order() -> None:
+    """Runs of inserts (built in one go), updates, deletes and key changes: the envelope's field order."""
+    changes = [insert(i, name="n", email="e") for i in range(10, 30)]
+    changes += [update(40, ("10", "n", "e"), ("10", "m", "e")), update(41, ("11", "n", "e"), ("99", "n", "e")),
+                delete(42, ("12", "n", "e"))]
+    records = [r for r in builder().build(changes) if isinstance(r, ChangeRecord) and r.value is not None]
+    assert len(records) == 20 + 1 + 2 + 1
+    for r in records:
+        assert list(r.value) == list(r.value_schema.field_names), r.value["op"]
 
 
 def test_topic_delimiter_and_sanitizing() -> None:

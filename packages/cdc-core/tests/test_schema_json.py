@@ -58,9 +58,19 @@ DECIMAL = primitive(
             '],"optional":true,"name":"s.Value","version":3}',
         ),
         (struct(None, []), '{"type":"struct","fields":[],"optional":false}'),
+        # JsonConverter's names for FLOAT32/FLOAT64 (JsonSchema.FLOAT_TYPE_NAME/DOUBLE_TYPE_NAME).
+        (primitive("float32", True), '{"type":"float","optional":true}'),
+        (primitive("float64", default=1.5), '{"type":"double","optional":false,"default":1.5}'),
+        (
+            struct("io.debezium.data.geometry.Point", [("x", Schema("float64")), ("y", Schema("float64"))]),
+            '{"type":"struct","fields":[{"type":"double","optional":false,"field":"x"},'
+            '{"type":"double","optional":false,"field":"y"}],"optional":false,"name":"io.debezium.data.geometry.Point"}',
+        ),
+        (Schema("array", items=Schema("float32", True)), '{"type":"array","items":{"type":"float","optional":true},"optional":false}'),
     ],
     ids=["int32", "optional-string", "decimal", "all-attributes", "false-default", "string-default",
-         "array", "map", "documented-key", "nested-struct", "empty-struct"],
+         "array", "map", "documented-key", "nested-struct", "empty-struct", "float", "double", "double-fields",
+         "float-array"],
 )
 def test_schema_renders_like_jsonconverter(schema: Schema, expected: str) -> None:
     assert schema.json_bytes() == expected.encode()
@@ -72,6 +82,11 @@ def test_with_optional_keeps_everything_else() -> None:
     optional = DECIMAL.with_optional(True)
     assert optional.to_json() == {**DECIMAL.to_json(), "optional": True}
     assert DECIMAL.with_optional(False) is DECIMAL
+
+
+def test_schema_type_keeps_connects_name() -> None:
+    """Code that maps types (cdc-spark, connectors) sees Connect's name; only the JSON says float/double."""
+    assert primitive("float64").type == "float64" and primitive("float32").type == "float32"
 
 
 def test_unknown_schema_type_is_rejected() -> None:

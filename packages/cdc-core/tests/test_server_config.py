@@ -40,6 +40,9 @@ def test_layout_is_split_into_source_sink_and_formats() -> None:
         ({"debezium.format.value.schemas.enable": "TRUE"}, "value_schemas_enable", True),
         ({"debezium.format.value": "JSON"}, "value_format", "json"),
         ({"debezium.format.key": "json"}, "key_format", "json"),
+        ({}, "value_replace_null_with_default", True),
+        ({"debezium.format.value.replace.null.with.default": "false"}, "value_replace_null_with_default", False),
+        ({"debezium.format.key.replace.null.with.default": "false"}, "key_replace_null_with_default", False),
     ],
 )
 def test_formats(props: dict, attr: str, expected: object) -> None:
@@ -65,6 +68,11 @@ def test_formats(props: dict, attr: str, expected: object) -> None:
         (
             {"debezium.sink.type": "stdout", "debezium.format.value.schemas.enable": "sometimes"},
             ["debezium.format.value.schemas.enable: 'sometimes' is not a boolean (true or false)"],
+            [],
+        ),
+        (
+            {"debezium.sink.type": "stdout", "debezium.format.value.replace.null.with.default": "maybe"},
+            ["debezium.format.value.replace.null.with.default: 'maybe' is not a boolean (true or false)"],
             [],
         ),
         (

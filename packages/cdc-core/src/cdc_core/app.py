@@ -39,8 +39,12 @@ class Application:
         if problems:
             raise ConfigError(problems)
         sink = self.plugins.get("sink", self.server.sink_type)(self.server.sink)
+        # replace.null.with.default is passed only when turned off, so serializers written before it keep working.
+        replace = {f"{side}_replace_null_with_default": False for side, on in
+                   (("key", self.server.key_replace_null_with_default),
+                    ("value", self.server.value_replace_null_with_default)) if not on}
         serializer = self.plugins.get("serializer", self.server.value_format)(
-            self.server.key_schemas_enable, self.server.value_schemas_enable
+            self.server.key_schemas_enable, self.server.value_schemas_enable, **replace
         )
         return Engine(self.server.source, sink=sink, serializer=serializer, plugins=self.plugins)
 

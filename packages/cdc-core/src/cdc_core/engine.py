@@ -139,6 +139,11 @@ class Engine:
         self.name = self.config.get(common.NAME) or self.config.get(common.TOPIC_PREFIX)
         self.log: ConnectorLogger = connector_logger("cdc.engine", self.connector_class.name, self.name)
         self.sink = sink
+        if serializer is None and sink is not None:
+            from cdc_core.serializers.json import JsonSerializer
+
+            # key.converter.* / value.converter.*: schemas.enable and replace.null.with.default.
+            serializer = JsonSerializer.from_config(self.config)
         self.serializer = serializer
         self.offset_store = offset_store if offset_store is not None else self._make_offset_store()
         self.history_store = history_store
@@ -276,7 +281,7 @@ class Engine:
             if self.serializer is None:
                 from cdc_core.serializers.json import JsonSerializer
 
-                self.serializer = JsonSerializer()
+                self.serializer = JsonSerializer.from_config(self.config)
             serialize, write = self.serializer.serialize, self.sink.write
             handler = lambda records: write(serialize(records))  # noqa: E731
         port = self.config.get(common.METRICS_PORT)

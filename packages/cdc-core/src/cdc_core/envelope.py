@@ -143,8 +143,8 @@ class EventBuilder:
         ts_ms, ts_us, op = now_ns // 1_000_000, now_ns // 1_000, run[0].op
         topic, key_schema, envelope, partition = te.topic, te.key_schema, te.envelope, self.partition
         out += [
-            ChangeRecord(topic, key, {"before": None, "after": after, "source": ch.source, "op": op, "ts_ms": ts_ms,
-                                      "ts_us": ts_us, "ts_ns": now_ns, "transaction": None},
+            ChangeRecord(topic, key, {"before": None, "after": after, "source": ch.source, "transaction": None, "op": op,
+                                      "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns},
                          key_schema if key is not None else None, envelope, ch.offset, {}, partition)
             for ch, after, key in zip(run, values, keys)
         ]
@@ -197,19 +197,19 @@ class EventBuilder:
                 block = tx.event(ch.transaction_id, ch.table.id.identifier, ch.source.get("ts_ms"), ch.offset, out)
             if old_key != key:
                 # A primary-key change: a delete of the old key, its tombstone, and a create of the new.
-                del_value = {"before": before, "after": None, "source": ch.source, "op": "d",
-                             "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": block}
+                del_value = {"before": before, "after": None, "source": ch.source, "transaction": block, "op": "d",
+                             "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
                 headers = {"__debezium.newkey": key}
                 append(ChangeRecord(te.topic, old_key, del_value, te.key_schema, te.envelope, None, headers, partition))
                 if self.tombstones:  # a tombstone carries its delete's headers, as in Debezium
                     append(ChangeRecord(te.topic, old_key, None, te.key_schema, None, None, dict(headers), partition))
-                value = {"before": None, "after": after, "source": ch.source, "op": "c",
-                         "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": block}
+                value = {"before": None, "after": after, "source": ch.source, "transaction": block, "op": "c",
+                         "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
                 append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, ch.offset,
                                     {"__debezium.oldkey": old_key}, partition))
                 continue
-            value = {"before": before, "after": after, "source": ch.source, "op": op,
-                     "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns, "transaction": block}
+            value = {"before": before, "after": after, "source": ch.source, "transaction": block, "op": op,
+                     "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
             key_schema = te.key_schema if key is not None else None  # a truncate has no key at all
             if op == "d" and self.tombstones:
                 append(ChangeRecord(te.topic, key, value, key_schema, te.envelope, None, {}, partition))

@@ -7,11 +7,14 @@ from typing import Any
 
 import orjson
 
-#: The primitive and composite type names of Kafka Connect, lower-case as JsonConverter writes them.
+#: The primitive and composite type names of Kafka Connect (``Schema.Type.getName()``).
 PRIMITIVE_TYPES = frozenset(
     {"int8", "int16", "int32", "int64", "float32", "float64", "boolean", "string", "bytes"}
 )
 COMPOSITE_TYPES = frozenset({"struct", "array", "map"})
+#: Where JsonConverter's schema names differ from Connect's: ``JsonSchema.FLOAT_TYPE_NAME`` and
+#: ``DOUBLE_TYPE_NAME``. Its reader refuses ``float32``/``float64`` ("Unknown schema type").
+JSON_TYPE_NAMES = {"float32": "float", "float64": "double"}
 
 
 @dataclass(frozen=True, eq=False, slots=True)
@@ -25,6 +28,9 @@ class Field:
 @dataclass(frozen=True, eq=False, slots=True)
 class Schema:
     """An immutable Kafka Connect schema; built once per table version and shared by all its events.
+
+    ``type`` is the Connect type name (``int32``, ``float64``, ``struct``, ...); ``to_json``
+    renders it under JsonConverter's name.
 
     ``default`` is the default value in its JSON form (what JsonConverter writes for it), or
     ``None`` for no default. Schemas compare by identity: serializers cache their rendered JSON
@@ -43,6 +49,8 @@ class Schema:
     keys: Schema | None = None
     values: Schema | None = None
     _json: list = field(default_factory=list, repr=False)
+    #: ``cdc_core.serializers.defaults`` caches its payload functions here, by replace.null.with.default.
+    _fillers: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.type not in PRIMITIVE_TYPES and self.type not in COMPOSITE_TYPES:
@@ -79,10 +87,14 @@ class Schema:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """Render as JsonConverter does: type, fields/items/keys/values, optional, name, version, doc, parameters, default."""
+        """Render as JsonConverter does: type, fields/items/keys/values, optional, name, version, doc, parameters, default.
+
+        ``type`` is JsonConverter's name (``float``/``double`` for FLOAT32/FLOAT64), while
+        ``Schema.type`` keeps Connect's own (``float32``/``float64``).
+        """
         if self._json:
             return self._json[0]
-        out: dict[str, Any] = {"type": self.type}
+        out: dict[str, Any] = {"type": JSON_TYPE_NAMES.get(self.type, self.type)}
         if self.type == "struct":
             out["fields"] = [{**f.schema.to_json(), "field": f.name} for f in self.fields]
         elif self.type == "array":

@@ -24,21 +24,30 @@ TRANSACTION_BLOCK = struct(
 )
 
 
+#: Debezium 2.7.4's ``Envelope.SCHEMA_VERSION``.
+ENVELOPE_VERSION = 2
+
+
 def envelope_schema(name: str, value: Schema, source: Schema) -> Schema:
-    """The Envelope struct, fields in Debezium 2.7's order (version 1, as Envelope.SCHEMA_VERSION)."""
+    """The Envelope struct as Debezium 2.7 builds it (``TableSchemaBuilder`` then ``SchemaFactory``).
+
+    ``TableSchemaBuilder`` adds before/after, source and transaction; ``Envelope.Builder.build()``
+    then appends op, ts_ms, ts_us, ts_ns. JsonConverter writes payload fields in this order, so
+    the event builder's value dicts follow it too.
+    """
     return struct(
         name,
         [
             ("before", value),
             ("after", value),
             ("source", source),
+            ("transaction", TRANSACTION_BLOCK),
             ("op", STRING),
             ("ts_ms", OPTIONAL_INT64),
             ("ts_us", OPTIONAL_INT64),
             ("ts_ns", OPTIONAL_INT64),
-            ("transaction", TRANSACTION_BLOCK),
         ],
-        version=1,
+        version=ENVELOPE_VERSION,
     )
 
 

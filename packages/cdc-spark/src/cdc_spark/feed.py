@@ -300,9 +300,12 @@ class ConnectorFeed:
         if table is not None:  # one table's stream: no heartbeats or transaction records; their offsets stay
             built = [r if r.__class__ is Checkpoint or r.topic == self._topic else Checkpoint(r.offset)
                      for r in built if r.__class__ is Checkpoint or r.topic == self._topic or r.offset is not None]
-        key_on, value_on, framer = self.options.key_schemas, self.options.value_schemas, self.framer
+        options, framer = self.options, self.framer
+        key_on, value_on = options.key_schemas, options.value_schemas
+        key_replace, value_replace = options.key_replace_null_with_default, options.value_replace_null_with_default
         split = framer.split
-        serialized = [(*split(r.key_schema, r.key, key_on), *split(r.value_schema, r.value, value_on))
+        serialized = [(*split(r.key_schema, r.key, key_on, key_replace),
+                       *split(r.value_schema, r.value, value_on, value_replace))
                       for r in built if r.__class__ is ChangeRecord]
         with self._cond:
             while (self.rows and self.rows[-1][_POSITION] - self.rows[0][_POSITION] >= self.options.max_buffered_events

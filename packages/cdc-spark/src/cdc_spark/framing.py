@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cdc_core.schema import Schema
+from cdc_core.serializers.defaults import payload_filler
 
 #: The frame index of a bare payload (schemas off) or of a null key/value.
 BARE = -1
@@ -50,8 +51,12 @@ class Framer:
         self._by_schema[id(schema)] = (schema, index)
         return index
 
-    def split(self, schema: Schema | None, payload: Any, schemas_enable: bool) -> tuple[int, bytes | None]:
-        """``(frame, payload bytes)`` of one key or value."""
+    def split(self, schema: Schema | None, payload: Any, schemas_enable: bool,
+              replace_null_with_default: bool = True) -> tuple[int, bytes | None]:
+        """``(frame, payload bytes)`` of one key or value (defaults applied as ``JsonSerializer`` does)."""
+        filler = payload_filler(schema, replace_null_with_default)
+        if filler is not None:
+            payload = filler(payload)
         if not schemas_enable:
             return BARE, None if payload is None else _kept(payload)
         if payload is None and schema is None:

@@ -43,6 +43,9 @@ class SourceOptions:
     value_schemas: bool
     #: The driver's address executors send chunk-read reports to (``cdc_spark.reports``); None: this host's.
     chunk_report_host: str | None = None
+    #: JsonConverter's ``replace.null.with.default`` (``key.converter.`` / ``value.converter.``).
+    key_replace_null_with_default: bool = True
+    value_replace_null_with_default: bool = True
 
     @property
     def connector_class(self) -> type:
@@ -126,6 +129,8 @@ def parse_options(options: Mapping[str, Any]) -> SourceOptions:
         empty_batch_interval_s=(empty_ms or 60_000) / 1000.0,
         key_schemas=_bool(config, "key.converter.schemas.enable"),
         value_schemas=_bool(config, "value.converter.schemas.enable"),
+        key_replace_null_with_default=_bool(config, "key.converter.replace.null.with.default"),
+        value_replace_null_with_default=_bool(config, "value.converter.replace.null.with.default"),
         chunk_report_host=str(lower[CHUNK_REPORT_HOST.lower()]).strip() or None if CHUNK_REPORT_HOST.lower() in lower else None,
     )
 

@@ -66,7 +66,9 @@ def read_chunk(options: SourceOptions, chunk: Chunk, position: int, encoder: Row
     name = config.get(common.NAME) or config.get(common.TOPIC_PREFIX)
     connector = cls(config, ConnectorContext(log=connector_logger(f"cdc.{cls.name}", cls.name, name, "snapshot")))
     builder = EventBuilder(config, cls.source_schema, connector.partition())
-    serializer = JsonSerializer(options.key_schemas, options.value_schemas)
+    serializer = JsonSerializer(options.key_schemas, options.value_schemas,
+                                key_replace_null_with_default=options.key_replace_null_with_default,
+                                value_replace_null_with_default=options.value_replace_null_with_default)
     for raw in chunks_cls.read_chunk(config, chunk):
         if raw and raw[0].__class__ is ChunkRead:
             if report is not None:

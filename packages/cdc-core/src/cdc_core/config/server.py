@@ -14,7 +14,12 @@ _FORMAT_KEYS = {
     "debezium.format.value": "value_format",
     "debezium.format.key.schemas.enable": "key_schemas_enable",
     "debezium.format.value.schemas.enable": "value_schemas_enable",
+    # JsonConverter's replace.null.with.default (Kafka 3.9), passed to the converter as Debezium Server does.
+    "debezium.format.key.replace.null.with.default": "key_replace_null_with_default",
+    "debezium.format.value.replace.null.with.default": "value_replace_null_with_default",
 }
+_BOOLEAN_FORMAT_KEYS = frozenset({"key_schemas_enable", "value_schemas_enable", "key_replace_null_with_default",
+                                  "value_replace_null_with_default"})
 # Other Debezium Server settings accepted and not used: Quarkus' own, and the header format.
 _IGNORED_PREFIXES = ("quarkus.", "debezium.format.header", "debezium.api.")
 
@@ -30,6 +35,8 @@ class ServerConfig:
     value_format: str = "json"
     key_schemas_enable: bool = True
     value_schemas_enable: bool = True
+    key_replace_null_with_default: bool = True
+    value_replace_null_with_default: bool = True
     problems: list[str] = field(default_factory=list)
     #: Properties under ``debezium.`` the service does not know (reported by validation).
     unknown: list[str] = field(default_factory=list)
@@ -68,7 +75,7 @@ def server_config(props: Mapping[str, Any]) -> ServerConfig:
             sink_props[key[len(sink_prefix) :]] = value
         elif key in _FORMAT_KEYS:
             attr = _FORMAT_KEYS[key]
-            if attr.endswith("schemas_enable"):
+            if attr in _BOOLEAN_FORMAT_KEYS:
                 try:
                     setattr(out, attr, _parse_bool(str(value)))
                 except InvalidValue as e:

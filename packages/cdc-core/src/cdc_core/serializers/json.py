@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import orjson
 
+from cdc_core.config.fields import InvalidValue, _parse_bool
+from cdc_core.errors import ConfigError
 from cdc_core.events import ChangeRecord
 from cdc_core.schema import Schema
+from cdc_core.serializers.defaults import payload_filler
 from cdc_core.spi.sink import SinkRecord
 
 _dumps = orjson.dumps
@@ -27,25 +31,60 @@ def _bare(schema: Schema | None, payload: Any) -> bytes | None:
     return _dumps(payload)
 
 
+def _converter(schemas_enable: bool, replace: bool) -> Callable[[Schema | None, Any], bytes | None]:
+    """One side (key or value) of JsonConverter: framing, and the payload's defaults per ``replace``."""
+    frame = _with_schema if schemas_enable else _bare
+
+    def convert(schema: Schema | None, payload: Any) -> bytes | None:
+        filler = payload_filler(schema, replace)
+        return frame(schema, payload if filler is None else filler(payload))
+
+    return convert
+
+
 class JsonSerializer:
     """Writes keys and values exactly as JsonConverter does, with schemas on or off.
 
     The schema JSON of each Schema object is rendered once and reused (``Schema.json_bytes``);
-    payloads are already JSON-ready, so each value is a single orjson call.
+    payloads are already JSON-ready, so each value is a single orjson call. As JsonConverter's
+    ``replace.null.with.default`` (on by default, per side), a null whose schema has a default is
+    written as the default (``cdc_core.serializers.defaults``; nothing is done for schemas
+    without defaults).
     Known difference: Java writes doubles >= 1e7 as ``1.0E7``; orjson writes ``10000000.0``.
     Both parse to the same number.
     """
 
     name: ClassVar[str] = "json"
 
-    def __init__(self, key_schemas_enable: bool = True, value_schemas_enable: bool = True):
-        self._key = _with_schema if key_schemas_enable else _bare
-        self._value = _with_schema if value_schemas_enable else _bare
+    def __init__(self, key_schemas_enable: bool = True, value_schemas_enable: bool = True, *,
+                 key_replace_null_with_default: bool = True, value_replace_null_with_default: bool = True):
+        self._schemas = key_schemas_enable and value_schemas_enable
+        self._replace = (key_replace_null_with_default, value_replace_null_with_default)
+        self._key = _converter(key_schemas_enable, key_replace_null_with_default)
+        self._value = _converter(value_schemas_enable, value_replace_null_with_default)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> JsonSerializer:
+        """The serializer Kafka Connect's worker properties describe: ``key.converter.schemas.enable``,
+        ``value.converter.schemas.enable``, ``key.converter.replace.null.with.default`` and
+        ``value.converter.replace.null.with.default`` (each true when unset)."""
+        flags, problems = {}, []
+        for name in CONVERTER_PROPERTIES:
+            raw = config.get(name)
+            try:
+                flags[name] = True if raw is None or raw == "" else _parse_bool(str(raw))
+            except InvalidValue as e:
+                problems.append(f"{name}: {e}")
+        if problems:
+            raise ConfigError(problems)
+        key_schemas, value_schemas, key_replace, value_replace = (flags[n] for n in CONVERTER_PROPERTIES)
+        return cls(key_schemas, value_schemas, key_replace_null_with_default=key_replace,
+                   value_replace_null_with_default=value_replace)
 
     def serialize(self, records: list[ChangeRecord]) -> list[SinkRecord]:
         """Serialize a batch of records."""
-        if self._key is _with_schema and self._value is _with_schema:
-            return _serialize_with_schemas(records)
+        if self._schemas:
+            return _serialize_with_schemas(records, *self._replace)
         key, value = self._key, self._value
         return [
             SinkRecord(r.topic, key(r.key_schema, r.key), value(r.value_schema, r.value), r.headers)
@@ -53,26 +92,43 @@ class JsonSerializer:
         ]
 
 
-def _serialize_with_schemas(records: list[ChangeRecord]) -> list[SinkRecord]:
+#: The converter properties ``from_config`` reads (Kafka Connect's worker spelling).
+CONVERTER_PROPERTIES = (
+    "key.converter.schemas.enable",
+    "value.converter.schemas.enable",
+    "key.converter.replace.null.with.default",
+    "value.converter.replace.null.with.default",
+)
+
+
+def _serialize_with_schemas(records: list[ChangeRecord], key_replace: bool = True,
+                            value_replace: bool = True) -> list[SinkRecord]:
     """``_with_schema`` for keys and values of a batch, without a Python call per record.
 
-    Each schema's ``{"schema":...,"payload":`` prefix is made once per batch (records of a batch
-    share their schema objects, which the batch keeps alive, so their ids are safe keys).
+    Each schema's ``{"schema":...,"payload":`` prefix and payload filler (None for a schema
+    without defaults) are found once per batch (records of a batch share their schema objects,
+    which the batch keeps alive, so their ids are safe keys).
     """
-    prefixes: dict[int, bytes] = {}
+    key_frames: dict[int, tuple[bytes, Any]] = {}
+    value_frames: dict[int, tuple[bytes, Any]] = {}
     out: list[SinkRecord] = []
     append = out.append
     dumps, join, new = _dumps, b"".join, tuple.__new__
     last_ks = last_vs = _NO_SCHEMA
     kp = vp = b""
+    kf = vf = None
     for r in records:
         ks, vs, key, value = r.key_schema, r.value_schema, r.key, r.value
         if ks is not last_ks:
-            kp = prefixes.get(id(ks)) or prefixes.setdefault(id(ks), _prefix(ks))
+            kp, kf = key_frames.get(id(ks)) or key_frames.setdefault(id(ks), _frame(ks, key_replace))
             last_ks = ks
         if vs is not last_vs:
-            vp = prefixes.get(id(vs)) or prefixes.setdefault(id(vs), _prefix(vs))
+            vp, vf = value_frames.get(id(vs)) or value_frames.setdefault(id(vs), _frame(vs, value_replace))
             last_vs = vs
+        if kf is not None:
+            key = kf(key)
+        if vf is not None:
+            value = vf(value)
         append(new(SinkRecord, (
             r.topic,
             None if key is None and ks is None else join((kp, dumps(key), b"}")),
@@ -83,6 +139,11 @@ def _serialize_with_schemas(records: list[ChangeRecord]) -> list[SinkRecord]:
 
 
 _NO_SCHEMA = object()
+
+
+def _frame(schema: Schema | None, replace: bool) -> tuple[bytes, Any]:
+    """The prefix and payload filler of a schema."""
+    return _prefix(schema), payload_filler(schema, replace)
 
 
 def _prefix(schema: Schema | None) -> bytes:

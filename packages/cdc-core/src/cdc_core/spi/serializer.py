@@ -15,7 +15,10 @@ class Serializer(Protocol):
     #: The format name (``debezium.format.value``), e.g. ``json``.
     name: ClassVar[str]
 
-    def __init__(self, key_schemas_enable: bool = True, value_schemas_enable: bool = True) -> None: ...
+    def __init__(self, key_schemas_enable: bool = True, value_schemas_enable: bool = True, *,
+                 key_replace_null_with_default: bool = True, value_replace_null_with_default: bool = True) -> None:
+        """``*_schemas_enable`` and ``*_replace_null_with_default`` are JsonConverter's ``schemas.enable`` and
+        ``replace.null.with.default`` per side; the latter two are passed only when set to false."""
 
     def serialize(self, records: list[ChangeRecord]) -> list[SinkRecord]:
         """Serialize a batch; a None key or value becomes None (JSON null)."""

@@ -1,0 +1,48 @@
+"""JsonConverter's ``replace.null.with.default`` through ``cdc run`` on a real MariaDB.
+
+Kafka's JsonConverter (as Debezium Server uses it) writes a NULL column whose schema has a default
+as that default, unless ``debezium.format.value.replace.null.with.default=false``; then it writes
+null, and ``source.snapshot`` of binlog events (Debezium leaves SnapshotRecord.FALSE unset) too.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_process import CdcProcess, write_properties
+from mariadb_cdc import mariadb_properties
+
+TABLE = "CREATE TABLE nd (id INT PRIMARY KEY, label VARCHAR(20) DEFAULT 'none', n INT DEFAULT 7, plain VARCHAR(20))"
+
+
+@pytest.mark.parametrize("replace", [None, "false"])
+def test_null_with_a_default_is_written_as_the_default_unless_turned_off(mariadb_server, mariadb_db, tmp_path,
+                                                                          replace):
+    mariadb_server.execute(TABLE, database=mariadb_db)
+    mariadb_server.execute("INSERT INTO nd VALUES (0, NULL, NULL, NULL)", database=mariadb_db)
+    props = mariadb_properties(mariadb_server, mariadb_db, tmp_path)
+    if replace is not None:
+        props["debezium.format.value.replace.null.with.default"] = replace
+    cdc = CdcProcess(write_properties(tmp_path / "app.properties", props), tmp_path).start()
+    topic = f"dbserver1.{mariadb_db}.nd"
+    try:
+        cdc.wait_until(lambda: (tmp_path / "offsets.json").exists(), what="the snapshot to complete")
+        for sql in ("INSERT INTO nd VALUES (1, NULL, NULL, NULL)",
+                    "UPDATE nd SET label = 'x', n = 1, plain = 'p' WHERE id = 1",
+                    "UPDATE nd SET label = NULL WHERE id = 1"):
+            mariadb_server.execute(sql, database=mariadb_db)
+        events = cdc.wait_events(topic, 4)
+    finally:
+        assert cdc.terminate() == 0, cdc.log()
+    read, create, update, nulled = (e["value"] for e in events)
+    on = replace != "false"
+    fields = {f["field"]: f for f in read["schema"]["fields"][1]["fields"]}
+    assert (fields["label"].get("default"), fields["n"].get("default")) == ("none", 7)  # the schema, either way
+    defaults = {"label": "none", "n": 7, "plain": None} if on else {"label": None, "n": None, "plain": None}
+    assert read["payload"]["after"] == {"id": 0, **defaults}
+    assert create["payload"]["after"] == {"id": 1, **defaults}
+    assert update["payload"]["before"] == {"id": 1, **defaults}
+    assert update["payload"]["after"] == {"id": 1, "label": "x", "n": 1, "plain": "p"}
+    assert nulled["payload"]["after"] == {"id": 1, "label": "none" if on else None, "n": 1, "plain": "p"}
+    assert read["payload"]["source"]["snapshot"] in ("true", "last")
+    assert create["payload"]["source"]["snapshot"] == ("false" if on else None)
