@@ -64,7 +64,8 @@ def test_mask_hash_truncate_and_propagate(pg_server, pg_db):
     assert after["code"] == hashlib.sha256(b"salty" + java).hexdigest()[:10]
     fields = {f.name: f.schema for f in records[0].value_schema.field("after").schema.fields}
     assert fields["name"].parameters == {"masked": "true",  # MaskStrings.alterFieldSchema, hashing included
-                                         "__debezium.source.column.type": "VARCHAR", "__debezium.source.column.length": "40"}
+                                         "__debezium.source.column.type": "VARCHAR", "__debezium.source.column.length": "40",
+                                         "__debezium.source.column.name": "name"}
     assert fields["n"].parameters["__debezium.source.column.type"] == "NUMERIC"
     assert fields["n"].parameters["__debezium.source.column.length"] == "8"
     assert fields["n"].parameters["__debezium.source.column.scale"] == "3"

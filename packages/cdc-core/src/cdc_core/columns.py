@@ -145,6 +145,12 @@ def _with_source_type(schema: Schema, column: Column) -> Schema:
         params["__debezium.source.column.length"] = str(column.length)
     if column.scale is not None and column.scale >= 0:
         params["__debezium.source.column.scale"] = str(column.scale)
+    # PropagateSourceMetadataToSchemaParameter (2.7.4 and 3.0.7): the column's comment where it has one
+    # (connectors put it in ``extra["comment"]``), then always its own name (before field renaming).
+    comment = column.extra.get("comment")
+    if comment:
+        params["__debezium.source.column.comment"] = comment
+    params["__debezium.source.column.name"] = column.name
     return Schema(schema.type, optional=schema.optional, name=schema.name, version=schema.version, doc=schema.doc,
                   parameters=params, default=schema.default, fields=schema.fields, items=schema.items,
                   keys=schema.keys, values=schema.values)

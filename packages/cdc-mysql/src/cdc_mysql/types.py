@@ -270,7 +270,7 @@ def column_for(col: ColumnDef, modes: TypeModes) -> Column:
                   optional=col.optional, length=col.length, scale=col.scale,
                   default_expression=col.default if col.has_default else None,
                   extra={"charset": col.charset, "enum_values": col.enum_values, "definition": col,
-                         "raw_default": raw_default})
+                         "raw_default": raw_default, "comment": col.comment})
 
 
 def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Callable[[Any], Any]]:
