@@ -51,20 +51,31 @@ class DdlEvents(DdlHandler):
 
     def _table_event(self, statement: str, database: str | None, applied: AppliedDdl, position: dict[str, Any],
                      source: dict[str, Any], offset: dict[str, Any]) -> list[ChangeRecord]:
-        """Record a statement that changes tables or databases; its schema change event if it touches captured ones."""
+        """Record a statement that changes tables or databases, and send its schema change event.
+
+        As Debezium (BinlogDatabaseSchema.parseDdl, EventDispatcher.dispatchSchemaChangeEvent): with
+        schema.history.internal.store.only.captured.tables.ddl=false (the default) every such statement
+        is recorded and sent, whichever table or database it touches; with it true only those touching
+        captured tables, with only those tables' changes; store.only.captured.databases.ddl skips the
+        statements of databases outside the filter.
+        """
         assert self._history is not None
         captured = [c for c in applied.changes if self.filter.includes(c.id)
                     or (c.previous_id is not None and self.filter.includes(c.previous_id))]
         dbs_captured = [d for d in applied.databases if self.filter.includes_database(d)]
         touches_captured = bool(captured) or (applied.kind == "database" and bool(dbs_captured))
-        if not self.config.get(myc.STORE_ONLY_CAPTURED_TABLES) or touches_captured:
-            self._history.record(position, database or (applied.databases[0] if applied.databases else None),
-                                 statement, applied.changes)
-        if not self.config.get(myc.INCLUDE_SCHEMA_CHANGES) or not touches_captured:
+        store_only = self.config.get(myc.STORE_ONLY_CAPTURED_TABLES)
+        if store_only and not touches_captured:
             return []
-        db = captured[0].id.database if captured else dbs_captured[0]
-        table = captured[0].id.table if len(captured) == 1 else None
-        return [schema_change_record(self.flavor, self.source_schema, self.server, db, statement, captured,
+        changes = captured if store_only else applied.changes
+        db = changes[0].id.database if changes else (applied.databases[0] if applied.databases else database or "")
+        if self.config.get(myc.STORE_ONLY_CAPTURED_DATABASES) and db and not self.filter.includes_database(db):
+            return []
+        self._history.record(position, database or db or None, statement, applied.changes)
+        if not self.config.get(myc.INCLUDE_SCHEMA_CHANGES):
+            return []
+        table = ",".join(dict.fromkeys(c.id.table for c in changes)) or None
+        return [schema_change_record(self.flavor, self.source_schema, self.server, db, statement, changes,
                                      dict(source, db=db, table=table), offset, self.partition())]
 
     def _database_event(self, statement: str, database: str | None, applied: AppliedDdl, position: dict[str, Any],
