@@ -34,6 +34,29 @@ def is_partitioning(toks: list[Token]) -> bool:
     return "PARTITION" in words[:2] or "PARTITIONING" in words[:2] or words[:1] == ["PARTITIONS"]
 
 
+def starts_partitioning(tokens: list[Token], k: int) -> bool:
+    """True if ``PARTITION BY`` (one token to sqlglot) or ``REMOVE PARTITIONING`` starts at ``tokens[k]``."""
+    words = tokens[k].text.upper().split() if tokens[k].token_type not in (TokenType.IDENTIFIER, TokenType.STRING) else []
+    if k + 1 < len(tokens) and len(words) == 1:
+        words.append(token_word(tokens[k + 1]))
+    return words[:2] in (["PARTITION", "BY"], ["REMOVE", "PARTITIONING"])
+
+
+def without_partition_options(tokens: list[Token], start: int) -> list[Token]:
+    """ALTER TABLE's tokens without a trailing ``PARTITION BY ...`` / ``REMOVE PARTITIONING`` (which needs no comma)."""
+    depth = 0
+    for k in range(start, len(tokens)):
+        tok = tokens[k]
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and k > start and tokens[k - 1].token_type != TokenType.COMMA:
+            if starts_partitioning(tokens, k):
+                return tokens[:k]
+    return tokens
+
+
 def alter_action(sql: str, table: TableDef, toks: list[Token]) -> tuple[TableDef, TableId | None]:
     """One ALTER TABLE action applied to ``table``: the new definition, and the new name of a rename."""
     w = [token_word(t) for t in toks]

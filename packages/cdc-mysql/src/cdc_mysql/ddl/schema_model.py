@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from cdc_mysql.ddl.alter import alter_action, is_partitioning
+from cdc_mysql.ddl.alter import alter_action, is_partitioning, without_partition_options
 from cdc_mysql.ddl.columns import column_from_sqlglot, table_charset_of, table_constraint, table_id_of, with_charset
 from cdc_mysql.ddl.errors import UnparseableDdl
 from cdc_mysql.ddl.parsing import parse_one
@@ -290,7 +290,7 @@ class SchemaModel:
             i += 2
         tid, i = read_table_name(tokens, i, db)
         table = self.tables.get(tid)
-        actions = split_actions(tokens, i)
+        actions = split_actions(without_partition_options(tokens, i), i)
         if table is None:
             # A table this model never saw: nothing to change (its definition arrives when it is captured).
             return AppliedDdl("table", [], [tid.database])

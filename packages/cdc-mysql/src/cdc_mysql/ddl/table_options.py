@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from sqlglot.tokens import Token, TokenType
 
+from cdc_mysql.ddl.alter import starts_partitioning
 from cdc_mysql.ddl.declared import DeclaredType, column_declarations
 from cdc_mysql.ddl.tokens import charset_option, token_word
 
@@ -70,7 +71,7 @@ def _before_partitioning(tail: list[Token]) -> list[Token]:
             depth += 1
         elif tok.token_type == TokenType.R_PAREN:
             depth -= 1
-        elif depth == 0 and token_word(tok) == "PARTITION" and i + 1 < len(tail) and token_word(tail[i + 1]) == "BY":
+        elif depth == 0 and starts_partitioning(tail, i):
             break
         elif depth == 0:
             out.append(tok)
