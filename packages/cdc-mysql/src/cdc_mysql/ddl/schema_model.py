@@ -100,6 +100,11 @@ class SchemaModel:
     def _dispatch(self, sql: str, tokens: list[Token], words: list[str], db: str | None) -> AppliedDdl:
         first = words[0]
         rest = [w for w in words[1:]]
+        if first == "SET":  # the snapshot's SET character_set_server=...: later tables' default charset
+            for k in range(1, len(tokens) - 2):
+                if tokens[k].text.lower() == "character_set_server" and tokens[k + 1].token_type == TokenType.EQ:
+                    self.server_charset = tokens[k + 2].text.strip("'").lower()
+            return AppliedDdl("ignored")
         if first == "USE" and len(tokens) > 1:
             return AppliedDdl("use", databases=[token_ident(tokens[1])])
         if first == "CREATE":
