@@ -35,7 +35,9 @@ ORDER BY n.nspname, c.relname
 """
 # One row per column, with what the type mapping needs to know of its type: the type under
 # all its domains (and the typmod of the nearest domain that has one), an array's element type
-# and delimiter, and enum labels in their declared order (of the type, or of an array's element).
+# and delimiter, and enum labels (of the type, or of an array's element) in pg_enum's physical order,
+# which is what Debezium's unordered array_agg over pg_enum gives: creation order, not the declared
+# order of labels added with BEFORE/AFTER.
 _COLUMNS = """
 WITH RECURSIVE cols AS (
   SELECT a.attrelid, a.attname, a.atttypid, a.atttypmod, a.attnotnull, a.attnum,
@@ -57,7 +59,7 @@ SELECT c.attrelid, c.attname, c.atttypid, c.atttypmod, c.attnotnull, c.attnum, c
        (SELECT x.typtypmod FROM chain x WHERE x.start = c.atttypid AND x.typtype = 'd' AND x.typtypmod <> -1
         ORDER BY x.depth LIMIT 1),
        e.oid, e.typname, e.typtype, e.typdelim,
-       (SELECT array_agg(l.enumlabel::text ORDER BY l.enumsortorder) FROM pg_catalog.pg_enum l
+       (SELECT array_agg(l.enumlabel::text ORDER BY l.ctid) FROM pg_catalog.pg_enum l
         WHERE l.enumtypid = CASE WHEN b.typtype = 'e' THEN b.oid ELSE e.oid END)
 FROM cols c
 JOIN pg_catalog.pg_type t ON t.oid = c.atttypid
@@ -81,7 +83,7 @@ SELECT t.oid, t.typname, t.typtype, b.oid, b.typname, b.typtype,
        (SELECT x.typtypmod FROM chain x WHERE x.start = t.oid AND x.typtype = 'd' AND x.typtypmod <> -1
         ORDER BY x.depth LIMIT 1),
        e.oid, e.typname, e.typtype, e.typdelim,
-       (SELECT array_agg(l.enumlabel::text ORDER BY l.enumsortorder) FROM pg_catalog.pg_enum l
+       (SELECT array_agg(l.enumlabel::text ORDER BY l.ctid) FROM pg_catalog.pg_enum l
         WHERE l.enumtypid = CASE WHEN b.typtype = 'e' THEN b.oid ELSE e.oid END)
 FROM pg_catalog.pg_type t
 JOIN chain r ON r.start = t.oid AND r.typtype <> 'd'

@@ -32,23 +32,12 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import Catalog, table_filter
 from cdc_postgres.copytext import parse_row
+from cdc_postgres.modes import type_modes
 from cdc_postgres.replication import ReplicationConnection, format_lsn, parse_lsn
 from cdc_postgres.source import sequence, source_block
-from cdc_postgres.types import TypeModes
 
 _INTEGER_TYPES = frozenset({"smallint", "integer", "bigint", "int2", "int4", "int8"})  # SQL and catalog (typname) spellings
 _BATCH = 2048
-
-
-def type_modes(config: Config) -> TypeModes:
-    """The value-mapping modes the connector properties ask for."""
-    return TypeModes(
-        decimal_handling=config.get(common.DECIMAL_MODE),
-        binary_handling=config.get(common.BINARY_MODE),
-        time_precision=config.get(common.TIME_PRECISION_MODE),
-        interval_handling=config.get(pgc.INTERVAL_MODE),
-        money_fraction_digits=config.get(pgc.MONEY_FRACTION_DIGITS),
-    )
 
 
 def _connect(config: Config) -> psycopg.Connection:

@@ -28,7 +28,7 @@ from cdc_postgres.replication import ReplicationConnection, ReplicationError
 from cdc_postgres.snapshot import SnapshotReader
 from cdc_postgres.source import SOURCE_SCHEMA
 from cdc_postgres.streaming import ResumePoint, StreamReader
-from cdc_postgres.types import TypeModes
+from cdc_postgres.modes import type_modes
 
 _REGEX_CHARS = set("[](){}*+?|^$\\")
 
@@ -53,15 +53,7 @@ class PostgresConnector:
         self.slot = config.get(pgc.SLOT_NAME)
         self.publication = config.get(pgc.PUBLICATION_NAME)
         self.address = pgc.server_address(config)
-        self.modes = TypeModes(
-            decimal_handling=config.get(common.DECIMAL_MODE),
-            binary_handling=config.get(common.BINARY_MODE),
-            time_precision=config.get(common.TIME_PRECISION_MODE),
-            interval_handling=config.get(pgc.INTERVAL_MODE),
-            money_fraction_digits=config.get(pgc.MONEY_FRACTION_DIGITS),
-            hstore_handling=config.get(pgc.HSTORE_MODE),
-            include_unknown_datatypes=config.get(pgc.INCLUDE_UNKNOWN_DATATYPES),
-        )
+        self.modes = type_modes(config)
         self.filter = table_filter(config)
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(pgc.SNAPSHOT_MODE), plugins)

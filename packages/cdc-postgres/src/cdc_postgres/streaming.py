@@ -13,10 +13,10 @@ from cdc_postgres.pgoutput import (
     Begin, Commit, Delete, Insert, Message, Relation, StreamAbort, StreamCommit, StreamStart, StreamStop, Truncate,
     Update, decode, decode_streamed,
 )
+from cdc_postgres.relations import relation_table
 from cdc_postgres.replication import ReplicationConnection
 from cdc_postgres.spill import SpilledTransaction
 from cdc_postgres.source import CONNECTOR, DEBEZIUM_VERSION
-from cdc_postgres.types import column_for
 
 
 #: Changes handed over per call while a committed streamed transaction is replayed.
@@ -293,51 +293,12 @@ class StreamReader:
                                    "txId": None, "ts_usec": None}))
 
     def _relation(self, rel: Relation) -> None:
-        """Keep the cached table if the relation still matches it; otherwise re-read its definition."""
+        """Encode the table's next changes with the Relation's column types (``cdc_postgres.relations``)."""
         current = self.tables.get(rel.oid)
-        if current is None and not self.catalog.filter.includes(_table_id(rel)):
+        fresh = relation_table(rel, current, self.catalog)
+        if fresh is None or fresh is current:
             return
-        if current is not None and _matches(current, rel):
-            return
-        fresh = self.catalog.table(rel.oid)
-        if fresh is None or not _matches(fresh, rel):
-            fresh = _table_from_relation(rel, fresh, self.catalog)
         if current is not None:
-            self.log.info("table %s changed; new columns: %s", fresh.id, ", ".join(c.name for c in fresh.columns))
+            self.log.info("table %s changed; columns: %s", fresh.id,
+                          ", ".join(f"{c.name} {c.type_name}" for c in fresh.columns))
         self.tables[rel.oid] = fresh
-
-
-def _table_id(rel: Relation):
-    from cdc_core.relational import TableId
-
-    return TableId(None, rel.namespace, rel.name)
-
-
-def _matches(table: Table, rel: Relation) -> bool:
-    if table.id.schema != rel.namespace or table.id.table != rel.name or len(table.columns) != len(rel.columns):
-        return False
-    return all(c.name == r.name and c.type_oid == r.type_oid for c, r in zip(table.columns, rel.columns))
-
-
-def _table_from_relation(rel: Relation, catalog_table: Table | None, catalog: Catalog) -> Table:
-    """A table built from the Relation message itself, borrowing nullability from the catalog by name."""
-    known = {c.name: c for c in catalog_table.columns} if catalog_table else {}
-    missing = [rc for rc in rel.columns if (c := known.get(rc.name)) is None or c.type_oid != rc.type_oid]
-    # Types outside the built-in mapping (enums, domains, extension types, their arrays) resolve
-    # through pg_type by OID, as the catalog read does for live columns.
-    infos = catalog.type_infos(sorted({rc.type_oid for rc in missing}))
-    columns = []
-    for i, rc in enumerate(rel.columns):
-        col = known.get(rc.name)
-        if col is None or col.type_oid != rc.type_oid:
-            info = infos.get(rc.type_oid)
-            col = column_for(rc.name, rc.type_oid, rc.type_modifier, True, catalog.modes, position=i + 1,
-                             type_name=info.name if info else None, type_info=info)
-            if col.schema is None:
-                catalog.log.warning("column %s.%s of the streamed relation has type oid %s, which has no mapping; "
-                                    "it is left out of change events", _table_id(rel), rc.name, rc.type_oid)
-        columns.append(col)
-    pk = [c for c in (catalog_table.primary_key if catalog_table else []) if any(rc.name == c for rc in rel.columns)]
-    if not pk:
-        pk = [rc.name for rc in rel.columns if rc.is_key]
-    return Table(_table_id(rel), columns, pk)
