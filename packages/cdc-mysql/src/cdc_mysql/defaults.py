@@ -37,7 +37,7 @@ def default_raw(col: ColumnDef) -> Any:
 
 
 def _convert(col: ColumnDef, value: str) -> Any:
-    from cdc_mysql.types import parse_date, parse_datetime
+    from cdc_mysql.types import UnpaddedMicros, parse_date, parse_datetime
 
     t = col.type_name
     if t in _TRIMMED:
@@ -57,7 +57,7 @@ def _convert(col: ColumnDef, value: str) -> Any:
         return parse_datetime(value, col.optional)
     if t == "TIMESTAMP":
         if _ZERO_TIMESTAMP.fullmatch(value) or value in ("0", _EPOCH_TIMESTAMP):
-            return None if col.optional else 0
+            return None if col.optional else UnpaddedMicros(0)  # Timestamp.from(Instant.EPOCH)
         return parse_datetime(value, col.optional)
     if t == "TIME":
         return _time_micros(value)

@@ -20,7 +20,7 @@ from cdc_core.relational import Table
 
 from cdc_mysql.model import SPATIAL_TYPES, ColumnDef, TableDef
 from cdc_mysql.source import source_block
-from cdc_mysql.types import SnapshotMicros, parse_date, parse_datetime, parse_time
+from cdc_mysql.types import UnpaddedMicros, parse_date, parse_datetime, parse_time
 
 #: PyMySQL converters for parameters only: result values stay text/bytes and are parsed per column.
 ENCODERS_ONLY = {k: v for k, v in conversions.items() if not isinstance(k, int)}
@@ -82,7 +82,7 @@ def value_parser(col: ColumnDef) -> Callable[[Any], Any]:
 
 def _snapshot_micros(us: int | None) -> int | None:
     """A TIMESTAMP read by a SELECT: marked, so its ZonedTimestamp keeps Debezium's snapshot form (zero dates stay as they are)."""
-    return SnapshotMicros(us) if us else us
+    return UnpaddedMicros(us) if us else us
 
 
 def row_parser(definition: TableDef, names: list[str] | None = None) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:

@@ -120,8 +120,11 @@ def _fraction(micros: int, width: int) -> str:
     return "." + f"{micros:06d}"[:width].ljust(width, "0")
 
 
-class SnapshotMicros(int):
-    """A TIMESTAMP's UTC microseconds as a snapshot SELECT read it (equal to the plain int; see ``zoned_timestamp_micros``)."""
+class UnpaddedMicros(int):
+    """TIMESTAMP microseconds Debezium holds as a ``java.sql.Timestamp`` (snapshot reads, the epoch default): no padding.
+
+    Equal to the plain int (keys compare the same); see ``zoned_timestamp_micros``.
+    """
 
     __slots__ = ()
 
@@ -129,9 +132,10 @@ class SnapshotMicros(int):
 def zoned_timestamp_micros(width: int) -> Callable[[int], str]:
     """ZonedTimestamp text of UTC microseconds, with ``width`` fraction digits (the column's precision).
 
-    Values a snapshot read (``SnapshotMicros``) keep only the fraction digits that are not zero, as
-    Debezium's snapshot writes them: JDBC hands it a ``java.sql.Timestamp``, which ZonedTimestamp
-    formats with ISO_OFFSET_DATE_TIME (``...15.5Z``); the binlog's values are padded to the width.
+    ``UnpaddedMicros`` keep only the fraction digits that are not zero, as Debezium writes the values
+    it holds as a ``java.sql.Timestamp`` (a snapshot's JDBC reads; the epoch that stands for a
+    NOT NULL column's zero or CURRENT_TIMESTAMP default): ZonedTimestamp formats those with
+    ISO_OFFSET_DATE_TIME (``...15.5Z``); the binlog's values and other defaults are padded to the width.
     """
 
     def convert(us: int) -> str:
@@ -140,7 +144,7 @@ def zoned_timestamp_micros(width: int) -> Callable[[int], str]:
         y, m, d = sem.civil_from_days(days)
         hh, rest = divmod(sod, 3600)
         mm, ss = divmod(rest, 60)
-        if us.__class__ is SnapshotMicros:
+        if us.__class__ is UnpaddedMicros:
             fraction = ("." + f"{micros:06d}".rstrip("0")) if micros else ""
         else:
             fraction = _fraction(micros, width)
