@@ -8,6 +8,7 @@ a nullable TIMESTAMP column, unparseable values.
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -21,7 +22,7 @@ _TIME = re.compile(r"(-?[0-9]*):([0-9]*)(:([0-9]*))?(\.([0-9]*))?")
 _EPOCH_TIMESTAMP = "1970-01-01 00:00:00"
 _NUMBERS = frozenset({"BIT", "TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "YEAR", "FLOAT", "REAL", "DOUBLE",
                       "DECIMAL"})
-_INTEGERS = frozenset({"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT", "YEAR"})
+_INTEGERS = frozenset({"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "BIGINT"})
 _TRIMMED = _NUMBERS | {"DATE", "DATETIME", "TIMESTAMP", "TIME", "BOOLEAN"}
 _BINARY = frozenset({"BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"})
 
@@ -72,11 +73,28 @@ def _convert(col: ColumnDef, value: str) -> Any:
         return Decimal(value)
     if t in ("FLOAT", "REAL", "DOUBLE"):
         return float(value)
-    if t in _INTEGERS:
+    if t == "YEAR":
         return int(Decimal(value))
+    if t in _INTEGERS:
+        return _java_round(float(value))
     if t in _BINARY or t in SPATIAL_TYPES:
         return value.encode("utf-8")
     return value
+
+
+def _java_round(x: float) -> int:
+    """``Math.round(Double.parseDouble(text))``: how BinlogValueConverters reads an integer column's DEFAULT.
+
+    Through a double, so digits past 2**53 are lost and values beyond a long clamp to its range
+    (a BIGINT UNSIGNED DEFAULT 18446744073709551615 is 9223372036854775807).
+    """
+    if x != x:
+        return 0
+    if x >= 2.0 ** 63:
+        return 2 ** 63 - 1
+    if x <= -(2.0 ** 63):
+        return -(2 ** 63)
+    return math.floor(x + 0.5)
 
 
 def _time_micros(value: str) -> int:
