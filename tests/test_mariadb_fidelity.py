@@ -95,7 +95,10 @@ def test_schema_change_topic(run, mariadb_server) -> None:
     assert server_id != 0
     for g, w in zip(mine, want):
         assert g[0].startswith(w[0]), (g, w)
-        assert g[1:4] == w[1:4], (g, w)
+        # Several tables: Debezium joins them in Java HashSet order, which depends on the database
+        # name (packages/cdc-mysql/tests/test_java_order.py checks the order); compared as a set here.
+        names = [sorted(x.split(",")) if isinstance(x, str) and "," in x else x for x in (g[2], w[2])]
+        assert [g[1], names[0], g[3]] == [w[1], names[1], w[3]], (g, w)
         assert g[4] == (server_id if w[4] == "server" else w[4]), (g, w)
         assert g[5] == w[5], (g, w)
 

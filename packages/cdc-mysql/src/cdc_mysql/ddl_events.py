@@ -18,6 +18,7 @@ from cdc_mysql import config as myc
 from cdc_mysql.catalog import Catalog
 from cdc_mysql.ddl import AppliedDdl, UnparseableDdl
 from cdc_mysql.ddl_filter import is_filtered_statement
+from cdc_mysql.java_order import source_table
 from cdc_mysql.model import TableChange
 from cdc_mysql.schema_changes import schema_change_record
 from cdc_mysql.streaming import DdlHandler
@@ -43,14 +44,16 @@ class DdlEvents(DdlHandler):
             return applied, self._database_event(statement, database, applied, position, source, offset)
         if applied.statements:  # one event per table, with the statement Debezium writes for it
             records: list[ChangeRecord] = []
+            tables = source_table(c.id for c in applied.changes)  # every event names all of the statement's tables
             for change in applied.changes:
                 one = AppliedDdl(applied.kind, [change], [change.id.database])
-                records += self._table_event(applied.statements[change.id], database, one, position, source, offset)
+                records += self._table_event(applied.statements[change.id], database, one, position, source, offset,
+                                             tables)
             return applied, records
         return applied, self._table_event(statement, database, applied, position, source, offset)
 
     def _table_event(self, statement: str, database: str | None, applied: AppliedDdl, position: dict[str, Any],
-                     source: dict[str, Any], offset: dict[str, Any]) -> list[ChangeRecord]:
+                     source: dict[str, Any], offset: dict[str, Any], tables: str | None = None) -> list[ChangeRecord]:
         """Record a statement that changes tables or databases, and send its schema change event.
 
         As Debezium (BinlogDatabaseSchema.parseDdl, EventDispatcher.dispatchSchemaChangeEvent): with
@@ -74,7 +77,7 @@ class DdlEvents(DdlHandler):
         self._history.record(position, database or db or None, statement, applied.changes)
         if not self.config.get(myc.INCLUDE_SCHEMA_CHANGES):
             return []
-        table = ",".join(dict.fromkeys(c.id.table for c in changes)) or None
+        table = tables if tables is not None else source_table(c.id for c in changes)
         return [schema_change_record(self.flavor, self.source_schema, self.server, db, statement, changes,
                                      dict(source, db=db, table=table), offset, self.partition())]
 
@@ -98,7 +101,8 @@ class DdlEvents(DdlHandler):
         self._history.record(position, db, statement, [])
         if not self.config.get(myc.INCLUDE_SCHEMA_CHANGES):
             return []
-        table = applied.truncated[0].table if applied.truncated else None
+        # A statement the parser signals nothing for sets the table set to {null}: source.table is "".
+        table = source_table(applied.truncated) if applied.truncated else ""
         return [schema_change_record(self.flavor, self.source_schema, self.server, db, statement, [],
                                      dict(source, db=db, table=table), offset, self.partition())]
 

@@ -13,8 +13,8 @@ from cdc_mysql.ddl.errors import UnparseableDdl
 from cdc_mysql.ddl.parsing import parse_one
 from cdc_mysql.ddl.table_options import CreateTableParts, create_table_parts
 from cdc_mysql.ddl.tokens import (
-    charset_option, mentioned_tables, paren_names, read_table_name, skip_if_exists, split_actions, table_list,
-    token_ident, token_word, tokenize,
+    charset_option, mentioned_tables, paren_names, read_table_name, skip_if_exists, source_text, split_actions,
+    table_list, token_ident, token_word, tokenize,
 )
 from cdc_mysql.model import ColumnDef, TableChange, TableDef, TableId
 
@@ -142,7 +142,7 @@ class SchemaModel:
                 return AppliedDdl("ignored")
             return AppliedDdl("ignored")
         if first == "RENAME" and rest and rest[0] in ("TABLE", "TABLES"):
-            return self._rename_tables(tokens[2:], db)
+            return self._rename_tables(sql, tokens[2:], db)
         if first == "TRUNCATE":
             i = 2 if rest and rest[0] == "TABLE" else 1
             names = table_list(tokens[i:], db)
@@ -246,7 +246,7 @@ class SchemaModel:
         tid, j = read_table_name(tokens, on + 1, db)
         cols = paren_names(tokens, j)
         table = self.tables.get(tid)
-        if table is None:
+        if table is None or table.primary_key:  # Debezium's CreateUniqueIndexParserListener: only a keyless table changes
             return AppliedDdl("ignored")
         new = replace(table, unique_keys=table.unique_keys + (tuple(cols),))
         self.tables[tid] = new
@@ -271,10 +271,12 @@ class SchemaModel:
         dbs = sorted({c.id.database for c in changes}) or ([db] if db else [])
         return AppliedDdl("table", changes, dbs, statements=statements)
 
-    def _rename_tables(self, tokens: list[Token], db: str | None) -> AppliedDdl:
-        changes = []
+    def _rename_tables(self, sql: str, tokens: list[Token], db: str | None) -> AppliedDdl:
+        """RENAME TABLE: an ALTER per pair, each with its own statement (``RENAME TABLE a TO b``), as Debezium signals them."""
+        changes, statements = [], {}
         i = 0
         while i < len(tokens):
+            start = i
             old, i = read_table_name(tokens, i, db)
             if i >= len(tokens) or token_word(tokens[i]) != "TO":
                 raise ValueError("RENAME TABLE expects `old TO new`")
@@ -284,9 +286,10 @@ class SchemaModel:
                 table = replace(table, id=new)
                 self.tables[new] = table
                 changes.append(TableChange("ALTER", new, table, previous_id=old))
+                statements[new] = "RENAME TABLE " + source_text(sql, tokens[start], tokens[i - 1])
             if i < len(tokens) and tokens[i].token_type == TokenType.COMMA:
                 i += 1
-        return AppliedDdl("table", changes, sorted({c.id.database for c in changes}))
+        return AppliedDdl("table", changes, sorted({c.id.database for c in changes}), statements=statements)
 
     # -- ALTER TABLE ----------------------------------------------------------------------------
 
