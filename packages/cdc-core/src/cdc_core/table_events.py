@@ -163,7 +163,9 @@ class TableEvents:
                            for n in key_names]
             key_columns = [(i, c) for i, c in key_columns if c.schema is not None]
         if key_names and key_columns:
-            self.key_schema = struct(f"{prefix}.Key", [(c.name, c.schema.with_optional(False)) for _, c in key_columns])
+            # Key fields keep their column's nullability (TableSchemaBuilder.addField): a primary key's
+            # columns are NOT NULL, a unique index or message.key.columns may name nullable ones.
+            self.key_schema = struct(f"{prefix}.Key", [(c.name, c.schema) for _, c in key_columns])
             self.key = compile_row_function(key_columns, with_unavailable=False)
             self.key_positions = tuple(i for i, _ in key_columns)
         else:

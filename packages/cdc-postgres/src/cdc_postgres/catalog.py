@@ -97,6 +97,18 @@ JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.i
 WHERE i.indisprimary AND i.indrelid = ANY(%s)
 ORDER BY i.indrelid, array_position(i.indkey::int2[], a.attnum)
 """
+# Unique indexes of tables, each with its columns in index order (0: an expression). Debezium keys a table
+# without a primary key by the first of them as the JDBC driver lists them (getIndexInfo: clustered first,
+# then by index name), skipping any with an expression column (PostgresConnection.isTableUniqueIndexIncluded);
+# INCLUDE columns are listed too, as the driver expands the whole indkey.
+_UNIQUE_INDEXES = """
+SELECT i.indrelid, ci.relname, i.indisclustered,
+       ARRAY(SELECT a.attname FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+             LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+             ORDER BY k.n)
+FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ci ON ci.oid = i.indexrelid
+WHERE i.indisunique AND NOT i.indisprimary AND i.indrelid = ANY(%s)
+"""
 
 
 class Catalog:
@@ -110,6 +122,8 @@ class Catalog:
         self.log = log if log is not None else logging.getLogger(__name__)
         #: Replica identity per table oid: d(efault), f(ull), i(ndex) or n(othing).
         self.replica_identity: dict[int, str] = {}
+        #: Oids of tables without a primary key, keyed by a unique index.
+        self.unique_keyed: set[int] = set()
 
     def captured_tables(self) -> dict[int, Table]:
         """Every table the filters capture, by oid."""
@@ -154,6 +168,11 @@ class Catalog:
                 columns[row[0]].append(row)
             for oid, name in cur.execute(_PRIMARY_KEYS, (oids,)):
                 keys[oid].append(name)
+            unique = cur.execute(_UNIQUE_INDEXES, (oids,)).fetchall()
+        for oid, names in _unique_index_keys(unique).items():
+            if not keys[oid]:
+                keys[oid] = names
+                self.unique_keyed.add(oid)
         out = {}
         for oid, tid in ids.items():
             cols: list[Column] = []
@@ -171,6 +190,20 @@ class Catalog:
                 cols.append(col)
             out[oid] = Table(tid, cols, keys[oid])
         return out
+
+
+def _unique_index_keys(rows: list[tuple[int, str, bool, list[str | None]]]) -> dict[int, list[str]]:
+    """Per table, the columns of the unique index Debezium keys it by when it has no primary key.
+
+    As JdbcConnection.readTableUniqueIndices over pgjdbc's getIndexInfo (ordered by TYPE, where a
+    clustered index comes first, then INDEX_NAME): the first index whose columns are all plain
+    columns; an index on an expression is skipped.
+    """
+    out: dict[int, list[str]] = {}
+    for oid, _, _, names in sorted(rows, key=lambda r: (r[0], not r[2], r[1])):
+        if oid not in out and names and all(n is not None for n in names):
+            out[oid] = list(names)
+    return out
 
 
 def _type_info(facts: tuple[Any, ...]) -> TypeInfo:

@@ -226,7 +226,7 @@ class PostgresChunkReader:
         with self.conn.cursor() as cur, cur.copy(query, params) as copy:
             for data in copy:
                 append(new(RawChange, (table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]), source,
-                                       None, None)))
+                                       None, None, None)))
         if not rows:
             return ChunkRows(invisible=invisible, low=low)
         positions = [table.columns.index(table.column(k)) for k in key]
