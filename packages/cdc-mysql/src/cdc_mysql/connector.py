@@ -85,7 +85,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self.modes = type_modes(config)
         self.signal_table = signal_table_id(config)
         self.versions = TableVersions(self.modes)
-        self.model = SchemaModel()
+        self.model = SchemaModel(keep_comments=config.get(myc.INCLUDE_SCHEMA_COMMENTS))
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(myc.SNAPSHOT_MODE), plugins)
         self.snapshot_query = snapshot_query(config, config.get(myc.SNAPSHOT_QUERY_MODE), plugins)

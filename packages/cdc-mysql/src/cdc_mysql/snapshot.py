@@ -21,7 +21,7 @@ from cdc_core.relational import Table
 
 from cdc_mysql.model import SPATIAL_TYPES, ColumnDef, TableDef
 from cdc_mysql.source import source_block
-from cdc_mysql.types import parse_date, parse_datetime, parse_time
+from cdc_mysql.types import UnpaddedMicros, parse_date, parse_datetime, parse_time
 
 #: PyMySQL converters for parameters only: result values stay text/bytes and are parsed per column.
 ENCODERS_ONLY = {k: v for k, v in conversions.items() if not isinstance(k, int)}
@@ -72,10 +72,18 @@ def value_parser(col: ColumnDef) -> Callable[[Any], Any]:
         return lambda v: parse_date(_text(v), optional)
     if t == "TIME":
         return lambda v: parse_time(_text(v))
-    if t in ("DATETIME", "TIMESTAMP"):
+    if t == "TIMESTAMP":
+        optional = col.optional
+        return lambda v: _snapshot_micros(parse_datetime(_text(v), optional))
+    if t == "DATETIME":
         optional = col.optional
         return lambda v: parse_datetime(_text(v), optional)
     return _text
+
+
+def _snapshot_micros(us: int | None) -> int | None:
+    """A TIMESTAMP read by a SELECT: marked, so its ZonedTimestamp keeps Debezium's snapshot form (zero dates stay as they are)."""
+    return UnpaddedMicros(us) if us else us
 
 
 def row_parser(definition: TableDef, names: list[str] | None = None) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
@@ -159,8 +167,9 @@ class SnapshotReader:
                     if not chunk:
                         break
                     # Rows in the middle of a table share one source block and offset per fetch.
+                    # server_id 0: Debezium's snapshot reads carry no binlog event, so no server id.
                     source = source_block(self.connector, self.server, time.time_ns() // 1_000_000, "true", db, name,
-                                          self.server_id, None, file, pos, 0, None, None)
+                                          0, None, file, pos, 0, None, None)
                     offset = self._offset()
                     for raw in chunk:
                         src = source
