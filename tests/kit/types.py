@@ -5,6 +5,7 @@ A file has ``mode_sets`` (``config``: handling-mode properties; one connector ru
 input and expected JSON value) or ``inputs``, ``schema`` (the Connect schema fragment), and per
 handling mode ``by_mode: {property: {value: {schema, values, omitted}}}``; optionally ``omitted``
 (a type Debezium leaves out), ``ddl`` (schema and values where a DDL-parsed definition differs),
+``snapshot`` (values where the snapshot writes them otherwise than the log reader),
 and per family ``only: {property: [values]}`` and ``xfail: {reason, modes}``.
 """
 
@@ -36,6 +37,8 @@ class ColumnCase:
     optional: bool = True
     ddl_schema: dict[str, Any] | None = None
     ddl_expected: list[Any] | None = None
+    #: The snapshot's values where Debezium's snapshot writes them otherwise than its log reader (``snapshot:``).
+    snapshot_expected: list[Any] | None = None
 
     @property
     def omitted(self) -> bool:
@@ -106,7 +109,7 @@ class TypeCases:
             raise ValueError(f"{self.path.name}: column {name}: {len(inputs)} inputs but {len(expected)} expected values")
         ddl = spec.get("ddl", {})
         return ColumnCase(name, spec["type"], inputs, schema, expected, optional, ddl.get("schema", schema),
-                          ddl.get("values", expected))
+                          ddl.get("values", expected), spec.get("snapshot", {}).get("values"))
 
     def families(self, mode_set: str) -> dict[str, FamilyCase]:
         """The families that apply under ``mode_set`` (``only``), resolved."""
