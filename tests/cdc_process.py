@@ -100,12 +100,27 @@ class CdcProcess:
         return self.events(topic)
 
     def terminate(self, timeout: float = 30.0) -> int:
-        """SIGTERM and wait; return the exit code."""
+        """SIGTERM once cdc handles it (not while Python is still starting), and wait; return the exit code."""
         assert self.proc is not None
+        self._wait_handling_sigterm(timeout)
         self.proc.send_signal(signal.SIGTERM)
         code = self.proc.wait(timeout)
         self._log.close()
         return code
+
+    def _wait_handling_sigterm(self, timeout: float) -> None:
+        """Wait until the process catches SIGTERM (its SigCgt mask in /proc), or has exited."""
+        deadline = time.monotonic() + timeout
+        status = Path(f"/proc/{self.proc.pid}/status")
+        while self.proc.poll() is None and time.monotonic() < deadline:
+            try:
+                caught = next(int(line.split()[1], 16) for line in status.read_text().splitlines()
+                              if line.startswith("SigCgt:"))
+            except (OSError, StopIteration):
+                return
+            if caught & (1 << (signal.SIGTERM - 1)):
+                return
+            time.sleep(0.05)
 
     def kill(self) -> None:
         """SIGKILL: no chance to drain or commit."""

@@ -9,22 +9,16 @@ groups are ``tests/conformance/mariadb.yaml``; the quick variant runs the groups
 
 from __future__ import annotations
 
-import os
 import random
 import re
-from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
-from conformance.check import assert_conforms, require_real_debezium
-from conformance.harness import END_TABLE, PING_TABLE, Side, capture
+from conformance.check import require_real_debezium
+from conformance.harness import END_TABLE, PING_TABLE, Side
+from conformance.workload import Workload
 
-HERE = Path(__file__).parent
-WORKLOAD = yaml.safe_load((HERE / "conformance" / "mariadb.yaml").read_text(encoding="utf-8"))
-SOAK = os.environ.get("CDC_SOAK") == "1"
-GROUPS = [name for name, g in WORKLOAD["groups"].items() if SOAK or g.get("ci")]
+WORKLOAD = Workload("mariadb")
 
 
 def _statements(text: str) -> list[str]:
@@ -73,13 +67,8 @@ def _type_tables(server, database: str):
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("group", GROUPS)
+@pytest.mark.parametrize("group", WORKLOAD.groups)
 def test_every_field_as_debezium_writes_it(mariadb_server, mariadb_db, tmp_path, group):
     require_real_debezium()
-    spec = WORKLOAD["groups"][group]
-    side = _side(mariadb_server, mariadb_db)
-    steps: list[Any] = list(WORKLOAD["stream"])
-    if WORKLOAD.get("types"):
-        steps.append(_type_tables(mariadb_server, mariadb_db))
-    run = capture(side, WORKLOAD["setup"], steps, dict(spec.get("properties", {})), tmp_path)
-    assert_conforms(run, "mariadb", group, tmp_path)
+    types = _type_tables(mariadb_server, mariadb_db) if WORKLOAD.with_types else None
+    WORKLOAD.check(_side(mariadb_server, mariadb_db), group, tmp_path, types)

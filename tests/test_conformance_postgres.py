@@ -9,21 +9,15 @@ The quick variant runs the groups marked ``ci``; ``CDC_SOAK=1`` runs them all.
 
 from __future__ import annotations
 
-import os
 import uuid
-from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
-from conformance.check import assert_conforms, require_real_debezium
-from conformance.harness import END_TABLE, PING_TABLE, Side, capture
+from conformance.check import require_real_debezium
+from conformance.harness import END_TABLE, PING_TABLE, Side
+from conformance.workload import Workload
 
-HERE = Path(__file__).parent
-WORKLOAD = yaml.safe_load((HERE / "conformance" / "postgres.yaml").read_text(encoding="utf-8"))
-SOAK = os.environ.get("CDC_SOAK") == "1"
-GROUPS = [name for name, g in WORKLOAD["groups"].items() if SOAK or g.get("ci")]
+WORKLOAD = Workload("postgres")
 
 
 def _side(pg_server, dbname: str) -> Side:
@@ -49,7 +43,7 @@ def _type_tables(pg_server, dbname: str):
     """Setup and stream steps for the type tables of tests/data/postgres_types.yaml."""
     from test_postgres_types_e2e import DATA, FamilyCase, _create_tables, _families, _insert_rows, _prepare_database
 
-    excluded = WORKLOAD.get("types_excluded", {})
+    excluded = WORKLOAD.spec.get("types_excluded", {})
     with pg_server.connect(dbname) as conn:
         missing = _prepare_database(conn)
         for name in excluded:
@@ -70,13 +64,8 @@ def _type_tables(pg_server, dbname: str):
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("group", GROUPS)
+@pytest.mark.parametrize("group", WORKLOAD.groups)
 def test_every_field_as_debezium_writes_it(pg_server, pg_db, tmp_path, group):
     require_real_debezium()
-    spec = WORKLOAD["groups"][group]
-    side = _side(pg_server, pg_db)
-    steps: list[Any] = list(WORKLOAD["stream"])
-    if WORKLOAD.get("types"):
-        steps.append(_type_tables(pg_server, pg_db))
-    run = capture(side, WORKLOAD["setup"], steps, dict(spec.get("properties", {})), tmp_path)
-    assert_conforms(run, "postgres", group, tmp_path)
+    types = _type_tables(pg_server, pg_db) if WORKLOAD.with_types else None
+    WORKLOAD.check(_side(pg_server, pg_db), group, tmp_path, types)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import time
 
 from cdc_process import CdcProcess, server_properties, write_properties

@@ -336,7 +336,7 @@ def _column_code(i: int, tc: Any, cd: ColumnDef, env: dict[str, Any]) -> list[st
 def _string_code(v: str, width: int, cd: ColumnDef, env: dict[str, Any], pad: bool = False) -> list[str]:
     binary = cd.type_name in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB")
     codec = None if binary else codec_for(cd.charset)
-    head = ([f"ln = data[pos]", "pos += 1"] if width == 1
+    head = (["ln = data[pos]", "pos += 1"] if width == 1
             else [f"ln = from_bytes(data[pos:pos + {width}], 'little')", f"pos += {width}"])
     if codec is None:
         return head + [f"{v} = data[pos:pos + ln]", "pos += ln"]
