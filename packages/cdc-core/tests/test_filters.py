@@ -92,3 +92,15 @@ def test_invalid_regex_is_a_config_error_naming_the_property() -> None:
 )
 def test_column_filter(props: dict, column: str, included: bool) -> None:
     assert ColumnFilter(Config(props)).includes(TableId(None, "public", "customers"), column) is included
+
+
+def test_builtin_tables_are_never_captured_even_when_listed() -> None:
+    # Debezium's PostgreSQL SystemTablesPredicate: system schemas, pg_temp* schemas, and
+    # extension tables such as PostGIS' spatial_ref_sys in any schema (case-insensitive).
+    f = TableFilter(Config({"table.include.list": ".*"}), frozenset({"pg_catalog"}), frozenset({"spatial_ref_sys"}),
+                    ("pg_temp",))
+    assert not f.includes(TableId(None, "public", "spatial_ref_sys"))
+    assert not f.includes(TableId(None, "gis", "Spatial_Ref_Sys"))
+    assert not f.includes(TableId(None, "pg_temp_3", "t"))
+    assert not f.includes(TableId(None, "pg_catalog", "pg_class"))
+    assert f.includes(TableId(None, "public", "spatial_ref_sys_copy"))

@@ -17,22 +17,28 @@ class TableFilter:
     """Decides whether a table is captured, from the schema and table include/exclude lists.
 
     Every regex must match the whole name (Debezium anchors them). Table lists match
-    ``schema.table`` (or ``database.table`` where a connector has no schemas). Tables of
-    ``system_schemas`` are never captured, whatever the lists say (``table.ignore.builtin``).
+    ``schema.table`` (or ``database.table`` where a connector has no schemas). A connector's
+    built-in tables are never captured, whatever the lists say (``table.ignore.builtin``): those of
+    ``system_schemas`` and of schemas starting with one of ``system_schema_prefixes``, and
+    ``system_tables`` (lower-case names, matched case-insensitively in any schema: tables that
+    extensions put into the user's schemas, such as PostGIS' ``spatial_ref_sys``).
     """
 
-    def __init__(self, config: Config, system_schemas: frozenset[str] = frozenset()):
+    def __init__(self, config: Config, system_schemas: frozenset[str] = frozenset(),
+                 system_tables: frozenset[str] = frozenset(), system_schema_prefixes: tuple[str, ...] = ()):
         self.schema_include = config.get(common.SCHEMA_INCLUDE) or []
         self.schema_exclude = config.get(common.SCHEMA_EXCLUDE) or []
         self.table_include = config.get(common.TABLE_INCLUDE) or []
         self.table_exclude = config.get(common.TABLE_EXCLUDE) or []
         self.system_schemas = system_schemas
+        self.system_tables = system_tables
+        self.system_schema_prefixes = system_schema_prefixes
 
     def includes_schema(self, schema: str | None) -> bool:
         """True if tables of ``schema`` may be captured."""
         if schema is None:
             return True
-        if schema in self.system_schemas:
+        if schema in self.system_schemas or (self.system_schema_prefixes and schema.startswith(self.system_schema_prefixes)):
             # Debezium ignores built-in tables regardless of the include and exclude lists.
             return False
         if self.schema_include:
@@ -42,6 +48,8 @@ class TableFilter:
     def includes(self, table: TableId) -> bool:
         """True if ``table`` is captured."""
         if not self.includes_schema(table.schema):
+            return False
+        if self.system_tables and table.table.lower() in self.system_tables:
             return False
         name = table.identifier
         if self.table_include:

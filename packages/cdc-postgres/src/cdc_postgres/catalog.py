@@ -13,6 +13,16 @@ from cdc_postgres.types import TypeInfo, TypeModes, column_for
 
 #: Schemas that are never captured.
 SYSTEM_SCHEMAS = frozenset({"pg_catalog", "information_schema", "pg_toast"})
+#: Tables never captured in any schema: extensions' own tables in the user's schemas (Debezium's
+#: PostgresConnectorConfig.SystemTablesPredicate lists PostGIS' spatial_ref_sys).
+SYSTEM_TABLES = frozenset({"spatial_ref_sys"})
+#: Prefixes of schemas never captured (sessions' temporary schemas).
+SYSTEM_SCHEMA_PREFIXES = ("pg_temp",)
+
+
+def table_filter(config: Any) -> TableFilter:
+    """The connector's table filter: the include/exclude lists, never the built-in tables."""
+    return TableFilter(config, SYSTEM_SCHEMAS, SYSTEM_TABLES, SYSTEM_SCHEMA_PREFIXES)
 
 # Generated columns are left out: pgoutput does not send them either.
 _TABLES = """

@@ -24,14 +24,13 @@ from cdc_core.config import Config
 from cdc_core.config import common
 from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint, RawChange
-from cdc_core.filters import TableFilter
 from cdc_core.logs import connector_logger
 from cdc_core.relational import Table
 from cdc_core.snapshot.markers import snapshot_marker
 from cdc_core.spi.chunks import Chunk, SnapshotPlan
 from cdc_core.spi.connector import ConnectorContext
 from cdc_postgres import config as pgc
-from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
+from cdc_postgres.catalog import Catalog, table_filter
 from cdc_postgres.copytext import parse_row
 from cdc_postgres.replication import ReplicationConnection, format_lsn, parse_lsn
 from cdc_postgres.source import sequence, source_block
@@ -96,7 +95,7 @@ class PostgresSnapshotChunks:
             return self._tables(conn, tables)
 
     def _tables(self, conn: psycopg.Connection, tables: list[str] | None) -> list[Table]:
-        catalog = Catalog(conn, type_modes(self.config), TableFilter(self.config, SYSTEM_SCHEMAS))
+        catalog = Catalog(conn, type_modes(self.config), table_filter(self.config))
         found = catalog.captured_tables()
         out = [t for t in found.values() if tables is None or t.id.identifier in tables]
         if tables:
@@ -256,7 +255,7 @@ class PostgresSnapshotChunks:
         try:
             conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(chunk.snapshot)))
-            catalog = Catalog(conn, type_modes(config), TableFilter(config, SYSTEM_SCHEMAS))
+            catalog = Catalog(conn, type_modes(config), table_filter(config))
             table = catalog.table(chunk.extra["oid"])
             if table is None:
                 raise ConnectorError(f"table {chunk.table!r} is gone from the snapshot")

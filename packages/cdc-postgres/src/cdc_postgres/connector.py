@@ -14,13 +14,12 @@ from cdc_core.config import Config, Fields
 from cdc_core.config import common
 from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange
-from cdc_core.filters import TableFilter
 from cdc_core.plugins import registry
 from cdc_core.relational import Table, TableId
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
 from cdc_postgres import config as pgc
-from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
+from cdc_postgres.catalog import Catalog, table_filter
 from cdc_postgres.incremental import signal_tables
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
@@ -63,7 +62,7 @@ class PostgresConnector:
             hstore_handling=config.get(pgc.HSTORE_MODE),
             include_unknown_datatypes=config.get(pgc.INCLUDE_UNKNOWN_DATATYPES),
         )
-        self.filter = TableFilter(config, SYSTEM_SCHEMAS)
+        self.filter = table_filter(config)
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(pgc.SNAPSHOT_MODE), plugins)
         self.snapshot_query = snapshot_query(config, config.get(common.SNAPSHOT_QUERY_MODE), plugins)

