@@ -64,3 +64,9 @@ def test_framed_payloads_apply_replace_null_with_default_as_the_serializer(repla
     frame, payload = framer.split(envelope, record.value, True, replace)
     assert framer.frames[frame] + payload + b"}" == expected.value
     assert (b'"label":"none"' in payload) is replace
+
+
+def test_the_suite_checks_framed_records():
+    """With the test suite's CDC_CHECK_JSON, a framed record JsonConverter could not read fails."""
+    with pytest.raises(AssertionError, match="is not an int32"):
+        Framer().split(KEY, {"id": "one"}, True)

@@ -4,7 +4,8 @@
 ``JsonSerializer.serialize`` (the root ``conftest.py`` sets it, and ``cdc run`` subprocesses of
 the tests inherit it): a record JsonConverter would not have written raises AssertionError.
 The engine also serializes (and so checks) every batch it hands to a handler of the library API
-(``wrap_handler``), so tests that look at records rather than bytes check them too.
+(``wrap_handler``), so tests that look at records rather than bytes check them too; cdc-spark's
+stream framing is checked through ``check_bytes``.
 ``CDC_CHECK_JSON=/some/file`` appends the problems to that file instead and goes on (to survey a
 whole run). Unset, nothing is wrapped and nothing costs anything.
 
@@ -37,6 +38,30 @@ def known_problems() -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
 
 
+def _report(problems: list[str], known: re.Pattern[str] | None, log_path: str | None) -> None:
+    """Raise (or log) the problems that are not known ones."""
+    if known is not None:
+        problems = [p for p in problems if not known.match(p)]
+    if not problems:
+        return
+    unique = list(dict.fromkeys(problems))
+    if log_path is None:
+        raise AssertionError("JsonConverter would not write this:\n" + "\n".join(unique[:20]))
+    with open(log_path, "a", encoding="utf-8") as f:
+        f.writelines(p + "\n" for p in unique)
+
+
+_BYTES_VERDICTS: dict[bytes, list[str]] = {}
+
+
+def check_bytes(data: bytes | None, schemas_enable: bool, what: str) -> None:
+    """Check one serialized key or value written outside ``JsonSerializer`` (a no-op unless switched on)."""
+    setting = os.environ.get(ENV, "")
+    if setting:
+        log_path = None if setting in ("1", "true", "yes") else setting
+        _report(record_problems(data, schemas_enable, what, _BYTES_VERDICTS), known_problems(), log_path)
+
+
 def install(serializer_class: Any) -> None:
     """Wrap ``serializer_class.serialize`` with the check (once)."""
     setting = os.environ.get(ENV, "")
@@ -55,14 +80,7 @@ def install(serializer_class: Any) -> None:
         for r in out:
             problems += record_problems(r.key, key_on, f"{r.topic} key", verdicts)
             problems += record_problems(r.value, value_on, f"{r.topic} value", verdicts)
-        if known is not None:
-            problems = [p for p in problems if not known.match(p)]
-        if problems:
-            unique = list(dict.fromkeys(problems))
-            if log_path is None:
-                raise AssertionError("JsonConverter would not write this:\n" + "\n".join(unique[:20]))
-            with open(log_path, "a", encoding="utf-8") as f:
-                f.writelines(p + "\n" for p in unique)
+        _report(problems, known, log_path)
         return out
 
     checked.checked = True  # type: ignore[attr-defined]
