@@ -11,18 +11,30 @@ A throwaway MariaDB gets 200k mixed row changes (inserts, updates, deletes in tr
   library API's handler) and before the serializer, to show where the time goes;
 - the snapshot rate: an initial snapshot of the table's remaining rows into the file sink.
 
+The same run gives both jobs to Debezium's embedded engine (its MySqlConnector against the same
+MariaDB, JsonConverter with schemas into a file fsynced per batch, ``tombstones.on.delete=false``,
+``debezium_baseline``): the snapshot with ``snapshot.mode=initial_only``; the drain of the same
+binlog from an offset stored before the backlog, as a user's engine has one: before the backlog
+is written it runs once with ``snapshot.mode=no_data`` and file-backed offsets and schema history,
+streams a marker row of another table and is stopped gracefully (committing its offset); each
+drain restarts from copies of those files. The file-sink and snapshot runs of cdc it is compared
+with run alone in a fresh Python process, for their CPU time and peak RSS. ``--no-debezium``
+leaves Debezium out.
+
 The machine may be shared: each rate is the best of ``--repeat`` runs (default 3).
 
-Usage: ``uv run python benchmarks/mariadb_streaming.py [--changes N] [--repeat N]``.
+Usage: ``uv run python benchmarks/mariadb_streaming.py [--changes N] [--repeat N] [--no-debezium]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
@@ -35,8 +47,14 @@ from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_mysql.embedded import EmbeddedMariaDB
 
+import debezium_baseline
+import isolated
+from debezium_baseline import Figures
+
 TABLE = ("CREATE TABLE bench (id INT PRIMARY KEY, name VARCHAR(64) NOT NULL, amount DECIMAL(12,2), qty BIGINT, "
          "created DATETIME(6), flag TINYINT(1))")
+#: Another table of the database: Debezium's first run streams a row of it to show it is past its start.
+MARKER = "CREATE TABLE marker (id INT PRIMARY KEY)"
 
 
 def generate(server: EmbeddedMariaDB, changes: int) -> tuple[str, int, str, int]:
@@ -83,8 +101,8 @@ def bare_rate(server: EmbeddedMariaDB, file: str, pos: int, end_pos: int, change
 CPU_US: dict[str, float] = {}
 
 
-def engine_rate(server: EmbeddedMariaDB, file: str, pos: int, changes: int, out_dir: Path, stage: str = "sink") -> float:
-    """Events/s through the engine: decode, convert, envelope, then (``stage``) JSON and the file sink."""
+def engine_rate(server: Any, file: str, pos: int, changes: int, out_dir: Path, stage: str = "sink") -> tuple[float, float]:
+    """(events/s, CPU µs/event) through the engine: decode, convert, envelope, then (``stage``) JSON and the file sink."""
     config = Config({
         "connector.class": "mariadb", "database.hostname": server.host, "database.port": server.port,
         "database.user": server.user, "database.server.id": 9002, "topic.prefix": "bench",
@@ -115,13 +133,13 @@ def engine_rate(server: EmbeddedMariaDB, file: str, pos: int, changes: int, out_
     runner.start()
     done.wait(600)
     elapsed = time.perf_counter() - started
-    CPU_US[stage] = min(CPU_US.get(stage, 1e9), (time.process_time() - cpu) / count * 1e6)
+    cpu_us = (time.process_time() - cpu) / count * 1e6
     runner.join()
     sink.close()
-    return count / elapsed
+    return count / elapsed, cpu_us
 
 
-def snapshot_rate(server: EmbeddedMariaDB, rows: int, out_dir: Path) -> float:
+def snapshot_rate(server: Any, rows: int, out_dir: Path) -> float:
     """Rows/s of an initial snapshot (initial_only) into the file sink."""
     config = Config({
         "connector.class": "mariadb", "database.hostname": server.host, "database.port": server.port,
@@ -147,30 +165,95 @@ def snapshot_rate(server: EmbeddedMariaDB, rows: int, out_dir: Path) -> float:
     return count / elapsed
 
 
+def debezium_offset_before_backlog(server: EmbeddedMariaDB, state: Path, workdir: Path) -> None:
+    """Debezium's first run (no_data): streams a marker row, stops gracefully; its offset and history stay in ``state``."""
+    from conformance.debezium import wait_for
+
+    state.mkdir(parents=True)
+    props = debezium_baseline.engine_properties(debezium_baseline.mysql(
+        server, 9101, "bench", "no_data", state / "history.dat", **{"database.include.list": "bench"}),
+        offsets=state / "offsets.dat")
+    process = debezium_baseline.start(props, workdir)
+    marker = iter(range(1, 1_000_000))
+
+    def streamed() -> bool:
+        if any(r["topic"] == "bench.bench.marker" for r in process.records()):
+            return True
+        server.execute(f"INSERT INTO marker VALUES ({next(marker)})", database="bench")
+        time.sleep(0.5)
+        return False
+
+    try:
+        wait_for(streamed, 180, "Debezium to stream the marker row", process)
+    finally:
+        process.stop()
+    # The MySqlConnector does not take MariaDB's GTID event for a transaction's start: the offset it
+    # commits for the marker is the position of the marker's COMMIT with "row": 1, and on restart it
+    # skips the first row of the next rows event it reads (seen with 3.0.7 on MariaDB 10.11). That
+    # row is this one, outside the backlog, so that Debezium drains all of the backlog.
+    server.execute("INSERT INTO marker VALUES (0)", database="bench")
+
+
+def debezium_drain(server: EmbeddedMariaDB, state: Path, workdir: Path, changes: int) -> Figures:
+    """Debezium restarted from the offset before the backlog (copies of ``state``), until all of it is written."""
+    run_state = workdir / "state"
+    shutil.copytree(state, run_state)
+    props = debezium_baseline.engine_properties(debezium_baseline.mysql(
+        server, 9101, "bench", "no_data", run_state / "history.dat", **{"database.include.list": "bench"}),
+        offsets=run_state / "offsets.dat")
+    return debezium_baseline.run(props, workdir, "bench.bench.bench", changes)
+
+
+def debezium_snapshot(server: EmbeddedMariaDB, workdir: Path, rows: int) -> Figures:
+    """Debezium's initial_only snapshot of the database (history in memory), until the table's last row."""
+    props = debezium_baseline.engine_properties(debezium_baseline.mysql(
+        server, 9102, "snap", "initial_only", **{"database.include.list": "bench"}))
+    return debezium_baseline.run(props, workdir, "snap.bench.bench", rows)
+
+
 def main() -> None:
     """Run the benchmark and print the numbers."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--changes", type=int, default=200_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--sink-dir", help="where the file sink writes (default: a temporary directory)")
+    parser.add_argument("--no-debezium", action="store_true", help="do not run Debezium's engine beside cdc")
     args = parser.parse_args()
+    why_not = "--no-debezium" if args.no_debezium else debezium_baseline.missing()
     best: dict[str, float] = {}
+    cdc: dict[str, list[Figures]] = {"drain": [], "snapshot": []}
+    dbz: dict[str, list[Figures]] = {"drain": [], "snapshot": []}
     with EmbeddedMariaDB() as server, tempfile.TemporaryDirectory(dir=args.sink_dir) as tmp:
         print(f"file sink directory: {tmp} (the server's data: {server.base_dir})")
         server.create_database("bench")
         server.execute(TABLE, database="bench")
+        server.execute(MARKER, database="bench")
+        state = Path(tmp) / "debezium-state"
+        if why_not is None:
+            debezium_offset_before_backlog(server, state, Path(tmp) / "debezium-first")
         t = time.perf_counter()
         file, pos, _, end_pos = generate(server, args.changes)
         print(f"wrote {args.changes} row changes in {time.perf_counter() - t:.2f}s")
         remaining = server.execute("SELECT COUNT(*) FROM bench", database="bench")[0][0]
+        address = isolated.address(server)
         for i in range(args.repeat):
-            rates = {
-                "bare": bare_rate(server, file, pos, end_pos, args.changes),
-                "records": engine_rate(server, file, pos, args.changes, Path(tmp) / f"r{i}", "records"),
-                "json": engine_rate(server, file, pos, args.changes, Path(tmp) / f"j{i}", "json"),
-                "sink": engine_rate(server, file, pos, args.changes, Path(tmp) / f"s{i}", "sink"),
-                "snapshot": snapshot_rate(server, remaining, Path(tmp) / f"snapshot{i}"),
-            }
+            rates = {"bare": bare_rate(server, file, pos, end_pos, args.changes)}
+            for stage in ("records", "json"):
+                rates[stage], cpu_us = engine_rate(server, file, pos, args.changes, Path(tmp) / f"{stage[0]}{i}", stage)
+                CPU_US[stage] = min(CPU_US.get(stage, 1e9), cpu_us)
+            # The runs compared with Debezium: each alone in a fresh process (its CPU and peak RSS, as the JVM's).
+            (rates["sink"], cpu_us), cpu_s, rss, wall = isolated.run(engine_rate, address, file, pos, args.changes,
+                                                                     Path(tmp) / f"s{i}", "sink")
+            CPU_US["sink"] = min(CPU_US.get("sink", 1e9), cpu_us)
+            cdc["drain"].append(Figures(args.changes, args.changes / rates["sink"], wall, cpu_s, rss))
+            rates["snapshot"], cpu_s, rss, wall = isolated.run(snapshot_rate, address, remaining,
+                                                               Path(tmp) / f"snapshot{i}")
+            cdc["snapshot"].append(Figures(remaining, remaining / rates["snapshot"], wall, cpu_s, rss))
+            if why_not is None:
+                dbz["drain"].append(debezium_drain(server, state, Path(tmp) / f"debezium-drain{i}", args.changes))
+                dbz["snapshot"].append(debezium_snapshot(server, Path(tmp) / f"debezium-snapshot{i}", remaining))
+                shutil.rmtree(Path(tmp) / f"debezium-drain{i}")
+                shutil.rmtree(Path(tmp) / f"debezium-snapshot{i}")
             for k, v in rates.items():
                 best[k] = max(best.get(k, 0.0), v)
     print(f"bare mysql-replication loop          : {best['bare']:>10,.0f} row changes/s")
@@ -180,6 +263,14 @@ def main() -> None:
     print(f"ratio end-to-end (file sink) / bare  : {best['sink'] / best['bare']:>10.2f}")
     print(f"snapshot (file sink)                 : {best['snapshot']:>10,.0f} rows/s ({remaining} rows)")
     print("targets: end to end >= 0.8 x the bare library rate (issue 4); project goal >= 60,000 events/s")
+    print()
+    pick = {side: {job: debezium_baseline.best(runs) if runs else None for job, runs in figures.items()}
+            for side, figures in (("cdc", cdc), ("dbz", dbz))}
+    print(debezium_baseline.table(
+        f"MariaDB (Debezium's MySqlConnector), {args.changes:,} row changes; best of {args.repeat} runs each",
+        [("drain the backlog", pick["cdc"]["drain"], pick["dbz"]["drain"]),
+         (f"snapshot {remaining:,} rows", pick["cdc"]["snapshot"], pick["dbz"]["snapshot"])], why_not))
+    print("target: cdc >= 3x Debezium's rate, CPU per record <= 0.15x, peak RSS <= 150 MB draining (issue 20)")
 
 
 if __name__ == "__main__":

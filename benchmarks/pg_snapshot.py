@@ -6,7 +6,11 @@ the disk's. ``--file-sink`` writes to the file sink instead. Each measurement al
 process's CPU time (user + sys) per row, which other processes' load disturbs less than the
 wall clock (PostgreSQL's own CPU is not in it). ``--repeat N`` runs each measurement N times and
 reports the best.
-Usage: ``uv run python benchmarks/pg_snapshot.py [--rows N] [--repeat N] [--file-sink]``.
+The same run snapshots the same table with Debezium's embedded engine (PostgresConnector,
+``snapshot.mode=initial_only``, JsonConverter with schemas into a file fsynced per batch; the JVM
+ends with the snapshot) and prints its rate, CPU per record and peak RSS beside a cdc file-sink
+snapshot run alone in a fresh Python process (``debezium_baseline``). ``--no-debezium`` leaves it out.
+Usage: ``uv run python benchmarks/pg_snapshot.py [--rows N] [--repeat N] [--file-sink] [--no-debezium]``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from cdc_core.config import Config
 from cdc_core.engine import Engine
@@ -25,6 +30,10 @@ from cdc_core.serializers.json import JsonSerializer
 from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_postgres.embedded import EmbeddedPostgres
+
+import debezium_baseline
+import isolated
+from debezium_baseline import Figures
 
 TABLE = "CREATE TABLE bench (id int PRIMARY KEY, name text, amount numeric(12,2), qty bigint, created timestamptz)"
 INSERT = ("INSERT INTO bench SELECT g, 'name-' || g, g * 1.25, g * 7, "
@@ -51,7 +60,7 @@ def bare_copy_rate(pg: EmbeddedPostgres, rows: int) -> tuple[float, float]:
     return rows / elapsed, cpu / rows * 1e6
 
 
-def engine_rate(pg: EmbeddedPostgres, rows: int, out_dir: Path | None) -> tuple[float, float]:
+def engine_rate(pg: Any, rows: int, out_dir: Path | None) -> tuple[float, float]:
     """(rows/s, CPU µs/row) of the whole snapshot: COPY, parse, convert, envelope, JSON (and the file sink if asked)."""
     config = Config({
         "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
@@ -85,7 +94,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=1, help="run each measurement N times, report the best")
     parser.add_argument("--file-sink", action="store_true")
+    parser.add_argument("--no-debezium", action="store_true", help="do not run Debezium's engine beside cdc")
     args = parser.parse_args()
+    why_not = "--no-debezium" if args.no_debezium else debezium_baseline.missing()
+    dbz: Figures | None = None
     load_before = os.getloadavg()[0]
     with EmbeddedPostgres() as pg, tempfile.TemporaryDirectory() as tmp:
         pg.create_database("bench")
@@ -94,6 +106,14 @@ def main() -> None:
         pg.execute("VACUUM ANALYZE bench", dbname="bench")
         bare = [bare_copy_rate(pg, args.rows) for _ in range(args.repeat)]
         full = [engine_rate(pg, args.rows, Path(tmp) if args.file_sink else None) for _ in range(args.repeat)]
+        # Against Debezium: cdc into the file sink, alone in a fresh process (its CPU and peak RSS, as the JVM's).
+        (rate, _), cpu_s, rss, wall = isolated.run(engine_rate, isolated.address(pg), args.rows, Path(tmp) / "cdc")
+        cdc = Figures(args.rows, args.rows / rate, wall, cpu_s, rss)
+        if why_not is None:
+            props = debezium_baseline.engine_properties(debezium_baseline.postgres(
+                pg, "bench", "dbz_snapshot", "initial_only", **{"table.include.list": "public.bench",
+                                                               "publication.autocreate.mode": "filtered"}))
+            dbz = debezium_baseline.run(props, Path(tmp) / "debezium", "bench.public.bench", args.rows)
     load_after = os.getloadavg()[0]
     (bare_rate, bare_cpu), (full_rate, full_cpu) = max(bare), max(full)
     label = " (file)" if args.file_sink else " (JSON)"
@@ -106,6 +126,10 @@ def main() -> None:
     print(f"load average (1 min)       : {load_before:.2f} before, {load_after:.2f} after, on {os.cpu_count()} CPUs")
     print(f"target: snapshot >= {TARGET_ROWS_PER_S:,} rows/s (issue 3); baseline, the code before issue 3 run "
           "side by side (load 2-5): 61-94k rows/s, 8.5-8.8 us CPU/row (11.2 at load 1.2)")
+    print()
+    print(debezium_baseline.table(f"snapshot of one {args.rows:,}-row table (PostgreSQL)",
+                                  [("snapshot, file sink", cdc, dbz)], why_not))
+    print("target: cdc >= 3x Debezium's rate, CPU per record <= 0.15x (issue 20)")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,13 @@
 """PostgreSQL streaming benchmark: end-to-end events/s into the file sink vs a bare replication loop.
 
 Both read the same WAL: 200k single-row inserts into a 5-column table (one transaction),
-written while nothing reads, through two slots created beforehand. Prints both rates and their
-ratio. Usage: ``uv run python benchmarks/pg_streaming.py [--rows N]``.
+written while nothing reads, through slots created beforehand. Prints both rates and their
+ratio. The same run drains the same WAL with Debezium's embedded engine (PostgresConnector,
+``snapshot.mode=no_data``, its own slot made before the backlog, the same publication, offsets in
+memory, JsonConverter with schemas into a file fsynced per batch) and prints its rate, CPU per
+record and peak RSS beside cdc's file-sink run, which runs alone in a fresh Python process for
+its CPU and memory figures (``debezium_baseline``). ``--no-debezium`` leaves Debezium out.
+Usage: ``uv run python benchmarks/pg_streaming.py [--rows N] [--no-debezium]``.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from cdc_core.config import Config
 from cdc_core.engine import Engine
@@ -20,6 +26,10 @@ from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_postgres.embedded import EmbeddedPostgres
 from cdc_postgres.replication import ReplicationConnection
+
+import debezium_baseline
+import isolated
+from debezium_baseline import Figures
 
 TABLE = "CREATE TABLE bench (id int PRIMARY KEY, name text, amount numeric(12,2), qty bigint, created timestamptz)"
 INSERT = ("INSERT INTO bench SELECT g, 'name-' || g, g * 1.25, g * 7, "
@@ -41,7 +51,7 @@ def bare_receive_rate(pg: EmbeddedPostgres, db: str, slot: str, rows: int) -> fl
     return rows / elapsed
 
 
-def engine_rate(pg: EmbeddedPostgres, db: str, slot: str, rows: int, out_dir: Path | None,
+def engine_rate(pg: Any, db: str, slot: str, rows: int, out_dir: Path | None,
                 extra: dict | None = None) -> float:
     """Events/s through the whole engine: decode, convert, envelope, JSON, file sink, offsets."""
     config = Config({
@@ -84,19 +94,30 @@ def main() -> None:
     """Run the benchmark and print the numbers."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--no-debezium", action="store_true", help="do not run Debezium's engine beside cdc")
     args = parser.parse_args()
+    why_not = "--no-debezium" if args.no_debezium else debezium_baseline.missing()
+    dbz: Figures | None = None
     with EmbeddedPostgres() as pg, tempfile.TemporaryDirectory() as tmp:
         pg.create_database("bench")
         pg.execute(TABLE, dbname="bench")
         pg.execute("CREATE PUBLICATION bench_pub FOR TABLE bench", dbname="bench")
-        slots = ("bench_bare", "bench_file", "bench_json", "bench_tx")
+        slots = ("bench_bare", "bench_file", "bench_json", "bench_tx", "bench_dbz")
         for slot in slots:
             pg.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')", dbname="bench")
         t = time.perf_counter()
         pg.execute(INSERT % args.rows, dbname="bench")
         print(f"inserted {args.rows} rows in {time.perf_counter() - t:.2f}s")
         bare = bare_receive_rate(pg, "bench", "bench_bare", args.rows)
-        full = engine_rate(pg, "bench", "bench_file", args.rows, Path(tmp))
+        # cdc's file-sink run alone in a fresh process: its CPU and peak RSS, as the JVM's are taken.
+        full, cpu_s, rss, wall = isolated.run(engine_rate, isolated.address(pg), "bench", "bench_file", args.rows,
+                                              Path(tmp) / "cdc")
+        cdc = Figures(args.rows, args.rows / full, wall, cpu_s, rss)
+        if why_not is None:
+            props = debezium_baseline.engine_properties(debezium_baseline.postgres(
+                pg, "bench", "bench_dbz", "no_data", **{"publication.name": "bench_pub",
+                                                        "publication.autocreate.mode": "disabled"}))
+            dbz = debezium_baseline.run(props, Path(tmp) / "debezium", "bench.public.bench", args.rows)
         json_only = engine_rate(pg, "bench", "bench_json", args.rows, None)
         with_tx = engine_rate(pg, "bench", "bench_tx", args.rows, None, {"provide.transaction.metadata": "true"})
     print(f"bare pgoutput receive loop          : {bare:>10,.0f} messages/s")
@@ -105,6 +126,10 @@ def main() -> None:
     print(f"  same, transaction metadata on     : {with_tx:>10,.0f} events/s")
     print("targets: file sink >= 30,000 events/s (issue 2); with transaction metadata >= 60,000 (issue 3); "
           "project goal >= 100,000")
+    print()
+    print(debezium_baseline.table(f"drain a {args.rows:,}-row backlog (PostgreSQL, pgoutput)",
+                                  [("stream, file sink", cdc, dbz)], why_not))
+    print("target: cdc >= 3x Debezium's rate, CPU per record <= 0.15x, peak RSS <= 150 MB (issue 20)")
 
 
 if __name__ == "__main__":

@@ -98,6 +98,8 @@ def check(expected: dict[str, Any], record, prefix: str) -> None:
         got = value["source"].get(field)
         if want == "<not null>":
             assert got is not None, f"{where}: source.{field} is null"
+        elif isinstance(want, str) and want.startswith("<starts ") and want.endswith(">"):
+            assert isinstance(got, str) and got.startswith(want[8:-1]), f"{where}: source.{field} {got!r}"
         else:
             assert got == want, f"{where}: source.{field} {got!r} != {want!r}"
     if "headers" in expected:
@@ -110,6 +112,14 @@ def check(expected: dict[str, Any], record, prefix: str) -> None:
         else:
             for k, v in want.items():
                 assert block[k] == v, f"{where}: transaction.{k} {block[k]} != {v}"
+    for which in ("key_schema", "value_schema"):
+        for k, v in (expected.get(which) or {}).items():
+            got = getattr(getattr(record, which), k)
+            assert got == v, f"{where}: {which}.{k} {got!r} != {v!r}"
+    for name, want in (expected.get("key_fields") or {}).items():
+        field = record.key_schema.field(name).schema
+        for k, v in want.items():
+            assert getattr(field, k) == v, f"{where}: key schema of {name}.{k} {getattr(field, k)!r} != {v!r}"
     for name, want in (expected.get("after_schema") or {}).items():
         field = record.value_schema.field("after").schema.field(name).schema
         for k, v in want.items():

@@ -78,16 +78,19 @@ def test_log_lines_carry_connector_type_name_and_context(pg_server, pg_db, tmp_p
 
 
 def test_replica_identity_warnings_and_filtered_publication_follows_the_include_list(pg_server, pg_db, tmp_path):
-    pg_server.execute("CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE nokey (v int);"
+    pg_server.execute("CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE nokey (v int); CREATE TABLE uk (v int UNIQUE);"
                       "CREATE TABLE nothing (id int PRIMARY KEY); ALTER TABLE nothing REPLICA IDENTITY NOTHING", dbname=pg_db)
     props = server_properties(pg_server, pg_db, tmp_path, **{
         "publication.autocreate.mode": "filtered", "snapshot.mode": "initial_only",
-        "table.include.list": "public.a,public.nokey,public.nothing"})
+        "table.include.list": "public.a,public.nokey,public.nothing,public.uk"})
     cdc = CdcProcess(write_properties(tmp_path / "app.properties", props), tmp_path).start()
     assert cdc.wait_exit(60) == 0
     log = cdc.log()
     assert "table public.nothing has REPLICA IDENTITY NOTHING" in log
     assert "table public.nokey has no primary key and REPLICA IDENTITY DEFAULT" in log
+    # Keyed by its unique index, but still without a replica identity for UPDATE and DELETE.
+    assert "table public.uk has no primary key and REPLICA IDENTITY DEFAULT: UPDATE and DELETE on it fail while " \
+           "it is published; add" in log
     props["debezium.source.table.include.list"] = "public.a"
     cdc = CdcProcess(write_properties(tmp_path / "app.properties", props), tmp_path).start()
     assert cdc.wait_exit(60) == 0

@@ -53,7 +53,8 @@ def test_mask_hash_truncate_and_propagate(pg_server, pg_db):
         "column.mask.hash.v2.SHA-256.with.salt.CzQMA0cB5K": "public.people.name",
         "column.mask.hash.SHA-256.with.salt.salty": "public.people.code",
         "column.propagate.source.type": "public.people.name",
-        "datatype.propagate.source.type": r".+\.numeric",
+        # Debezium matches schema.table.TYPENAME case-insensitively.
+        "datatype.propagate.source.type": r".+\.NUMERIC,.+\.int4",
     }, 1)
     after = records[0].value["after"]
     assert after["secret"] == "*****"
@@ -63,10 +64,16 @@ def test_mask_hash_truncate_and_propagate(pg_server, pg_db):
     java = b"\xac\xed\x00\x05t" + len(b"ABCDEFGHIJ").to_bytes(2, "big") + b"ABCDEFGHIJ"
     assert after["code"] == hashlib.sha256(b"salty" + java).hexdigest()[:10]
     fields = {f.name: f.schema for f in records[0].value_schema.field("after").schema.fields}
-    assert fields["name"].parameters == {"__debezium.source.column.type": "VARCHAR", "__debezium.source.column.length": "40"}
-    assert fields["n"].parameters["__debezium.source.column.type"] == "NUMERIC"
-    assert fields["n"].parameters["__debezium.source.column.length"] == "8"
-    assert fields["n"].parameters["__debezium.source.column.scale"] == "3"
+    # PropagateSourceMetadataToSchemaParameter: type, length, scale (pgjdbc's DECIMAL_DIGITS: 0 for
+    # varchar), and the column's name, in that order.
+    assert fields["name"].parameters == {"__debezium.source.column.type": "VARCHAR", "__debezium.source.column.length": "40",
+                                         "__debezium.source.column.scale": "0", "__debezium.source.column.name": "name"}
+    assert fields["n"].parameters == {"scale": "3", "connect.decimal.precision": "8",
+                                      "__debezium.source.column.type": "NUMERIC", "__debezium.source.column.length": "8",
+                                      "__debezium.source.column.scale": "3", "__debezium.source.column.name": "n"}
+    assert fields["id"].parameters["__debezium.source.column.type"] == "INT4"
+    # Key fields never get the parameters (Debezium's key schema has no column mappers).
+    assert records[0].key_schema.field("id").schema.parameters in (None, {})
 
 
 def test_message_key_columns_key_a_table_without_primary_key(pg_server, pg_db):
@@ -114,10 +121,57 @@ def test_avro_name_adjustment(pg_server, pg_db):
 def test_event_processing_failure_handling(pg_server, pg_db, mode):
     pg_server.execute("CREATE TABLE nums (id int PRIMARY KEY, v numeric); INSERT INTO nums VALUES (1, 'NaN'), (2, 2)",
                       dbname=pg_db)
-    # NaN cannot be written as a precise decimal: fail stops the connector, warn skips the change.
+    # NaN cannot be written as a precise decimal; with event.converting.failure.handling.mode=fail
+    # that fails the change: fail stops the connector, warn skips the change.
+    extra = {"event.processing.failure.handling.mode": mode, "event.converting.failure.handling.mode": "fail"}
     if mode == "fail":
         with pytest.raises(ConnectorError, match="event.processing.failure.handling.mode=warn"):
-            _capture(pg_server, pg_db, {"event.processing.failure.handling.mode": mode}, 1, timeout=10)
+            _capture(pg_server, pg_db, extra, 1, timeout=10)
     else:
-        records = _capture(pg_server, pg_db, {"event.processing.failure.handling.mode": mode}, 1)
+        records = _capture(pg_server, pg_db, extra, 1)
         assert [r.value["after"]["id"] for r in records] == [2]
+
+
+def test_propagated_source_metadata_as_debezium_reads_it_from_catalog_then_from_the_relation(pg_server, pg_db):
+    """Snapshot columns carry pgjdbc's getColumns view (serial, unconstrained numeric of size 0 and no
+    scale); streamed ones the Relation message's (typname; numeric 131089/0), as in Debezium 2.7."""
+    pg_server.execute("CREATE TYPE mood AS ENUM ('sad', 'ok'); CREATE DOMAIN price AS numeric(10,2);"
+                      "CREATE TABLE p (id serial PRIMARY KEY, n numeric, t text, ts timestamptz(3), m mood, pr price,"
+                      " a int[], f real); INSERT INTO p (n) VALUES (1)", dbname=pg_db)
+    config = {"column.propagate.source.type": ".*", "poll.interval.ms": 20}
+    records: list = []
+    engine = Engine({"connector.class": "postgres", "database.hostname": pg_server.host, "database.port": pg_server.port,
+                     "database.user": pg_server.user, "database.dbname": pg_db, "topic.prefix": "cols", **config},
+                    offset_store=MemoryOffsetStore())
+    thread = threading.Thread(target=lambda: engine.run(records.extend), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not [r for r in records if r.value and r.value["op"] == "r"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pg_server.execute("INSERT INTO p (n) VALUES (2)", dbname=pg_db)
+        while not [r for r in records if r.value and r.value["op"] == "c"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        engine.stop()
+        thread.join(30)
+
+    def params(op: str) -> dict:
+        record = next(r for r in records if r.value and r.value["op"] == op)
+        assert record.key_schema.field("id").schema.parameters in (None, {})
+        return {f.name: {k.rsplit(".", 1)[1]: v for k, v in (f.schema.parameters or {}).items()
+                         if k.startswith("__debezium")}
+                for f in record.value_schema.field("after").schema.fields}
+
+    snapshot, streamed = params("r"), params("c")
+    assert snapshot["id"] == {"type": "SERIAL", "length": "10", "scale": "0", "name": "id"}
+    assert streamed["id"] == {"type": "INT4", "length": "10", "scale": "0", "name": "id"}
+    assert snapshot["n"] == {"type": "NUMERIC", "length": "0", "name": "n"}
+    assert streamed["n"] == {"type": "NUMERIC", "length": "131089", "scale": "0", "name": "n"}
+    for side in (snapshot, streamed):
+        assert side["t"] == {"type": "TEXT", "length": "2147483647", "scale": "0", "name": "t"}
+        assert side["ts"] == {"type": "TIMESTAMPTZ", "length": "32", "scale": "3", "name": "ts"}
+        assert side["m"] == {"type": "MOOD", "length": "2147483647", "scale": "0", "name": "m"}
+        assert side["pr"] == {"type": "PRICE", "length": "10", "scale": "2", "name": "pr"}
+        assert side["a"] == {"type": "_INT4", "length": "10", "scale": "0", "name": "a"}
+        assert side["f"] == {"type": "FLOAT4", "length": "8", "scale": "8", "name": "f"}

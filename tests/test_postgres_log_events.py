@@ -52,25 +52,71 @@ def test_truncate_is_skipped_by_default(pg_server, pg_db, tmp_path):
 
 
 def test_logical_decoding_messages(pg_server, pg_db, tmp_path):
-    cdc = _start(pg_server, pg_db, tmp_path, **{"message.prefix.exclude.list": "ignored"})
+    """The message envelope as 2.7.4's PostgresSchemaFactory and LogicalDecodingMessageMonitor build it; a
+    non-transactional message is its own commit (sequence) and keeps the last transaction's source time."""
+    pg_server.execute("CREATE TABLE t (id int PRIMARY KEY)", dbname=pg_db)
+    cdc = _start(pg_server, pg_db, tmp_path, **{"message.prefix.exclude.list": "ignored", "binary.handling.mode": "hex"})
     try:
         _ready(cdc, tmp_path)
         pg_server.execute("SELECT pg_logical_emit_message(true, 'foo', 'bar')", dbname=pg_db)
         pg_server.execute("SELECT pg_logical_emit_message(false, 'ignored', 'x')", dbname=pg_db)
         pg_server.execute("SELECT pg_logical_emit_message(false, 'foo', 'baz')", dbname=pg_db)
+        pg_server.execute("INSERT INTO t VALUES (1)", dbname=pg_db)
         events = cdc.wait_events("dbserver1.message", 2)
+        insert, = cdc.wait_events(TOPIC, 1)
     finally:
         assert cdc.terminate() == 0
     tx, non_tx = events
     assert tx["key"]["payload"] == {"prefix": "foo"}
-    assert tx["key"]["schema"]["name"] == "io.debezium.connector.postgresql.MessageKey"
+    assert tx["key"]["schema"] == {"type": "struct", "fields": [{"type": "string", "optional": True, "field": "prefix"}],
+                                   "optional": False, "name": "io.debezium.connector.postgresql.MessageKey",
+                                   "version": 1}
+    schema = tx["value"]["schema"]
+    assert (schema["name"], schema["version"], schema["optional"]) == ("io.debezium.connector.postgresql.MessageValue",
+                                                                      1, False)
+    assert [f["field"] for f in schema["fields"]] == ["op", "ts_ms", "source", "message"]
+    assert schema["fields"][3] == {
+        "type": "struct", "fields": [{"type": "string", "optional": True, "field": "prefix"},
+                                     {"type": "string", "optional": True, "field": "content"}],
+        "optional": False, "name": "io.debezium.connector.postgresql.Message", "version": 1, "field": "message"}
+    assert list(tx["value"]["payload"]) == ["op", "ts_ms", "source", "message"]
     assert tx["value"]["payload"]["op"] == "m"
-    assert tx["value"]["payload"]["message"] == {"prefix": "foo", "content": base64.b64encode(b"bar").decode()}
-    assert list(tx["value"]["payload"]) == ["source", "op", "ts_ms", "ts_us", "ts_ns", "message"]
-    assert tx["value"]["payload"]["source"]["txId"] is not None
-    assert tx["value"]["payload"]["source"]["schema"] == "" and tx["value"]["payload"]["source"]["table"] == ""
-    assert non_tx["value"]["payload"]["source"]["txId"] is None
-    assert non_tx["value"]["payload"]["message"]["content"] == base64.b64encode(b"baz").decode()
+    assert tx["value"]["payload"]["message"] == {"prefix": "foo", "content": b"bar".hex()}
+    source, non_tx_source = tx["value"]["payload"]["source"], non_tx["value"]["payload"]["source"]
+    assert source["txId"] is not None
+    assert source["schema"] == "" and source["table"] == ""
+    assert non_tx_source["txId"] is None
+    assert non_tx["value"]["payload"]["message"]["content"] == b"baz".hex()
+    # pgoutput sends no commit time with a non-transactional message: the last transaction's stays.
+    assert non_tx_source["ts_us"] == source["ts_us"]
+    # A non-transactional message is a commit of its own, also when its prefix is filtered out.
+    assert non_tx_source["sequence"] == f'["{non_tx_source["lsn"]}","{non_tx_source["lsn"]}"]'
+    assert insert["value"]["payload"]["source"]["sequence"].startswith(f'["{non_tx_source["lsn"]}",')
+
+
+def test_replica_identity_full_gives_unchanged_toasted_values_from_the_old_row(pg_server, pg_db, tmp_path):
+    """The old row of REPLICA IDENTITY FULL carries a TOASTed value the new row leaves out: Debezium writes it
+    (PostgresChangeRecordEmitter takes unchanged TOASTed values from the old tuple), not the placeholder."""
+    body = "abcdefgh" * 1000
+    pg_server.execute("CREATE TABLE t (id int PRIMARY KEY, body text, n int);"
+                      "ALTER TABLE t ALTER COLUMN body SET STORAGE EXTERNAL; ALTER TABLE t REPLICA IDENTITY FULL;"
+                      "CREATE TABLE d (id int PRIMARY KEY, body text, n int);"
+                      "ALTER TABLE d ALTER COLUMN body SET STORAGE EXTERNAL", dbname=pg_db)
+    cdc = _start(pg_server, pg_db, tmp_path)
+    try:
+        _ready(cdc, tmp_path)
+        for table in ("t", "d"):
+            pg_server.execute(f"INSERT INTO {table} VALUES (1, '{body}', 0)", dbname=pg_db)
+            pg_server.execute(f"UPDATE {table} SET n = 1 WHERE id = 1", dbname=pg_db)
+        full = cdc.wait_events(TOPIC, 2)[1]["value"]["payload"]
+        default = cdc.wait_events("dbserver1.public.d", 2)[1]["value"]["payload"]
+    finally:
+        assert cdc.terminate() == 0
+    assert full["before"] == {"id": 1, "body": body, "n": 0}
+    assert full["after"] == {"id": 1, "body": body, "n": 1}
+    # REPLICA IDENTITY DEFAULT sends no old row: the value is unavailable.
+    assert default["before"] is None
+    assert default["after"] == {"id": 1, "body": "__debezium_unavailable_value", "n": 1}
 
 
 def test_replica_identity_index_gives_the_index_columns_in_before(pg_server, pg_db, tmp_path):

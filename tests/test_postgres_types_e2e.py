@@ -37,7 +37,6 @@ from psycopg import pq, sql
 from cdc_core.config import Config
 from cdc_core.engine import Engine
 from cdc_core.events import ChangeRecord
-from cdc_core.semantic import ValueConversionError
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_postgres import config as pgc
 from cdc_postgres.replication import ReplicationConnection
@@ -53,6 +52,7 @@ MODE_DEFAULTS = {
     "time.precision.mode": "adaptive",
     "hstore.handling.mode": "json",
     "include.unknown.datatypes": "false",
+    "interval.handling.mode": "numeric",
 }
 
 
@@ -456,28 +456,48 @@ def test_snapshot_and_streaming_agree_in_a_latin1_database(pg_server) -> None:
         _drop_database(pg_server, dbname)
 
 
-@pytest.mark.parametrize("path", ["snapshot", "streaming"])
-def test_numeric_nan_in_precise_mode_stops_the_connector_naming_the_column(pg_server, pg_db, path: str) -> None:
-    """decimal.handling.mode=precise cannot carry NaN (Debezium throws too): the run fails, naming column and fix."""
+def _capture_nan(pg_server, pg_db, path: str, column_type: str, **extra: Any) -> EngineThread:
+    """Capture a table whose second row is numeric NaN, read by the snapshot or streamed."""
     with pg_server.connect(pg_db) as conn:
-        conn.execute("CREATE TABLE prices (id int PRIMARY KEY, amount numeric(10,2))")
+        conn.execute(f"CREATE TABLE prices (id int PRIMARY KEY, amount {column_type})")
         conn.execute("INSERT INTO prices VALUES (1, 1.5)")
         if path == "snapshot":
-            conn.execute("INSERT INTO prices VALUES (2, 'NaN')")
-        engine = EngineThread(_connector_config(pg_server, pg_db)).start()
+            conn.execute("INSERT INTO prices VALUES (2, 'NaN'), (3, 2.5)")
+        engine = EngineThread(_connector_config(pg_server, pg_db, **extra)).start()
         try:
+            engine.wait(lambda rs: _count(rs, "r") >= 1, "the snapshot")
             if path == "streaming":
-                engine.wait(lambda rs: _count(rs, "r") >= 1, "the snapshot")
-                conn.execute("INSERT INTO prices VALUES (2, 'NaN')")
+                conn.execute("INSERT INTO prices VALUES (2, 'NaN'), (3, 2.5)")
             deadline = time.monotonic() + WAIT_S
-            while engine.error is None and time.monotonic() < deadline:
+            while engine.error is None and len(engine.snapshot()) < 3 and time.monotonic() < deadline:
                 time.sleep(0.02)
         finally:
             engine.stop()
+    return engine
+
+
+@pytest.mark.parametrize("path", ["snapshot", "streaming"])
+def test_numeric_nan_in_precise_mode_is_null_with_a_warning(pg_server, pg_db, path: str, caplog) -> None:
+    """decimal.handling.mode=precise cannot carry NaN: Debezium's TableSchemaBuilder writes null and goes on."""
+    with caplog.at_level("WARNING"):
+        engine = _capture_nan(pg_server, pg_db, path, "numeric(10,2)")
+    assert engine.error is None
+    amounts = {r.value["after"]["id"]: r.value["after"]["amount"] for r in engine.snapshot()}
+    assert amounts == {1: "AJY=", 2: None, 3: "APo="}
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and "prices.amount" in r.getMessage()]
+    assert warned and "'NaN'" in warned[0] and "decimal.handling.mode=string or double" in warned[0]
+
+
+@pytest.mark.parametrize(("column_type", "extra"), [
+    ("numeric(10,2) NOT NULL", {}),  # a null cannot stand in a required field (Debezium: DataException)
+    ("numeric(10,2)", {"event.converting.failure.handling.mode": "fail"}),
+])
+def test_numeric_nan_in_precise_mode_stops_where_null_cannot_stand(pg_server, pg_db, column_type, extra) -> None:
+    """A required column, or event.converting.failure.handling.mode=fail: the run stops, naming column and fix."""
+    engine = _capture_nan(pg_server, pg_db, "streaming", column_type, **extra)
     # event.processing.failure.handling.mode=fail (the default) stops with the conversion error as the cause.
-    cause = engine.error.__cause__
-    assert isinstance(cause, ValueConversionError), engine.error
-    assert cause.column == "amount" and cause.value == "NaN"
+    assert engine.error is not None
+    assert "amount" in str(engine.error) and "NaN" in str(engine.error)
     assert "decimal.handling.mode=string or double" in str(engine.error)
     assert "public.prices" in str(engine.error)
 
@@ -518,8 +538,8 @@ def test_defaults_fill_not_null_columns_a_delete_does_not_carry(pg_server, pg_db
             engine.stop()
     delete = next(r for r in engine.snapshot() if r.value is not None and r.value["op"] == "d")
     # Defaults where the schema has one (a function default: the type's zero), else the type's zero.
-    assert delete.value["before"] == {"id": 1, "qty": 5, "label": "none", "created": "1970-01-01T00:00:00Z",
+    assert delete.value["before"] == {"id": 1, "qty": 5, "label": "none", "created": "1970-01-01T00:00:00.000000Z",
                                       "plain": 0, "note": None}
     fields = {f.name: f.schema.to_json() for f in delete.value_schema.field("before").schema.fields}
     assert fields["qty"] == {"type": "int32", "optional": False, "default": 5}
-    assert fields["created"]["default"] == "1970-01-01T00:00:00Z"
+    assert fields["created"]["default"] == "1970-01-01T00:00:00.000000Z"

@@ -164,14 +164,19 @@ def _without_pings(records: list[dict[str, Any]], control: set[str], ping_topic:
     How many pings each engine sees depends on when it began to stream, so neither the ping topic
     nor the pings' transaction events can be compared (the end row's are: both see it).
     """
-    pings = set()
-    for r in records:
+    # A BEGIN goes with the next END (PostgreSQL writes different ids on them: <txId>:<LSN> of each).
+    dropped: set[int] = set()
+    begin: int | None = None
+    for i, r in enumerate(records):
         payload = _payload(r)
-        if isinstance(payload, dict) and payload.get("status") == "END":
+        status = payload.get("status") if isinstance(payload, dict) else None
+        if status == "BEGIN":
+            begin = i
+        elif status == "END":
             tables = {c.get("data_collection") for c in payload.get("data_collections") or []}
             if tables and tables <= control:
-                pings.add(payload.get("id"))
-    out = _by_topic(r for r in records if r["topic"] != ping_topic
-                    and not (isinstance(_payload(r), dict) and _payload(r).get("status") in ("BEGIN", "END")
-                             and _payload(r).get("id") in pings))
-    return out
+                dropped.add(i)
+                if begin is not None:
+                    dropped.add(begin)
+            begin = None
+    return _by_topic(r for i, r in enumerate(records) if r["topic"] != ping_topic and i not in dropped)

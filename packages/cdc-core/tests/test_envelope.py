@@ -122,8 +122,9 @@ def test_topic_delimiter_and_sanitizing() -> None:
         [RawChange(table, "r", None, ("1",), source(1), offset(1))]
     )
     assert record.topic == "dbserver1_public_order_lines"
-    # Schema names are always joined with dots.
-    assert record.key_schema.name == "dbserver1.public.order lines.Key"
+    # Schema names start with the topic name (2.7.4's recordSchemaPrefix is dataChangeTopic).
+    assert record.key_schema.name == "dbserver1_public_order_lines.Key"
+    assert record.value_schema.name == "dbserver1_public_order_lines.Envelope"
     assert record.value["op"] == "r"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from cdc_core.config import Config
@@ -104,3 +106,12 @@ def test_builtin_tables_are_never_captured_even_when_listed() -> None:
     assert not f.includes(TableId(None, "pg_temp_3", "t"))
     assert not f.includes(TableId(None, "pg_catalog", "pg_class"))
     assert f.includes(TableId(None, "public", "spatial_ref_sys_copy"))
+
+
+def test_snapshot_order_follows_the_include_list_then_names() -> None:
+    from cdc_core.filters import snapshot_order
+
+    names = ["public.b", "public.a", "public.z2", "public.z1", "other.x"]
+    include = [re.compile(p) for p in ("public\\.z.*", "public\\.b", "public\\.[ab]")]
+    assert snapshot_order(names, include) == ["public.z1", "public.z2", "public.b", "public.a", "other.x"]
+    assert snapshot_order(names, None) == sorted(names)

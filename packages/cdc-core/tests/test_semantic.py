@@ -352,7 +352,9 @@ def test_micro_duration() -> None:
         ((0, 0, 0, 0, 0, -0.0), "P0Y0M0DT0H0M0S"),
         ((-1, -2, 3, -4, -5, -6.0), "P-1Y-2M3DT-4H-5M-6S"),
         ((0, 0, 0, 0, 0, 100.0), "P0Y0M0DT0H0M100S"),
-        ((0, 0, 0, 0, 0, 0.3), "P0Y0M0DT0H0M0.299999S"),  # new BigDecimal(0.3) cut DOWN, as Debezium 2.x
+        ((0, 0, 0, 0, 0, 0.3), "P0Y0M0DT0H0M0.3S"),  # BigDecimal.valueOf(0.3), as Debezium 2.7
+        ((1, 2, 3, 4, 5, 6.789), "P1Y2M3DT4H5M6.789S"),  # not 6.788999 (new BigDecimal(double))
+        ((0, 0, 0, 0, 0, 1e-10), "P0Y0M0DT0H0M0S"),  # cut to 9 decimals, RoundingMode.DOWN
     ],
 )
 def test_interval_string(parts: tuple, expected: str) -> None:

@@ -92,7 +92,10 @@ class ColumnMappers:
             if kind is None:
                 continue
             try:
-                self.rules.append((_parse_regex_list(str(raw)), kind, arg))
+                # Debezium matches every column.* / datatype.* list case-insensitively
+                # (Predicates.includes(..., Pattern.CASE_INSENSITIVE)).
+                patterns = [re.compile(p.pattern, re.IGNORECASE) for p in _parse_regex_list(str(raw))]
+                self.rules.append((patterns, kind, arg))
             except InvalidValue as e:
                 problems.append(f"{name}: {e}")
         if problems:
@@ -102,7 +105,11 @@ class ColumnMappers:
         return bool(self.rules)
 
     def apply(self, table: TableId, column: Column) -> Column:
-        """The column as events carry it: converter and schema changed by every matching rule."""
+        """The column as value fields carry it: converter and schema changed by every matching rule.
+
+        Keys never go through the mappers (Debezium's key generator has none): no masking and no
+        source-type parameters in key fields.
+        """
         column_name = f"{table.identifier}.{column.name}"
         type_name = f"{table.identifier}.{column.type_name}"
         convert, schema = column.convert, column.schema
@@ -127,12 +134,18 @@ class ColumnMappers:
 
 
 def _with_source_type(schema: Schema, column: Column) -> Schema:
+    """PropagateSourceMetadataToSchemaParameter: type (upper case), length and scale where known, comment, name."""
     params = dict(schema.parameters or {})
     params["__debezium.source.column.type"] = column.type_name.upper()
-    if column.length is not None and column.length >= 0:
+    if column.length is not None and column.length != -1:
         params["__debezium.source.column.length"] = str(column.length)
-    if column.scale is not None and column.scale >= 0:
+    if column.scale is not None:
         params["__debezium.source.column.scale"] = str(column.scale)
+    comment = column.extra.get("comment")
+    if comment:
+        params["__debezium.source.column.comment"] = comment
+    # The column's own name, before field.name.adjustment.mode renames the field.
+    params["__debezium.source.column.name"] = column.name
     return Schema(schema.type, optional=schema.optional, name=schema.name, version=schema.version, doc=schema.doc,
                   parameters=params, default=schema.default, fields=schema.fields, items=schema.items,
                   keys=schema.keys, values=schema.values)

@@ -16,7 +16,7 @@ from typing import Any
 from cdc_core.config import Config
 from cdc_core.config import common
 from cdc_core.errors import ConnectorError
-from cdc_core.events import ChangeRecord, Checkpoint, RawChange
+from cdc_core.events import ChangeRecord, Checkpoint, RawChange, TransactionBegin
 from cdc_core.heartbeat import Heartbeat
 from cdc_core.relational import Table
 from cdc_core.schema import Schema
@@ -78,7 +78,7 @@ class EventBuilder:
 
     def _checkpoint(self, cp: Checkpoint, append: Callable[[Any], None]) -> None:
         if cp.transaction_end is not None and self.transactions is not None:
-            end = self.transactions.end(cp.transaction_end, cp.offset, cp.ts_ms)
+            end = self.transactions.end(cp.transaction_end, cp.offset, cp.ts_ms, cp.transaction_event_id)
             if end is not None:
                 append(end)
                 return
@@ -162,6 +162,9 @@ class EventBuilder:
             if cls is not RawChange:
                 if cls is Checkpoint:
                     self._checkpoint(ch, append)
+                elif cls is TransactionBegin:
+                    if tx is not None:
+                        tx.begin(ch.transaction_id, ch.ts_ms, ch.event_id, out)
                 else:
                     append(ch)
                 continue
@@ -194,7 +197,8 @@ class EventBuilder:
                 continue
             block = None
             if tx is not None and ch.transaction_id is not None:
-                block = tx.event(ch.transaction_id, ch.table.id.identifier, ch.source.get("ts_ms"), ch.offset, out)
+                block = tx.event(ch.transaction_id, ch.table.id.identifier, ch.source.get("ts_ms"), ch.offset, out,
+                                 ch.transaction_event_id)
             if old_key != key:
                 # A primary-key change: a delete of the old key, its tombstone, and a create of the new.
                 del_value = {"before": before, "after": None, "source": ch.source, "transaction": block, "op": "d",
@@ -203,6 +207,8 @@ class EventBuilder:
                 append(ChangeRecord(te.topic, old_key, del_value, te.key_schema, te.envelope, None, headers, partition))
                 if self.tombstones:  # a tombstone carries its delete's headers, as in Debezium
                     append(ChangeRecord(te.topic, old_key, None, te.key_schema, None, None, dict(headers), partition))
+                if block is not None:  # the create is an event of its own, as in Debezium's TransactionMonitor
+                    block = tx.second_event(block, ch.table.id.identifier, ch.offset)
                 value = {"before": None, "after": after, "source": ch.source, "transaction": block, "op": "c",
                          "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
                 append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, ch.offset,

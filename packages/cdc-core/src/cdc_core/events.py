@@ -33,8 +33,10 @@ class RawChange(NamedTuple):
     ``UNAVAILABLE`` for a value the log did not carry). ``source`` is the ``source`` block payload,
     ``offset`` the connector offset that is safe to commit once this change and every change
     before it are acknowledged by the sink. ``op`` is one of ``c``, ``u``, ``d``, ``r``, ``t``.
-    ``transaction_id`` is the id Debezium writes in transaction metadata (PostgreSQL
-    ``"<txId>:<LSN>"``, MySQL the GTID or ``file:pos``); None outside a transaction (snapshots).
+    ``transaction_id`` names the change's transaction (MySQL the GTID or ``file:pos``, which is also
+    the id Debezium writes in transaction metadata); None outside a transaction (snapshots).
+    ``transaction_event_id`` is the id written in this change's ``transaction`` block where it
+    differs per event (PostgreSQL: ``"<txId>:<LSN of the change>"``); None: ``transaction_id``.
     """
 
     table: Table
@@ -44,6 +46,7 @@ class RawChange(NamedTuple):
     source: dict[str, Any]
     offset: dict[str, Any]
     transaction_id: str | None = None
+    transaction_event_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -73,9 +76,31 @@ class Checkpoint(NamedTuple):
     Connectors yield it (inside a batch) to record progress that produced no event: the end of
     a snapshot of empty tables, a committed transaction (``transaction_end`` names it, so the core
     can write its END event), or an idle position (the core turns it into a heartbeat when one
-    is due). Sinks never see a Checkpoint itself.
+    is due). Sinks never see a Checkpoint itself. ``transaction_event_id`` is the id written on
+    the END event where it differs from ``transaction_end`` (PostgreSQL: ``"<txId>:<commit end LSN>"``).
     """
 
     offset: dict[str, Any]
     transaction_end: str | None = None
     ts_ms: int | None = None
+    transaction_event_id: str | None = None
+
+
+class TransactionBegin(NamedTuple):
+    """A transaction's start, announced by a connector that sees it in the log (PostgreSQL's BEGIN).
+
+    With ``provide.transaction.metadata`` the core writes its BEGIN event here, also for a
+    transaction that then has no data event (only a logical decoding message, a skipped TRUNCATE,
+    changes of tables not captured); without it, the core drops it. It carries no offset.
+    Connectors that do not announce transactions get a BEGIN before their first data event.
+    ``event_id`` is the id written on the BEGIN event (None: ``transaction_id``).
+    """
+
+    transaction_id: str
+    ts_ms: int | None = None
+    event_id: str | None = None
+
+    @property
+    def offset(self) -> None:
+        """No offset: a BEGIN is never a position to resume from."""
+        return None

@@ -3,10 +3,38 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from cdc_core.config import Config
 from cdc_core.config import common
 from cdc_core.relational import TableId
+
+
+T = TypeVar("T")
+
+
+def snapshot_order(tables: Iterable[T], include: list[re.Pattern[str]] | None, name: Callable[[T], str] = str) -> list[T]:
+    """The tables in the order an initial snapshot reads them.
+
+    As 2.7.4's RelationalSnapshotChangeEventSource.addSignalingCollectionAndSort: for each
+    ``table.include.list`` regex in the order listed, the tables whose name it matches, sorted by
+    name, each table once (where it first matches); without an include list, all tables by name.
+    So ``source.snapshot`` is ``first`` in the first table the list names. Tables no regex matches
+    (a signal table captured besides the list) come last, by name.
+    """
+    named = sorted(((name(t), t) for t in tables), key=lambda pair: pair[0])
+    if not include:
+        return [t for _, t in named]
+    out: list[T] = []
+    placed: set[str] = set()
+    for pattern in include:
+        for n, t in named:
+            if n not in placed and pattern.fullmatch(n):
+                placed.add(n)
+                out.append(t)
+    out += [t for n, t in named if n not in placed]
+    return out
 
 
 def _matches(patterns: list[re.Pattern[str]], text: str) -> bool:

@@ -51,6 +51,8 @@ class Column:
     scale: int | None = None
     default_expression: str | None = None
     type_oid: int | None = None
+    #: The native type modifier (PostgreSQL's ``atttypmod``: length, precision/scale), if any.
+    type_modifier: int | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -11,6 +11,15 @@ from cdc_core.relational import Column
 
 
 def _placeholder_for(column: Column, placeholder: str) -> Any:
+    """The value written for an unavailable (unchanged TOASTed) value of ``column``.
+
+    A connector may give its own per column, for the schema it made it for, in
+    ``column.extra["unavailable"]`` = (schema type, schema name, value); else the placeholder
+    text for strings, its bytes for bytes, and null for the rest.
+    """
+    own = column.extra.get("unavailable")
+    if own is not None and own[0] == column.schema.type and own[1] == column.schema.name:
+        return own[2]
     if column.schema.type == "string":
         return placeholder
     if column.schema.type == "bytes":
@@ -39,27 +48,67 @@ def fallback_value(column: Column) -> Any:
     return _ZERO_BY_TYPE.get(schema.type)
 
 
+#: ``on_failure(column, raw, error)``: the value of an optional column whose converter failed (or raise).
+FailureHandler = Callable[[Column, Any, Exception], Any]
+
+
+def _tolerant_row(columns: list[tuple[int, Column]], with_unavailable: bool, placeholder: str,
+                  on_failure: FailureHandler) -> Callable[[Sequence[Any]], dict]:
+    """The slow path of a row function: column by column, a failed conversion of an optional column goes to ``on_failure``."""
+    specs = [(index, column, column.convert, _placeholder_for(column, placeholder),
+              None if column.schema.optional else fallback_value(column)) for index, column in columns]
+
+    def row(v: Sequence[Any]) -> dict:
+        out = {}
+        for index, column, convert, unavailable, fallback in specs:
+            x = v[index]
+            if with_unavailable and x is UNAVAILABLE:
+                out[column.name] = unavailable
+            elif x is None:
+                out[column.name] = fallback
+            else:
+                try:
+                    out[column.name] = convert(x)
+                except Exception as e:  # noqa: BLE001  # any converter failure, as Debezium's TableSchemaBuilder
+                    if not column.schema.optional:
+                        raise  # a null would break the required field (Debezium: DataException)
+                    out[column.name] = on_failure(column, x, e)
+        return out
+
+    return row
+
+
 def compile_row_function(
-    columns: list[tuple[int, Column]], with_unavailable: bool, placeholder: str = "__debezium_unavailable_value"
+    columns: list[tuple[int, Column]], with_unavailable: bool, placeholder: str = "__debezium_unavailable_value",
+    on_failure: FailureHandler | None = None,
 ) -> Callable[[Sequence[Any]], dict]:
     """Generate ``row(values) -> dict`` for the given (raw index, column) pairs.
 
     The generated code reads each raw value once, turns None into None (or the fallback of a
     non-optional column), and calls the column's converter otherwise; ``with_unavailable`` adds the placeholder for unchanged TOASTed values.
+    With ``on_failure``, a row whose conversion raises is converted again column by column, and
+    an optional column whose converter fails gets ``on_failure(column, raw, error)`` (Debezium's
+    ``event.converting.failure.handling.mode``); rows that convert cleanly pay nothing for it.
     """
     env: dict[str, Any] = {"U": UNAVAILABLE}
-    lines = ["def row(v):"]
+    body = []
     items = []
     for n, (index, column) in enumerate(columns):
         env[f"c{n}"] = column.convert
         env[f"p{n}"] = _placeholder_for(column, placeholder)
         env[f"f{n}"] = None if column.schema.optional else fallback_value(column)
-        lines.append(f"    x{n} = v[{index}]")
+        body.append(f"x{n} = v[{index}]")
         expr = f"f{n} if x{n} is None else c{n}(x{n})"
         if with_unavailable:
             expr = f"p{n} if x{n} is U else ({expr})"
         items.append(f"{column.name!r}: {expr}")
-    lines.append("    return {" + ", ".join(items) + "}")
+    body.append("return {" + ", ".join(items) + "}")
+    if on_failure is None:
+        lines = ["def row(v):", *("    " + line for line in body)]
+    else:
+        env["SLOW"] = _tolerant_row(columns, with_unavailable, placeholder, on_failure)
+        lines = ["def row(v):", "    try:", *("        " + line for line in body),
+                 "    except Exception:", "        return SLOW(v)"]
     exec(compile("\n".join(lines), "<cdc row converter>", "exec"), env)
     return env["row"]
 

@@ -18,7 +18,7 @@ import math
 import struct
 from collections.abc import Callable, Iterable
 from datetime import date, datetime, time, timedelta, timezone
-from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Context, Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -485,22 +485,27 @@ def micro_duration(years: int, months: int, days: int, hours: int, minutes: int,
     return int(number_of_seconds * 1e6)  # Java's (long) cast truncates toward zero
 
 
-_MICRO_QUANTUM = Decimal("0.000001")
+_NANO_QUANTUM = Decimal("0.000000001")
 
 
 def interval_string(years: int, months: int, days: int, hours: int, minutes: int, seconds: float) -> str:
-    """``io.debezium.time.Interval``: ``P<y>Y<m>M<d>DT<h>H<m>M<s>S``, e.g. ``P1Y2M3DT4H5M6.78S``.
+    """``io.debezium.time.Interval``: ``P<y>Y<m>M<d>DT<h>H<m>M<s>S``, e.g. ``P1Y2M3DT4H5M6.789S``.
 
-    Seconds go through ``new BigDecimal(double)`` (the exact binary value), are cut to 6 decimals
-    with RoundingMode.DOWN, then trailing zeros are stripped, as Debezium 2.x does.
+    Debezium 2.7's PostgresValueConverter passes ``BigDecimal.valueOf(double)`` (the double's
+    shortest decimal text, so 6.789 stays 6.789), cut to 9 decimals with RoundingMode.DOWN, then
+    ``stripTrailingZeros().toPlainString()``.
     """
-    sec = Decimal(seconds)
-    if sec.as_tuple().exponent < -6:  # type: ignore[operator]
-        sec = sec.quantize(_MICRO_QUANTUM, rounding=ROUND_DOWN)
+    sec = Decimal(repr(seconds))
+    if sec.as_tuple().exponent < -9:  # type: ignore[operator]
+        sec = sec.quantize(_NANO_QUANTUM, rounding=ROUND_DOWN)
     sec_text = "0" if sec.is_zero() else format(sec.normalize(), "f")
     return f"P{years}Y{months}M{days}DT{hours}H{minutes}M{sec_text}S"
 
 
+#: Enough digits for any BigDecimal.setScale cdc does (the default context keeps only 28).
+_WIDE = Context(prec=1000)
+
+
 def round_half_up(value: Decimal, scale: int) -> Decimal:
-    """``setScale(scale, RoundingMode.HALF_UP)``."""
-    return value.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP)
+    """``setScale(scale, RoundingMode.HALF_UP)``, exact at any number of digits."""
+    return value.quantize(Decimal(1).scaleb(-scale), rounding=ROUND_HALF_UP, context=_WIDE)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import replace
 from typing import Any
@@ -10,13 +11,15 @@ from cdc_core.columns import ColumnMappers
 from cdc_core.config import Config
 from cdc_core.config import common
 from cdc_core.converters import CustomConverters
-from cdc_core.errors import ConfigError
+from cdc_core.errors import ConfigError, ConnectorError
 from cdc_core.filters import ColumnFilter
 from cdc_core.naming import field_adjuster, schema_adjuster
 from cdc_core.relational import Column, Table, TableId
-from cdc_core.rows import compile_batch_function, compile_row_function
+from cdc_core.rows import FailureHandler, compile_batch_function, compile_row_function
 from cdc_core.schema import INT64, OPTIONAL_INT64, STRING, Schema, struct
 from cdc_core.topics import DefaultTopicNamingStrategy
+
+log = logging.getLogger("cdc.events")
 
 #: The ``transaction`` block of every envelope (null unless provide.transaction.metadata is on).
 TRANSACTION_BLOCK = struct(
@@ -92,13 +95,33 @@ class EventSettings:
         self.field_name = field_adjuster(config.get(common.FIELD_NAME_ADJUSTMENT))
         self.schema_name = schema_adjuster(config.get(common.SCHEMA_NAME_ADJUSTMENT))
         self.placeholder = config.get(common.UNAVAILABLE_PLACEHOLDER)
+        self.converting_failure = config.get(common.CONVERTING_FAILURE_HANDLING)
 
-    def column(self, table: TableId, column: Column) -> Column:
-        """A column as events carry it: converted, masked, renamed."""
+    def on_converting_failure(self, table: TableId) -> FailureHandler:
+        """``event.converting.failure.handling.mode`` for a value column of ``table`` whose converter failed.
+
+        Debezium's TableSchemaBuilder writes null for the field and logs (warn: a warning, skip: at
+        debug level), or stops (fail). Keys are never tolerant: a key converter's failure stops.
+        """
+        mode = self.converting_failure
+
+        def handle(column: Column, raw: Any, error: Exception) -> None:
+            if mode == "fail":
+                raise ConnectorError(
+                    f"cannot convert the value of {table}.{column.name} of type {column.type_name}: {error} "
+                    "(event.converting.failure.handling.mode=fail)") from error
+            (log.warning if mode == "warn" else log.debug)(
+                "failed to convert the value of %s.%s of type %s, written as null: %s",
+                table, column.name, column.type_name, error)
+
+        return handle
+
+    def column(self, table: TableId, column: Column, key: bool = False) -> Column:
+        """A column as events carry it: converted, masked (value fields only, as Debezium's key generator), renamed."""
         out = self.converters.apply(table, column) if self.converters else column
         if out.schema is None:
             return out  # a type the connector cannot map, and no converter claimed it: left out
-        out = self.mappers.apply(table, out) if self.mappers else out
+        out = self.mappers.apply(table, out) if self.mappers and not key else out
         name = self.field_name(out.name)
         return out if name == out.name else replace(out, name=name)
 
@@ -136,10 +159,13 @@ class TableEvents:
         key_names = settings.key_names(table)
         if key_names:
             positions = {c.name: i for i, c in enumerate(table.columns)}
-            key_columns = [(positions[n], columns[positions[n]][1]) for n in key_names]
+            key_columns = [(positions[n], settings.column(tid, table.columns[positions[n]], key=True))
+                           for n in key_names]
             key_columns = [(i, c) for i, c in key_columns if c.schema is not None]
         if key_names and key_columns:
-            self.key_schema = struct(f"{prefix}.Key", [(c.name, c.schema.with_optional(False)) for _, c in key_columns])
+            # Key fields keep their column's nullability (TableSchemaBuilder.addField): a primary key's
+            # columns are NOT NULL, a unique index or message.key.columns may name nullable ones.
+            self.key_schema = struct(f"{prefix}.Key", [(c.name, c.schema) for _, c in key_columns])
             self.key = compile_row_function(key_columns, with_unavailable=False)
             self.key_positions = tuple(i for i, _ in key_columns)
         else:
@@ -147,7 +173,9 @@ class TableEvents:
             self.key_schema = None
             self.key = None
             self.key_positions = ()
-        self.row = compile_row_function(included, with_unavailable=False)
+        on_failure = settings.on_converting_failure(tid)
+        self.row = compile_row_function(included, with_unavailable=False, on_failure=on_failure)
         #: ``rows(raw_rows) -> (values, keys)``: ``row`` and ``key`` for a run of inserts or reads at once.
         self.rows = compile_batch_function(included, key_columns)
-        self.row_toast = compile_row_function(included, with_unavailable=True, placeholder=settings.placeholder)
+        self.row_toast = compile_row_function(included, with_unavailable=True, placeholder=settings.placeholder,
+                                              on_failure=on_failure)

@@ -33,9 +33,12 @@ class DefaultTopicNamingStrategy:
         return sanitize(self.delimiter.join(p for p in parts if p is not None))
 
     def record_schema_prefix(self, table: TableId) -> str:
-        """The prefix of the table's Key/Value/Envelope schema names (always dot-joined)."""
-        parts = [self.prefix, table.schema if table.schema is not None else table.catalog, table.table]
-        return ".".join(p for p in parts if p is not None)
+        """The prefix of the table's Key/Value/Envelope schema names: its topic name, sanitized.
+
+        As 2.7.4's ``TopicNamingStrategy.recordSchemaPrefix``, which returns ``dataChangeTopic(id)``:
+        a table ``"My Table"`` has the schemas ``<prefix>.public.My_Table.Key``, ``...Value``, ``...Envelope``.
+        """
+        return self.data_topic(table)
 
     def transaction_topic(self) -> str:
         """The topic of transaction metadata events: ``<topic.prefix>.<topic.transaction>``."""

@@ -20,7 +20,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from cdc_core.config import common
 from cdc_core.events import ChangeRecord, Checkpoint
+from cdc_core.filters import snapshot_order
 from cdc_core.relational import TableId as CoreTableId
 
 from cdc_mysql import config as myc
@@ -106,6 +108,7 @@ class Snapshotting:
         include = self.config.get(myc.SNAPSHOT_INCLUDE_COLLECTIONS)
         ids = [t for t in capture_ids if t in self.model.tables
                and (not include or any(p.fullmatch(str(t)) for p in include))]
+        ids = snapshot_order(ids, self.config.get(common.TABLE_INCLUDE))
         estimates = catalog.row_estimates(ids)
         order = self.config.get(myc.SNAPSHOT_TABLES_ORDER)
         if order != "disabled":

@@ -35,7 +35,9 @@ ORDER BY n.nspname, c.relname
 """
 # One row per column, with what the type mapping needs to know of its type: the type under
 # all its domains (and the typmod of the nearest domain that has one), an array's element type
-# and delimiter, and enum labels in their declared order (of the type, or of an array's element).
+# and delimiter, and enum labels (of the type, or of an array's element) in pg_enum's physical order,
+# which is what Debezium's unordered array_agg over pg_enum gives: creation order, not the declared
+# order of labels added with BEFORE/AFTER.
 _COLUMNS = """
 WITH RECURSIVE cols AS (
   SELECT a.attrelid, a.attname, a.atttypid, a.atttypmod, a.attnotnull, a.attnum,
@@ -57,7 +59,7 @@ SELECT c.attrelid, c.attname, c.atttypid, c.atttypmod, c.attnotnull, c.attnum, c
        (SELECT x.typtypmod FROM chain x WHERE x.start = c.atttypid AND x.typtype = 'd' AND x.typtypmod <> -1
         ORDER BY x.depth LIMIT 1),
        e.oid, e.typname, e.typtype, e.typdelim,
-       (SELECT array_agg(l.enumlabel::text ORDER BY l.enumsortorder) FROM pg_catalog.pg_enum l
+       (SELECT array_agg(l.enumlabel::text ORDER BY l.ctid) FROM pg_catalog.pg_enum l
         WHERE l.enumtypid = CASE WHEN b.typtype = 'e' THEN b.oid ELSE e.oid END)
 FROM cols c
 JOIN pg_catalog.pg_type t ON t.oid = c.atttypid
@@ -81,7 +83,7 @@ SELECT t.oid, t.typname, t.typtype, b.oid, b.typname, b.typtype,
        (SELECT x.typtypmod FROM chain x WHERE x.start = t.oid AND x.typtype = 'd' AND x.typtypmod <> -1
         ORDER BY x.depth LIMIT 1),
        e.oid, e.typname, e.typtype, e.typdelim,
-       (SELECT array_agg(l.enumlabel::text ORDER BY l.enumsortorder) FROM pg_catalog.pg_enum l
+       (SELECT array_agg(l.enumlabel::text ORDER BY l.ctid) FROM pg_catalog.pg_enum l
         WHERE l.enumtypid = CASE WHEN b.typtype = 'e' THEN b.oid ELSE e.oid END)
 FROM pg_catalog.pg_type t
 JOIN chain r ON r.start = t.oid AND r.typtype <> 'd'
@@ -94,6 +96,18 @@ FROM pg_catalog.pg_index i
 JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
 WHERE i.indisprimary AND i.indrelid = ANY(%s)
 ORDER BY i.indrelid, array_position(i.indkey::int2[], a.attnum)
+"""
+# Unique indexes of tables, each with its columns in index order (0: an expression). Debezium keys a table
+# without a primary key by the first of them as the JDBC driver lists them (getIndexInfo: clustered first,
+# then by index name), skipping any with an expression column (PostgresConnection.isTableUniqueIndexIncluded);
+# INCLUDE columns are listed too, as the driver expands the whole indkey.
+_UNIQUE_INDEXES = """
+SELECT i.indrelid, ci.relname, i.indisclustered,
+       ARRAY(SELECT a.attname FROM unnest(i.indkey::int2[]) WITH ORDINALITY AS k(attnum, n)
+             LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.attnum
+             ORDER BY k.n)
+FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class ci ON ci.oid = i.indexrelid
+WHERE i.indisunique AND NOT i.indisprimary AND i.indrelid = ANY(%s)
 """
 
 
@@ -108,6 +122,8 @@ class Catalog:
         self.log = log if log is not None else logging.getLogger(__name__)
         #: Replica identity per table oid: d(efault), f(ull), i(ndex) or n(othing).
         self.replica_identity: dict[int, str] = {}
+        #: Oids of tables without a primary key, keyed by a unique index.
+        self.unique_keyed: set[int] = set()
 
     def captured_tables(self) -> dict[int, Table]:
         """Every table the filters capture, by oid."""
@@ -152,6 +168,11 @@ class Catalog:
                 columns[row[0]].append(row)
             for oid, name in cur.execute(_PRIMARY_KEYS, (oids,)):
                 keys[oid].append(name)
+            unique = cur.execute(_UNIQUE_INDEXES, (oids,)).fetchall()
+        for oid, names in _unique_index_keys(unique).items():
+            if not keys[oid]:
+                keys[oid] = names
+                self.unique_keyed.add(oid)
         out = {}
         for oid, tid in ids.items():
             cols: list[Column] = []
@@ -169,6 +190,20 @@ class Catalog:
                 cols.append(col)
             out[oid] = Table(tid, cols, keys[oid])
         return out
+
+
+def _unique_index_keys(rows: list[tuple[int, str, bool, list[str | None]]]) -> dict[int, list[str]]:
+    """Per table, the columns of the unique index Debezium keys it by when it has no primary key.
+
+    As JdbcConnection.readTableUniqueIndices over pgjdbc's getIndexInfo (ordered by TYPE, where a
+    clustered index comes first, then INDEX_NAME): the first index whose columns are all plain
+    columns; an index on an expression is skipped.
+    """
+    out: dict[int, list[str]] = {}
+    for oid, _, _, names in sorted(rows, key=lambda r: (r[0], not r[2], r[1])):
+        if oid not in out and names and all(n is not None for n in names):
+            out[oid] = list(names)
+    return out
 
 
 def _type_info(facts: tuple[Any, ...]) -> TypeInfo:

@@ -32,23 +32,12 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import Catalog, table_filter
 from cdc_postgres.copytext import parse_row
+from cdc_postgres.modes import type_modes
 from cdc_postgres.replication import ReplicationConnection, format_lsn, parse_lsn
 from cdc_postgres.source import sequence, source_block
-from cdc_postgres.types import TypeModes
 
 _INTEGER_TYPES = frozenset({"smallint", "integer", "bigint", "int2", "int4", "int8"})  # SQL and catalog (typname) spellings
 _BATCH = 2048
-
-
-def type_modes(config: Config) -> TypeModes:
-    """The value-mapping modes the connector properties ask for."""
-    return TypeModes(
-        decimal_handling=config.get(common.DECIMAL_MODE),
-        binary_handling=config.get(common.BINARY_MODE),
-        time_precision=config.get(common.TIME_PRECISION_MODE),
-        interval_handling=config.get(pgc.INTERVAL_MODE),
-        money_fraction_digits=config.get(pgc.MONEY_FRACTION_DIGITS),
-    )
 
 
 def _connect(config: Config) -> psycopg.Connection:
@@ -176,9 +165,12 @@ class PostgresSnapshotChunks:
         n = max(1, min(4096, math.ceil(max(tuples, 0) / max(1, chunk_rows))))
         base = {"oid": oid, "lsn": lsn, "tx_id": tx_id}
         ranges: list[dict[str, Any]]
+        # Key ranges leave out rows with a NULL in the key: a table keyed by a unique index on nullable
+        # columns (no primary key) is split by pages instead.
+        keyed = bool(table.primary_key) and not any(table.column(c).optional for c in table.primary_key)
         if n == 1:
             ranges = [{"kind": "all"}]
-        elif len(table.primary_key) == 1 and table.column(table.primary_key[0]).type_name in _INTEGER_TYPES:
+        elif keyed and len(table.primary_key) == 1 and table.column(table.primary_key[0]).type_name in _INTEGER_TYPES:
             col = sql.Identifier(table.primary_key[0])
             lo, hi = conn.execute(sql.SQL("SELECT min({c}), max({c}) FROM {t}").format(c=col, t=ident)).fetchone()
             if lo is None:
@@ -187,7 +179,7 @@ class PostgresSnapshotChunks:
                 step = max(1, math.ceil((hi - lo + 1) / n))
                 cuts = list(range(lo + step, hi + 1, step))
                 ranges = _key_ranges(table.primary_key, [[c] for c in cuts])
-        elif table.primary_key:
+        elif keyed:
             cols = sql.SQL(", ").join(sql.Identifier(c) for c in table.primary_key)
             percent = min(100.0, max(0.01, 100.0 * n * 64 / max(tuples, 1)))
             sample = conn.execute(sql.SQL("SELECT {c} FROM {t} TABLESAMPLE SYSTEM ({p}) ORDER BY {c}").format(

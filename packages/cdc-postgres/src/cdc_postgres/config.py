@@ -48,6 +48,9 @@ INTERVAL_MODE = F("interval.handling.mode", "enum", "numeric", allowed=("numeric
 MONEY_FRACTION_DIGITS = F("money.fraction.digits", "int", 2, minimum=0)
 HSTORE_MODE = F("hstore.handling.mode", "enum", "json", allowed=("json", "map"))
 INCLUDE_UNKNOWN_DATATYPES = F("include.unknown.datatypes", "boolean", False)
+# A relational property every Debezium 2.7 connector accepts; its PostgreSQL connector reads no
+# column comments (JdbcConnection.readTableColumn never sets one), so it changes nothing here either.
+INCLUDE_SCHEMA_COMMENTS = F("include.schema.comments", "boolean", False)
 # Incremental snapshot watermarks from transaction snapshots and WAL positions, nothing written (PG >= 13;
 # cdc_postgres.readonly).
 READ_ONLY = F("read.only", "boolean", False)
@@ -58,7 +61,7 @@ FIELDS = Fields(
         PLUGIN_NAME, SLOT_NAME, SLOT_DROP_ON_STOP, SLOT_MAX_RETRIES, SLOT_RETRY_DELAY_MS, FLUSH_LSN_SOURCE, PUBLICATION_NAME, PUBLICATION_AUTOCREATE,
         SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
-        HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, READ_ONLY,
+        HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY,
     ]
 )
 

@@ -14,6 +14,7 @@ from cdc_core.config import Config, Fields
 from cdc_core.config import common
 from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange
+from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
 from cdc_core.relational import Table, TableId
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
@@ -28,7 +29,7 @@ from cdc_postgres.replication import ReplicationConnection, ReplicationError
 from cdc_postgres.snapshot import SnapshotReader
 from cdc_postgres.source import SOURCE_SCHEMA
 from cdc_postgres.streaming import ResumePoint, StreamReader
-from cdc_postgres.types import TypeModes
+from cdc_postgres.modes import type_modes
 
 _REGEX_CHARS = set("[](){}*+?|^$\\")
 
@@ -53,15 +54,7 @@ class PostgresConnector:
         self.slot = config.get(pgc.SLOT_NAME)
         self.publication = config.get(pgc.PUBLICATION_NAME)
         self.address = pgc.server_address(config)
-        self.modes = TypeModes(
-            decimal_handling=config.get(common.DECIMAL_MODE),
-            binary_handling=config.get(common.BINARY_MODE),
-            time_precision=config.get(common.TIME_PRECISION_MODE),
-            interval_handling=config.get(pgc.INTERVAL_MODE),
-            money_fraction_digits=config.get(pgc.MONEY_FRACTION_DIGITS),
-            hstore_handling=config.get(pgc.HSTORE_MODE),
-            include_unknown_datatypes=config.get(pgc.INCLUDE_UNKNOWN_DATATYPES),
-        )
+        self.modes = type_modes(config)
         self.filter = table_filter(config)
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(pgc.SNAPSHOT_MODE), plugins)
@@ -190,11 +183,11 @@ class PostgresConnector:
                 self.log.warning(
                     "table %s has REPLICA IDENTITY NOTHING: UPDATE and DELETE on it fail while it is published; "
                     "set REPLICA IDENTITY DEFAULT (with a primary key) or FULL", table.id)
-            elif identity == "d" and not table.primary_key:
+            elif identity == "d" and (not table.primary_key or oid in self._catalog.unique_keyed):
                 self.log.warning(
                     "table %s has no primary key and REPLICA IDENTITY DEFAULT: UPDATE and DELETE on it fail while "
-                    "it is published, and its events have no key; add a primary key or set REPLICA IDENTITY FULL",
-                    table.id)
+                    "it is published%s; add a primary key or set REPLICA IDENTITY FULL (or USING INDEX)", table.id,
+                    "" if table.primary_key else ", and its events have no key")
 
     def _prepare_publication(self) -> None:
         assert self._conn is not None
@@ -303,7 +296,10 @@ class PostgresConnector:
             created = self._repl.create_slot(self.slot, "pgoutput", export_snapshot=snapshot)
             self.log.info("created slot %s at %s", self.slot, created.consistent_point)
             start_lsn = created.consistent_point
-            resume = ResumePoint({"lsn_commit": start_lsn, "lsn_proc": None})
+            # As PostgresSnapshotChangeEventSource: a new offset context keeps the last commit LSN of a stored
+            # offset, and has none without one (the first transaction's events have sequence [null, ...]).
+            resume = ResumePoint({"lsn_commit": start_lsn, "lsn_proc": None},
+                                 last_commit=(self._offset or {}).get("lsn_commit"))
             if snapshot:
                 yield from self._snapshot(created.snapshot_name, created.consistent_point)
                 if self._stop.is_set():
@@ -368,7 +364,8 @@ class PostgresConnector:
         """Each table to snapshot with its SELECT (``snapshot.include.collection.list``, the SnapshotQuery)."""
         include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
         out = []
-        for table in sorted(self._tables.values(), key=lambda t: t.id.identifier):
+        tables = snapshot_order(self._tables.values(), self.config.get(common.TABLE_INCLUDE), lambda t: t.id.identifier)
+        for table in tables:
             if include and not any(p.fullmatch(table.id.identifier) for p in include):
                 continue
             columns = [sql.Identifier(c.name).as_string(self._conn) for c in table.columns]
@@ -399,6 +396,8 @@ class PostgresConnector:
         reader.tables = {**self._tables, **self._signal_tables}  # the signal table too (cdc_postgres.incremental)
         reader.messages = MessageFilter(self.config.get(pgc.MESSAGE_PREFIX_INCLUDE), self.config.get(pgc.MESSAGE_PREFIX_EXCLUDE))
         reader.message_topic = f"{self.server}{self.config.get(common.TOPIC_DELIMITER)}message"
+        reader.binary_mode = self.config.get(common.BINARY_MODE)
+        reader.transaction_metadata = bool(self.config.get(common.PROVIDE_TRANSACTION_METADATA))
         heartbeat = self.config.get(common.HEARTBEAT_INTERVAL_MS) / 1000.0
         action = self.config.get(common.HEARTBEAT_ACTION_QUERY)
         if heartbeat:

@@ -43,7 +43,7 @@ from cdc_postgres.copytext import parse_row
 from cdc_postgres import readonly
 from cdc_postgres.readonly import POSITION_QUERY, EventPosition, PgSnapshot, Watermark, normalize_lsn
 from cdc_postgres.source import sequence, source_block
-from cdc_postgres.types import TypeModes
+from cdc_postgres.modes import type_modes
 
 _BATCH = 2048
 
@@ -74,18 +74,6 @@ def _statement(build: Callable[[Callable[[str], str], Callable[[str], str]], tup
     if not params:
         return sql, None
     return build(_q, lambda t: t.replace("%", "%%"))
-
-
-def _modes(config: Config) -> TypeModes:
-    return TypeModes(
-        decimal_handling=config.get(common.DECIMAL_MODE),
-        binary_handling=config.get(common.BINARY_MODE),
-        time_precision=config.get(common.TIME_PRECISION_MODE),
-        interval_handling=config.get(pgc.INTERVAL_MODE),
-        money_fraction_digits=config.get(pgc.MONEY_FRACTION_DIGITS),
-        hstore_handling=config.get(pgc.HSTORE_MODE),
-        include_unknown_datatypes=config.get(pgc.INCLUDE_UNKNOWN_DATATYPES),
-    )
 
 
 def _connect(config: Config) -> psycopg.Connection:
@@ -238,7 +226,7 @@ class PostgresChunkReader:
         with self.conn.cursor() as cur, cur.copy(query, params) as copy:
             for data in copy:
                 append(new(RawChange, (table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]), source,
-                                       None, None)))
+                                       None, None, None)))
         if not rows:
             return ChunkRows(invisible=invisible, low=low)
         positions = [table.columns.index(table.column(k)) for k in key]
@@ -327,7 +315,7 @@ class PostgresIncrementalSource:
 
     def captured_tables(self) -> list[Table]:
         """The captured tables' current definitions (read from the catalog now)."""
-        catalog = Catalog(self._connection(), _modes(self.config), table_filter(self.config), self.log)
+        catalog = Catalog(self._connection(), type_modes(self.config), table_filter(self.config), self.log)
         return sorted(catalog.captured_tables().values(), key=lambda t: t.id.identifier)
 
     def reader(self) -> PostgresChunkReader:
@@ -338,7 +326,7 @@ class PostgresIncrementalSource:
                 conn = _connect(self.config)
                 try:
                     oid = _oid(conn, tid)
-                    catalog = Catalog(conn, _modes(self.config), table_filter(self.config), self.log)
+                    catalog = Catalog(conn, type_modes(self.config), table_filter(self.config), self.log)
                     self._signal = catalog.table(oid) if oid is not None else None
                 finally:
                     conn.close()

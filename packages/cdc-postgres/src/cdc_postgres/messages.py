@@ -2,31 +2,31 @@
 
 from __future__ import annotations
 
-import base64
 import re
 import time
+from functools import cache
 from typing import Any
 
 from cdc_core.events import ChangeRecord
-from cdc_core.schema import OPTIONAL_BYTES, OPTIONAL_INT64, OPTIONAL_STRING, STRING, struct
+from cdc_core.schema import OPTIONAL_INT64, OPTIONAL_STRING, STRING, Schema, struct
+from cdc_core.semantic import binary_schema, bytes_encoder
 from cdc_postgres.source import SOURCE_SCHEMA
 
-KEY_SCHEMA = struct("io.debezium.connector.postgresql.MessageKey", [("prefix", OPTIONAL_STRING)])
-MESSAGE_BLOCK = struct(
-    "io.debezium.connector.postgresql.Message", [("prefix", OPTIONAL_STRING), ("content", OPTIONAL_BYTES)], optional=True
-)
-# Field order as the chapter prints the payload: source, op, ts_ms, ts_us, ts_ns, message.
-VALUE_SCHEMA = struct(
-    "io.debezium.connector.postgresql.MessageValue",
-    [
-        ("source", SOURCE_SCHEMA),
-        ("op", STRING),
-        ("ts_ms", OPTIONAL_INT64),
-        ("ts_us", OPTIONAL_INT64),
-        ("ts_ns", OPTIONAL_INT64),
-        ("message", MESSAGE_BLOCK),
-    ],
-)
+# As PostgresSchemaFactory (2.7.4) builds them: each struct at version 1, the message block
+# required, its content following binary.handling.mode; no ts_us/ts_ns in the value.
+KEY_SCHEMA = struct("io.debezium.connector.postgresql.MessageKey", [("prefix", OPTIONAL_STRING)], version=1)
+
+
+@cache
+def value_schema(binary_mode: str) -> Schema:
+    """The message value schema under ``binary.handling.mode``: fields op, ts_ms, source, message."""
+    block = struct("io.debezium.connector.postgresql.Message",
+                   [("prefix", OPTIONAL_STRING), ("content", binary_schema(binary_mode, optional=True))], version=1)
+    return struct(
+        "io.debezium.connector.postgresql.MessageValue",
+        [("op", STRING), ("ts_ms", OPTIONAL_INT64), ("source", SOURCE_SCHEMA), ("message", block)],
+        version=1,
+    )
 
 
 class MessageFilter:
@@ -43,15 +43,13 @@ class MessageFilter:
         return not any(p.fullmatch(prefix) for p in self.exclude)
 
 
-def message_record(topic: str, prefix: str, content: bytes, source: dict[str, Any], offset: dict[str, Any]) -> ChangeRecord:
-    """The ``op: m`` record of one message; the key is the message prefix."""
-    now = time.time_ns()
+def message_record(topic: str, prefix: str, content: bytes, source: dict[str, Any], offset: dict[str, Any] | None,
+                   binary_mode: str = "bytes") -> ChangeRecord:
+    """The ``op: m`` record of one message; the key is the message prefix, ``ts_ms`` the time it is processed."""
     value = {
-        "source": source,
         "op": "m",
-        "ts_ms": now // 1_000_000,
-        "ts_us": now // 1_000,
-        "ts_ns": now,
-        "message": {"prefix": prefix, "content": base64.b64encode(content).decode()},
+        "ts_ms": time.time_ns() // 1_000_000,
+        "source": source,
+        "message": {"prefix": prefix, "content": bytes_encoder(binary_mode)(content)},
     }
-    return ChangeRecord(topic, {"prefix": prefix}, value, KEY_SCHEMA, VALUE_SCHEMA, offset)
+    return ChangeRecord(topic, {"prefix": prefix}, value, KEY_SCHEMA, value_schema(binary_mode), offset)

@@ -96,7 +96,7 @@ class SnapshotReader:
                 for block in read_blocks(copy, self.fetch_size):
                     # One RawChange per row, made by tuple.__new__ in C (no Python call per row).
                     batch = list(map(_new_change, zip(
-                        repeat(table), _READ, _NONE, parse_block(block), repeat(source), repeat(offset), _NONE)))
+                        repeat(table), _READ, _NONE, parse_block(block), repeat(source), repeat(offset), _NONE, _NONE)))
                     if rows == 0:
                         marker = "first" if first_overall else "first_in_data_collection"
                         batch[0] = batch[0]._replace(source={**source, "snapshot": marker})

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from cdc_core.events import Checkpoint, RawChange
+from cdc_core.events import UNAVAILABLE, Checkpoint, RawChange, TransactionBegin
 from cdc_core.relational import Table
 from cdc_postgres.catalog import Catalog
 from cdc_postgres.messages import MessageFilter, message_record
@@ -13,10 +13,10 @@ from cdc_postgres.pgoutput import (
     Begin, Commit, Delete, Insert, Message, Relation, StreamAbort, StreamCommit, StreamStart, StreamStop, Truncate,
     Update, decode, decode_streamed,
 )
+from cdc_postgres.relations import relation_table
 from cdc_postgres.replication import ReplicationConnection
 from cdc_postgres.spill import SpilledTransaction
 from cdc_postgres.source import CONNECTOR, DEBEZIUM_VERSION
-from cdc_postgres.types import column_for
 
 
 #: Changes handed over per call while a committed streamed transaction is replayed.
@@ -35,9 +35,13 @@ class ResumePoint:
     processed; within the transaction at ``lsn_commit`` only changes after ``lsn_proc`` are new.
     """
 
-    def __init__(self, offset: dict[str, Any] | None):
+    def __init__(self, offset: dict[str, Any] | None, last_commit: int | None = -1):
         self.commit = (offset or {}).get("lsn_commit") or 0
         self.proc = (offset or {}).get("lsn_proc")
+        self.ts_us = (offset or {}).get("ts_usec")
+        #: Debezium's lastCommitLsn at the start (source.sequence's first element until the first commit):
+        #: the stored offset's, or ``last_commit`` where given (None on a new slot without a stored one).
+        self.last_commit = (self.commit or None) if last_commit == -1 else last_commit
 
     def skip_transaction(self, commit_lsn: int) -> bool:
         """True if the whole transaction committing at ``commit_lsn`` was already processed."""
@@ -65,8 +69,13 @@ class StreamReader:
         self._ts_us = 0
         self._changes_in_tx = 0
         self._skip_tx = False
-        self._last_commit_lsn: int | None = resume.commit or None
+        # Debezium's lastCommitLsn (source.sequence's first element): where the last COMMIT message or
+        # non-transactional logical decoding message was received (the commit's end LSN).
+        self._last_commit_lsn: int | None = resume.last_commit
+        #: The commit time of the last transaction: a non-transactional message's source.ts_ms.
+        self._last_ts_us: int = resume.ts_us or time.time_ns() // 1000
         self._tx_id: str | None = None
+        self._begun = False
         self._checkpointed = resume.commit
         self._last_idle = time.monotonic()
         #: How often to checkpoint even when the position did not move (for heartbeats).
@@ -76,6 +85,8 @@ class StreamReader:
         #: Which logical decoding messages to emit (None: none), and their topic.
         self.messages: MessageFilter | None = None
         self.message_topic = f"{server}.message"
+        #: ``binary.handling.mode``, which the messages' ``content`` follows.
+        self.binary_mode = "bytes"
         #: Where streamed transactions are spilled (None: the system's temp directory).
         self.spill_dir: str | None = None
         self._spills: dict[int, SpilledTransaction] = {}
@@ -83,6 +94,8 @@ class StreamReader:
         self._replay = None
         self._backlog: list = []
         self._last_keepalive = time.monotonic()
+        #: ``provide.transaction.metadata``: announce every transaction (BEGIN/END also without captured changes).
+        self.transaction_metadata = False
 
     def read(self, timeout: float) -> list[RawChange | Checkpoint]:
         """One batch: every message already received (waiting up to ``timeout`` for the first).
@@ -114,12 +127,15 @@ class StreamReader:
                     self._change(msg, x.data_start, append)
             elif cls is Begin:
                 self._begin(msg.xid, msg.final_lsn, msg.commit_ts_us)
+                self._announce(x.data_start, append)
             elif cls is Commit:
-                self._commit(msg.commit_lsn, msg.end_lsn, append)
+                self._commit(x.data_start, append)
             elif cls is Truncate:
                 if not self._skip_tx:
                     self._truncate(msg, x.data_start, append)
             elif cls is Message:
+                if not msg.transactional:
+                    self._last_commit_lsn = x.data_start
                 if self.messages is not None and self.messages.includes(msg.prefix) and not (
                         msg.transactional and self._skip_tx):
                     self._message(msg, x.data_start, append)
@@ -159,30 +175,49 @@ class StreamReader:
         elif cls is Update:
             # With REPLICA IDENTITY DEFAULT the old key arrives only when the key changed.
             op, before, after = "u", msg.old, msg.new
+            if before is not None and UNAVAILABLE in after:
+                after = _untoasted(after, before)
         else:
             op, before, after = "d", msg.old, None
         ts_us = self._ts_us
         source = self._source(table.id.schema, table.id.table, lsn, ts_us, True)
         offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid, "ts_usec": ts_us}
-        append(RawChange(table, op, before, after, source, offset, self._tx_id))
+        # As PostgresTransactionMonitor: the block's id is <txId>:<LSN of this change> (made only when written).
+        event_id = f"{self._xid}:{lsn}" if self.transaction_metadata else None
+        append(RawChange(table, op, before, after, source, offset, self._tx_id, event_id))
         self._changes_in_tx += 1
 
     def _begin(self, xid: int, commit_lsn: int, ts_us: int) -> None:
         self._xid = xid
         self._tx_id = f"{xid}:{commit_lsn}"
         self._commit_lsn = commit_lsn
-        self._ts_us = ts_us
+        self._ts_us = self._last_ts_us = ts_us
         self._changes_in_tx = 0
+        self._begun = False
         self._skip_tx = self.resume.skip_transaction(commit_lsn)
 
-    def _commit(self, commit_lsn: int, end_lsn: int, append) -> None:
-        if self._changes_in_tx or self._skip_tx:
+    def _announce(self, lsn: int, append) -> None:
+        """With transaction metadata, the transaction's BEGIN, written ``<txId>:<LSN of the BEGIN message>``.
+
+        As PostgresTransactionMonitor: the id carries the LSN the BEGIN message arrived with (since
+        PostgreSQL 15 the LSN of the transaction's first published change or message, as pgoutput
+        sends BEGIN only then), so a transaction with only a logical decoding message or a skipped
+        TRUNCATE still gets BEGIN and END, with event_count 0.
+        """
+        if self.transaction_metadata and not self._skip_tx and not self._begun:
+            self._begun = True
+            append(TransactionBegin(self._tx_id, self._ts_us // 1000, f"{self._xid}:{lsn}"))
+
+    def _commit(self, end_lsn: int, append) -> None:
+        """The COMMIT message, received at the commit's end LSN (Debezium's lastCommitLsn from now on)."""
+        if self._changes_in_tx or self._skip_tx or self._begun:
             # The transaction is complete: once acknowledged, confirm past its commit.
             append(Checkpoint({"lsn_proc": None, "lsn_commit": end_lsn, "lsn": end_lsn,
-                               "txId": self._xid, "ts_usec": self._ts_us}, self._tx_id, self._ts_us // 1000))
+                               "txId": self._xid, "ts_usec": self._ts_us}, self._tx_id, self._ts_us // 1000,
+                              f"{self._xid}:{end_lsn}"))
             self._checkpointed = max(self._checkpointed, end_lsn)
-        self._last_commit_lsn = commit_lsn
-        self._skip_tx = False
+        self._last_commit_lsn = end_lsn
+        self._skip_tx = self._begun = False
         self._xid = self._tx_id = None
 
     # -- streamed (in-progress) transactions, protocol v2 --------------------------------------
@@ -202,7 +237,11 @@ class StreamReader:
             self.log.info("replaying streamed transaction %d: %d messages, %.1f MB spilled", commit.xid,
                           spill.messages, spill.bytes / 1e6)
             out: list[RawChange | Checkpoint] = []
+            first = True
             for lsn, payload in spill.replay():
+                if first:  # pgoutput sends a BEGIN with the first message's LSN (PostgreSQL 15+)
+                    self._announce(lsn, out.append)
+                    first = False
                 subxid, msg = decode_streamed(payload)
                 if subxid in spill.aborted or self._skip_tx:
                     continue
@@ -217,7 +256,7 @@ class StreamReader:
                 if len(out) >= REPLAY_CHUNK:
                     yield out
                     out = []
-            self._commit(commit.commit_lsn, commit.end_lsn, out.append)
+            self._commit(commit.end_lsn, out.append)
             yield out
         finally:
             spill.close()
@@ -255,11 +294,17 @@ class StreamReader:
             source = self._source(table.id.schema or "", table.id.table, lsn, self._ts_us, True)
             offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid,
                       "ts_usec": self._ts_us}
-            append(RawChange(table, "t", None, None, source, offset, self._tx_id))
+            append(RawChange(table, "t", None, None, source, offset, self._tx_id,
+                             f"{self._xid}:{lsn}" if self.transaction_metadata else None))
             self._changes_in_tx += 1
 
     def _message(self, msg: Message, lsn: int, append) -> None:
-        """An ``op: m`` record; a non-transactional message has no transaction and its own time."""
+        """An ``op: m`` record; a non-transactional message has no transaction.
+
+        As PostgresStreamingChangeEventSource: a non-transactional message is its own commit (its
+        LSN becomes the last commit LSN before its event is made), and it keeps the source time
+        of the last transaction, as pgoutput sends it no commit time.
+        """
         if msg.transactional:
             if self.resume.skip_change(self._commit_lsn, lsn):
                 return
@@ -267,10 +312,10 @@ class StreamReader:
             offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid, "ts_usec": ts_us}
             self._changes_in_tx += 1
         else:
-            ts_us = time.time_ns() // 1000
+            ts_us = self._last_ts_us
             offset = None  # outside any transaction: its position is confirmed with the next checkpoint
         source = self._source("", "", lsn, ts_us, msg.transactional)
-        append(message_record(self.message_topic, msg.prefix, msg.content, source, offset))
+        append(message_record(self.message_topic, msg.prefix, msg.content, source, offset, self.binary_mode))
 
     def _idle_checkpoint(self, out: list[RawChange | Checkpoint]) -> None:
         """Between transactions, checkpoint the server's sent position now and then.
@@ -293,51 +338,21 @@ class StreamReader:
                                    "txId": None, "ts_usec": None}))
 
     def _relation(self, rel: Relation) -> None:
-        """Keep the cached table if the relation still matches it; otherwise re-read its definition."""
+        """Encode the table's next changes with the Relation's column types (``cdc_postgres.relations``)."""
         current = self.tables.get(rel.oid)
-        if current is None and not self.catalog.filter.includes(_table_id(rel)):
+        fresh = relation_table(rel, current, self.catalog)
+        if fresh is None or fresh is current:
             return
-        if current is not None and _matches(current, rel):
-            return
-        fresh = self.catalog.table(rel.oid)
-        if fresh is None or not _matches(fresh, rel):
-            fresh = _table_from_relation(rel, fresh, self.catalog)
         if current is not None:
-            self.log.info("table %s changed; new columns: %s", fresh.id, ", ".join(c.name for c in fresh.columns))
+            self.log.info("table %s changed; columns: %s", fresh.id,
+                          ", ".join(f"{c.name} {c.type_name}" for c in fresh.columns))
         self.tables[rel.oid] = fresh
 
 
-def _table_id(rel: Relation):
-    from cdc_core.relational import TableId
+def _untoasted(new: tuple, old: tuple) -> tuple:
+    """The new row with each unchanged TOASTed value taken from the old row where that carries it.
 
-    return TableId(None, rel.namespace, rel.name)
-
-
-def _matches(table: Table, rel: Relation) -> bool:
-    if table.id.schema != rel.namespace or table.id.table != rel.name or len(table.columns) != len(rel.columns):
-        return False
-    return all(c.name == r.name and c.type_oid == r.type_oid for c, r in zip(table.columns, rel.columns))
-
-
-def _table_from_relation(rel: Relation, catalog_table: Table | None, catalog: Catalog) -> Table:
-    """A table built from the Relation message itself, borrowing nullability from the catalog by name."""
-    known = {c.name: c for c in catalog_table.columns} if catalog_table else {}
-    missing = [rc for rc in rel.columns if (c := known.get(rc.name)) is None or c.type_oid != rc.type_oid]
-    # Types outside the built-in mapping (enums, domains, extension types, their arrays) resolve
-    # through pg_type by OID, as the catalog read does for live columns.
-    infos = catalog.type_infos(sorted({rc.type_oid for rc in missing}))
-    columns = []
-    for i, rc in enumerate(rel.columns):
-        col = known.get(rc.name)
-        if col is None or col.type_oid != rc.type_oid:
-            info = infos.get(rc.type_oid)
-            col = column_for(rc.name, rc.type_oid, rc.type_modifier, True, catalog.modes, position=i + 1,
-                             type_name=info.name if info else None, type_info=info)
-            if col.schema is None:
-                catalog.log.warning("column %s.%s of the streamed relation has type oid %s, which has no mapping; "
-                                    "it is left out of change events", _table_id(rel), rc.name, rc.type_oid)
-        columns.append(col)
-    pk = [c for c in (catalog_table.primary_key if catalog_table else []) if any(rc.name == c for rc in rel.columns)]
-    if not pk:
-        pk = [rc.name for rc in rel.columns if rc.is_key]
-    return Table(_table_id(rel), columns, pk)
+    As PostgresChangeRecordEmitter.columnValues: the old tuple (REPLICA IDENTITY FULL sends it
+    whole, TOASTed values included) is the source of values the new tuple leaves out.
+    """
+    return tuple(o if n is UNAVAILABLE and o is not None else n for n, o in zip(new, old))

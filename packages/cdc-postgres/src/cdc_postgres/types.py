@@ -15,33 +15,41 @@ Choices where the Debezium documentation is silent or contradicts itself (each f
 the Debezium 2.x code does):
 
 * ``org.apache.kafka.connect.data.Time`` is Kafka's INT32 milliseconds (the doc says INT64).
-* NUMERIC ``NaN``/``Infinity`` under ``decimal.handling.mode=precise`` is an error, as
-  ``SpecialValueDecimal.fromLogical`` throws ("...set decimal handling mode to 'string'").
+* NUMERIC ``NaN``/``Infinity`` under ``decimal.handling.mode=precise`` fail to convert, as
+  ``SpecialValueDecimal.fromLogical`` throws; the core then writes null with a warning
+  (``event.converting.failure.handling.mode``), as Debezium's TableSchemaBuilder does.
   ``double`` gives "NaN"/"Infinity"/"-Infinity" (Jackson's quoted non-finite numbers),
   ``string`` gives ``NAN``/``POSITIVE_INFINITY``/``NEGATIVE_INFINITY``.
-* ``string`` mode renders ``BigDecimal.toString()``, so tiny values use an exponent (``0E-8``).
+* ``string`` mode renders ``BigDecimal.toPlainString()`` (``SpecialValueDecimal.fromLogical``):
+  PostgreSQL's own text, ``0.00000000``, never an exponent.
 * TIMESTAMP ``infinity``/``-infinity`` are µs ``9223372036825200000``/``-9223372036832400000``
   (PGStatement's millisecond constants read as microseconds); millisecond schemas get those
   floored to ms. TIMESTAMPTZ infinities are the strings ``infinity``/``-infinity``.
 * DATE ``infinity``/``-infinity`` become Debezium's sentinel dates ``-5877611-06-21`` and
   ``-5877611-06-22`` (yes, positive infinity is negative: a Debezium bug kept for fidelity).
-* ZonedTimestamp/ZonedTime use ``ISO_OFFSET_DATE_TIME``: UTC ``Z``, seconds always printed,
-  fraction only when non-zero with trailing zeros stripped (Debezium 2.7's PostgreSQL
-  converter formats an ``OffsetDateTime``, which ignores the column's fractional width).
+* ZonedTimestamp pads the fraction to the column's precision (6 without one, none at 0):
+  ``2018-06-20T15:13:16.900Z`` for timestamptz(3), also in arrays (Debezium's
+  ``ZonedTimestamp.toIsoString(..., fractionalWidth)``). ZonedTime uses ``ISO_OFFSET_TIME``:
+  seconds always printed, fraction only when non-zero, trailing zeros stripped.
+* time[] elements are MicroTime in every mode (Debezium's TIME_ARRAY schema).
 * REAL values come out as the shortest decimal that round-trips the float32 (``3.14``).
-* Enum ``allowed`` lists the labels in declared order (``pg_enum.enumsortorder``); Debezium's
-  unordered ``array_agg`` gives the same except for labels added with ``BEFORE``/``AFTER``.
+* Enum ``allowed`` lists the labels as Debezium's TypeRegistry reads them: an unordered
+  ``array_agg`` over pg_enum, i.e. creation order (labels added with ``BEFORE``/``AFTER`` last).
 * Domains map as their base type, with the typmod of the nearest domain that has one, also
   through nested domains (Debezium's TypeRegistry walks the hierarchy; the doc's warning that
   nested domains lose length/scale describes the JDBC metadata, not what Debezium emits).
 * Arrays are Connect arrays of the element's mapping; arrays Debezium never maps (money, name,
-  interval, varbit, bit, xml, point, refcursor elements) and arrays of domains or unknown
-  types (without include.unknown.datatypes) are left out. A multi-dimensional value is an
+  interval, varbit, xml, point, refcursor elements) and arrays of domains or unknown
+  types (without include.unknown.datatypes) are left out; bit(n)[] gets bit(n)'s scalar schema
+  and null values, as in Debezium. An array holding NULL where the element schema is required
+  (enums, unknown types) fails to convert, as Debezium's Connect validation does. A multi-dimensional value is an
   error: Debezium would emit garbage (a list of ``Object[].toString()`` strings or nulls).
 * hstore pairs come out in ``java.util.HashMap`` order (pgjdbc's HStoreConverter), not
   PostgreSQL's; json mode is Jackson's compact text.
 * include.unknown.datatypes carries the UTF-8 bytes of the value's text output: with pgoutput
-  that text is all Debezium receives ("an opaque binary representation" in the doc).
+  that text is all Debezium receives ("an opaque binary representation" in the doc); the
+  geometric types carry pgjdbc's text instead (Java doubles: ``<(10.0,20.0),10.0>``).
+* MONEY is parsed exactly from its text (Debezium's streaming path), in snapshots too.
 * Column defaults: see ``_schema_default`` (function defaults give the type's zero, as the doc
   says; Debezium's literal-extraction quirks are kept).
 """
@@ -49,6 +57,7 @@ the Debezium 2.x code does):
 from __future__ import annotations
 
 import binascii
+import hashlib
 import re
 import uuid as uuid_module
 from collections.abc import Callable
@@ -63,6 +72,7 @@ from cdc_core.relational import Column, ValueConverter
 from cdc_core.schema import Field, Schema
 from cdc_core import semantic as sem
 from cdc_core.semantic import ValueConversionError
+from cdc_postgres.source_metadata import source_length_scale, source_type_name
 
 __all__ = [
     "BUILTIN_TYPES",
@@ -96,6 +106,8 @@ class TypeModes:
     money_fraction_digits: int = 2
     hstore_handling: str = "json"
     include_unknown_datatypes: bool = False
+    #: ``unavailable.value.placeholder`` as bytes (its ``hex:`` form decoded).
+    unavailable_placeholder: bytes = b"__debezium_unavailable_value"
 
     def __post_init__(self) -> None:
         for prop, value, allowed in (
@@ -322,8 +334,6 @@ def _build_float8(ctx: _Ctx) -> _Built:
 
 #: NUMERIC special values in ``decimal.handling.mode=string`` (``SpecialValueDecimal.toString``).
 _NUMERIC_SPECIAL_STRINGS = {"NaN": "NAN", "Infinity": "POSITIVE_INFINITY", "-Infinity": "NEGATIVE_INFINITY"}
-#: Text prefixes whose ``BigDecimal.toString()`` may use an exponent (adjusted exponent < -6).
-_TINY_PREFIXES = ("0.000000", "-0.000000")
 
 
 def _unscaled(text: str, scale: int) -> int:
@@ -348,16 +358,13 @@ def _build_numeric(ctx: _Ctx) -> _Built:
     if mode == "double":
         return Schema("float64", optional=ctx.optional), _float_converter(ctx, float)
     if mode == "string":
+        # SpecialValueDecimal.fromLogical: BigDecimal.toPlainString(), which is PostgreSQL's own
+        # text ("0.0000001000", never "1.000E-7").
         specials = _NUMERIC_SPECIAL_STRINGS.get
 
         def to_string(text: str) -> str:
-            if not text.startswith(_TINY_PREFIXES):
-                special = specials(text)
-                return text if special is None else special
-            try:
-                return sem.java_decimal_string(Decimal(text))
-            except (InvalidOperation, ValueError):
-                raise ctx.fail(text, "not a decimal number") from None
+            special = specials(text)
+            return text if special is None else special
 
         return Schema("string", optional=ctx.optional), to_string
     if ps is None:
@@ -399,27 +406,30 @@ _MONEY_RE = re.compile(r"[^0-9.]")
 
 
 def _build_money(ctx: _Ctx) -> _Built:
-    # pgjdbc's PGmoney parses the locale text into a double; Debezium then scales that double.
-    # Only '.'-decimal locales (C, en_US, ...) are understood: "$1,234.56", "-$1,234.56", "($1.00)".
+    # Debezium 2.7 streaming (AbstractColumnValue.asMoney): the locale text without its currency
+    # symbol and grouping commas, parsed exactly as a BigDecimal; then setScale(money.fraction.digits,
+    # HALF_UP) (precise), doubleValue() (double) or toPlainString() (string). Only '.'-decimal
+    # locales (C, en_US, ...) are understood: "$1,234.56", "-$1,234.56", "($1.00)".
+    # Its snapshot reads money through pgjdbc's PGmoney as a double instead, which loses digits
+    # past 2**53 and prints String.valueOf(double) in string mode ("12.5", "1.2345678E7"): a bug
+    # cdc does not copy; snapshot and streaming both give the exact value (DIFFERENCES.md).
     digits = ctx.modes.money_fraction_digits
     mode = ctx.modes.decimal_handling
+    strip = _MONEY_RE.sub
 
-    def parse(text: str) -> float:
-        try:
-            value = float(_MONEY_RE.sub("", text))
-        except ValueError:
-            raise ctx.fail(text, "not a money amount with '.' as the decimal point") from None
-        return -value if text[:1] in "-(" else value
+    def plain(text: str) -> str:
+        digits_text = strip("", text)
+        if not digits_text or digits_text.count(".") > 1 or digits_text == ".":
+            raise ctx.fail(text, "not a money amount with '.' as the decimal point")
+        return "-" + digits_text if text[:1] in "-(" else digits_text
 
     if mode == "double":
-        return Schema("float64", optional=ctx.optional), parse
+        return Schema("float64", optional=ctx.optional), lambda text: float(plain(text))
     if mode == "string":
-        # Debezium 2.x delivers String.valueOf(Double) here (e.g. "1234.56", "1.2345678E7").
-        return Schema("string", optional=ctx.optional), lambda text: sem.java_double_string(parse(text))
+        return Schema("string", optional=ctx.optional), plain
 
     def to_decimal(text: str) -> str:
-        value = sem.round_half_up(Decimal(repr(parse(text))), digits)  # BigDecimal.valueOf(double).setScale(HALF_UP)
-        return sem.encode_decimal(value, digits)
+        return sem.encode_decimal(sem.round_half_up(Decimal(plain(text)), digits), digits)
 
     # moneySchema() uses Decimal.builder(moneyFractionDigits): no precision parameter.
     return sem.decimal_schema(digits, optional=ctx.optional), to_decimal
@@ -469,8 +479,9 @@ def _build_bits(ctx: _Ctx) -> _Built:
     def to_bits(text: str) -> str:
         # The rightmost character is bit 0; bytes are little-endian and sized by the content
         # (BitSet.toByteArray), so all-zero bits give no bytes at all.
+        # An empty bit varying has no bits: no bytes, as Debezium's empty BitSet.
         try:
-            value = int(text, 2)
+            value = int(text, 2) if text else 0
         except ValueError:
             raise ctx.fail(text, "not a bit string") from None
         return encode(value.to_bytes((value.bit_length() + 7) // 8, "little"))
@@ -627,7 +638,7 @@ def _build_timestamp(ctx: _Ctx) -> _Built:
     return schema, to_millis
 
 
-def _zoned_timestamp_slow(ctx: _Ctx, text: str) -> str:
+def _zoned_timestamp_slow(ctx: _Ctx, text: str, width: int) -> str:
     if text in _TIMESTAMP_INFINITY_MICROS:
         return text  # Debezium emits "infinity" / "-infinity" as they are
     m = _TIMESTAMPTZ_RE.fullmatch(text)
@@ -637,26 +648,37 @@ def _zoned_timestamp_slow(ctx: _Ctx, text: str) -> str:
     days = sem.days_from_civil(1 - year if m[12] else year, int(m[2]), int(m[3]))
     seconds = days * 86400 + int(m[4]) * 3600 + int(m[5]) * 60 + int(m[6])
     seconds -= _offset_seconds(m[8], m[9], m[10], m[11])
-    return sem.format_zoned_timestamp(seconds, _fraction_micros(m[7]) * 1000)
+    iso = sem.format_zoned_timestamp(seconds)  # "...THH:MM:SSZ"
+    fraction = (m[7] or "").ljust(width, "0")
+    return f"{iso[:-1]}.{fraction}Z" if width else iso
 
 
 def _build_timestamptz(ctx: _Ctx) -> _Built:
+    # Debezium 2.7's convertTimestampWithZone formats with ZonedTimestamp.toIsoString(..., fraction)
+    # where fraction is the column's scale (its precision; 6 when declared without one): the
+    # fraction always has exactly that many digits ("...16.900Z" for timestamptz(3),
+    # "...00.000000Z"), and none at precision 0. Arrays' elements get the column's precision too.
+    width = _time_precision(ctx.typmod)
+    zeros = "." + "0" * width if width else ""
+
     def convert(text: str) -> str:
-        # Fast path, TimeZone=UTC output "YYYY-MM-DD HH:MM:SS[.f]+00": only re-punctuate
-        # (PostgreSQL already drops trailing fractional zeros).
+        # Fast path, TimeZone=UTC output "YYYY-MM-DD HH:MM:SS[.f]+00": only re-punctuate and pad
+        # (PostgreSQL prints at most the column's precision, trailing zeros dropped).
         if text[-3:] == "+00" and text[4:5] == "-" and text[10:11] == " ":
-            if len(text) == 22 or (text[19:20] == "." and text[-4] != "0"):
-                return f"{text[:10]}T{text[11:-3]}Z"
+            if len(text) == 22:
+                return f"{text[:10]}T{text[11:19]}{zeros}Z"
+            if text[19:20] == ".":
+                return f"{text[:10]}T{text[11:19]}.{text[20:-3].ljust(width, '0')}Z"
         try:
             dt = _fromiso_datetime(text)
             if dt.tzinfo is None:
-                return _zoned_timestamp_slow(ctx, text)
+                return _zoned_timestamp_slow(ctx, text, width)
             if dt.utcoffset():
                 dt = dt.astimezone(_UTC)
-            iso = dt.isoformat()[:-6]  # drop "+00:00"
-            return (iso.rstrip("0") if dt.microsecond else iso) + "Z"
+            head = dt.isoformat(timespec="seconds")[:-6]  # drop "+00:00"
+            return f"{head}.{dt.microsecond:06d}"[: len(head) + 1 + width] + "Z" if width else head + "Z"
         except (ValueError, OverflowError):
-            return _zoned_timestamp_slow(ctx, text)
+            return _zoned_timestamp_slow(ctx, text, width)
 
     return sem.semantic_schema(sem.ZONED_TIMESTAMP, optional=ctx.optional), convert
 
@@ -765,7 +787,7 @@ _GEOMETRY_FIELDS: dict[str, tuple[str, tuple[Field, ...]]] = {
         Field("srid", Schema("int32", optional=True)),
     )),
     GEOMETRY: ("Geometry", (Field("wkb", Schema("bytes")), Field("srid", Schema("int32", optional=True)))),
-    GEOGRAPHY: ("Geography", (Field("wkb", Schema("bytes")), Field("srid", Schema("int32")))),
+    GEOGRAPHY: ("Geography", (Field("wkb", Schema("bytes")), Field("srid", Schema("int32", optional=True)))),
 }
 
 
@@ -804,14 +826,14 @@ _EWKB_SRID_FLAG = 0x20000000
 
 
 def _build_postgis(name: str) -> Callable[[_Ctx], _Built]:
-    """A builder for PostGIS geometry/geography: the text output is hex EWKB; wkb = those bytes, srid from them."""
+    """A builder for PostGIS geometry/geography: the text output is hex EWKB; wkb = those bytes, srid from them (or null)."""
 
     def build(ctx: _Ctx) -> _Built:
         b64 = sem.base64_str
 
         def convert(text: str) -> dict[str, Any]:
             # PostgisGeometry.fromHexEwkb: the EWKB bytes are passed on whole (SRID included);
-            # the SRID is read after the type word when its flag is set, else it is 0.
+            # the SRID is read after the type word when its flag is set, else it is null.
             try:
                 data = bytes.fromhex(text)
             except ValueError:
@@ -820,7 +842,7 @@ def _build_postgis(name: str) -> Callable[[_Ctx], _Built]:
                 raise ctx.fail(text, "EWKB shorter than 9 bytes")
             order = "<" if data[0] else ">"
             (kind,) = unpack_from(order + "I", data, 1)
-            srid = unpack_from(order + "i", data, 5)[0] if kind & _EWKB_SRID_FLAG else 0
+            srid = unpack_from(order + "i", data, 5)[0] if kind & _EWKB_SRID_FLAG else None
             return {"wkb": b64(data), "srid": srid}
 
         return _geometry_schema(name, ctx.optional), convert
@@ -917,15 +939,32 @@ def _build_hstore(ctx: _Ctx) -> _Built:
 # --------------------------------------------------------------------------- unknown types
 
 
-def _build_unknown_bytes(ctx: _Ctx) -> _Built:
+#: Geometric types pgjdbc reads into its ``PGbox``/``PGcircle``/... classes: Debezium writes
+#: their ``getValue()``, the server's text with every number re-printed as a Java double.
+_JDBC_GEOMETRIC = frozenset({"box", "circle", "line", "lseg", "path", "polygon"})
+_FLOAT_TOKEN = re.compile(r"-?(?:Infinity|NaN|\d+(?:\.\d*)?(?:[eE][+-]?\d+)?)")
+
+
+def _jdbc_geometric_text(text: str) -> str:
+    """pgjdbc's text of a geometric value: ``<(10,20),10>`` becomes ``<(10.0,20.0),10.0>``."""
+    java = sem.java_double_string
+    return _FLOAT_TOKEN.sub(lambda m: java(float(m[0])), text)
+
+
+def _build_unknown_bytes(ctx: _Ctx, type_key: str | None = None) -> _Built:
     """``include.unknown.datatypes=true``: the bytes of the value's text, encoded per ``binary.handling.mode``.
 
     The doc calls this "an opaque binary representation". With pgoutput Debezium receives the
     type's text output and ``convertBinary`` turns that string into its bytes (UTF-8, the
-    connection's encoding), so that is what cdc emits too.
+    connection's encoding), so that is what cdc emits too. For the geometric types (``type_key``
+    box, circle, line, lseg, path, polygon) that text is pgjdbc's: Debezium hands ``convertBinary``
+    the driver's ``PGobject`` (streaming and snapshot alike), whose ``getValue()`` prints Java doubles.
     """
     mode = ctx.modes.binary_handling
     encode = sem.bytes_encoder(mode)
+    if type_key in _JDBC_GEOMETRIC:
+        geometric = _jdbc_geometric_text
+        return sem.binary_schema(mode, optional=ctx.optional), lambda text: encode(geometric(text).encode("utf-8"))
     return sem.binary_schema(mode, optional=ctx.optional), lambda text: encode(text.encode("utf-8"))
 
 
@@ -990,18 +1029,51 @@ def _array_schema(items: Schema, optional: bool) -> Schema:
     return Schema("array", optional=optional, items=items)
 
 
+def _build_time_array_element(ctx: _Ctx) -> _Built:
+    """An element of ``time[]``: MicroTime in every mode (Debezium's schema for TIME_ARRAY, whatever the precision).
+
+    Debezium converts the elements with the column's own time converter, so where that gives
+    milliseconds (precision <= 3 in adaptive mode, connect mode) the value does not fit the
+    MicroTime schema and Debezium writes null; cdc writes the microseconds (DIFFERENCES.md).
+    """
+    return sem.semantic_schema(sem.MICRO_TIME, optional=ctx.optional), lambda text: _time_micros(ctx, text)
+
+
+def _build_bit_array(ctx: _Ctx) -> _Built:
+    """``bit(n)[]``: Debezium gives it the scalar schema of ``bit(n)`` (Bits, or boolean for n = 1), and null values.
+
+    PostgresValueConverter lists BIT_ARRAY beside BIT for the schema, and its bits converter
+    cannot read an array, so every value is null. cdc writes the same: an array value cannot
+    stand in a scalar schema.
+    """
+    length = ctx.typmod if ctx.typmod >= 0 else 1
+    schema = sem.bits_schema(length, optional=ctx.optional) if length > 1 else Schema("boolean", optional=ctx.optional)
+
+    def convert(text: str) -> None:
+        if not ctx.optional:  # Debezium's null fails the required field's validation too
+            raise ctx.fail(text, "a bit array has no value in Debezium's scalar bit schema")
+        return None
+
+    return schema, convert
+
+
 def _build_array(ctx: _Ctx, element: _Built, delimiter: str) -> _Built:
     element_schema, element_convert = element
     parse = parse_array
+    required = not element_schema.optional
 
     def convert(text: str) -> list[Any]:
         try:
             items = parse(text, delimiter)
-            return [None if item is None else element_convert(item) for item in items]
+            values = [None if item is None else element_convert(item) for item in items]
         except ValueConversionError as e:
             raise ctx.fail(text, f"element {e.value!r}: {e.reason}") from None
         except (ValueError, TypeError, KeyError, OverflowError) as e:
             raise ctx.fail(text, str(e)) from None
+        if required and None in items:
+            # Debezium's Struct validation rejects the null element; the field becomes null.
+            raise ctx.fail(text, "a NULL element where the array's element schema is required")
+        return values
 
     return _array_schema(element_schema, ctx.optional), convert
 
@@ -1108,6 +1180,55 @@ def _with_default(schema: Schema, default: Any) -> Schema:
     )
 
 
+# --------------------------------------------------------------------------- unchanged TOAST placeholders
+
+#: Array types with their own placeholder in Debezium 2.7.4 (UnchangedToastedReplicationMessageColumn):
+#: the placeholder's text, its bytes, or its bytes as numbers, as a one-element (or per-byte) list.
+_TEXT_ARRAYS = frozenset({"_text", "_varchar", "_json", "_jsonb"})
+_INT_ARRAYS = frozenset({"_int4", "_date", "_int8"})
+
+
+def _jackson_map(pairs: dict[str, str]) -> str:
+    return "{" + ",".join(f"{_jackson_string(k)}:{_jackson_string(v)}" for k, v in pairs.items()) + "}"
+
+
+def _unavailable_value(key: str, type_info: TypeInfo | None, schema: Schema, modes: TypeModes, unknown: bool) -> Any:
+    """What Debezium writes for an unchanged TOASTed value of this column (UnchangedToastedPlaceholder).
+
+    The placeholder's text for string schemas, its bytes for bytea and (``unknown``) the types
+    include.unknown.datatypes carries as bytes, in bytes mode (its text in hex mode, null in base64),
+    ``{"<ph>":"<ph>"}`` for hstore (JSON text or map), ``["<ph>"]`` for text/varchar/json[b]
+    arrays, ``[<ph bytes>]`` for bytea[] (bytes mode), the bytes as numbers for int4/int8/date
+    arrays, ``UUID.nameUUIDFromBytes`` for uuid[]. Other types get the placeholder text, which
+    their schema rejects, so Debezium writes null; so does cdc.
+    """
+    raw = modes.unavailable_placeholder
+    text = raw.decode("utf-8", errors="replace")  # new String(bytes)
+    if type_info is not None and type_info.kind == "d":
+        key = ""  # Debezium picks the special placeholders by the column's own type name
+    if key == "hstore":
+        return {text: text} if schema.type == "map" else _jackson_map({text: text})
+    items = schema.items
+    if key in _TEXT_ARRAYS:
+        return [text]
+    if key == "_bytea":
+        return [sem.base64_str(raw)] if items is not None and items.type == "bytes" else None
+    if key in _INT_ARRAYS:
+        if items is None or items.type not in ("int32", "int64") or items.name == sem.CONNECT_DATE:
+            return None  # date[] in connect mode: its logical Date rejects an integer
+        return [b - 256 if b > 127 else b for b in raw]  # Java's signed bytes
+    if key == "_uuid":
+        return [str(uuid_module.UUID(bytes=hashlib.md5(raw).digest(), version=3))]
+    if key == "bytea" or unknown:
+        # bytea and unknown types (include.unknown.datatypes): convertBinary per binary.handling.mode;
+        # base64 modes see the marker object, not bytes, and give null.
+        mode = modes.binary_handling
+        return sem.base64_str(raw) if mode == "bytes" else text if mode == "hex" else None
+    if schema.type == "string":
+        return text
+    return None
+
+
 # --------------------------------------------------------------------------- registry
 
 _Builder = Callable[[_Ctx], _Built]
@@ -1158,6 +1279,7 @@ _BUILDERS: dict[str, _Builder] = {
 #: Extension types, which have no fixed OID: recognised by ``pg_type.typname`` in any schema.
 _EXTENSION_BUILDERS: dict[str, _Builder] = {
     "citext": _plain("string"),
+    "isbn": _plain("string"),  # the isn extension's isbn (TypeRegistry.isbn(); its siblings are unknown)
     "ltree": _named_string(sem.LTREE),
     "hstore": _build_hstore,
     "geometry": _build_postgis(GEOMETRY),
@@ -1166,9 +1288,12 @@ _EXTENSION_BUILDERS: dict[str, _Builder] = {
 
 #: Element types whose arrays Debezium 2.7 never maps (its schema builder returns null for
 #: money[], name[], interval[], varbit[], xml[], point[], refcursor[]), whatever
-#: include.unknown.datatypes says. bit[] gets a scalar Bits schema in Debezium, so its events
-#: fail Connect validation; cdc leaves it out like the others.
-_UNMAPPED_ARRAY_ELEMENTS = frozenset({"money", "name", "interval", "varbit", "bit", "xml", "point", "refcursor"})
+#: include.unknown.datatypes says. (bit[] gets bit's scalar schema and null values: _build_bit_array.)
+_UNMAPPED_ARRAY_ELEMENTS = frozenset({"money", "name", "interval", "varbit", "xml", "point", "refcursor"})
+
+
+#: Mapped element types whose arrays have a required element schema in Debezium (besides enums).
+_REQUIRED_ARRAY_ELEMENTS = frozenset({"isbn"})
 
 
 def supported_type_names() -> frozenset[str]:
@@ -1223,14 +1348,20 @@ def _resolve(
     element_key = (BUILTIN_TYPES.get(element_oid) if element_oid is not None else None) or element_name
     if element_key in _UNMAPPED_ARRAY_ELEMENTS:
         return key, None, False
-    element_ctx = ctx._replace(optional=element_kind != "e")
+    if element_key == "bit":
+        return key, _build_bit_array(ctx), False
+    # Debezium's element schemas are optional for the array types it lists one by one; enum and
+    # isbn arrays take the element's own (required) schema builder (arrayElementSchema).
+    element_ctx = ctx._replace(optional=element_kind != "e" and element_key not in _REQUIRED_ARRAY_ELEMENTS)
     builder = _scalar_builder(element_oid, element_name, element_kind, labels)
+    if element_key == "time":
+        builder = _build_time_array_element
     if builder is None:
         # Unknown element types (domains too, as in Debezium): an array of the elements' text
         # bytes under include.unknown.datatypes, with Debezium's non-optional element schema.
         if not ctx.modes.include_unknown_datatypes:
             return key, None, False
-        element = _build_unknown_bytes(ctx._replace(optional=False))
+        element = _build_unknown_bytes(ctx._replace(optional=False), element_key)
     else:
         element = builder(element_ctx)
     return key, _build_array(ctx, element, delimiter), False
@@ -1246,6 +1377,7 @@ def column_for(
     type_name: str | None = None,
     type_info: TypeInfo | None = None,
     default_expression: str | None = None,
+    relation: bool = False,
 ) -> Column:
     """The Column for a PostgreSQL column: its Debezium schema (optional as nullable) and its text converter.
 
@@ -1258,6 +1390,9 @@ def column_for(
 
     A column of an unknown type gets ``schema=None``: it is left out of events (Debezium logs a
     warning and skips it), unless ``include.unknown.datatypes`` asks for its bytes.
+
+    ``type_name``, ``length`` and ``scale`` are what Debezium reports (``cdc_postgres.source_metadata``),
+    read from the catalog, or (``relation``) from a pgoutput Relation message.
     """
     typmod = type_modifier
     if typmod < 0 and type_info is not None:
@@ -1265,19 +1400,24 @@ def column_for(
     ctx = _Ctx(name, type_name or (type_info.name if type_info else None) or str(type_oid), typmod, optional, modes)
     key, built, unknown_allowed = _resolve(ctx, type_oid, type_name, type_info)
     schema: Schema | None
+    unknown = built is None
     if built is not None:
         schema, convert = built
         default = _schema_default(key, type_info, default_expression, typmod, modes, convert)
         if default is not None:
             schema = _with_default(schema, default)
     elif unknown_allowed and modes.include_unknown_datatypes:
-        schema, convert = _build_unknown_bytes(ctx)
+        schema, convert = _build_unknown_bytes(ctx, key)
     else:
         schema, convert = None, _omitted
-    length, scale = _length_scale(key, typmod)
+    length, scale = _source_length_scale(type_oid, type_modifier, type_name, type_info, relation)
+    # For the core's row functions (cdc_core.rows): the value of an unchanged TOASTed column, kept
+    # with the schema it was made for (a custom converter may change the schema).
+    extra = {} if schema is None else {
+        "unavailable": (schema.type, schema.name, _unavailable_value(key, type_info, schema, modes, unknown))}
     return Column(
         name=name,
-        type_name=type_name or key,
+        type_name=source_type_name(type_name or key, default_expression, relation),
         schema=schema,  # type: ignore[arg-type]  # None: left out of events
         convert=convert,
         position=position,
@@ -1286,21 +1426,27 @@ def column_for(
         scale=scale,
         default_expression=default_expression,
         type_oid=type_oid,
+        type_modifier=type_modifier,
+        extra=extra,
     )
 
 
-def _length_scale(type_name: str, typmod: int) -> tuple[int | None, int | None]:
-    """Column length and scale as Debezium reports them (character length, numeric precision/scale, time precision)."""
-    if type_name in ("varchar", "bpchar"):
-        return (typmod - _VARHDRSZ, None) if typmod >= _VARHDRSZ else (None, None)
-    if type_name == "numeric":
-        ps = _numeric_precision_scale(typmod)
-        return ps if ps is not None else (None, None)
-    if type_name in ("bit", "varbit"):
-        return (typmod, None) if typmod >= 0 else (1 if type_name == "bit" else _UNBOUNDED_BITS, None)
-    if type_name in ("time", "timetz", "timestamp", "timestamptz"):
-        return None, _time_precision(typmod)
-    return None, None
+def _source_length_scale(type_oid: int, typmod: int, type_name: str | None, info: TypeInfo | None,
+                         relation: bool) -> tuple[int, int | None]:
+    """The column's length and scale as Debezium reports them: pgjdbc sizes arrays by their element, domains by their base."""
+    domain_typmod = None
+    if info is not None:
+        root = info.base_name or info.name
+        element = info.element_name
+        if info.kind == "d":
+            domain_typmod = info.domain_typmod
+    else:
+        root = BUILTIN_TYPES.get(type_oid) or _bare_type_name(type_name) or ""
+        element = None
+        if type_oid in BUILTIN_ARRAY_TYPES:
+            root, element_oid = BUILTIN_ARRAY_TYPES[type_oid]
+            element = BUILTIN_TYPES.get(element_oid, root[1:])
+    return source_length_scale(element or root, typmod, domain_typmod, element is not None, relation)
 
 
 def convert_value(column: Column, raw: Any) -> Any:

@@ -65,6 +65,10 @@ SKIP_MESSAGES_WITHOUT_CHANGE = F("skip.messages.without.change", "boolean", Fals
 SCHEMA_NAME_ADJUSTMENT = F("schema.name.adjustment.mode", "enum", "none", allowed=("none", "avro", "avro_unicode"))
 FIELD_NAME_ADJUSTMENT = F("field.name.adjustment.mode", "enum", "none", allowed=("none", "avro", "avro_unicode"))
 FAILURE_HANDLING = F("event.processing.failure.handling.mode", "enum", "fail", allowed=("fail", "warn", "skip", "ignore"))
+CONVERTING_FAILURE_HANDLING = F(
+    "event.converting.failure.handling.mode", "enum", "warn", allowed=("fail", "warn", "skip"),
+    doc="A column value that cannot be converted: fail, or write null with a warning (warn) or a debug log (skip).",
+)
 MESSAGE_KEY_COLUMNS = F("message.key.columns", "string", doc="<table regex>:<col>,<col>;... custom message keys.")
 CONVERTERS = F("converters", "list", doc="Names of custom converters; each configured by <name>.type and <name>.<param>.")
 COLUMN_PROPAGATE = F("column.propagate.source.type", "regex-list")
@@ -97,8 +101,8 @@ COMMON_FIELDS = Fields(
         OFFSET_STORAGE, OFFSET_FILE, OFFSET_FLUSH_INTERVAL_MS, SCHEMA_HISTORY, SCHEMA_HISTORY_FILE,
         TOPIC_TRANSACTION, TOPIC_HEARTBEAT_PREFIX, PROVIDE_TRANSACTION_METADATA, HEARTBEAT_INTERVAL_MS,
         HEARTBEAT_ACTION_QUERY, SKIPPED_OPERATIONS, SKIP_MESSAGES_WITHOUT_CHANGE,
-        SCHEMA_NAME_ADJUSTMENT, FIELD_NAME_ADJUSTMENT, FAILURE_HANDLING, MESSAGE_KEY_COLUMNS, CONVERTERS,
-        COLUMN_PROPAGATE, DATATYPE_PROPAGATE, UNAVAILABLE_PLACEHOLDER,
+        SCHEMA_NAME_ADJUSTMENT, FIELD_NAME_ADJUSTMENT, FAILURE_HANDLING, CONVERTING_FAILURE_HANDLING, MESSAGE_KEY_COLUMNS,
+        CONVERTERS, COLUMN_PROPAGATE, DATATYPE_PROPAGATE, UNAVAILABLE_PLACEHOLDER,
         SNAPSHOT_MODE_CUSTOM_NAME, SNAPSHOT_QUERY_MODE, SNAPSHOT_QUERY_MODE_CUSTOM_NAME,
         SNAPSHOT_LOCKING_MODE_CUSTOM_NAME, SNAPSHOT_LOCK_TIMEOUT_MS, SNAPSHOT_SELECT_OVERRIDES,
         SNAPSHOT_INCLUDE_COLLECTIONS, *CONFIGURATION_BASED_FIELDS, METRICS_PORT,

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from cdc_core.config import common
+from cdc_core.filters import snapshot_order
 from cdc_core.incremental.spi import SIGNAL_TABLE, watermarks_of
 from cdc_core.incremental.state import TableScan
 from cdc_core.relational import Table
@@ -48,6 +50,9 @@ def execute_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str
             if surrogate not in {c.name for c in t.columns}:
                 raise SignalDataError(f"surrogate-key {surrogate!r} is not a column of {t.id}")
     if kind == "blocking":
+        # A blocking snapshot runs as the initial one does (RelationalSnapshotChangeEventSource): tables in
+        # table.include.list order, not in the signal's.
+        tables = snapshot_order(tables, ctl.config.get(common.TABLE_INCLUDE), lambda t: t.id.identifier)
         ctl.request_blocking(record.id, [(t, *conditions.get(t.id.identifier, (None, None))) for t in tables])
         return
     scans = []

@@ -172,14 +172,13 @@ class SignalController:
                 if state is not None:
                     inc.observe(item)  # type: ignore[union-attr]
                 if state is not None:
-                    item = RawChange(item.table, item.op, item.before, item.after, item.source,
-                                     {**item.offset, STATE_KEY: state}, item.transaction_id)
+                    item = item._replace(offset={**item.offset, STATE_KEY: state})
                 self._last_offset = item.offset
                 append(item)
             elif cls is Checkpoint:
                 position = item.offset
                 if state is not None:
-                    item = Checkpoint({**position, STATE_KEY: state}, item.transaction_end, item.ts_ms)
+                    item = item._replace(offset={**position, STATE_KEY: state})
                 self._last_offset = item.offset
                 append(item)
                 if positional:
@@ -269,7 +268,7 @@ class SignalController:
         if self._blocking is not None and self._blocking is not blocking_before:
             self._blocking.paused_at = offset
         if table_kind == _SIGNAL_CAPTURED:
-            out.append(RawChange(item.table, item.op, item.before, item.after, item.source, offset, item.transaction_id))
+            out.append(item._replace(offset=offset))
         else:
             out.append(Checkpoint(offset))
 
