@@ -20,6 +20,16 @@ def write_properties(path: Path, props: dict[str, Any]) -> Path:
     return path
 
 
+def write_java_properties(path: Path, props: dict[str, Any]) -> Path:
+    """Write a .properties file escaping values as Java's Properties.store does (UTF-8 text kept as is)."""
+    def escape(value: Any) -> str:
+        out = str(value).replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+        return "\\" + out if out.startswith(" ") else out
+
+    path.write_text("".join(f"{k}={escape(v)}\n" for k, v in props.items()), encoding="utf-8")
+    return path
+
+
 def server_properties(pg, dbname: str, workdir: Path, **source: Any) -> dict[str, Any]:
     """A Debezium Server configuration: a PostgreSQL source, the file sink, file offsets."""
     props: dict[str, Any] = {
@@ -42,7 +52,8 @@ def server_properties(pg, dbname: str, workdir: Path, **source: Any) -> dict[str
 class CdcProcess:
     """``python -m cdc_core.cli run CONFIG`` in the background, with its stderr kept in a file."""
 
-    def __init__(self, config: Path, workdir: Path):
+    def __init__(self, config: Path, workdir: Path, *options: str):
+        self.options = options  # options of the cdc command before ``run`` (e.g. ``--log-level DEBUG``)
         self.config = config
         self.workdir = workdir
         self.events_dir = workdir / "events"
@@ -53,7 +64,7 @@ class CdcProcess:
         """Start the process."""
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cdc_core.cli", "run", str(self.config)],
+            [sys.executable, "-m", "cdc_core.cli", *self.options, "run", str(self.config)],
             stdout=self._log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         return self
@@ -106,7 +117,11 @@ class CdcProcess:
     def wait_exit(self, timeout: float = 60.0) -> int:
         """Wait for the process to end by itself; return the exit code."""
         assert self.proc is not None
-        code = self.proc.wait(timeout)
+        try:
+            code = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise AssertionError(f"cdc did not exit within {timeout}s:\n{self.log()}") from None
         self._log.close()
         return code
 

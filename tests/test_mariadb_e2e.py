@@ -35,7 +35,8 @@ def test_documented_customer_events_field_for_field(mariadb_server, mariadb_db, 
                     "ALTER TABLE customers ADD middle_name varchar(255) AFTER first_name"):
             mariadb_server.execute(sql, database=mariadb_db)
         events = cdc.wait_events(topic, 4)
-        changes = cdc.wait_events("mysql-server-1", 2)
+        # The snapshot's SET, DROP TABLE IF EXISTS, DROP/CREATE DATABASE, USE and CREATE TABLE, then the ALTER.
+        changes = cdc.wait_events("mysql-server-1", 7)
     finally:
         assert cdc.terminate() == 0, cdc.log()
     create, update, delete, tombstone = events
@@ -46,9 +47,15 @@ def test_documented_customer_events_field_for_field(mariadb_server, mariadb_db, 
     assert matches(_expected("update.json", mariadb_db), update["value"]) == []
     assert matches(_expected("delete.json", mariadb_db), delete["value"]) == []
     assert tombstone["value"] is None
-    assert changes[0]["value"]["payload"]["source"]["snapshot"] == "true"  # the snapshot's CREATE
-    assert changes[1]["key"] == _expected("schema_change_key.json", mariadb_db)
-    assert matches(_expected("schema_change.json", mariadb_db), changes[1]["value"]) == []
+    assert [c["value"]["payload"]["ddl"].split(" (")[0] for c in changes[:6]] == [
+        changes[0]["value"]["payload"]["ddl"], f"DROP TABLE IF EXISTS `{mariadb_db}`.`customers`",
+        f"DROP DATABASE IF EXISTS `{mariadb_db}`", changes[3]["value"]["payload"]["ddl"], f"USE `{mariadb_db}`",
+        "CREATE TABLE `customers`"]
+    assert changes[0]["value"]["payload"]["ddl"].startswith("SET character_set_server=")
+    assert changes[3]["value"]["payload"]["ddl"].startswith(f"CREATE DATABASE `{mariadb_db}` CHARSET ")
+    assert all(c["value"]["payload"]["source"]["snapshot"] == "true" for c in changes[:6])
+    assert changes[6]["key"] == _expected("schema_change_key.json", mariadb_db)
+    assert matches(_expected("schema_change.json", mariadb_db), changes[6]["value"]) == []
     sources = [e["value"]["payload"]["source"] for e in (create, update, delete)]
     assert sources[0]["pos"] < sources[1]["pos"] < sources[2]["pos"]
     assert len({s["gtid"] for s in sources}) == 3

@@ -51,6 +51,8 @@ class ColumnCase:
     expected: list[Any]
     ddl_schema: dict[str, Any]
     ddl_expected: list[Any]
+    #: The snapshot's values where Debezium's snapshot writes them otherwise than its binlog reader.
+    snapshot_expected: list[Any] | None = None
 
     @property
     def optional(self) -> bool:
@@ -97,7 +99,7 @@ def _column_case(spec: dict[str, Any], modes: dict[str, str]) -> ColumnCase:
         raise ValueError(f"column {spec['column']}: {len(inputs)} inputs but {len(expected)} expected values")
     ddl = spec.get("ddl", {})
     return ColumnCase(spec["column"], spec["type"], inputs, schema, expected, ddl.get("schema", schema),
-                      ddl.get("values", expected))
+                      ddl.get("values", expected), spec.get("snapshot", {}).get("values"))
 
 
 def _families(mode_set: str) -> dict[str, FamilyCase]:
@@ -234,6 +236,8 @@ def test_documented_schema_and_values(run_for, mode_set: str, family: str) -> No
             after = record.value["after"]
             for i, c in enumerate(fam.columns):
                 values = c.ddl_expected if path == "ddl" else c.expected
+                if path == "snapshot" and c.snapshot_expected is not None:
+                    values = c.snapshot_expected
                 expected = values[row] if row < len(values) else None
                 if _dump(after[c.name]) != _dump(expected):
                     problems.append(f"[{path}] {c.name} ({c.type}) input {fam.inputs(row)[i]}: "
@@ -250,7 +254,8 @@ def test_snapshot_and_binlog_agree(run_for, mode_set: str) -> None:
         for row in range(fam.rows):
             snap, stream = _record(run, family, "snapshot", row), _record(run, family, "binlog", row)
             a, b = dict(snap.value["after"]), dict(stream.value["after"])
-            a.pop("id"), b.pop("id")
+            for name in ["id", *(c.name for c in fam.columns if c.snapshot_expected is not None)]:
+                a.pop(name), b.pop(name)  # the id differs; `snapshot:` columns are documented to differ
             if _dump(a) != _dump(b):
                 problems.append(f"{family} row {row + 1}: snapshot {a} != binlog {b}")
         snap_schema = _record(run, family, "snapshot", 0).value_schema.field("after").schema.to_json()

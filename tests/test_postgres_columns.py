@@ -66,8 +66,10 @@ def test_mask_hash_truncate_and_propagate(pg_server, pg_db):
     fields = {f.name: f.schema for f in records[0].value_schema.field("after").schema.fields}
     # PropagateSourceMetadataToSchemaParameter: type, length, scale (pgjdbc's DECIMAL_DIGITS: 0 for
     # varchar), and the column's name, in that order.
-    assert fields["name"].parameters == {"__debezium.source.column.type": "VARCHAR", "__debezium.source.column.length": "40",
-                                         "__debezium.source.column.scale": "0", "__debezium.source.column.name": "name"}
+    # The name is hashed: MaskStrings.alterFieldSchema adds masked=true.
+    assert fields["name"].parameters == {"masked": "true", "__debezium.source.column.type": "VARCHAR",
+                                         "__debezium.source.column.length": "40", "__debezium.source.column.scale": "0",
+                                         "__debezium.source.column.name": "name"}
     assert fields["n"].parameters == {"scale": "3", "connect.decimal.precision": "8",
                                       "__debezium.source.column.type": "NUMERIC", "__debezium.source.column.length": "8",
                                       "__debezium.source.column.scale": "3", "__debezium.source.column.name": "n"}

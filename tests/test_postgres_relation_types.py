@@ -51,11 +51,13 @@ class _Run:
         return [r for r in self.records if r.topic == topic]
 
     def wait_slot(self, pg, db: str) -> None:
-        """Wait until the connector streams (its replication slot is active)."""
+        """Wait until the connector streams: its snapshot is over and a row inserted now reaches it."""
+        pg.execute("CREATE TABLE IF NOT EXISTS streaming_ping (id serial PRIMARY KEY)", dbname=db)
         deadline = time.monotonic() + WAIT_S
-        while not pg.execute("SELECT count(*) FROM pg_replication_slots WHERE active", dbname=db)[0][0]:
+        while not any(r.topic.endswith(".streaming_ping") for r in self.records):
             assert self.thread.is_alive() and time.monotonic() < deadline, repr(self.error)
-            time.sleep(0.05)
+            pg.execute("INSERT INTO streaming_ping VALUES (DEFAULT)", dbname=db)
+            time.sleep(0.1)
 
     def stop(self) -> None:
         self.engine.stop()
@@ -125,3 +127,35 @@ def test_after_a_restart_the_catalog_ahead_of_the_stream_is_not_used(pg_server, 
     finally:
         second.stop()
     _check(records)
+
+
+_MORE_CHANGES = """
+INSERT INTO a VALUES (1, 'x', 1, '2020-01-01 00:00:00.5+00');
+ALTER TABLE a ALTER COLUMN v TYPE text, ALTER COLUMN n TYPE bigint, ALTER COLUMN t TYPE timestamptz(0),
+  ADD COLUMN c color DEFAULT 'red';
+INSERT INTO a VALUES (2, 'y', 2, '2020-01-01 00:00:00.5+00', 'green');
+ALTER TABLE a DROP COLUMN v;
+INSERT INTO a VALUES (3, 3, '2020-01-01 00:00:00+00', DEFAULT);
+"""
+
+
+def test_other_type_changes_follow_the_stream(pg_server, pg_db):
+    """varchar -> text, int -> bigint, timestamptz(3) -> (0), an added enum column, a dropped column (checked against Debezium 3.0.7)."""
+    pg_server.execute("CREATE TYPE color AS ENUM ('red', 'green');"
+                      "CREATE TABLE a (id int PRIMARY KEY, v varchar(5), n int, t timestamptz(3))", dbname=pg_db)
+    run = _Run(pg_server, pg_db, MemoryOffsetStore())
+    try:
+        run.wait_slot(pg_server, pg_db)
+        pg_server.execute(_MORE_CHANGES, dbname=pg_db)
+        records = run.wait(3, "rel.public.a")
+    finally:
+        run.stop()
+    afters = [r.value["after"] for r in records]
+    assert afters == [
+        {"id": 1, "v": "x", "n": 1, "t": "2020-01-01T00:00:00.500Z"},
+        {"id": 2, "v": "y", "n": 2, "t": "2020-01-01T00:00:01Z", "c": "green"},
+        {"id": 3, "n": 3, "t": "2020-01-01T00:00:00Z", "c": "red"},
+    ]
+    fields = [{f.name: f.schema.to_json() for f in r.value_schema.field("after").schema.fields} for r in records]
+    assert [f["n"]["type"] for f in fields] == ["int32", "int64", "int64"]
+    assert fields[1]["c"]["parameters"] == {"allowed": "red,green"} and fields[1]["c"]["default"] == "red"

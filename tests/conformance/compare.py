@@ -188,15 +188,6 @@ def compare(debezium: dict[str, list[dict[str, Any]]], cdc: dict[str, list[dict[
     return out
 
 
-def same_record(a: dict[str, Any], b: dict[str, Any], kind: str = "data") -> bool:
-    """True if two records (key, value, headers) differ nowhere but in what ``IGNORED`` leaves out."""
-    out = Comparison()
-    op = _op(a)
-    for part in ("key", "value"):
-        _walk(kind, op, part, a.get(part), b.get(part), out, "", 0)
-    return not out.differences
-
-
 def _summary(record: dict[str, Any]) -> str:
     value = record.get("value")
     payload = value.get("payload") if isinstance(value, dict) and "schema" in value else value

@@ -306,3 +306,16 @@ def test_invalid_configuration_fails_fast(props: dict, problems: list[str]) -> N
     with pytest.raises(ConfigError) as err:
         Engine(config, plugins=memory_registry())
     assert sorted(err.value.problems) == sorted(problems)
+
+
+def test_an_unknown_host_after_a_successful_start_is_retried() -> None:
+    """A name-service hiccup while reconnecting a running connector is retried (before any start it stops: the
+    configured host name is wrong, tests/data/hostile_configs.yaml)."""
+    from cdc_core.errors import UnknownHostError
+
+    script = MemoryScript(batches(1, 1), fail_at=1, failures=2, error=UnknownHostError)
+    engine = engine_for(script)
+    handler = Collector()
+    engine.run(handler)
+    assert handler.positions == [1, 2]
+    assert len(script.starts) == 3

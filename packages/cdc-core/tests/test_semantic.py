@@ -342,6 +342,9 @@ def test_micro_duration() -> None:
     assert sem.micro_duration(0, 1, 0, 0, 0, 0.0) == 2629800000000
     assert sem.micro_duration(0, 0, -1, 2, 3, 0.0) == -79020000000
     assert sem.micro_duration(0, 0, 0, 0, 0, -0.5) == -500000
+    # (long) of a double beyond the long range saturates, as in Java.
+    assert sem.micro_duration(178000000, 0, 0, 0, 0, 0.0) == 2**63 - 1
+    assert sem.micro_duration(-178000000, 0, 0, 0, 0, 0.0) == -(2**63)
 
 
 @pytest.mark.parametrize(

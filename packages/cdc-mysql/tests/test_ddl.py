@@ -15,7 +15,7 @@ CASES = yaml.safe_load((Path(__file__).parent / "data" / "ddl_cases.yaml").read_
 
 def describe(c: ColumnDef) -> str:
     """The one-line form the fixture file uses."""
-    out = c.name + " " + c.type_name
+    out = c.name + " " + (c.declared or c.type_name)
     if c.type_name in ("ENUM", "SET"):
         out += f"({c.length})"
     elif c.length is not None:
@@ -54,3 +54,18 @@ def test_table_changes_round_trip():
     for table in model.tables.values():
         again = TableDef.from_change_json(table.id, table.to_change_json())
         assert summary(again) == summary(table)
+
+
+TYPE_NAMES = yaml.safe_load((Path(__file__).parent / "data" / "ddl_type_names.yaml").read_text())
+
+
+@pytest.mark.parametrize("case", TYPE_NAMES, ids=[c[0] for c in TYPE_NAMES])
+def test_type_name_and_jdbc_type(case):
+    """A declaration's typeName, jdbcType, length, scale and charset in tableChanges are Debezium's."""
+    declaration, type_name, jdbc_type, length, scale, charset = case
+    model, errors = apply_script(f"CREATE TABLE t (c {declaration}) DEFAULT CHARSET=latin1", "inventory")
+    assert not errors, errors
+    column = next(iter(model.tables.values())).columns[0].to_change_json()
+    got = [column["typeName"], column["jdbcType"], column["length"], column["scale"], column["charsetName"]]
+    assert got == [type_name, jdbc_type, length, scale, charset]
+    assert column["typeExpression"] == type_name

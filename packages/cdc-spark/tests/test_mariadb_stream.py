@@ -228,7 +228,11 @@ def test_batch_read_is_every_table(spark, mariadb_server, mariadb_db, tmp_path):
     df = spark.read.format("cdc").options(**_props(server, db, tmp_path), snapshotChunkRows="500").load()
     assert df.rdd.getNumPartitions() >= 5 + 1 + 1  # items in key ranges (from InnoDB's row estimate), the others whole
     counts = {r["topic"]: r["count"] for r in df.groupBy("topic").count().collect()}
-    assert counts == {f"sm.{db}.items": 2500, f"sm.{db}.pairs": 300, f"sm.{db}.heap": 150, "sm": 3}  # DDL events too
+    # The schema change topic carries Debezium's snapshot statements: SET character_set_server, a DROP
+    # TABLE IF EXISTS per table, DROP/CREATE DATABASE and USE, the CREATE TABLEs (ten for this database;
+    # more if other databases are on the shared server, as store.only.captured.tables.ddl is false).
+    assert counts.pop("sm") >= 10
+    assert counts == {f"sm.{db}.items": 2500, f"sm.{db}.pairs": 300, f"sm.{db}.heap": 150}
     assert {r.op for r in df.where("topic != 'sm'").select("op").distinct().collect()} == {"r"}
     typed = spark.read.format("cdc").options(**_props(server, db, tmp_path), table=f"{db}.items",
                                               snapshotChunkRows="500").load()

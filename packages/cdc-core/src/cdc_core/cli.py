@@ -142,10 +142,36 @@ def _plugin_commands(sub: argparse._SubParsersAction) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``cdc`` command; returns the exit code."""
+    """Entry point of the ``cdc`` command; returns the exit code.
+
+    Whatever goes wrong ends in one clear line and a non-zero exit: an error cdc did not foresee
+    is logged with its type and message (its traceback only at DEBUG), never as a bare traceback.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        # A configured name may hold characters the terminal cannot encode: escape them, never fail.
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
-    configure_logging(args.log_level.upper())
-    return args.func(args)
+    level = args.log_level.upper()
+    if not isinstance(logging.getLevelName(level), int):
+        print(f"cdc: --log-level {args.log_level!r} is not one of DEBUG, INFO, WARNING, ERROR, CRITICAL", file=sys.stderr)
+        return EXIT_CONFIG
+    configure_logging(level)
+    try:
+        return args.func(args)
+    except Exception as e:  # noqa: BLE001 - the last line of defence: one line, not a traceback
+        log.debug("unexpected error", exc_info=True)
+        log.error("unexpected error (%s): %s; run with --log-level DEBUG for details", type(e).__name__,
+                  _first_line(e))
+        return EXIT_FAILED
+
+
+def _first_line(e: BaseException) -> str:
+    if isinstance(e, UnicodeError):
+        # Its text quotes the offending character and its position, which may be part of a secret.
+        return f"a text could not be converted ({getattr(e, 'encoding', 'unknown')} codec)"
+    return (str(e).strip().splitlines() or [""])[0]
 
 
 if __name__ == "__main__":

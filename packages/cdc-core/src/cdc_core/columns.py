@@ -119,18 +119,30 @@ class ColumnMappers:
                 continue
             if kind in ("truncate", "mask", "hash") and schema.type != "string":
                 continue  # these apply to character-based columns only
+            # The schema parameters are Debezium's ColumnMapper.alterFieldSchema: TruncateColumn's
+            # ``truncateLength`` (only where truncation is possible) and MaskStrings' ``masked``.
             if kind == "truncate":
+                if column.length is not None and 0 <= column.length <= arg:
+                    continue  # values cannot be longer: Debezium leaves the column alone
                 convert = _then(convert, lambda v, n=arg: v[:n] if isinstance(v, str) else v)
+                schema = _with_parameter(schema, "truncateLength", str(arg))
             elif kind == "mask":
                 convert = (lambda _v, masked="*" * arg: masked)
+                schema = _with_parameter(schema, "masked", "true")
             elif kind == "hash":
                 algorithm, salt, v2 = arg
                 convert = _then(convert, _hasher(algorithm, salt, v2, column.length))
+                schema = _with_parameter(schema, "masked", "true")
             else:
                 schema = _with_source_type(schema, column)
         if convert is column.convert and schema is column.schema:
             return column
         return replace(column, convert=convert, schema=schema)
+
+
+def _with_parameter(schema: Schema, name: str, value: str) -> Schema:
+    """The schema with one more parameter."""
+    return replace(schema, parameters={**(schema.parameters or {}), name: value}, _json=[])
 
 
 def _with_source_type(schema: Schema, column: Column) -> Schema:

@@ -66,5 +66,25 @@ class CustomConverters:
             except Exception as e:
                 raise PluginError(f"converter {name!r} failed for column {table}.{column.name}: {e}") from e
             if conversion is not None:
-                return replace(column, schema=conversion.schema.with_optional(column.optional), convert=conversion.convert)
+                schema = conversion.schema.with_optional(column.optional)
+                default = _converted_default(column, conversion)
+                doc = column.schema.doc if column.schema is not None else None
+                if default is not None or doc is not None:  # TableSchemaBuilder sets both on the converter's schema
+                    schema = replace(schema, default=default, doc=doc or schema.doc, _json=[])
+                return replace(column, schema=schema, convert=conversion.convert)
         return column
+
+
+def _converted_default(column: Column, conversion: Any) -> Any:
+    """The column's default through the converter, as Debezium's TableSchemaBuilder sets it (None if none).
+
+    A connector that knows its columns' defaults puts the raw value (what ``convert`` takes) in
+    ``column.extra["raw_default"]``; ``DEFAULT 0`` of a TINYINT(1) through a boolean converter is ``false``.
+    """
+    raw = column.extra.get("raw_default")
+    if raw is None:
+        return None
+    try:
+        return conversion.convert(raw)
+    except Exception:  # a default the converter cannot take: Debezium fails the table; the schema has no default
+        return None

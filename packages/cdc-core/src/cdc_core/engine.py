@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -20,7 +21,7 @@ from cdc_core.config.config import exclusive
 from cdc_core.converters import converter_names
 from cdc_core.envelope import EventBuilder
 from cdc_core.table_events import EventSettings
-from cdc_core.errors import ConfigError, PluginError, RetriableError
+from cdc_core.errors import ConfigError, PluginError, RetriableError, UnknownHostError
 from cdc_core.events import ChangeRecord, Checkpoint
 from cdc_core.logs import ConnectorLogger, connector_logger
 from cdc_core.metrics import ConnectorMetrics
@@ -215,6 +216,7 @@ class Engine:
         max_retries = self.config.get(common.ERRORS_MAX_RETRIES)
         delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
         max_delay = self.config.get(common.ERRORS_RETRY_DELAY_MAX_MS) / 1000.0
+        started = False  # whether a connector ever started (connected) in this engine
         try:
             while not self.stopping:
                 connector = self._new_connector()
@@ -234,6 +236,7 @@ class Engine:
                     offset = self._acked_offset if self._acked_offset is not None else self.offset_store.get(self.partition)
                     builder.restore(offset)
                     connector.start(offset)
+                    started = True
                     signals.start(offset)
                     for raw in signals.wrap(connector.stream()):
                         if retries:
@@ -249,6 +252,8 @@ class Engine:
                             break
                     return
                 except RetriableError as e:
+                    if isinstance(e, UnknownHostError) and not started:
+                        raise  # the configured host name was never reachable: a configuration error
                     retries += 1
                     if max_retries >= 0 and retries > max_retries:
                         raise
@@ -319,16 +324,36 @@ class Engine:
             raise
         finally:
             producer.join(timeout=30)
-            if self._acked_offset is not self._flushed_offset:
-                self._flush()
-            self.offset_store.close()
-            if self.sink is not None:
-                self.sink.close()
-            if self._metrics_server is not None:
-                self._metrics_server.shutdown()
-                self._metrics_server = None
+            self._release(failing=sys.exc_info()[1] is not None)
         if self._producer_error is not None:
             raise self._producer_error
+
+    def _release(self, failing: bool) -> None:
+        """Commit what was acknowledged and close the stores, the sink and the metrics server.
+
+        Each step runs even if another failed; while an error is already on its way out (``failing``),
+        a failure here is logged instead of hiding it, otherwise the first one is raised.
+        """
+        steps: list[Callable[[], None]] = []
+        if self._acked_offset is not self._flushed_offset:
+            steps.append(self._flush)
+        steps.append(self.offset_store.close)
+        if self.sink is not None:
+            steps.append(self.sink.close)
+        if self._metrics_server is not None:
+            steps.append(self._metrics_server.shutdown)
+        first: BaseException | None = None
+        for step in steps:
+            try:
+                step()
+            except Exception as e:  # noqa: BLE001 - every resource gets its chance to close
+                if failing or first is not None:
+                    self.log.warning("while stopping: %s", e)
+                else:
+                    first = e
+        self._metrics_server = None
+        if first is not None:
+            raise first
 
     def _acknowledge(self, batch: list[ChangeRecord | Checkpoint]) -> None:
         for r in reversed(batch):

@@ -23,6 +23,14 @@ class RetriableError(ConnectorError):
     """A failure worth retrying (e.g. the database is unreachable), per ``errors.max.retries``."""
 
 
+class UnknownHostError(RetriableError):
+    """The server's host name does not resolve (the name server says there is no such name).
+
+    Before the connector has ever started this is a configuration error and stops the engine at
+    once; once it has run, it is a name-service hiccup during a reconnect and is retried.
+    """
+
+
 class OffsetStoreError(CdcError):
     """The offset store cannot be read or written (e.g. a corrupt offsets file)."""
 

@@ -222,7 +222,8 @@ def unscaled_value(value: Decimal, scale: int) -> int:
     if not value.is_finite():
         raise ValueError(f"special value {value} has no unscaled representation")
     sign, digits, exponent = value.as_tuple()
-    n = int("".join(map(str, digits))) if digits else 0
+    # int() of a str refuses more than 4300 digits; Decimal -> int has no such limit.
+    n = (int("".join(map(str, digits))) if len(digits) < 4000 else int(Decimal((0, digits, 0)))) if digits else 0
     shift = exponent + scale  # type: ignore[operator]
     if shift >= 0:
         n *= 10**shift
@@ -243,7 +244,8 @@ def variable_scale_decimal(value: Decimal) -> dict[str, Any]:
     if not value.is_finite():
         raise ValueError(f"special value {value} cannot be a VariableScaleDecimal")
     sign, digits, exponent = value.normalize().as_tuple()
-    n = int("".join(map(str, digits))) if digits else 0
+    # int() of a str refuses more than 4300 digits; Decimal -> int has no such limit.
+    n = (int("".join(map(str, digits))) if len(digits) < 4000 else int(Decimal((0, digits, 0)))) if digits else 0
     if exponent > 0:  # type: ignore[operator]
         n *= 10**exponent  # type: ignore[operator]
         exponent = 0
@@ -482,7 +484,13 @@ def micro_duration(years: int, months: int, days: int, hours: int, minutes: int,
     """``MicroDuration.durationMicros``: approximate µs, 365.25/12 days a month, in Java's double arithmetic."""
     number_of_days = (years * 12 + months) * DAYS_PER_MONTH_AVG + days
     number_of_seconds = ((number_of_days * 24 + hours) * 60 + minutes) * 60 + seconds
-    return int(number_of_seconds * 1e6)  # Java's (long) cast truncates toward zero
+    micros = number_of_seconds * 1e6
+    # Java's (long) cast truncates toward zero and saturates at the long range (178000000 years).
+    if micros >= 9.223372036854775807e18:
+        return 2**63 - 1
+    if micros <= -9.223372036854775808e18:
+        return -(2**63)
+    return int(micros)
 
 
 _NANO_QUANTUM = Decimal("0.000000001")

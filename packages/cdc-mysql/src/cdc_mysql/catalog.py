@@ -12,6 +12,7 @@ from typing import Any
 import pymysql
 
 from cdc_mysql.ddl import SchemaModel, UnparseableDdl, split_statements
+from cdc_mysql.ddl.columns import EPOCH_DEFAULT
 from cdc_mysql.model import CHARACTER_TYPES, ColumnDef, TableChange, TableDef, TableId
 
 
@@ -45,6 +46,18 @@ class Catalog:
         """Each database's default charset."""
         rows = self.query("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA")
         return {str(r[0]): str(r[1]) for r in rows}
+
+    def database_locales(self) -> dict[str, tuple[str | None, str | None]]:
+        """Each database's default charset and collation."""
+        rows = self.query("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME, DEFAULT_COLLATION_NAME FROM information_schema.SCHEMATA")
+        return {str(r[0]): (r[1] and str(r[1]), r[2] and str(r[2])) for r in rows}
+
+    def charset_statement(self) -> str:
+        """Debezium's ``SET character_set_server=..., collation_server=...`` (variables in name order)."""
+        rows = self.query("SHOW VARIABLES WHERE Variable_name IN ('character_set_server', 'collation_server')")
+        values = {str(r[0]): "" if r[1] is None else str(r[1]) for r in rows}
+        quoted = {k: f"'{v}'" if "," in v or ";" in v else v for k, v in values.items()}
+        return "SET " + ", ".join(f"{k}={quoted[k]}" for k in sorted(quoted))
 
     def tables(self, database: str) -> list[str]:
         """The base tables of a database (no views), in name order."""
@@ -120,6 +133,7 @@ class Catalog:
             if type_name in ("ENUM", "SET"):
                 inner = column_type[column_type.index("(") + 1:column_type.rindex(")")]
                 enum_values = tuple(v[1:-1].replace("''", "'") for v in _split_quoted(inner))
+                length = 1 if type_name == "ENUM" else max(0, 2 * len(enum_values) - 1)  # Debezium's lengths
             elif "(" in column_type:
                 args = column_type[column_type.index("(") + 1:column_type.index(")")].split(",")
                 length = int(args[0])
@@ -131,7 +145,11 @@ class Catalog:
             has_default = default is not None
             default_text = None if default is None else str(default)
             if default_text is not None and default_text.upper() == "NULL":
-                default_text = None
+                default_text, has_default = None, False
+            elif default_text is not None and default_text.lower().startswith(("current_timestamp", "now(")):
+                default_text = EPOCH_DEFAULT
+            elif default_text is not None and default_text[:2].lower() == "b'":
+                default_text = default_text[2:-1]
             elif default_text is not None and len(default_text) >= 2 and default_text[0] == "'" and default_text[-1] == "'":
                 default_text = default_text[1:-1].replace("''", "'")
             columns.append(ColumnDef(

@@ -134,7 +134,7 @@ class MySqlSnapshotChunks:
         connector = self._connector()
         conn = connect(self.config)
         try:
-            model = SchemaModel()
+            model = SchemaModel(keep_comments=self.config.get(myc.INCLUDE_SCHEMA_COMMENTS))
             _, capture = connector._captured_tables(Catalog(conn))
             ids = self._select(capture, tables)
             catalog = Catalog(conn)
@@ -306,7 +306,7 @@ class MySqlSnapshotChunks:
             if chunk.extra.get("schema_changes"):
                 yield list(chunk.extra["schema_changes"])  # before the first row, as the connector's snapshot
             catalog = Catalog(conn)
-            model = SchemaModel()
+            model = SchemaModel(keep_comments=config.get(myc.INCLUDE_SCHEMA_COMMENTS))
             definition = catalog.read_table(model, TableId(chunk.extra["db"], chunk.extra["name"])).table
             if definition is None:
                 raise ConnectorError(f"table {chunk.table!r} is gone")

@@ -9,12 +9,15 @@ from cdc_core.config import Config
 from cdc_core.config import ConfigField as F
 from cdc_core.config import Fields
 from cdc_core.config import common
+from cdc_core.config.formats import PORT_RANGE, host_problem
 
-HOSTNAME = F("database.hostname", "string", "localhost", doc="The server's host name or address.")
-PORT = F("database.port", "int", 3306, minimum=1)
-USER = F("database.user", "string", "root")
+HOSTNAME = F("database.hostname", "string", "localhost", validator=host_problem, allow_blank=False,
+             doc="The server's host name or address.")
+PORT = F("database.port", "int", 3306, minimum=PORT_RANGE[0], maximum=PORT_RANGE[1])
+USER = F("database.user", "string", "root", allow_blank=False)
 PASSWORD = F("database.password", "password")
-SERVER_ID = F("database.server.id", "long", minimum=1, doc="The replica id this connector registers with; random when unset.")
+# The server keeps a replica's id in 32 unsigned bits.
+SERVER_ID = F("database.server.id", "long", minimum=1, maximum=2**32 - 1, doc="The replica id this connector registers with; random when unset.")
 SERVER_ID_OFFSET = F("database.server.id.offset", "long", 10000)
 JDBC_DRIVER = F("database.jdbc.driver", "string", "com.mysql.cj.jdbc.Driver", doc="Accepted for compatibility; cdc uses PyMySQL.")
 PROTOCOL = F("database.protocol", "string", "jdbc:mysql", doc="Accepted for compatibility; cdc uses PyMySQL.")
@@ -24,7 +27,8 @@ SSL_KEYSTORE = F("database.ssl.keystore", "string")
 SSL_KEYSTORE_PASSWORD = F("database.ssl.keystore.password", "password")
 SSL_TRUSTSTORE = F("database.ssl.truststore", "string")
 SSL_TRUSTSTORE_PASSWORD = F("database.ssl.truststore.password", "password")
-CONNECT_TIMEOUT_MS = F("connect.timeout.ms", "long", 30000, minimum=1)
+# PyMySQL takes a connect timeout of at most a year.
+CONNECT_TIMEOUT_MS = F("connect.timeout.ms", "long", 30000, minimum=1, maximum=31536000 * 1000)
 QUERY_TIMEOUT_MS = F("database.query.timeout.ms", "long", 600000, minimum=0)
 INITIAL_STATEMENTS = F("database.initial.statements", "string")
 KEEP_ALIVE = F("connect.keep.alive", "boolean", True)
@@ -122,7 +126,9 @@ def connect_args(config: Config, **extra: Any) -> dict[str, Any]:
         "host": config.get(HOSTNAME),
         "port": config.get(PORT),
         "user": config.get(USER),
-        "password": config.get(PASSWORD) or "",
+        # As bytes in UTF-8, the connection's character set, as the mariadb/mysql clients send it: PyMySQL
+        # would encode a str password in Latin-1 (wrong bytes for 'é', an error for '€').
+        "password": (config.get(PASSWORD) or "").encode("utf-8"),
         "charset": "utf8mb4",
         "connect_timeout": max(1, config.get(CONNECT_TIMEOUT_MS) // 1000),
         "autocommit": True,
@@ -144,10 +150,27 @@ def connect_args(config: Config, **extra: Any) -> dict[str, Any]:
         args["ssl"] = ssl or {"check_hostname": False}
         args["ssl_verify_cert"] = mode in ("verify_ca", "verify_identity")
         args["ssl_verify_identity"] = mode == "verify_identity"
+    known = pymysql_options()
     for key, value in config.subset("driver").items():
-        args.setdefault(key, value)
+        if key in known:  # others are JDBC (Connector/J) options of a Debezium configuration: see ignored_driver_options
+            args.setdefault(key, value)
     args.update(extra)
     return args
+
+
+def pymysql_options() -> frozenset[str]:
+    """The keyword arguments PyMySQL's ``connect`` takes (``driver.<name>`` passes one through)."""
+    import inspect
+
+    import pymysql.connections
+
+    return frozenset(inspect.signature(pymysql.connections.Connection.__init__).parameters) - {"self"}
+
+
+def ignored_driver_options(config: Config) -> list[str]:
+    """``driver.*`` properties PyMySQL has no option for (Connector/J's, from a Debezium configuration)."""
+    known = pymysql_options()
+    return sorted(f"driver.{k}" for k in config.subset("driver") if k not in known)
 
 
 def deserialization_failure_mode(config: Config) -> str:

@@ -19,7 +19,7 @@ import pymysql
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
 from cdc_core.config.config import exclusive
-from cdc_core.errors import ConnectorError, RetriableError
+from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
 from cdc_core.plugins import registry
 from cdc_core.schema import Schema
@@ -85,7 +85,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self.modes = type_modes(config)
         self.signal_table = signal_table_id(config)
         self.versions = TableVersions(self.modes)
-        self.model = SchemaModel()
+        self.model = SchemaModel(keep_comments=config.get(myc.INCLUDE_SCHEMA_COMMENTS))
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(myc.SNAPSHOT_MODE), plugins)
         self.snapshot_query = snapshot_query(config, config.get(myc.SNAPSHOT_QUERY_MODE), plugins)
@@ -127,6 +127,9 @@ class MySqlConnector(Snapshotting, DdlEvents):
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect, check the server's binlog settings and grants, and recover the schema history."""
         self._offset = offset
+        ignored = myc.ignored_driver_options(self.config)
+        if ignored:
+            self.log.warning("ignoring %s: PyMySQL has no such connection option", ", ".join(ignored))
         self._conn = self._connect()
         self._server_id = check_server(Catalog(self._conn), self.flavor, self.address, self.config.get(myc.USER),
                                        self.config.get(myc.INCLUDE_QUERY), self.log)
@@ -198,18 +201,42 @@ class MySqlConnector(Snapshotting, DdlEvents):
         """A regular connection with ``database.initial.statements`` run on it (``;;`` escapes a semicolon)."""
         try:
             conn = Connection(**myc.connect_args(self.config, conv=ENCODERS_ONLY))
+        except (TypeError, ValueError) as e:
+            # PyMySQL checks its options' types and ranges itself; only driver.* options can reach it unchecked.
+            raise ConnectorError(f"PyMySQL refused the connection options (check the driver.* properties): "
+                                 f"{_first_line(e)}") from None
         except pymysql.err.OperationalError as e:
-            if e.args and e.args[0] in (1045, 1044):
+            if e.args and e.args[0] in (1045, 1044, 1049):
                 raise ConnectorError(f"cannot log in to {self.flavor.name} at {self.address} as user "
                                      f"{self.config.get(myc.USER)!r}: {e.args[-1]}; check database.user and "
                                      "database.password") from None
+            if e.args and e.args[0] == 2003 and "Name or service not known" in str(e.args[-1]):
+                raise UnknownHostError(f"cannot connect to {self.flavor.name} at {self.address}: the host name "
+                                       f"{self.config.get(myc.HOSTNAME)!r} does not resolve; check "
+                                       "database.hostname") from None
+            if e.args and e.args[0] == 2026:  # CR_SSL_CONNECTION_ERROR: TLS cannot be set up as configured
+                raise ConnectorError(f"cannot connect to {self.flavor.name} at {self.address}: {e.args[-1]}; check "
+                                     "database.ssl.mode and the server's TLS setup") from None
             raise RetriableError(f"cannot connect to {self.flavor.name} at {self.address}: {_first_line(e)}") from None
+        except pymysql.err.MySQLError as e:  # the server refused a driver.init_command
+            raise ConnectorError(f"{self.flavor.name} at {self.address} refused the connection's set-up (check the "
+                                 f"driver.* properties): {_first_line(e)}") from None
         initial = self.config.get(myc.INITIAL_STATEMENTS)
         if initial:
+            statements = [s.replace("\0", ";") for s in initial.replace(";;", "\0").split(";") if s.strip()]
             with conn.cursor() as cur:
-                for statement in initial.replace(";;", "\0").split(";"):
-                    if statement.strip():
-                        cur.execute(statement.replace("\0", ";"))
+                for n, statement in enumerate(statements, 1):
+                    try:
+                        cur.execute(statement)
+                    except pymysql.err.MySQLError as e:
+                        conn.close()
+                        if isinstance(e, pymysql.err.OperationalError) and e.args and e.args[0] in _CONNECTION_LOST:
+                            raise RetriableError(f"lost the connection to {self.flavor.name} at {self.address} while "
+                                                 f"running database.initial.statements: {_first_line(e)}") from None
+                        line = " ".join(statement.split())
+                        excerpt = line if len(line) <= 80 else line[:77] + "..."
+                        raise ConnectorError(f"database.initial.statements: {self.flavor.name} at {self.address} "
+                                             f"refused statement {n} ({excerpt!r}): {_first_line(e)}") from None
         return conn
 
     def _purged_message(self, detail: str) -> str:
@@ -227,9 +254,37 @@ class MySqlConnector(Snapshotting, DdlEvents):
 
     # -- the run -------------------------------------------------------------------------------
 
+    def _check_offset_not_ahead(self, offset: dict[str, Any]) -> None:
+        """Refuse a stored binlog position the server has not written yet (offsets from elsewhere, or edited)."""
+        assert self._conn is not None
+        with self._conn.cursor() as cur:
+            cur.execute("SHOW BINARY LOGS")
+            logs = [(str(r[0]), int(r[1])) for r in cur.fetchall()]
+        if not logs:
+            return
+        file, pos = str(offset["file"]), int(offset.get("pos") or 0)
+        sizes = dict(logs)
+        last_file, last_size = logs[-1]
+        if file in sizes:
+            ahead = pos > sizes[file]
+        else:
+            base, _, number = file.rpartition(".")
+            last_base, _, last_number = last_file.rpartition(".")
+            ahead = base == last_base and number.isdigit() and last_number.isdigit() and int(number) > int(last_number)
+        if ahead:
+            where = self.config.get(common.OFFSET_FILE)
+            source = f"offsets file {where}" if where else "the stored offsets"
+            raise ConnectorError(
+                f"{source} says streaming stopped at binlog position {file}:{pos}, ahead of the current binlog "
+                f"position {last_file}:{last_size} of {self.flavor.name} at {self.address}: these offsets do not "
+                "belong to this server (copied from another server or edited). Restore the right offsets file, or "
+                "delete it and the schema history to start over (snapshot.mode decides whether a new snapshot is taken).")
+
     def _run(self) -> Iterator[list[Any]]:
         assert self._conn is not None and self._history is not None
         offset = self._offset
+        if offset is not None and not offset.get("snapshot") and offset.get("file"):
+            self._check_offset_not_ahead(offset)
         available = offset is None or bool(offset.get("snapshot")) or \
             offset.get("file") in Catalog(self._conn).binary_logs()
         todo = plan(self.snapshotter, offset, self._history.exists(), available, f"{self.flavor.name} at {self.address}")
@@ -342,6 +397,10 @@ class MySqlConnector(Snapshotting, DdlEvents):
             raise
         except pymysql.err.MySQLError as e:
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
+
+
+#: PyMySQL/MariaDB error codes of a connection that went away (worth a retry).
+_CONNECTION_LOST = frozenset({2003, 2006, 2013, 2055})
 
 
 def _first_line(e: BaseException) -> str:

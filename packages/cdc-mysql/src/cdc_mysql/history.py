@@ -88,7 +88,9 @@ class SchemaHistory:
             if change["type"] == "DROP":
                 model.tables.pop(table_id, None)
                 continue
-            if "," in change["id"].replace('"."', ""):
+            if change.get("previousId"):
+                model.tables.pop(parse_quoted_id(change["previousId"]), None)
+            elif "," in change["id"].replace('"."', ""):  # histories written before previousId: "old","new"
                 model.tables.pop(parse_quoted_id(change["id"].split('","')[0] + '"'), None)
             model.put(TableDef.from_change_json(table_id, change["table"]))
         if not changes and record.get("ddl"):

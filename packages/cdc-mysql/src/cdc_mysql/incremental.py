@@ -223,7 +223,7 @@ class MySqlIncrementalSource:
 
     def _read(self, tables: list[TableId]) -> list[TableDef]:
         catalog = Catalog(self._connection())
-        model = SchemaModel()
+        model = SchemaModel(keep_comments=self.config.get(myc.INCLUDE_SCHEMA_COMMENTS))
         model.database_charsets.update(catalog.database_charsets())
         out = []
         for tid in tables:

@@ -24,9 +24,9 @@ def register_cli_commands(subparsers: object) -> None:
 @hookimpl
 def register_converters() -> list[type]:
     """Debezium's binlog converters (``io.debezium.connector.binlog.converters.*``)."""
-    from cdc_mysql.converters import TinyIntOneToBooleanConverter
+    from cdc_mysql.converters import JdbcSinkDataTypesConverter, TinyIntOneToBooleanConverter
 
-    return [TinyIntOneToBooleanConverter]
+    return [TinyIntOneToBooleanConverter, JdbcSinkDataTypesConverter]
 
 
 @hookimpl

@@ -162,12 +162,13 @@ def decode_date(data: bytes, pos: int, optional: bool) -> int | None:
 
 
 def decode_timestamp2(data: bytes, pos: int, fsp: int, optional: bool) -> int | None:
-    """TIMESTAMP2 at ``pos`` as UTC epoch microseconds (0 is the zero timestamp)."""
-    seconds = int.from_bytes(data[pos:pos + 4], "big")
-    micros = _read_frac(data, pos + 4, fsp)
-    if seconds == 0 and micros == 0:
-        return None if optional else 0
-    return seconds * 1_000_000 + micros
+    """TIMESTAMP2 at ``pos`` as UTC epoch microseconds.
+
+    The zero timestamp is stored as 0 and stays the epoch, nullable column or not: Debezium's binlog
+    reader makes every TIMESTAMP an instant (RowDeserializers.deserializeTimestampV2), so it writes
+    ``1970-01-01T00:00:00Z`` where its snapshot (reading '0000-00-00 00:00:00' as text) writes null.
+    """
+    return int.from_bytes(data[pos:pos + 4], "big") * 1_000_000 + _read_frac(data, pos + 4, fsp)
 
 
 def decode_datetime_v1(data: bytes, pos: int, optional: bool) -> int | None:
@@ -324,8 +325,7 @@ def _column_code(i: int, tc: Any, cd: ColumnDef, env: dict[str, Any]) -> list[st
     if t == FIELD_TYPE.TIMESTAMP2:
         return [f"{v} = decode_timestamp2(data, pos, {tc.fsp}, {opt})", f"pos += {4 + _frac_bytes(tc.fsp)}"]
     if t == FIELD_TYPE.TIMESTAMP:
-        return [f"{v} = unpack_from('<I', data, pos)[0] * 1000000", f"if {v} == 0: {v} = {None if opt else 0}",
-                "pos += 4"]
+        return [f"{v} = unpack_from('<I', data, pos)[0] * 1000000", "pos += 4"]  # zero: the epoch, as TIMESTAMP2
     if t == FIELD_TYPE.DATETIME:
         return [f"{v} = decode_datetime_v1(data, pos, {opt})", "pos += 8"]
     if t == FIELD_TYPE.TIME:

@@ -14,7 +14,7 @@ from cdc_mysql.model import TableChange
 
 _STR, _OSTR = Schema("string"), Schema("string", optional=True)
 _I32, _OI32 = Schema("int32"), Schema("int32", optional=True)
-_OBOOL, _OI64 = Schema("boolean", optional=True), Schema("int64", optional=True)
+_OBOOL, _I64 = Schema("boolean", optional=True), Schema("int64")
 _OSTR_ARRAY = Schema("array", optional=True, items=_STR)
 
 COLUMN_SCHEMA = struct("io.debezium.connector.schema.Column", [
@@ -23,12 +23,12 @@ COLUMN_SCHEMA = struct("io.debezium.connector.schema.Column", [
     ("autoIncremented", _OBOOL), ("generated", _OBOOL), ("comment", _OSTR), ("defaultValueExpression", _OSTR),
     ("enumValues", _OSTR_ARRAY),
 ], version=1)
-ATTRIBUTE_SCHEMA = struct("io.debezium.connector.schema.Attribute", [("name", _STR), ("value", _OSTR)], version=1)
+# SchemaFactory.schemaHistoryTableSchema (2.7.4 and 3.0.7): optional, and without the ``attributes`` the
+# 2.7 docs show (ConnectTableChangeSerializer never writes them).
 TABLE_SCHEMA = struct("io.debezium.connector.schema.Table", [
     ("defaultCharsetName", _OSTR), ("primaryKeyColumnNames", _OSTR_ARRAY),
     ("columns", Schema("array", items=COLUMN_SCHEMA)), ("comment", _OSTR),
-    ("attributes", Schema("array", optional=True, items=ATTRIBUTE_SCHEMA)),
-], version=1)
+], version=1, optional=True)
 CHANGE_SCHEMA = struct("io.debezium.connector.schema.Change", [("type", _STR), ("id", _STR), ("table", TABLE_SCHEMA)],
                        version=1)
 _COLUMN_KEYS = [f.name for f in COLUMN_SCHEMA.fields]
@@ -44,7 +44,7 @@ def key_schema(flavor: Flavor) -> Schema:
 def value_schema(flavor: Flavor, source: Schema) -> Schema:
     """``io.debezium.connector.<name>.SchemaChangeValue``."""
     return struct(flavor.schema_change_value_name, [
-        ("source", source), ("ts_ms", _OI64), ("databaseName", _OSTR), ("schemaName", _OSTR), ("ddl", _OSTR),
+        ("source", source), ("ts_ms", _I64), ("databaseName", _OSTR), ("schemaName", _OSTR), ("ddl", _OSTR),
         ("tableChanges", Schema("array", items=CHANGE_SCHEMA)),
     ], version=1)
 
@@ -52,7 +52,9 @@ def value_schema(flavor: Flavor, source: Schema) -> Schema:
 def change_payload(change: TableChange) -> dict[str, Any]:
     """One ``tableChanges`` entry with every field of the Connect schema (absent ones null)."""
     data = change.to_json()
-    table = data["table"] or {"defaultCharsetName": None, "primaryKeyColumnNames": [], "columns": []}
+    table = data["table"]
+    if table is None:
+        return {"type": data["type"], "id": data["id"], "table": None}
     columns = []
     for c in table["columns"]:
         full = {k: c.get(k) for k in _COLUMN_KEYS}
@@ -62,7 +64,7 @@ def change_payload(change: TableChange) -> dict[str, Any]:
     return {"type": data["type"], "id": data["id"], "table": {
         "defaultCharsetName": table.get("defaultCharsetName"),
         "primaryKeyColumnNames": table.get("primaryKeyColumnNames"),
-        "columns": columns, "comment": table.get("comment"), "attributes": [],
+        "columns": columns, "comment": table.get("comment"),
     }}
 
 

@@ -14,13 +14,14 @@ import pymysql
 import pymysql.cursors
 from pymysql.converters import conversions
 
+from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.semantic import to_float32
 from cdc_core.relational import Table
 
 from cdc_mysql.model import SPATIAL_TYPES, ColumnDef, TableDef
 from cdc_mysql.source import source_block
-from cdc_mysql.types import parse_date, parse_datetime, parse_time
+from cdc_mysql.types import UnpaddedMicros, parse_date, parse_datetime, parse_time
 
 #: PyMySQL converters for parameters only: result values stay text/bytes and are parsed per column.
 ENCODERS_ONLY = {k: v for k, v in conversions.items() if not isinstance(k, int)}
@@ -71,10 +72,18 @@ def value_parser(col: ColumnDef) -> Callable[[Any], Any]:
         return lambda v: parse_date(_text(v), optional)
     if t == "TIME":
         return lambda v: parse_time(_text(v))
-    if t in ("DATETIME", "TIMESTAMP"):
+    if t == "TIMESTAMP":
+        optional = col.optional
+        return lambda v: _snapshot_micros(parse_datetime(_text(v), optional))
+    if t == "DATETIME":
         optional = col.optional
         return lambda v: parse_datetime(_text(v), optional)
     return _text
+
+
+def _snapshot_micros(us: int | None) -> int | None:
+    """A TIMESTAMP read by a SELECT: marked, so its ZonedTimestamp keeps Debezium's snapshot form (zero dates stay as they are)."""
+    return UnpaddedMicros(us) if us else us
 
 
 def row_parser(definition: TableDef, names: list[str] | None = None) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
@@ -148,15 +157,19 @@ class SnapshotReader:
             prev: RawChange | None = None
             streamed = self.streams(f"{db}.{name}")
             with self.conn.cursor(pymysql.cursors.SSCursor if streamed else pymysql.cursors.Cursor) as cur:
-                cur.execute(statement)
+                try:
+                    cur.execute(statement)
+                except pymysql.err.MySQLError as e:
+                    raise _refusal(e, definition.id, statement) from None
                 parse = row_parser(definition, [d[0] for d in cur.description or ()])
                 while True:
                     chunk = cur.fetchmany(self.fetch_size)
                     if not chunk:
                         break
                     # Rows in the middle of a table share one source block and offset per fetch.
+                    # server_id 0: Debezium's snapshot reads carry no binlog event, so no server id.
                     source = source_block(self.connector, self.server, time.time_ns() // 1_000_000, "true", db, name,
-                                          self.server_id, None, file, pos, 0, None, None)
+                                          0, None, file, pos, 0, None, None)
                     offset = self._offset()
                     for raw in chunk:
                         src = source
@@ -190,3 +203,20 @@ class SnapshotReader:
             batch.append(pending._replace(source={**pending.source, "snapshot": "last"}))
         if batch:
             yield batch
+
+
+#: Server error codes of a connection or server going away, or of a transient conflict: not the statement's fault.
+_TRANSIENT = frozenset({1053, 1205, 1213, 1927})
+
+
+def _refusal(e: BaseException, table: Any, statement: str) -> BaseException:
+    """The server's refusal of a table's snapshot SELECT (an override, a custom query) as one line naming both;
+    a connection failure is returned as it is (the engine retries it)."""
+    code = e.args[0] if e.args and isinstance(e.args[0], int) else None
+    if code is None or code >= 2000 or code in _TRANSIENT:
+        return e
+    line = " ".join(statement.split())
+    excerpt = line if len(line) <= 120 else line[:117] + "..."
+    return ConnectorError(
+        f"the snapshot of {table} failed: the server refused its SELECT ({excerpt!r}): {e.args[-1]}; check "
+        f"snapshot.select.statement.overrides.{table} (or the custom snapshot query)")

@@ -28,7 +28,7 @@ from cdc_core.relational import TableId as CoreTableId
 from cdc_mysql import config as myc
 from cdc_mysql.catalog import Catalog, quote
 from cdc_mysql.ddl import SchemaModel
-from cdc_mysql.model import TableId
+from cdc_mysql.model import TableChange, TableId
 from cdc_mysql.schema_changes import schema_change_record
 from cdc_mysql.snapshot import SnapshotReader
 from cdc_mysql.snapshot_locks import SnapshotLocks, quote_table
@@ -139,25 +139,43 @@ class Snapshotting:
 
     def _snapshot_schema(self, catalog: Catalog, position: dict[str, Any], record_ids: list[TableId],
                          capture_ids: list[TableId]) -> list[ChangeRecord]:
-        """Read every recorded table's definition into a fresh model and the history; schema change events."""
-        model = SchemaModel()
+        """Read every recorded table's definition into a fresh model; the history records and schema change events.
+
+        The statements are Debezium's (BinlogSnapshotChangeEventSource.readTableStructure), in its
+        order: the server charset's ``SET``, a ``DROP TABLE IF EXISTS`` per table, then per database
+        ``DROP DATABASE IF EXISTS``, ``CREATE DATABASE`` with its charset and collation, ``USE`` and
+        its tables' ``SHOW CREATE TABLE``. Each is a history record and (with include.schema.changes)
+        an event on the schema change topic, for every table the history records: Debezium sends
+        them for tables it does not capture too unless schema.history.internal.store.only.captured.tables.ddl.
+        """
+        model = SchemaModel(keep_comments=self.config.get(myc.INCLUDE_SCHEMA_COMMENTS))
         charsets = catalog.database_charsets()
         model.database_charsets.update(charsets)
-        captured = set(capture_ids)
         hist_position = {**position, "snapshot": True}
         include = self.config.get(myc.INCLUDE_SCHEMA_CHANGES)
         records: list[ChangeRecord] = []
-        for db in sorted({t.database for t in record_ids}):
-            ddl = f"CREATE DATABASE `{db}` CHARACTER SET {charsets.get(db, model.server_charset)}"
-            self._history.record(hist_position, db, ddl, [])
+
+        def emit(db: str, table: str | None, ddl: str, changes: list[TableChange]) -> None:
+            self._history.record(hist_position, db, ddl, changes)
+            if include:
+                source = self._ddl_source(db, table, position, "true")
+                records.append(schema_change_record(self.flavor, self.source_schema, self.server, db, ddl, changes,
+                                                    source, None, self.partition()))
+
+        emit("", None, catalog.charset_statement(), [])
         for tid in record_ids:
-            change = catalog.read_table(model, tid)
-            ddl = catalog.show_create_table(tid)
-            self._history.record(hist_position, tid.database, ddl, [change])
-            if include and tid in captured:
-                source = self._ddl_source(tid.database, tid.table, position, "true")
-                records.append(schema_change_record(self.flavor, self.source_schema, self.server, tid.database, ddl,
-                                                    [change], source, None, self.partition()))
+            emit(tid.database, tid.table, f"DROP TABLE IF EXISTS {quote(tid.database)}.{quote(tid.table)}",
+                 [TableChange("DROP", tid, None)])
+        locales = catalog.database_locales()
+        for db in dict.fromkeys(t.database for t in record_ids):
+            emit(db, None, f"DROP DATABASE IF EXISTS {quote(db)}", [])
+            charset, collation = locales.get(db, (None, None))
+            emit(db, None, f"CREATE DATABASE {quote(db)}" + (f" CHARSET {charset}" if charset else "")
+                 + (f" COLLATE {collation}" if collation else ""), [])
+            emit(db, None, f"USE {quote(db)}", [])
+            for tid in (t for t in record_ids if t.database == db):
+                change = catalog.read_table(model, tid)
+                emit(tid.database, tid.table, catalog.show_create_table(tid), [change])
         self.model = model
         return records
 
@@ -165,7 +183,7 @@ class Snapshotting:
         ts = int(time.time() * 1000)
         return {"version": DEBEZIUM_VERSION, "connector": self.flavor.name, "name": self.server, "ts_ms": ts,
                 "snapshot": snapshot, "db": db, "sequence": None, "ts_us": ts * 1000, "ts_ns": ts * 1_000_000,
-                "table": table, "server_id": self._server_id, "gtid": None, "file": position["file"],
+                "table": table, "server_id": 0, "gtid": None, "file": position["file"],
                 "pos": position["pos"], "row": 0, "thread": None, "query": None}
 
 

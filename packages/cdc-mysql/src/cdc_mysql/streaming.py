@@ -123,6 +123,9 @@ class BinlogStreamer:
         self._thread: int | None = None
         self._query: str | None = None
         self._server_id = 0
+        #: The row number of the last captured row read in this binlog file: Debezium's source ``row``,
+        #: which only a new binlog file resets, so its DDL events carry it too (BinlogSourceInfo).
+        self._last_row = 0
         self._decoders: dict[tuple[int, int], tuple[Any, RowDecoder, Table, TableDef]] = {}
         self._compiled: dict[tuple[Any, ...], tuple[Any, RowDecoder, Table, TableDef]] = {}
         self._skipped_tables: set[TableId] = set()
@@ -195,6 +198,7 @@ class BinlogStreamer:
                 if self.include_query:
                     self._query = ev.query
             elif cls is RotateEvent:
+                self._last_row = 0
                 self.file = ev.next_binlog
                 self.next_pos = ev.position
                 continue
@@ -322,7 +326,7 @@ class BinlogStreamer:
             "version": DEBEZIUM_VERSION, "connector": self.connector, "name": self.server,
             "ts_ms": ev.timestamp * 1000, "snapshot": "false", "db": database or "", "sequence": None,
             "ts_us": ev.timestamp * 1_000_000, "ts_ns": ev.timestamp * 1_000_000_000, "table": None,
-            "server_id": packet.server_id, "gtid": gtid, "file": self.file, "pos": start, "row": 0,
+            "server_id": packet.server_id, "gtid": gtid, "file": self.file, "pos": start, "row": self._last_row,
             "thread": None, "query": None,
         }
         applied, records = self.ddl_handler.ddl(statement, database or None, offset, source, offset)
@@ -331,7 +335,8 @@ class BinlogStreamer:
                 definition = self.model.table(tid)
                 if definition is None or not self.captured(tid):
                     continue
-                src = dict(source, table=tid.table, db=tid.database, thread=ev.slave_proxy_id)
+                # thread: the last transaction's (BinlogSourceInfo keeps it; a DDL statement sets none)
+                src = dict(source, table=tid.table, db=tid.database, thread=self._thread)
                 if self.include_query:
                     src["query"] = statement
                 out.append(RawChange(self.versions.table(definition), "t", None, None, src, offset))
@@ -406,6 +411,8 @@ class BinlogStreamer:
             off = offset.copy()
             off["row"] = r + 1
             append(RawChange(table, op, before, after, src, off, tx_id))
+        if pairs:
+            self._last_row = len(pairs) - 1
         self.events_seen += len(pairs)
 
     def _undecodable(self, tid: TableId, packet: Any, error: BaseException) -> None:

@@ -38,6 +38,7 @@ from cdc_core import semantic as sem
 from cdc_core.relational import Column
 from cdc_core.schema import Field, Schema
 
+from cdc_mysql.defaults import default_raw
 from cdc_mysql.model import SPATIAL_TYPES, ColumnDef
 
 GEOMETRY = "io.debezium.data.geometry.Geometry"
@@ -119,8 +120,23 @@ def _fraction(micros: int, width: int) -> str:
     return "." + f"{micros:06d}"[:width].ljust(width, "0")
 
 
+class UnpaddedMicros(int):
+    """TIMESTAMP microseconds Debezium holds as a ``java.sql.Timestamp`` (snapshot reads, the epoch default): no padding.
+
+    Equal to the plain int (keys compare the same); see ``zoned_timestamp_micros``.
+    """
+
+    __slots__ = ()
+
+
 def zoned_timestamp_micros(width: int) -> Callable[[int], str]:
-    """ZonedTimestamp text of UTC microseconds, with ``width`` fraction digits (the column's precision)."""
+    """ZonedTimestamp text of UTC microseconds, with ``width`` fraction digits (the column's precision).
+
+    ``UnpaddedMicros`` keep only the fraction digits that are not zero, as Debezium writes the values
+    it holds as a ``java.sql.Timestamp`` (a snapshot's JDBC reads; the epoch that stands for a
+    NOT NULL column's zero or CURRENT_TIMESTAMP default): ZonedTimestamp formats those with
+    ISO_OFFSET_DATE_TIME (``...15.5Z``); the binlog's values and other defaults are padded to the width.
+    """
 
     def convert(us: int) -> str:
         seconds, micros = divmod(us, 1_000_000)
@@ -128,7 +144,11 @@ def zoned_timestamp_micros(width: int) -> Callable[[int], str]:
         y, m, d = sem.civil_from_days(days)
         hh, rest = divmod(sod, 3600)
         mm, ss = divmod(rest, 60)
-        return f"{sem.iso_year(y)}-{m:02d}-{d:02d}T{hh:02d}:{mm:02d}:{ss:02d}{_fraction(micros, width)}Z"
+        if us.__class__ is UnpaddedMicros:
+            fraction = ("." + f"{micros:06d}".rstrip("0")) if micros else ""
+        else:
+            fraction = _fraction(micros, width)
+        return f"{sem.iso_year(y)}-{m:02d}-{d:02d}T{hh:02d}:{mm:02d}:{ss:02d}{fraction}Z"
 
     return convert
 
@@ -241,15 +261,20 @@ def _div1000(v: int) -> int:
 def column_for(col: ColumnDef, modes: TypeModes) -> Column:
     """The cdc Column (Connect schema and converter) of a column definition under ``modes``."""
     schema, convert = _schema_and_converter(col, modes)
-    if col.has_default and col.default is not None:
-        default = default_value(col, convert, modes)
+    if col.comment is not None:  # kept only with include.schema.comments (TableSchemaBuilder: the field's doc)
+        schema = Schema(schema.type, optional=schema.optional, name=schema.name, version=schema.version,
+                        doc=col.comment, parameters=schema.parameters, fields=schema.fields)
+    raw_default = default_raw(col)
+    if raw_default is not None:
+        default = _converted_default(raw_default, convert)
         if default is not None:
             schema = Schema(schema.type, optional=schema.optional, name=schema.name, version=schema.version,
                             doc=schema.doc, parameters=schema.parameters, default=default, fields=schema.fields)
     return Column(name=col.name, type_name=col.full_type_name, schema=schema, convert=convert, position=col.position,
                   optional=col.optional, length=col.length, scale=col.scale,
                   default_expression=col.default if col.has_default else None,
-                  extra={"charset": col.charset, "enum_values": col.enum_values, "definition": col})
+                  extra={"charset": col.charset, "enum_values": col.enum_values, "definition": col,
+                         "raw_default": raw_default, "comment": col.comment})
 
 
 def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Callable[[Any], Any]]:
@@ -297,12 +322,12 @@ def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Cal
     if t == "JSON":
         return sem.semantic_schema(sem.JSON, optional=opt), _str
     if t == "ENUM":
-        return sem.enum_schema(col.enum_values or (), optional=opt), _str
+        return sem.enum_schema(_escaped_options(col), optional=opt), _str
     if t == "SET":
-        return sem.enum_set_schema(col.enum_values or (), optional=opt), _str
+        return sem.enum_set_schema(_escaped_options(col), optional=opt), _str
     if t in ("BINARY", "VARBINARY", "TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB"):
         schema = sem.binary_schema(modes.binary_handling, optional=opt)
-        return schema, _binary_converter(modes.binary_handling, length if t == "BINARY" else None)
+        return schema, _binary_converter(modes.binary_handling, (length or 1) if t == "BINARY" else None)
     if t == "DATE":
         name = sem.CONNECT_DATE if modes.time_precision == "connect" else sem.DATE
         return sem.semantic_schema(name, optional=opt), adjust_days if modes.adjust_years else _identity
@@ -331,23 +356,19 @@ def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Cal
     return _schema("string", opt), _str
 
 
+def _escaped_options(col: ColumnDef) -> tuple[str, ...]:
+    """ENUM/SET values for the ``allowed`` parameter: a comma inside a value as ``\\,`` (MySqlAntlrDdlParser.escapeOption)."""
+    return tuple(v.replace(",", "\\,") for v in col.enum_values or ())
+
+
 # --------------------------------------------------------------------------------- defaults
 
 
-def default_value(col: ColumnDef, convert: Callable[[Any], Any], modes: TypeModes) -> Any:
-    """The JSON form of a column's DEFAULT, as Debezium puts it in the field schema (None if it has none)."""
-    text = col.default
-    if text is None:
-        return None
-    try:
-        raw = parse_text_value(col, text, default=True)
-    except (ValueError, InvalidOperation, ArithmeticError):
-        return None
-    if raw is None:
-        return None
+def _converted_default(raw: Any, convert: Callable[[Any], Any]) -> Any:
+    """The JSON form of a DEFAULT's intermediate value (None if the converter rejects it)."""
     try:
         return convert(raw)
-    except (ValueError, TypeError, ArithmeticError):
+    except (ValueError, TypeError, ArithmeticError, OverflowError):
         return None
 
 

@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 from cdc_core.config import ConfigField as F
 from cdc_core.config import Fields
+from cdc_core.config.formats import PORT_RANGE, hosts_problem, name_bytes_problem
+
+_SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
+
+
+def _slot_name_ok(value: str) -> str | None:
+    # PostgreSQL's own rule (ReplicationSlotValidateName), which Debezium checks too.
+    if not _SLOT_NAME.fullmatch(value):
+        return (f"{value!r} is not a valid replication slot name: use 1 to 63 lower-case letters, digits and "
+                "underscores")
+    return None
 
 
 def _plugin_supported(value: str) -> str | None:
@@ -12,22 +25,23 @@ def _plugin_supported(value: str) -> str | None:
     return None
 
 
-HOSTNAME = F("database.hostname", "string", "localhost")
-PORT = F("database.port", "int", 5432, minimum=1)
-USER = F("database.user", "string", "postgres")
+HOSTNAME = F("database.hostname", "string", "localhost", validator=hosts_problem, allow_blank=False)
+PORT = F("database.port", "int", 5432, minimum=PORT_RANGE[0], maximum=PORT_RANGE[1])
+USER = F("database.user", "string", "postgres", validator=name_bytes_problem, allow_blank=False)
 PASSWORD = F("database.password", "password")
-DBNAME = F("database.dbname", "string", required=True)
+DBNAME = F("database.dbname", "string", required=True, validator=name_bytes_problem, allow_blank=False)
 SSLMODE = F("database.sslmode", "enum", "prefer", allowed=("disable", "allow", "prefer", "require", "verify-ca", "verify-full"))
 TCP_KEEPALIVE = F("database.tcpKeepAlive", "boolean", True)
-CONNECTION_TIMEOUT = F("connect.timeout.ms", "long", 30000, minimum=1)
+# libpq's connect_timeout is an int of seconds.
+CONNECTION_TIMEOUT = F("connect.timeout.ms", "long", 30000, minimum=1, maximum=(2**31 - 1) * 1000)
 # Debezium's doc gives decoderbufs as the default; cdc speaks pgoutput only, so that is its default.
 PLUGIN_NAME = F("plugin.name", "enum", "pgoutput", allowed=("pgoutput", "decoderbufs"), validator=_plugin_supported)
-SLOT_NAME = F("slot.name", "string", "debezium")
+SLOT_NAME = F("slot.name", "string", "debezium", validator=_slot_name_ok, allow_blank=False)
 SLOT_DROP_ON_STOP = F("slot.drop.on.stop", "boolean", False)
 SLOT_MAX_RETRIES = F("slot.max.retries", "int", 6, minimum=0)
 SLOT_RETRY_DELAY_MS = F("slot.retry.delay.ms", "long", 10000, minimum=0)
 FLUSH_LSN_SOURCE = F("flush.lsn.source", "boolean", True, doc="Confirm processed LSNs to the slot (false: someone else does).")
-PUBLICATION_NAME = F("publication.name", "string", "dbz_publication")
+PUBLICATION_NAME = F("publication.name", "string", "dbz_publication", validator=name_bytes_problem, allow_blank=False)
 PUBLICATION_AUTOCREATE = F(
     "publication.autocreate.mode", "enum", "all_tables", allowed=("all_tables", "filtered", "disabled", "no_tables")
 )
@@ -40,6 +54,8 @@ SNAPSHOT_MODE = F(
 )
 SNAPSHOT_LOCKING_MODE = F("snapshot.locking.mode", "enum", "none", allowed=("shared", "none", "custom"))
 SNAPSHOT_FETCH_SIZE = F("snapshot.fetch.size", "int", 10240, minimum=1)
+# Sent as the snapshot transaction's lock_timeout, which PostgreSQL keeps in an int of milliseconds.
+SNAPSHOT_LOCK_TIMEOUT_MS = F("snapshot.lock.timeout.ms", "long", 10000, minimum=0, maximum=2**31 - 1)
 STATUS_UPDATE_INTERVAL_MS = F("status.update.interval.ms", "long", 10000, minimum=1)
 DATABASE_INITIAL_STATEMENTS = F("database.initial.statements", "string")
 MESSAGE_PREFIX_INCLUDE = F("message.prefix.include.list", "regex-list")
@@ -59,7 +75,7 @@ FIELDS = Fields(
     [
         HOSTNAME, PORT, USER, PASSWORD, DBNAME, SSLMODE, TCP_KEEPALIVE, CONNECTION_TIMEOUT,
         PLUGIN_NAME, SLOT_NAME, SLOT_DROP_ON_STOP, SLOT_MAX_RETRIES, SLOT_RETRY_DELAY_MS, FLUSH_LSN_SOURCE, PUBLICATION_NAME, PUBLICATION_AUTOCREATE,
-        SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
+        SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, SNAPSHOT_LOCK_TIMEOUT_MS, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
         HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY,
     ]

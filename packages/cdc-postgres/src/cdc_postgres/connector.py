@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from psycopg import sql
 
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
-from cdc_core.errors import ConnectorError, RetriableError
+from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
@@ -25,7 +26,7 @@ from cdc_postgres.incremental import signal_tables
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
 from cdc_postgres.position import PostgresLogPosition
-from cdc_postgres.replication import ReplicationConnection, ReplicationError
+from cdc_postgres.replication import ReplicationConnection, ReplicationError, format_lsn, parse_lsn
 from cdc_postgres.snapshot import SnapshotReader
 from cdc_postgres.source import SOURCE_SCHEMA
 from cdc_postgres.streaming import ResumePoint, StreamReader
@@ -138,11 +139,30 @@ class PostgresConnector:
         try:
             conn = psycopg.connect(pgc.conninfo(self.config), autocommit=True)
         except psycopg.OperationalError as e:
+            reason = _server_reason(e)
+            for pattern, properties in _PERMANENT_CONNECT_ERRORS:
+                if pattern.search(reason):
+                    # Retrying cannot help: the configuration does not fit the server.
+                    raise ConnectorError(f"cannot connect to PostgreSQL at {self.address} as user "
+                                         f"{self.config.get(pgc.USER)!r} to database {self.db!r}: {reason}; check "
+                                         f"{properties}") from None
+            if "Name or service not known" in str(e):  # EAI_NONAME: no such name (EAI_AGAIN stays retried)
+                raise UnknownHostError(f"cannot connect to PostgreSQL at {self.address}: the host name "
+                                       f"{self.config.get(pgc.HOSTNAME)!r} does not resolve; check "
+                                       "database.hostname") from None
             raise RetriableError(f"cannot connect to PostgreSQL at {self.address}: {_first_line(e)}") from None
         initial = self.config.get(pgc.DATABASE_INITIAL_STATEMENTS)
-        for statement in (initial or "").split(";;"):
-            if statement.strip():
+        for n, statement in enumerate([s for s in (initial or "").split(";;") if s.strip()], 1):
+            try:
                 conn.execute(statement)
+            except psycopg.Error as e:
+                lost = conn.closed
+                conn.close()
+                if lost:
+                    raise RetriableError(f"lost the connection to PostgreSQL at {self.address} while running "
+                                         f"database.initial.statements: {_first_line(e)}") from None
+                raise ConnectorError(f"database.initial.statements: PostgreSQL at {self.address} refused statement "
+                                     f"{n} ({_excerpt(statement)}): {_first_line(e)}") from None
         return conn
 
     # -- checks ------------------------------------------------------------------------------
@@ -263,6 +283,26 @@ class PostgresConnector:
             )
         return False
 
+    def _check_offset_not_ahead(self, offset: dict[str, Any]) -> None:
+        """Refuse a stored position the server has not written yet (an offsets file from elsewhere, or edited).
+
+        Streaming from it would confirm the slot up to that future position, and every change
+        before it would be skipped for good.
+        """
+        assert self._conn is not None
+        stored = max((v for k in ("lsn", "lsn_commit", "lsn_proc") if isinstance(v := offset.get(k), int)), default=0)
+        current = parse_lsn(self._conn.execute(
+            "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
+            "ELSE pg_current_wal_insert_lsn() END::text").fetchone()[0])
+        if stored > current:
+            where = self.config.get(common.OFFSET_FILE)
+            source = f"offsets file {where}" if where else "the stored offsets"
+            raise ConnectorError(
+                f"{source} says streaming stopped at LSN {format_lsn(stored)}, ahead of the current WAL position "
+                f"{format_lsn(current)} of PostgreSQL at {self.address}: these offsets do not belong to this server "
+                "(copied from another server or edited). Nothing was confirmed to the slot; restore the right offsets "
+                "file, or delete it to start over (snapshot.mode decides whether a new snapshot is taken).")
+
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
         assert self._conn is not None
         slot_exists, active = self._slot_state()
@@ -280,6 +320,8 @@ class PostgresConnector:
                 return
             slot_exists, active = self._slot_state()
         snapshot = self._needs_snapshot(slot_exists)
+        if slot_exists and not snapshot and self._offset:
+            self._check_offset_not_ahead(self._offset)
         stream = self.snapshotter.should_stream()
         if not snapshot and not stream:
             self.log.info("no snapshot is due and snapshot.mode=%s does not stream: nothing to do", self.snapshotter.name)
@@ -427,6 +469,30 @@ class PostgresConnector:
 def _quote_table(table: TableId) -> str:
     """``"schema"."table"``, quoted as PostgreSQL identifiers."""
     return ".".join('"' + part.replace('"', '""') + '"' for part in (table.schema, table.table) if part is not None)
+
+
+#: Connection refusals that no retry can mend (only the server's message tells them apart here), and what to check.
+_PERMANENT_CONNECT_ERRORS = (
+    (re.compile(r'database ".*" does not exist|permission denied for database'), "database.dbname and database.user"),
+    (re.compile(r'role ".*" does not exist|password authentication failed|authentication failed for user|'
+                r"no password supplied|no pg_hba\.conf entry|is not permitted to log in"),
+     "database.user and database.password"),
+    (re.compile(r"does not support SSL|SSL was required|certificate verify failed|root certificate file|"
+                r"server certificate for .* does not match"), "database.sslmode and the server's SSL setup"),
+)
+
+
+def _server_reason(e: BaseException) -> str:
+    """The server's reason in a libpq connection error: the text after ``FATAL:``, else the first line."""
+    text = str(e)
+    marker = text.find("FATAL:")
+    return " ".join(text[marker + 6:].split()) if marker >= 0 else _first_line(e)
+
+
+def _excerpt(statement: str, limit: int = 80) -> str:
+    """A statement in one line, cut at ``limit`` characters, for an error message."""
+    line = " ".join(statement.split())
+    return repr(line if len(line) <= limit else line[: limit - 3] + "...")
 
 
 def _first_line(e: BaseException) -> str:

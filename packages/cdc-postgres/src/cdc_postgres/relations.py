@@ -11,6 +11,7 @@ again since, or while the connector was stopped) or behind it, so it never decid
 from __future__ import annotations
 
 from cdc_core.relational import Table, TableId
+from cdc_core.schema import Schema
 from cdc_postgres.catalog import Catalog
 from cdc_postgres.pgoutput import Relation
 from cdc_postgres.types import column_for
@@ -23,12 +24,18 @@ def relation_table_id(rel: Relation) -> TableId:
     return TableId(None, rel.namespace, rel.name)
 
 
+def _same_schema(a: Schema | None, b: Schema | None) -> bool:
+    return a is b or (a is not None and b is not None and a.json_bytes() == b.json_bytes())
+
+
 def _same_table(a: Table, b: Table) -> bool:
-    """True if two definitions give the same events: ids, keys, and each column's type, nullability and default."""
+    """True if two definitions give the same events: ids, keys, and each column's type, schema (enum labels,
+    default), nullability and source metadata."""
     return a.id == b.id and a.primary_key == b.primary_key and len(a.columns) == len(b.columns) and all(
         x.name == y.name and x.type_oid == y.type_oid and x.type_modifier == y.type_modifier
         and x.optional == y.optional and x.default_expression == y.default_expression
         and x.type_name == y.type_name and x.length == y.length and x.scale == y.scale
+        and _same_schema(x.schema, y.schema)
         for x, y in zip(a.columns, b.columns))
 
 

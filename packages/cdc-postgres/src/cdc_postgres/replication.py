@@ -10,6 +10,12 @@ queue full), a background thread keeps sending status updates often enough for t
 ``wal_sender_timeout``, so the walsender is not ended and nothing is streamed twice after a
 reconnect. Every use of the libpq connection holds one lock; that thread only ever takes it
 when free.
+
+A connection that goes silent (a network black hole: no bytes, no close) is noticed while
+reading: after ``idle_status_interval`` without a byte from the server, a status update asks
+for a reply (the walsender answers at once with a keepalive); if nothing at all arrives within
+``silence_timeout`` (the server's ``wal_sender_timeout``, after which the server gives up on
+us too) the connection is declared lost, so the caller reconnects.
 """
 
 from __future__ import annotations
@@ -45,6 +51,12 @@ PG_EPOCH_OFFSET_US = 946_684_800 * 1_000_000
 
 MAX_MESSAGES_PER_READ = 10_000
 """The most XLogData frames one ``read()`` call returns."""
+
+DEFAULT_SILENCE_TIMEOUT_S = 60.0
+"""How long a silent connection is given when the server's ``wal_sender_timeout`` is unknown or off."""
+
+MIN_SILENCE_TIMEOUT_S = 1.0
+"""The shortest silence that counts as a lost connection, whatever ``wal_sender_timeout`` says."""
 
 _XLOGDATA_HEADER = Struct(">QQq")  # dataStart, walEnd, sendTime after the 'w'
 _KEEPALIVE = Struct(">QqB")  # walEnd, sendTime, replyRequested after the 'k'
@@ -214,6 +226,10 @@ class ReplicationConnection:
         self._keeper: threading.Thread | None = None
         #: Seconds between background status updates while the caller is not reading.
         self.idle_status_interval = self.status_interval
+        #: Seconds without a byte after a reply was asked for, before the connection counts as lost.
+        self.silence_timeout = DEFAULT_SILENCE_TIMEOUT_S
+        self._last_heard = time.monotonic()
+        self._probe_at: float | None = None
 
     # ----------------------------------------------------------------------------- properties
 
@@ -348,6 +364,8 @@ class ReplicationConnection:
         self._last_received = max(self._last_received, start_lsn)
         self._status_pending = False
         self._last_status = time.monotonic()
+        self._last_heard = time.monotonic()
+        self._probe_at = None
         self._keeper = threading.Thread(target=self._keep_status, name="cdc-pg-status", daemon=True)
         self._keeper.start()
 
@@ -364,6 +382,7 @@ class ReplicationConnection:
         interval = self.status_interval
         if timeout:  # 0 disables the server's timeout
             interval = min(interval, timeout / 4.0)
+            self.silence_timeout = max(MIN_SILENCE_TIMEOUT_S, timeout)
         self.idle_status_interval = max(0.05, interval)
 
     def _keep_status(self) -> None:
@@ -415,6 +434,7 @@ class ReplicationConnection:
                     if out:
                         break
                 now = time.monotonic()
+                self._check_silence(now)
                 if now >= deadline:
                     break
         self._maybe_send_status(time.monotonic())
@@ -455,10 +475,27 @@ class ReplicationConnection:
         self._last_status = time.monotonic()
 
     def _next_status_due(self, now: float) -> float:
-        """The monotonic time by which the next status update must go out."""
+        """The monotonic time by which the next status update must go out (or the silence be checked)."""
         if self._status_pending:
             return max(now, self._last_status + self._min_status_gap)
-        return self._last_status + self.status_interval
+        due = self._last_status + self.status_interval
+        if self._probe_at is None:
+            return min(due, max(now, self._last_heard + self.idle_status_interval))
+        return min(due, max(now, self._probe_at + self.silence_timeout))
+
+    def _check_silence(self, now: float) -> None:
+        """Ask for a reply after ``idle_status_interval`` of silence; lost if none comes within ``silence_timeout``."""
+        if self._probe_at is None:
+            if now - self._last_heard >= self.idle_status_interval:
+                self._send_status(reply_requested=True)
+                self._probe_at = now
+        elif now - self._probe_at >= self.silence_timeout:
+            silent = now - self._last_heard
+            self._mark_lost()
+            self._lost = (f"no message from the server at {self._target} for {silent:.1f}s, not even an answer to a "
+                          f"keepalive request within {self.silence_timeout:g}s (wal_sender_timeout): the connection "
+                          "is silent (a network black hole?); reconnecting")
+            raise ReplicationConnectionLost(self._lost)
 
     def _maybe_send_status(self, now: float) -> None:
         """Send a status update if a confirmation is pending or the interval has elapsed."""
@@ -472,6 +509,8 @@ class ReplicationConnection:
         """Read what the socket holds into libpq's buffer."""
         try:
             self._pg.consume_input()
+            self._last_heard = time.monotonic()
+            self._probe_at = None
         except pg_errors.OperationalError as exc:
             self._mark_lost()
             raise ReplicationConnectionLost(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from collections.abc import Iterator
 from functools import partial
 from itertools import repeat
@@ -92,7 +93,7 @@ class SnapshotReader:
             offset = self._offset(False)
             rows = 0
             query = sql.SQL("COPY ({}) TO STDOUT").format(sql.SQL(select))
-            with self.conn.cursor() as cur, cur.copy(query) as copy:
+            with self.conn.cursor() as cur, _refusal_named(table, select), cur.copy(query) as copy:
                 for block in read_blocks(copy, self.fetch_size):
                     # One RawChange per row, made by tuple.__new__ in C (no Python call per row).
                     batch = list(map(_new_change, zip(
@@ -122,3 +123,19 @@ class SnapshotReader:
         batch.append(Checkpoint({"lsn": self.lsn, "lsn_commit": self.lsn, "lsn_proc": None,
                                  "txId": self.tx_id, "ts_usec": time.time_ns() // 1000}))
         yield batch
+
+
+@contextmanager
+def _refusal_named(table: Table, select: str) -> Iterator[None]:
+    """A server's refusal of a table's snapshot SELECT (an override or a custom query) as one line naming both."""
+    try:
+        yield
+    except psycopg.OperationalError:
+        raise  # the connection or the server, not the statement: retried
+    except psycopg.Error as e:
+        line = " ".join(select.split())
+        excerpt = line if len(line) <= 120 else line[:117] + "..."
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        raise ConnectorError(
+            f"the snapshot of {table.id} failed: the server refused its SELECT ({excerpt!r}): {reason}; check "
+            f"snapshot.select.statement.overrides.{table.id} (or the custom snapshot query)") from None

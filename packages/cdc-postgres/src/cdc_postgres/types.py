@@ -336,11 +336,25 @@ def _build_float8(ctx: _Ctx) -> _Built:
 _NUMERIC_SPECIAL_STRINGS = {"NaN": "NAN", "Infinity": "POSITIVE_INFINITY", "-Infinity": "NEGATIVE_INFINITY"}
 
 
+#: Python refuses int() of longer digit strings (sys.int_info.default_max_str_digits); NUMERIC has up to 147455 digits.
+_INT_STR_LIMIT = 4000
+
+
+def _digits_int(digits: str) -> int:
+    """``int(digits)`` of a decimal digit string, also beyond Python's digit limit for int() of a str."""
+    if len(digits) < _INT_STR_LIMIT:
+        return int(digits)
+    try:
+        return int(Decimal(digits))
+    except InvalidOperation:
+        raise ValueError(f"not a decimal integer: {digits[:40]}...") from None
+
+
 def _unscaled(text: str, scale: int) -> int:
     """The unscaled integer of a plain decimal text at ``scale`` (ValueError if rounding would be needed)."""
     whole, _, frac = text.partition(".")
     if scale >= 0 and len(frac) <= scale:
-        return int(whole + frac + "0" * (scale - len(frac)))
+        return _digits_int(whole + frac + "0" * (scale - len(frac)))
     return sem.unscaled_value(Decimal(text), scale)
 
 
@@ -356,7 +370,8 @@ def _build_numeric(ctx: _Ctx) -> _Built:
     mode = ctx.modes.decimal_handling
     ps = _numeric_precision_scale(ctx.typmod)
     if mode == "double":
-        return Schema("float64", optional=ctx.optional), _float_converter(ctx, float)
+        # BigDecimal.doubleValue(): beyond the double range it is Infinity, written as Jackson does.
+        return Schema("float64", optional=ctx.optional), _float_converter(ctx, sem.json_float)
     if mode == "string":
         # SpecialValueDecimal.fromLogical: BigDecimal.toPlainString(), which is PostgreSQL's own
         # text ("0.0000001000", never "1.000E-7").
@@ -373,7 +388,7 @@ def _build_numeric(ctx: _Ctx) -> _Built:
             whole, _, frac = text.partition(".")
             frac = frac.rstrip("0")
             try:
-                return {"scale": len(frac), "value": sem.unscaled_to_base64(int(whole + frac))}
+                return {"scale": len(frac), "value": sem.unscaled_to_base64(_digits_int(whole + frac))}
             except ValueError:
                 if text in _NUMERIC_SPECIAL_STRINGS:
                     raise _precise_special(ctx, text) from None
@@ -390,7 +405,7 @@ def _build_numeric(ctx: _Ctx) -> _Built:
         # unscaled integer is the text without its point; then BigInteger.toByteArray() in base64.
         try:
             if fast and len(text) > scale and text[dot] == ".":
-                n = int(text.replace(".", "", 1))
+                n = _digits_int(text.replace(".", "", 1))
                 length = (n if n >= 0 else ~n).bit_length() // 8 + 1
                 return b2a(n.to_bytes(length, "big", signed=True), newline=False).decode("ascii")
             return encode(_unscaled(text, scale))
@@ -533,8 +548,22 @@ def _date_days_slow(ctx: _Ctx, text: str) -> int:
     return sem.days_from_civil(1 - year if m[4] else year, int(m[2]), int(m[3]))
 
 
-def _timestamp_micros_slow(ctx: _Ctx, text: str) -> int:
-    """µs since the epoch for what ``datetime.fromisoformat`` rejects: BC, years > 9999, infinities."""
+_LONG_MAX, _LONG_MIN = 2**63 - 1, -(2**63)
+
+
+def _java_epoch_micros(seconds: int, micros: int) -> int:
+    """Debezium's ``Conversions.toEpochMicros``: ``TimeUnit.SECONDS.toMicros`` saturates at the long range,
+    then the fraction is added with Java's wrap-around (so 294276 AD is a large negative number)."""
+    whole = min(max(seconds * 1_000_000, _LONG_MIN), _LONG_MAX)
+    return (whole + micros + 2**63) % 2**64 - 2**63
+
+
+def _timestamp_micros_slow(ctx: _Ctx, text: str, java_long: bool = True) -> int:
+    """µs since the epoch for what ``datetime.fromisoformat`` rejects: BC, years > 9999, infinities.
+
+    ``java_long``: as Debezium's MicroTimestamp computes it in a Java long (past 292277 AD it
+    saturates and wraps); else exact (millisecond schemas, whose ``toEpochMilli`` does not overflow).
+    """
     special = _TIMESTAMP_INFINITY_MICROS.get(text)
     if special is not None:
         return special
@@ -544,6 +573,8 @@ def _timestamp_micros_slow(ctx: _Ctx, text: str) -> int:
     year = int(m[1])
     days = sem.days_from_civil(1 - year if m[8] else year, int(m[2]), int(m[3]))
     seconds = days * 86400 + int(m[4]) * 3600 + int(m[5]) * 60 + int(m[6])
+    if java_long:
+        return _java_epoch_micros(seconds, _fraction_micros(m[7]))
     return seconds * 1_000_000 + _fraction_micros(m[7])
 
 
@@ -633,7 +664,7 @@ def _build_timestamp(ctx: _Ctx) -> _Built:
         try:
             return (_fromiso_datetime(text) - _EPOCH) // _MS
         except (ValueError, TypeError):
-            return _timestamp_micros_slow(ctx, text) // 1000
+            return _timestamp_micros_slow(ctx, text, java_long=False) // 1000
 
     return schema, to_millis
 
@@ -700,10 +731,11 @@ def _build_timetz(ctx: _Ctx) -> _Built:
         if m is None:
             raise ctx.fail(text, "expected HH:MM:SS[.ffffff]+HH[:MM]")
         hours = int(m[1])
-        if hours > 23:
-            # Debezium's OffsetTime parser rejects 24:00:00 too.
-            raise ctx.fail(text, "24:00:00 has no ZonedTime representation")
-        micros = ((hours * 60 + int(m[2])) * 60 + int(m[3])) * 1_000_000 + _fraction_micros(m[4])
+        if hours > 24:
+            raise ctx.fail(text, "expected HH:MM:SS[.ffffff]+HH[:MM]")
+        # 24:00:00 (PostgreSQL allows it) is midnight: java.time's SMART resolver reads it as
+        # 00:00 of the next day, so Debezium writes "24:00:00+01" as "23:00:00Z".
+        micros = ((hours % 24 * 60 + int(m[2])) * 60 + int(m[3])) * 1_000_000 + _fraction_micros(m[4])
         micros -= _offset_seconds(m[5], m[6], m[7], m[8]) * 1_000_000
         return sem.format_zoned_time((micros % sem.MICROS_PER_DAY) * 1000)
 

@@ -81,7 +81,7 @@ SNAPSHOT_LOCKING_MODE_CUSTOM_NAME = F("snapshot.locking.mode.custom.name", "stri
 SNAPSHOT_LOCK_TIMEOUT_MS = F("snapshot.lock.timeout.ms", "long", 10000, minimum=0)
 SNAPSHOT_SELECT_OVERRIDES = F("snapshot.select.statement.overrides", "list")
 SNAPSHOT_INCLUDE_COLLECTIONS = F("snapshot.include.collection.list", "regex-list")
-METRICS_PORT = F("metrics.port", "int", minimum=0, doc="Serve Prometheus metrics on 127.0.0.1:<port>/metrics.")
+METRICS_PORT = F("metrics.port", "int", minimum=0, maximum=65535, doc="Serve Prometheus metrics on 127.0.0.1:<port>/metrics.")
 SCHEMA_HISTORY = F("schema.history.internal", "string", "io.debezium.storage.file.history.FileSchemaHistory")
 SCHEMA_HISTORY_FILE = F("schema.history.internal.file.filename", "string")
 

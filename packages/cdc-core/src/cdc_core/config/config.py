@@ -48,7 +48,7 @@ class Config(Mapping[str, Any]):
         if key.name in self._cache:
             return self._cache[key.name]
         raw = self._props.get(key.name)
-        if raw is None or (isinstance(raw, str) and raw == "" and key.type != "string"):
+        if raw is None or (isinstance(raw, str) and raw == "" and key.type != "string" and key.allow_blank):
             value = key.default
         else:
             try:
@@ -82,6 +82,8 @@ class Config(Mapping[str, Any]):
             if raw is None or raw == "":
                 if f.required and f.default is None:
                     out.append(f"{f.name}: is required and has no value")
+                elif raw == "" and not f.allow_blank:
+                    out.append(f"{f.name}: must not be empty")
                 continue
             try:
                 f.parse(raw)

@@ -15,11 +15,29 @@ class InvalidValue(ValueError):
     """A property value cannot be parsed; the message is the reason."""
 
 
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+#: Java's int and long ranges, as Kafka's ConfigDef parses INT and LONG properties.
+RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+#: The longest duration a ``*.ms`` property may give: 100 years (Python's waits end at about 292 years).
+MAX_DURATION_MS = 100 * 365 * 24 * 3600 * 1000
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _parse_int(raw: str) -> int:
-    try:
-        return int(raw.strip())
-    except ValueError:
-        raise InvalidValue(f"{raw!r} is not an integer") from None
+    # ASCII digits only: Python's int() would also take other scripts' digits and "1_000".
+    text = raw.strip()
+    if not _INTEGER.fullmatch(text):
+        raise InvalidValue(f"{raw!r} is not an integer")
+    return int(text)
+
+
+def text_problem(raw: str) -> str | None:
+    """Why a configured text cannot be used as is (a NUL, or a UTF-16 surrogate without its pair), or None."""
+    if "\0" in raw:
+        return "contains a NUL character"
+    if _SURROGATE.search(raw):
+        return "contains a lone UTF-16 surrogate (a \\uD800-\\uDFFF escape without its pair), which is not text"
+    return None
 
 
 def _parse_double(raw: str) -> float:
@@ -76,7 +94,8 @@ class ConfigField:
     ``type`` is one of string, password, int, long, double, boolean, list, regex-list, enum.
     ``allowed`` lists an enum's values; ``aliases`` maps accepted legacy values to their
     canonical one (``never`` -> ``no_data``). ``validator`` returns a reason string when a parsed
-    value is invalid. ``secret`` values are never printed.
+    value is invalid. ``secret`` values are never printed. Integers must lie in Java's range of
+    their type and in ``minimum``..``maximum``; a ``*.ms`` duration is at most ``MAX_DURATION_MS``.
     """
 
     name: str
@@ -88,6 +107,9 @@ class ConfigField:
     required: bool = False
     validator: Callable[[Any], str | None] | None = None
     minimum: int | float | None = None
+    maximum: int | float | None = None
+    #: False where an empty or blank value can never work (a slot name, a host name).
+    allow_blank: bool = True
 
     @property
     def secret(self) -> bool:
@@ -102,6 +124,11 @@ class ConfigField:
             raw = "true" if raw else "false"
         elif not isinstance(raw, str):
             raw = str(raw)
+        problem = text_problem(raw)
+        if problem:
+            raise InvalidValue(problem)
+        if not self.allow_blank and not raw.strip():
+            raise InvalidValue("must not be empty")
         value = PARSERS[self.type](raw)
         if self.type == "enum":
             value = value.strip().lower()
@@ -110,6 +137,18 @@ class ConfigField:
                 raise InvalidValue(f"{raw!r} is not one of: {', '.join(self.allowed)}")
         if self.minimum is not None and value < self.minimum:
             raise InvalidValue(f"{raw!r} is below the minimum {self.minimum}")
+        if self.type in RANGES:
+            low, high = RANGES[self.type]
+            if self.maximum is not None:
+                high = min(high, self.maximum)
+            elif self.name.endswith(".ms"):
+                high = min(high, MAX_DURATION_MS)
+            if value > high:
+                raise InvalidValue(f"{raw!r} is above the maximum {high}")
+            if value < low:
+                raise InvalidValue(f"{raw!r} is below the minimum {low}")
+        elif self.maximum is not None and value > self.maximum:
+            raise InvalidValue(f"{raw!r} is above the maximum {self.maximum}")
         if self.validator is not None:
             reason = self.validator(value)
             if reason:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,19 @@ from cdc_core.errors import ConfigError
 
 _ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
 _HEX = frozenset("0123456789abcdefABCDEF")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def join_surrogates(text: str) -> str:
+    """Join UTF-16 surrogate pairs into one character, as a Java String holds them (``\\uD83D\\uDE00`` is one emoji).
+
+    Java's ``Properties`` writes every character outside Latin-1 as ``\\uXXXX`` escapes, so a
+    character beyond the BMP arrives as two escapes. A surrogate without its pair stays as it is
+    (and the property catalogue refuses it, naming the property).
+    """
+    if not _SURROGATE.search(text):
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -18,12 +32,13 @@ def flatten(data: Any, prefix: str = "") -> dict[str, Any]:
     if isinstance(data, dict):
         for k, v in data.items():
             name = f"{prefix}.{k}" if prefix else str(k)
+            name = join_surrogates(name)
             if isinstance(v, dict):
                 out.update(flatten(v, name))
             elif isinstance(v, list):
-                out[name] = ",".join(str(x) for x in v)
+                out[name] = join_surrogates(",".join(str(x) for x in v))
             else:
-                out[name] = v
+                out[name] = join_surrogates(v) if isinstance(v, str) else v
     return out
 
 
@@ -109,7 +124,7 @@ def _unescape(s: str) -> str:
             continue
         out.append(ch)
         i += 1
-    return "".join(out)
+    return join_surrogates("".join(out))
 
 
 def load_file(path: str | Path) -> dict[str, Any]:
@@ -119,6 +134,11 @@ def load_file(path: str | Path) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise ConfigError([f"cannot read configuration file {p}: {e.strerror}"]) from None
+    except UnicodeDecodeError as e:
+        raise ConfigError([f"{p}: not UTF-8 text (byte 0x{e.object[e.start]:02x} at offset {e.start}); "
+                           "write configuration files in UTF-8 (or with \\uXXXX escapes)"]) from None
+    if "\0" in text:
+        raise ConfigError([f"{p}: contains NUL bytes at offset {text.index(chr(0))}: not a configuration file"])
     suffix = p.suffix.lower()
     if suffix in (".yaml", ".yml"):
         import yaml

@@ -6,7 +6,8 @@ from dataclasses import replace
 
 from sqlglot.tokens import Token, TokenType
 
-from cdc_mysql.ddl.columns import column_from_sqlglot, default_text_of, with_charset
+from cdc_mysql.ddl.columns import column_from_sqlglot, default_of, with_charset
+from cdc_mysql.ddl.declared import column_declarations, declared_type
 from cdc_mysql.ddl.parsing import parse_column_defs, parse_expression
 from cdc_mysql.ddl.tokens import (
     charset_option, insert_index, paren_names, read_table_name, source_text, strip_position, token_ident, token_word,
@@ -21,6 +22,39 @@ IGNORED_ALTER_OPTIONS = frozenset({
     "TABLESPACE", "COMPRESSION", "ENCRYPTION", "PAGE_CHECKSUM", "TRANSACTIONAL", "WITH", "WITHOUT", "SECONDARY_ENGINE",
     "ADD_PERIOD", "NOWAIT", "WAIT",
 })
+
+
+def is_partitioning(toks: list[Token]) -> bool:
+    """True if an ALTER TABLE action is partition management; it comes last and takes the rest of the statement.
+
+    ``DROP PARTITION p0, p1`` and ``PARTITION BY ... (PARTITION p0 ..., ...)`` continue past commas, and
+    none of these change the columns.
+    """
+    words = [token_word(t) for t in toks[:3]]
+    return "PARTITION" in words[:2] or "PARTITIONING" in words[:2] or words[:1] == ["PARTITIONS"]
+
+
+def starts_partitioning(tokens: list[Token], k: int) -> bool:
+    """True if ``PARTITION BY`` (one token to sqlglot) or ``REMOVE PARTITIONING`` starts at ``tokens[k]``."""
+    words = tokens[k].text.upper().split() if tokens[k].token_type not in (TokenType.IDENTIFIER, TokenType.STRING) else []
+    if k + 1 < len(tokens) and len(words) == 1:
+        words.append(token_word(tokens[k + 1]))
+    return words[:2] in (["PARTITION", "BY"], ["REMOVE", "PARTITIONING"])
+
+
+def without_partition_options(tokens: list[Token], start: int) -> list[Token]:
+    """ALTER TABLE's tokens without a trailing ``PARTITION BY ...`` / ``REMOVE PARTITIONING`` (which needs no comma)."""
+    depth = 0
+    for k in range(start, len(tokens)):
+        tok = tokens[k]
+        if tok.token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tok.token_type == TokenType.R_PAREN:
+            depth -= 1
+        elif depth == 0 and k > start and tokens[k - 1].token_type != TokenType.COMMA:
+            if starts_partitioning(tokens, k):
+                return tokens[:k]
+    return tokens
 
 
 def alter_action(sql: str, table: TableDef, toks: list[Token]) -> tuple[TableDef, TableId | None]:
@@ -52,9 +86,10 @@ def alter_action(sql: str, table: TableDef, toks: list[Token]) -> tuple[TableDef
             return table, None
         if j < len(toks) and toks[j].token_type == TokenType.L_PAREN:
             defs = source_text(sql, toks[j + 1], toks[-2])
+            declarations = column_declarations(toks[j + 1:-1])
             columns = list(table.columns)
             for cd in parse_column_defs(defs):
-                col, _ = column_from_sqlglot(cd)
+                col, _ = column_from_sqlglot(cd, declared=declarations.get(cd.this.name.lower()))
                 columns = [c for c in columns if c.name.lower() != col.name.lower()]
                 columns.append(with_charset(col, table.charset))
             return table.renumbered(columns), None
@@ -146,8 +181,8 @@ def alter_action(sql: str, table: TableDef, toks: list[Token]) -> tuple[TableDef
             value = source_text(sql, toks[j + 3], toks[-1])
             if value.startswith("(") and value.endswith(")"):
                 value = value[1:-1]
-            default = default_text_of(parse_expression(value))
-            col = replace(col, has_default=True, default=default)
+            has_default, default = default_of(parse_expression(value))
+            col = replace(col, has_default=has_default, default=default)
         elif op[:2] == ["DROP", "DEFAULT"]:
             col = replace(col, has_default=False, default=None)
         columns = [col if c.name == col.name else c for c in table.columns]
@@ -174,5 +209,5 @@ def column_of(sql: str, definition: list[Token], table: TableDef) -> tuple[Colum
     cds = parse_column_defs(text)
     if len(cds) != 1:
         raise ValueError(f"expected one column definition in {text!r}")
-    col, flags = column_from_sqlglot(cds[0])
+    col, flags = column_from_sqlglot(cds[0], declared=declared_type(definition, 1))
     return with_charset(col, table.charset), flags

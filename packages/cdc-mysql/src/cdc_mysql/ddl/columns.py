@@ -7,8 +7,9 @@ from typing import Any
 
 from sqlglot import exp
 
+from cdc_mysql.ddl.declared import DEFAULT_DIMENSIONS, NATIONAL_JDBC_TYPES, DeclaredType
 from cdc_mysql.ddl.tokens import DIALECT
-from cdc_mysql.model import CHARACTER_TYPES, ColumnDef, TableId
+from cdc_mysql.model import CHARACTER_TYPES, JDBC_TYPES, ColumnDef, TableId
 
 _TYPE_NAMES: dict[exp.DataType.Type, str] = {}
 for _names, _canonical in (
@@ -33,8 +34,8 @@ _UNSIGNED_TYPES = {getattr(exp.DataType.Type, n) for n in ("UTINYINT", "USMALLIN
 #: Type names sqlglot does not know, read as user-defined types.
 _EXTRA_TYPES = {"POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
                 "GEOMETRYCOLLECTION", "GEOMCOLLECTION", "MIDDLEINT", "INET4", "INET6", "UUID"}
-#: Default lengths MySQL gives types declared without one.
-_DEFAULT_LENGTHS = {"DECIMAL": (10, 0), "CHAR": (1, None), "BINARY": (1, None), "BIT": (1, None)}
+#: Default (length, scale) Debezium gives types declared without one (by canonical name, when the declared one is unknown).
+_DEFAULT_LENGTHS = {"DECIMAL": (10, 0), "BIT": (1, None)}
 
 
 def literal_text(e: exp.Expression) -> str:
@@ -44,8 +45,41 @@ def literal_text(e: exp.Expression) -> str:
     return e.sql(dialect=DIALECT)
 
 
-def column_type_attrs(kind: exp.DataType, column: str) -> dict[str, Any]:
-    """The type attributes of a column from sqlglot's DataType."""
+def column_type_attrs(kind: exp.DataType, column: str, declared: DeclaredType | None = None) -> dict[str, Any]:
+    """The type attributes of a column from sqlglot's DataType and (where read) the type as declared.
+
+    The declared type decides the canonical name, the name Debezium writes and the signedness
+    (sqlglot maps some synonyms wrongly: ``INT8`` is BIGINT, ``REAL`` DOUBLE); sqlglot gives the
+    length, scale and ENUM/SET values. Lengths are Debezium's: ENUM 1, SET the number of values
+    plus commas, DECIMAL-family (10,0) by default and scale 0 when only a precision is given.
+    """
+    attrs = _sqlglot_type_attrs(kind, column)
+    if declared is None:
+        return attrs
+    if declared.name == "SERIAL":  # BIGINT UNSIGNED NOT NULL AUTO_INCREMENT UNIQUE: Debezium names it BIGINT UNSIGNED
+        declared = DeclaredType("BIGINT", True, False, False)
+    if not declared.known:
+        return attrs
+    attrs["type_name"] = declared.canonical
+    if declared.name != attrs["type_name"]:
+        attrs["declared"] = declared.name
+    attrs["unsigned"] = declared.unsigned
+    if declared.zerofill:
+        attrs["zerofill"] = True
+    dims = DEFAULT_DIMENSIONS.get(declared.name)
+    if dims is not None:
+        if not declared.has_length:
+            attrs["length"], attrs["scale"] = dims
+        elif dims[1] is not None and attrs.get("scale") is None:
+            attrs["scale"] = dims[1]
+    if JDBC_TYPES.get(declared.name) in NATIONAL_JDBC_TYPES:
+        attrs["charset"] = "utf8"
+        if attrs.get("length") is None and JDBC_TYPES[declared.name] == -15:
+            attrs["length"] = 1
+    return attrs
+
+
+def _sqlglot_type_attrs(kind: exp.DataType, column: str) -> dict[str, Any]:
     t = kind.this
     if t == exp.DataType.Type.USERDEFINED:
         name = str(kind.args.get("kind") or "").upper()
@@ -61,9 +95,8 @@ def column_type_attrs(kind: exp.DataType, column: str) -> dict[str, Any]:
     attrs: dict[str, Any] = {"type_name": name, "unsigned": t in _UNSIGNED_TYPES}
     if name in ("ENUM", "SET"):
         attrs["enum_values"] = tuple(str(p.this) if isinstance(p, exp.Literal) else literal_text(p) for p in params)
-        attrs["length"] = max((len(v) for v in attrs["enum_values"]), default=0) if name == "ENUM" else None
-        if name == "SET":
-            attrs["length"] = sum(len(v) for v in attrs["enum_values"]) + max(len(attrs["enum_values"]) - 1, 0)
+        # Debezium's lengths (ColumnDefinitionParserListener): 1 for an ENUM, values + commas for a SET.
+        attrs["length"] = 1 if name == "ENUM" else max(0, 2 * len(attrs["enum_values"]) - 1)
         return attrs
     numbers = [int(literal_text(p)) for p in params if literal_text(p).lstrip("-").isdigit()]
     if name == "SERIAL":
@@ -73,6 +106,8 @@ def column_type_attrs(kind: exp.DataType, column: str) -> dict[str, Any]:
         attrs["length"] = numbers[0]
         if len(numbers) > 1:
             attrs["scale"] = numbers[1]
+        elif name == "DECIMAL":
+            attrs["scale"] = 0
     elif name in _DEFAULT_LENGTHS:
         attrs["length"], scale = _DEFAULT_LENGTHS[name]
         if scale is not None:
@@ -80,34 +115,47 @@ def column_type_attrs(kind: exp.DataType, column: str) -> dict[str, Any]:
     return attrs
 
 
-def default_text_of(e: exp.Expression) -> str | None:
-    """A DEFAULT clause's value as Debezium's ``defaultValueExpression`` holds it."""
-    if isinstance(e, exp.Null):
-        return None
+#: DEFAULT values Debezium writes as the epoch (its parser's stand-in for "now").
+_NOW = (exp.CurrentTimestamp,)
+EPOCH_DEFAULT = "1970-01-01 00:00:00"
+
+
+def default_of(e: exp.Expression) -> tuple[bool, str | None]:
+    """A DEFAULT clause as Debezium's DefaultValueParserListener records it: (has a default, its expression).
+
+    ``NULL`` and hexadecimal literals set no default at all; a string keeps its charset introducer
+    (``_utf8'abc'``) and a bit string loses its quotes (``b'101'`` is ``101``); CURRENT_TIMESTAMP and
+    NOW() are ``1970-01-01 00:00:00``; an expression in parentheses is a default without a value.
+    """
+    if isinstance(e, (exp.Null, exp.HexString)):
+        return False, None
     if isinstance(e, exp.Literal):
-        return str(e.this)
-    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal):
-        return "-" + str(e.this.this)
+        return True, str(e.this)
+    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and not e.this.is_string:
+        return True, "-" + str(e.this.this)
+    if isinstance(e, exp.Introducer) and isinstance(e.expression, exp.Literal):
+        return True, f"{e.this.name if isinstance(e.this, exp.Expression) else e.this}'{e.expression.this}'"
+    if isinstance(e, exp.National):
+        return True, f"N'{e.this}'"
     if isinstance(e, exp.Boolean):
-        return "1" if e.this else "0"
-    if isinstance(e, exp.Paren):
-        return default_text_of(e.this)
-    if isinstance(e, exp.CurrentTimestamp):
-        return "CURRENT_TIMESTAMP"
-    if isinstance(e, exp.HexString):
-        return "0x" + str(e.this)
+        return True, "TRUE" if e.this else "FALSE"
     if isinstance(e, exp.BitString):
-        return "b'" + str(e.this) + "'"
-    return e.sql(dialect=DIALECT)
+        return True, str(e.this)
+    if isinstance(e, _NOW) or (isinstance(e, exp.Anonymous) and str(e.this).upper() == "NOW"):
+        return True, EPOCH_DEFAULT
+    if isinstance(e, (exp.Localtimestamp, exp.Localtime)):  # Debezium keeps the text (it reads no value from it)
+        return True, e.sql(dialect=DIALECT).upper()
+    return True, None
 
 
-def column_from_sqlglot(cd: exp.ColumnDef, position: int = 1) -> tuple[ColumnDef, dict[str, bool]]:
-    """A ColumnDef from sqlglot's column definition, plus whether it declared PRIMARY KEY / UNIQUE inline."""
+def column_from_sqlglot(cd: exp.ColumnDef, position: int = 1,
+                        declared: DeclaredType | None = None) -> tuple[ColumnDef, dict[str, bool]]:
+    """A ColumnDef from sqlglot's column definition (and its declared type), plus whether it declared PRIMARY KEY / UNIQUE inline."""
     name = cd.this.name
     kind = cd.args.get("kind")
     if not isinstance(kind, exp.DataType):
         raise ValueError(f"column {name!r} has no type")
-    attrs = column_type_attrs(kind, name)
+    attrs = column_type_attrs(kind, name, declared)
     serial = attrs.pop("serial", False)
     flags = {"primary": False, "unique": serial}
     for c in cd.constraints:
@@ -117,8 +165,7 @@ def column_from_sqlglot(cd: exp.ColumnDef, position: int = 1) -> tuple[ColumnDef
         elif isinstance(k, exp.AutoIncrementColumnConstraint):
             attrs["auto_increment"] = True
         elif isinstance(k, exp.DefaultColumnConstraint):
-            attrs["has_default"] = True
-            attrs["default"] = default_text_of(k.this)
+            attrs["has_default"], attrs["default"] = default_of(k.this)
         elif isinstance(k, exp.PrimaryKeyColumnConstraint):
             flags["primary"] = True
             attrs["optional"] = False

@@ -20,6 +20,8 @@ def preprocess(sql: str) -> str:
         nxt = tokens[i + 1] if i + 1 < len(tokens) else None
         if word == "NATIONAL" and nxt is not None and token_word(nxt) in ("CHAR", "CHARACTER", "VARCHAR"):
             cuts.append((tok.start, nxt.start, ""))
+        elif word == "NCHAR" and nxt is not None and token_word(nxt) in ("VARCHAR", "VARYING"):
+            cuts.append((tok.start, nxt.end + 1, "VARCHAR"))
         elif word == "SRID" and nxt is not None and nxt.token_type == TokenType.NUMBER:
             cuts.append((tok.start, nxt.end + 1, ""))
         elif word == "LONG" and nxt is not None and token_word(nxt) in ("VARCHAR", "VARBINARY"):

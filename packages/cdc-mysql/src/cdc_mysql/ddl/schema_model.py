@@ -7,13 +7,14 @@ from dataclasses import dataclass, field, replace
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from cdc_mysql.ddl.alter import alter_action
+from cdc_mysql.ddl.alter import alter_action, is_partitioning, without_partition_options
 from cdc_mysql.ddl.columns import column_from_sqlglot, table_charset_of, table_constraint, table_id_of, with_charset
 from cdc_mysql.ddl.errors import UnparseableDdl
 from cdc_mysql.ddl.parsing import parse_one
+from cdc_mysql.ddl.table_options import CreateTableParts, create_table_parts
 from cdc_mysql.ddl.tokens import (
-    charset_option, mentioned_tables, paren_names, read_table_name, skip_if_exists, split_actions, table_list,
-    token_ident, token_word, tokenize,
+    charset_option, mentioned_tables, paren_names, read_table_name, skip_if_exists, source_text, split_actions,
+    table_list, token_ident, token_word, tokenize,
 )
 from cdc_mysql.model import ColumnDef, TableChange, TableDef, TableId
 
@@ -26,15 +27,24 @@ class AppliedDdl:
     changes: list[TableChange] = field(default_factory=list)
     databases: list[str] = field(default_factory=list)
     truncated: list[TableId] = field(default_factory=list)
+    #: Statements Debezium records and sends per table instead of the whole one (``DROP TABLE a, b``).
+    statements: dict[TableId, str] = field(default_factory=dict)
+
+
+def quote_name(name: str) -> str:
+    """A backquoted identifier."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 class SchemaModel:
     """Tables and database charsets, changed statement by statement."""
 
-    def __init__(self, server_charset: str = "utf8mb4"):
+    def __init__(self, server_charset: str = "utf8mb4", keep_comments: bool = False):
         self.tables: dict[TableId, TableDef] = {}
         self.database_charsets: dict[str, str] = {}
         self.server_charset = server_charset
+        #: ``include.schema.comments``: keep table and column COMMENTs (Debezium's parser skips them by default).
+        self.keep_comments = keep_comments
 
     # -- lookup -------------------------------------------------------------------------------
 
@@ -52,7 +62,7 @@ class SchemaModel:
 
     def copy(self) -> SchemaModel:
         """A shallow copy (table definitions are immutable)."""
-        other = SchemaModel(self.server_charset)
+        other = SchemaModel(self.server_charset, self.keep_comments)
         other.tables = dict(self.tables)
         other.database_charsets = dict(self.database_charsets)
         return other
@@ -66,15 +76,35 @@ class SchemaModel:
             return AppliedDdl("ignored")
         words = [token_word(t) for t in tokens[:6]]
         try:
-            return self._dispatch(sql, tokens, words, database)
+            applied = self._dispatch(sql, tokens, words, database)
+            return applied if self.keep_comments else self._without_comments(applied)
         except UnparseableDdl as e:  # a part of the statement (a column definition) did not parse
             raise UnparseableDdl(sql, e.reason, e.tables or mentioned_tables(tokens, database)) from None
         except (ValueError, KeyError, IndexError, AttributeError, TypeError) as e:
             raise UnparseableDdl(sql, str(e) or type(e).__name__, mentioned_tables(tokens, database)) from None
 
+    def _without_comments(self, applied: AppliedDdl) -> AppliedDdl:
+        """The statement's tables without COMMENTs (include.schema.comments=false), in the model too."""
+        changes = []
+        for change in applied.changes:
+            table = change.table
+            if table is not None and (table.comment is not None or any(c.comment is not None for c in table.columns)):
+                table = replace(table, comment=None, columns=tuple(replace(c, comment=None) for c in table.columns))
+                if self.tables.get(change.id) is change.table:
+                    self.tables[change.id] = table
+                change = change._replace(table=table)
+            changes.append(change)
+        applied.changes = changes
+        return applied
+
     def _dispatch(self, sql: str, tokens: list[Token], words: list[str], db: str | None) -> AppliedDdl:
         first = words[0]
         rest = [w for w in words[1:]]
+        if first == "SET":  # the snapshot's SET character_set_server=...: later tables' default charset
+            for k in range(1, len(tokens) - 2):
+                if tokens[k].text.lower() == "character_set_server" and tokens[k + 1].token_type == TokenType.EQ:
+                    self.server_charset = tokens[k + 2].text.strip("'").lower()
+            return AppliedDdl("ignored")
         if first == "USE" and len(tokens) > 1:
             return AppliedDdl("use", databases=[token_ident(tokens[1])])
         if first == "CREATE":
@@ -105,14 +135,14 @@ class SchemaModel:
             while i < len(tokens) and token_word(tokens[i]) == "TEMPORARY":
                 temporary, i = True, i + 1
             if i < len(tokens) and token_word(tokens[i]) == "TABLE":
-                return AppliedDdl("ignored") if temporary else self._drop_tables(tokens[i + 1:], db)
+                return AppliedDdl("ignored") if temporary else self._drop_tables(sql, tokens[i + 1:], db)
             if i < len(tokens) and token_word(tokens[i]) in ("DATABASE", "SCHEMA"):
                 return self._drop_database(tokens[i + 1:])
             if i < len(tokens) and token_word(tokens[i]) == "INDEX":
                 return AppliedDdl("ignored")
             return AppliedDdl("ignored")
         if first == "RENAME" and rest and rest[0] in ("TABLE", "TABLES"):
-            return self._rename_tables(tokens[2:], db)
+            return self._rename_tables(sql, tokens[2:], db)
         if first == "TRUNCATE":
             i = 2 if rest and rest[0] == "TABLE" else 1
             names = table_list(tokens[i:], db)
@@ -149,7 +179,8 @@ class SchemaModel:
     # -- tables -------------------------------------------------------------------------------
 
     def _create_table(self, sql: str, db: str | None) -> AppliedDdl:
-        tree = parse_one(sql)
+        parts = create_table_parts(sql, tokenize(sql))
+        tree = parse_one(parts.sql if parts is not None else sql)
         if not isinstance(tree, exp.Create):
             raise UnparseableDdl(sql, "not a CREATE TABLE statement sqlglot understands", mentioned_tables(tokenize(sql), db))
         schema = tree.this
@@ -169,23 +200,25 @@ class SchemaModel:
         elif not isinstance(schema, exp.Schema):
             raise UnparseableDdl(sql, "CREATE TABLE without column definitions", [tid])
         else:
-            table = self._table_from_schema(tid, schema, props, db)
+            table = self._table_from_schema(tid, schema, props, parts)
         self.tables[tid] = table
         return AppliedDdl("table", [TableChange("CREATE", tid, table)], [tid.database])
 
-    def _table_from_schema(self, tid: TableId, schema: exp.Schema, props: exp.Expression | None, db: str | None) -> TableDef:
+    def _table_from_schema(self, tid: TableId, schema: exp.Schema, props: exp.Expression | None,
+                           parts: CreateTableParts | None) -> TableDef:
         columns: list[ColumnDef] = []
         pk: list[str] = []
         uniques: list[tuple[str, ...]] = []
-        charset = table_charset_of(props)
-        comment = None
-        if props is not None:
+        declarations = parts.declarations if parts is not None else {}
+        charset = parts.charset if parts is not None else table_charset_of(props)
+        comment = parts.comment if parts is not None else None
+        if props is not None and parts is None:
             for p in props.expressions:
                 if isinstance(p, exp.SchemaCommentProperty):
                     comment = str(p.this.this) if isinstance(p.this, exp.Literal) else p.this.sql()
         for item in schema.expressions:
             if isinstance(item, exp.ColumnDef):
-                col, flags = column_from_sqlglot(item, len(columns) + 1)
+                col, flags = column_from_sqlglot(item, len(columns) + 1, declarations.get(item.this.name.lower()))
                 columns.append(col)
                 if flags["primary"]:
                     pk = [col.name]
@@ -213,26 +246,37 @@ class SchemaModel:
         tid, j = read_table_name(tokens, on + 1, db)
         cols = paren_names(tokens, j)
         table = self.tables.get(tid)
-        if table is None:
+        if table is None or table.primary_key:  # Debezium's CreateUniqueIndexParserListener: only a keyless table changes
             return AppliedDdl("ignored")
         new = replace(table, unique_keys=table.unique_keys + (tuple(cols),))
         self.tables[tid] = new
         return AppliedDdl("table", [TableChange("ALTER", tid, new)], [tid.database])
 
-    def _drop_tables(self, tokens: list[Token], db: str | None) -> AppliedDdl:
-        tokens = skip_if_exists(tokens)
-        changes = []
-        for tid in table_list(tokens, db):
-            dropped = self.tables.pop(tid, None)
-            if dropped is not None:
-                changes.append(TableChange("DROP", tid, dropped))
-        dbs = sorted({c.id.database for c in changes}) or ([db] if db else [])
-        return AppliedDdl("table", changes, dbs)
+    def _drop_tables(self, sql: str, tokens: list[Token], db: str | None) -> AppliedDdl:
+        """DROP TABLE: a DROP change per table named, known or not (DropTableParserListener signals each).
 
-    def _rename_tables(self, tokens: list[Token], db: str | None) -> AppliedDdl:
-        changes = []
+        Each table gets its own statement, as Debezium writes it: the text before the table list,
+        the table's qualified name and RESTRICT/CASCADE (MariaDB's ``/* generated by server */`` goes).
+        """
+        tokens = skip_if_exists(tokens)
+        start = tokens[0].start if tokens else len(sql)
+        while start > 0 and sql[start - 1] == "`":
+            start -= 1
+        prefix = sql[:start]
+        drop_type = next((" " + token_word(t) for t in tokens if token_word(t) in ("RESTRICT", "CASCADE")), "")
+        changes, statements = [], {}
+        for tid in table_list(tokens, db):
+            changes.append(TableChange("DROP", tid, self.tables.pop(tid, None)))
+            statements[tid] = f"{prefix}{quote_name(tid.database)}.{quote_name(tid.table)}{drop_type}"
+        dbs = sorted({c.id.database for c in changes}) or ([db] if db else [])
+        return AppliedDdl("table", changes, dbs, statements=statements)
+
+    def _rename_tables(self, sql: str, tokens: list[Token], db: str | None) -> AppliedDdl:
+        """RENAME TABLE: an ALTER per pair, each with its own statement (``RENAME TABLE a TO b``), as Debezium signals them."""
+        changes, statements = [], {}
         i = 0
         while i < len(tokens):
+            start = i
             old, i = read_table_name(tokens, i, db)
             if i >= len(tokens) or token_word(tokens[i]) != "TO":
                 raise ValueError("RENAME TABLE expects `old TO new`")
@@ -242,9 +286,10 @@ class SchemaModel:
                 table = replace(table, id=new)
                 self.tables[new] = table
                 changes.append(TableChange("ALTER", new, table, previous_id=old))
+                statements[new] = "RENAME TABLE " + source_text(sql, tokens[start], tokens[i - 1])
             if i < len(tokens) and tokens[i].token_type == TokenType.COMMA:
                 i += 1
-        return AppliedDdl("table", changes, sorted({c.id.database for c in changes}))
+        return AppliedDdl("table", changes, sorted({c.id.database for c in changes}), statements=statements)
 
     # -- ALTER TABLE ----------------------------------------------------------------------------
 
@@ -253,12 +298,14 @@ class SchemaModel:
             i += 2
         tid, i = read_table_name(tokens, i, db)
         table = self.tables.get(tid)
-        actions = split_actions(tokens, i)
+        actions = split_actions(without_partition_options(tokens, i), i)
         if table is None:
             # A table this model never saw: nothing to change (its definition arrives when it is captured).
             return AppliedDdl("table", [], [tid.database])
         new_id = tid
         for action in actions:
+            if is_partitioning(action):
+                break
             table, renamed = alter_action(sql, table, action)
             if renamed is not None:
                 new_id = renamed

@@ -22,6 +22,11 @@ class DdlDialect(MySQL):
 
         COMMANDS = MySQL.Tokenizer.COMMANDS - {TokenType.RENAME}
 
+    class Parser(MySQL.Parser):
+        """MySQL's parser, accepting ``FLOAT UNSIGNED`` (read as sqlglot's unsigned DOUBLE; the declared type says FLOAT)."""
+
+        SIGNED_TO_UNSIGNED_TYPE_TOKEN = {**MySQL.Parser.SIGNED_TO_UNSIGNED_TYPE_TOKEN, TokenType.FLOAT: TokenType.UDOUBLE}
+
 
 DIALECT = DdlDialect()
 
