@@ -49,3 +49,24 @@ def test_framed_rows_equal_the_serializer(keys_on, values_on):
     assert table["after"].to_pylist()[0] == {"id": 1, "name": "a"}
     assert table["before"].to_pylist()[1] == {"id": 2, "name": None}
     assert table["after"].to_pylist()[2] is None
+
+
+@pytest.mark.parametrize("replace", [True, False])
+def test_framed_payloads_apply_replace_null_with_default_as_the_serializer(replace):
+    """The stream's framing writes a NULL column with a default as JsonSerializer does (per the option)."""
+    row = struct("d.Value", [("id", primitive("int32")), ("label", primitive("string", optional=True, default="none"))],
+                 optional=True)
+    envelope = struct("d.Envelope", [("before", row), ("after", row), ("op", primitive("string"))])
+    record = ChangeRecord("d", {"id": 1}, {"before": None, "after": {"id": 1, "label": None}, "op": "c"}, KEY, envelope,
+                          None, {}, {})
+    [expected] = JsonSerializer(value_replace_null_with_default=replace).serialize([record])
+    framer = Framer()
+    frame, payload = framer.split(envelope, record.value, True, replace)
+    assert framer.frames[frame] + payload + b"}" == expected.value
+    assert (b'"label":"none"' in payload) is replace
+
+
+def test_the_suite_checks_framed_records():
+    """With the test suite's CDC_CHECK_JSON, a framed record JsonConverter could not read fails."""
+    with pytest.raises(AssertionError, match="is not an int32"):
+        Framer().split(KEY, {"id": "one"}, True)

@@ -71,6 +71,8 @@ def connector_problems(config: Config, plugins: PluginRegistry | None = None) ->
 
 
 #: glibc ``mallopt`` parameters and the values the engine gives them (see ``_tune_malloc``).
+#: The test suite's JsonConverter grammar check (cdc_core.serializers.checking), read once.
+_CHECK_JSON = bool(os.environ.get("CDC_CHECK_JSON"))
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _TRIM_THRESHOLD = 64 * 1024 * 1024
 _MMAP_THRESHOLD = 32 * 1024 * 1024  # glibc's own upper bound for its dynamic threshold
@@ -306,6 +308,10 @@ class Engine:
                 self.serializer = JsonSerializer.from_config(self.config)
             serialize, write = self.serializer.serialize, self.sink.write
             handler = lambda records: write(serialize(records))  # noqa: E731
+        elif _CHECK_JSON:  # the test suite: records handed to a handler are checked as if serialized
+            from cdc_core.serializers.checking import wrap_handler
+
+            handler = wrap_handler(handler)
         port = self.config.get(common.METRICS_PORT)
         if port is not None and self._metrics_server is None:
             from cdc_core.prometheus import serve

@@ -9,6 +9,7 @@ bare payload when ``schemas.enable`` is off.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import orjson
@@ -62,6 +63,21 @@ class Framer:
         if payload is None and schema is None:
             return BARE, None
         return self.frame(schema), _kept(payload)
+
+
+if os.environ.get("CDC_CHECK_JSON"):  # the test suite's JsonConverter grammar check (cdc_core.serializers.checking)
+    from cdc_core.serializers.checking import check_bytes
+
+    _split = Framer.split
+
+    def _checked_split(self: Framer, schema: Schema | None, payload: Any, schemas_enable: bool,
+                       replace_null_with_default: bool = True) -> tuple[int, bytes | None]:
+        frame, data = _split(self, schema, payload, schemas_enable, replace_null_with_default)
+        framed = data if frame == BARE else self.frames[frame] + data + b"}"
+        check_bytes(framed, schemas_enable and frame != BARE, "framed record")
+        return frame, data
+
+    Framer.split = _checked_split  # type: ignore[method-assign]
 
 
 def join_frames(payloads: pa.Array, frames_index: pa.Array, frames: list[bytes]) -> pa.Array:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -58,6 +59,8 @@ class JsonSerializer:
 
     def __init__(self, key_schemas_enable: bool = True, value_schemas_enable: bool = True, *,
                  key_replace_null_with_default: bool = True, value_replace_null_with_default: bool = True):
+        #: ``schemas.enable`` of keys and of values.
+        self.schemas_enable = (key_schemas_enable, value_schemas_enable)
         self._schemas = key_schemas_enable and value_schemas_enable
         self._replace = (key_replace_null_with_default, value_replace_null_with_default)
         self._key = _converter(key_schemas_enable, key_replace_null_with_default)
@@ -149,3 +152,9 @@ def _frame(schema: Schema | None, replace: bool) -> tuple[bytes, Any]:
 def _prefix(schema: Schema | None) -> bytes:
     """``{"schema":<schema JSON>,"payload":`` (a null schema for schemaless payloads)."""
     return b"".join((b'{"schema":', schema.json_bytes() if schema is not None else b"null", b',"payload":'))
+
+
+if os.environ.get("CDC_CHECK_JSON"):  # the test suite's grammar check (cdc_core.serializers.checking)
+    from cdc_core.serializers.checking import install
+
+    install(JsonSerializer)
