@@ -112,7 +112,7 @@ class ColumnMappers:
         """
         column_name = f"{table.identifier}.{column.name}"
         type_name = f"{table.identifier}.{column.type_name}"
-        convert, schema = column.convert, column.schema
+        convert, schema, extra = column.convert, column.schema, column.extra
         for patterns, kind, arg in self.rules:
             subject = type_name if kind == PROPAGATE_TYPES else column_name
             if not any(p.fullmatch(subject) for p in patterns):
@@ -128,6 +128,7 @@ class ColumnMappers:
                 schema = _with_parameter(schema, "truncateLength", str(arg))
             elif kind == "mask":
                 convert = (lambda _v, masked="*" * arg: masked)
+                extra = {**extra, "null_value": "*" * arg}  # NULLs too (MaskingValueConverter ignores its input)
                 schema = _with_parameter(schema, "masked", "true")
             elif kind == "hash":
                 algorithm, salt, v2 = arg
@@ -137,7 +138,7 @@ class ColumnMappers:
                 schema = _with_source_type(schema, column)
         if convert is column.convert and schema is column.schema:
             return column
-        return replace(column, convert=convert, schema=schema)
+        return replace(column, convert=convert, schema=schema, extra=extra)
 
 
 def _with_parameter(schema: Schema, name: str, value: str) -> Schema:

@@ -48,6 +48,15 @@ def fallback_value(column: Column) -> Any:
     return _ZERO_BY_TYPE.get(schema.type)
 
 
+def null_value(column: Column) -> Any:
+    """What a SQL NULL of ``column`` is written as: a mapper's own (``column.mask.with`` masks NULLs
+    too, as Debezium's MaskingValueConverter ignores its input), else null where the field is
+    optional, else ``fallback_value``."""
+    if "null_value" in column.extra:
+        return column.extra["null_value"]
+    return None if column.schema.optional else fallback_value(column)
+
+
 #: ``on_failure(column, raw, error)``: the value of an optional column whose converter failed (or raise).
 FailureHandler = Callable[[Column, Any, Exception], Any]
 
@@ -56,7 +65,7 @@ def _tolerant_row(columns: list[tuple[int, Column]], with_unavailable: bool, pla
                   on_failure: FailureHandler) -> Callable[[Sequence[Any]], dict]:
     """The slow path of a row function: column by column, a failed conversion of an optional column goes to ``on_failure``."""
     specs = [(index, column, column.convert, _placeholder_for(column, placeholder),
-              None if column.schema.optional else fallback_value(column)) for index, column in columns]
+              null_value(column)) for index, column in columns]
 
     def row(v: Sequence[Any]) -> dict:
         out = {}
@@ -96,7 +105,7 @@ def compile_row_function(
     for n, (index, column) in enumerate(columns):
         env[f"c{n}"] = column.convert
         env[f"p{n}"] = _placeholder_for(column, placeholder)
-        env[f"f{n}"] = None if column.schema.optional else fallback_value(column)
+        env[f"f{n}"] = null_value(column)
         body.append(f"x{n} = v[{index}]")
         expr = f"f{n} if x{n} is None else c{n}(x{n})"
         if with_unavailable:
@@ -133,7 +142,7 @@ def compile_batch_function(
             return found
         n = len(converted)
         env[f"c{n}"] = column.convert
-        env[f"f{n}"] = None if column.schema.optional else fallback_value(column)
+        env[f"f{n}"] = null_value(column)
         lines.append(f"    x = cols[{index}]")
         lines.append(f"    a{n} = _list(_map(c{n}, x)) if None not in x else [f{n} if y is None else c{n}(y) for y in x]")
         converted[(index, id(column))] = f"a{n}"

@@ -255,6 +255,30 @@ def _div1000(v: int) -> int:
     return v // 1000
 
 
+_ONE_DAY_US = 86_400_000_000
+
+
+def _time_millis_int32(v: int) -> int:
+    """A TIME's milliseconds as Debezium's ``io.debezium.time.Time.toMilliOfDay`` gives them: cast to
+    a Java int, so beyond +-596:31:23.647 (TIME reaches 838:59:59) the value wraps around, as it does
+    in Debezium's events (its comment calls the cast safe for the range of TIME; it is not). cdc
+    writes Debezium's value rather than one JsonConverter could not write as an int32."""
+    return ((v // 1000 + 0x8000_0000) & 0xFFFF_FFFF) - 0x8000_0000
+
+
+def _connect_time_millis(v: int) -> int:
+    """A TIME as Kafka Connect's Time (``time.precision.mode=connect``): 00:00:00 to 24:00:00 only.
+
+    Debezium refuses other values (``Time.toMilliOfDay`` without large values: "Time values must be
+    between 00:00:00 and 24:00:00 (inclusive)"), and the event carries null for the column; here the
+    refusal goes to ``event.converting.failure.handling.mode`` the same way.
+    """
+    if v < 0 or v > _ONE_DAY_US:
+        raise ValueError(f"a TIME of {v} microseconds is outside 00:00:00 to 24:00:00, "
+                         "which Kafka Connect's Time (time.precision.mode=connect) cannot hold")
+    return v // 1000
+
+
 # --------------------------------------------------------------------------------- mapping
 
 
@@ -334,9 +358,9 @@ def _schema_and_converter(col: ColumnDef, modes: TypeModes) -> tuple[Schema, Cal
     if t == "TIME":
         precision = length or 0
         if modes.time_precision == "connect":
-            return sem.semantic_schema(sem.CONNECT_TIME, optional=opt), _div1000
+            return sem.semantic_schema(sem.CONNECT_TIME, optional=opt), _connect_time_millis
         if modes.time_precision == "adaptive" and precision <= 3:
-            return sem.semantic_schema(sem.TIME, optional=opt), _div1000
+            return sem.semantic_schema(sem.TIME, optional=opt), _time_millis_int32
         return sem.semantic_schema(sem.MICRO_TIME, optional=opt), _identity
     if t == "DATETIME":
         precision = length or 0
