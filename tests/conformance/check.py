@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,9 +16,11 @@ from conformance.known import load, summary, unexplained
 KNOWN = load(Path(__file__).parent / "known_differences.yaml")
 
 
-def assert_conforms(run: Capture, connector: str, group: str, workdir: Path, prefix: str = "conformance") -> None:
+def assert_conforms(run: Capture, connector: str, group: str, workdir: Path, prefix: str = "conformance",
+                    converter: dict[str, Any] | None = None) -> None:
     """Fail with the differences no entry of known_differences.yaml explains, or with a record
-    that Kafka's JsonConverter reads back differently from what cdc wrote."""
+    that Kafka's JsonConverter (with the group's ``converter`` options) reads back differently
+    from what cdc wrote."""
     result = compare(run.debezium, run.cdc, prefix)
     report = summary(result, KNOWN, connector, group)
     (workdir / "differences.txt").write_text("\n".join(d.line() for d in result.differences))
@@ -27,12 +30,13 @@ def assert_conforms(run: Capture, connector: str, group: str, workdir: Path, pre
                       f"known_differences.yaml ({report}); `python tests/conformance/report.py {workdir}` "
                       f"groups them:\n" + "\n".join(d.line() for d in left[:60]))
     explained = {(d.topic, d.index, d.path) for d in result.differences} - {(d.topic, d.index, d.path) for d in left}
-    changed = roundtrip_changes(run, explained, workdir)
+    changed = roundtrip_changes(run, explained, workdir, converter)
     assert not changed, (f"{len(changed)} change(s) to cdc's records through Kafka's JsonConverter "
                          f"(toConnectData, then fromConnectData):\n" + "\n".join(changed[:30]))
 
 
-def roundtrip_changes(run: Capture, explained: set[tuple[str, int, str]], workdir: Path) -> list[str]:
+def roundtrip_changes(run: Capture, explained: set[tuple[str, int, str]], workdir: Path,
+                      converter: dict[str, Any] | None = None) -> list[str]:
     """What Kafka's JsonConverter changes in cdc's records when it reads and writes them again.
 
     JsonConverter cannot read back all it writes (NaN and infinities come back as 0.0; a float32
@@ -44,7 +48,7 @@ def roundtrip_changes(run: Capture, explained: set[tuple[str, int, str]], workdi
     places = [(t, i) for t in topics for i in range(len(run.cdc[t]))]
     records = [run.cdc[t][i] for t, i in places]
     theirs = [(t, i) for t, i in places if i < len(run.debezium.get(t, []))]
-    back = debezium.roundtrip(records + [run.debezium[t][i] for t, i in theirs], workdir)
+    back = debezium.roundtrip(records + [run.debezium[t][i] for t, i in theirs], workdir, converter)
     back_theirs = dict(zip(theirs, back[len(records):]))
     out = []
     for (topic, index), record, again in zip(places, records, back):

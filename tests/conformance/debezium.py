@@ -187,16 +187,23 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace(":", "\\:").replace("=", "\\=")
 
 
-def roundtrip(lines: list[dict[str, Any]], workdir: Path) -> list[dict[str, Any]]:
+def roundtrip(lines: list[dict[str, Any]], workdir: Path, converter: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Each record's key and value through Kafka's ``JsonConverter.toConnectData`` and out again.
 
+    ``converter`` holds JsonConverter options for both sides (``replace.null.with.default``, ...).
     Returns, per record, ``{"key": ..., "value": ...}`` as JsonConverter writes them back, or
     ``{"error": ...}`` where it rejects the record.
     """
     src, dst = workdir / "roundtrip-in.jsonl", workdir / "roundtrip-out.jsonl"
     src.write_bytes(b"".join(json.dumps({"topic": r["topic"], "key": r["key"], "value": r["value"]}).encode() + b"\n"
                              for r in lines))
-    done = subprocess.run(_java("roundtrip", str(src), str(dst)), capture_output=True, timeout=300)
+    args = ["roundtrip", str(src), str(dst)]
+    if converter:
+        props = workdir / "roundtrip.properties"
+        props.write_text("".join(f"{side}.converter.{k}={_escape(str(v))}\n"
+                                 for k, v in converter.items() for side in ("key", "value")))
+        args.append(str(props))
+    done = subprocess.run(_java(*args), capture_output=True, timeout=300)
     if done.returncode != 0:
         raise RuntimeError(f"JsonConverter round trip failed: {done.stderr.decode(errors='replace')[-2000:]}")
     return [json.loads(line) for line in dst.read_bytes().splitlines()]

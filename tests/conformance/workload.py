@@ -35,4 +35,5 @@ class Workload:
             steps.append(types)
         properties = dict(self.spec["groups"][group].get("properties", {}))
         run = capture(side, self.spec["setup"], steps, properties, workdir)
-        assert_conforms(run, self.connector, group, workdir)
+        converter = {k[len("converter."):]: v for k, v in properties.items() if k.startswith("converter.")}
+        assert_conforms(run, self.connector, group, workdir, converter=converter)
