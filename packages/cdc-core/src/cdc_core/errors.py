@@ -19,6 +19,21 @@ class ConnectorError(CdcError):
     """The connector cannot go on; the message says why and how to fix it."""
 
 
+def offsets_ahead(config: object, stored: str, current: str, server: str, then: str) -> ConnectorError:
+    """The error for stored offsets ahead of the server's log: they belong to another server or were edited.
+
+    ``stored``/``current`` name both positions (``LSN 0/5000``, ``binlog position f:4``), ``server``
+    says which server, ``then`` what is (not) done and how to start over.
+    """
+    from cdc_core.config import common  # here: errors is imported by the config package
+
+    where = config.get(common.OFFSET_FILE)  # type: ignore[attr-defined]
+    source = f"offsets file {where}" if where else "the stored offsets"
+    return ConnectorError(
+        f"{source} says streaming stopped at {stored}, ahead of the current {current} of {server}: these offsets "
+        f"do not belong to this server (copied from another server or edited). {then}")
+
+
 class RetriableError(ConnectorError):
     """A failure worth retrying (e.g. the database is unreachable), per ``errors.max.retries``."""
 

@@ -19,7 +19,7 @@ import pymysql
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
 from cdc_core.config.config import exclusive
-from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError
+from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError, offsets_ahead
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
 from cdc_core.plugins import registry
 from cdc_core.schema import Schema
@@ -278,13 +278,10 @@ class MySqlConnector(Snapshotting, DdlEvents):
             last_base, _, last_number = last_file.rpartition(".")
             ahead = base == last_base and number.isdigit() and last_number.isdigit() and int(number) > int(last_number)
         if ahead:
-            where = self.config.get(common.OFFSET_FILE)
-            source = f"offsets file {where}" if where else "the stored offsets"
-            raise ConnectorError(
-                f"{source} says streaming stopped at binlog position {file}:{pos}, ahead of the current binlog "
-                f"position {last_file}:{last_size} of {self.flavor.name} at {self.address}: these offsets do not "
-                "belong to this server (copied from another server or edited). Restore the right offsets file, or "
-                "delete it and the schema history to start over (snapshot.mode decides whether a new snapshot is taken).")
+            raise offsets_ahead(
+                self.config, f"binlog position {file}:{pos}", f"binlog position {last_file}:{last_size}",
+                f"{self.flavor.name} at {self.address}", "Restore the right offsets file, or delete it and the "
+                "schema history to start over (snapshot.mode decides whether a new snapshot is taken).")
 
     def _run(self) -> Iterator[list[Any]]:
         assert self._conn is not None and self._history is not None

@@ -13,7 +13,7 @@ from psycopg import sql
 
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
-from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError
+from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError, offsets_ahead
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
@@ -301,12 +301,9 @@ class PostgresConnector:
             "SELECT CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn() "
             "ELSE pg_current_wal_insert_lsn() END::text").fetchone()[0])
         if stored > current:
-            where = self.config.get(common.OFFSET_FILE)
-            source = f"offsets file {where}" if where else "the stored offsets"
-            raise ConnectorError(
-                f"{source} says streaming stopped at LSN {format_lsn(stored)}, ahead of the current WAL position "
-                f"{format_lsn(current)} of PostgreSQL at {self.address}: these offsets do not belong to this server "
-                "(copied from another server or edited). Nothing was confirmed to the slot; restore the right offsets "
+            raise offsets_ahead(
+                self.config, f"LSN {format_lsn(stored)}", f"WAL position {format_lsn(current)}",
+                f"PostgreSQL at {self.address}", "Nothing was confirmed to the slot; restore the right offsets "
                 "file, or delete it to start over (snapshot.mode decides whether a new snapshot is taken).")
 
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
