@@ -25,6 +25,8 @@ class Column:
     name: str
     type: str
     nullable: bool = True
+    #: A SQL literal both servers read alike (``'none'``, ``7``), written as ``DEFAULT <literal>``.
+    default: str | None = None
 
     def __post_init__(self) -> None:
         assert self.type in NEUTRAL_TYPES, f"unknown neutral type {self.type!r}"
@@ -61,6 +63,12 @@ class Workdir:
         self.history = self.root / "history.jsonl"
 
 
+def column_definition(fx: ConnectorFixture, column: Column) -> str:
+    """A column's definition in ``fx``'s dialect: quoted name, type, NOT NULL, DEFAULT."""
+    return (f"{fx.quote(column.name)} {fx.sql_type(column.type)}{'' if column.nullable else ' NOT NULL'}"
+            + ("" if column.default is None else f" DEFAULT {column.default}"))
+
+
 @runtime_checkable
 class ConnectorFixture(Protocol):
     """How the kit drives one connector: its server, its SQL dialect, its properties, its offsets.
@@ -84,6 +92,9 @@ class ConnectorFixture(Protocol):
 
     def connect(self) -> Any:
         """A DB-API connection to the test database, autocommit off, ``%s`` placeholders."""
+
+    def execute(self, statement: str) -> None:
+        """Run one statement on the test database in autocommit mode."""
 
     def quote(self, identifier: str) -> str:
         """``identifier`` quoted for SQL."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from kit.contract import Column, Table, Workdir, sanitize_topic
+from kit.contract import Column, Table, Workdir, column_definition, sanitize_topic
 
 _TYPES = {"int32": "INT", "int64": "BIGINT", "float64": "DOUBLE", "text": "LONGTEXT", "decimal": "DECIMAL(38,10)"}
 
@@ -41,7 +41,8 @@ class MariaDBFixture:
         return (len(name) <= 64 and not name.endswith(" ") and "\x00" not in name
                 and all(ord(ch) <= 0xFFFF for ch in name))
 
-    def _execute(self, statement: str) -> None:
+    def execute(self, statement: str) -> None:
+        """Run one statement on the test database in autocommit mode."""
         self.server.execute(statement, database=self.database)
 
     def _qualified(self, table: Table) -> str:
@@ -49,20 +50,18 @@ class MariaDBFixture:
 
     def create_schema(self, schema: str) -> None:
         """``CREATE DATABASE``, captured from then on."""
-        self._execute(f"CREATE DATABASE {self.quote(schema)}")
+        self.execute(f"CREATE DATABASE {self.quote(schema)}")
         self.databases.append(schema)
 
     def create_table(self, table: Table) -> None:
         """``CREATE TABLE`` (the binlog holds full row images)."""
-        columns = [f"{self.quote(c.name)} {self.sql_type(c.type)}{'' if c.nullable else ' NOT NULL'}"
-                   for c in table.columns]
+        columns = [column_definition(self, c) for c in table.columns]
         key = ", ".join(self.quote(k) for k in table.key)
-        self._execute(f"CREATE TABLE {self._qualified(table)} ({', '.join(columns)}, PRIMARY KEY ({key}))")
+        self.execute(f"CREATE TABLE {self._qualified(table)} ({', '.join(columns)}, PRIMARY KEY ({key}))")
 
     def add_column(self, table: Table, column: Column) -> Table:
         """``ALTER TABLE ... ADD COLUMN``."""
-        self._execute(f"ALTER TABLE {self._qualified(table)} ADD COLUMN {self.quote(column.name)} "
-                      f"{self.sql_type(column.type)}")
+        self.execute(f"ALTER TABLE {self._qualified(table)} ADD COLUMN {column_definition(self, column)}")
         return Table(table.name, table.columns + (column,), table.key, table.schema)
 
     def properties(self, workdir: Workdir, **source: Any) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from kit.contract import Column, Table, Workdir, sanitize_topic
+from kit.contract import Column, Table, Workdir, column_definition, sanitize_topic
 
 _TYPES = {"int32": "integer", "int64": "bigint", "float64": "double precision", "text": "text",
           "decimal": "numeric(38,10)"}
@@ -39,7 +39,8 @@ class PostgresFixture:
         """PostgreSQL takes any identifier without NUL of at most 63 bytes."""
         return "\x00" not in name and len(name.encode()) <= 63
 
-    def _execute(self, statement: str) -> None:
+    def execute(self, statement: str) -> None:
+        """Run one statement on the test database in autocommit mode."""
         self.server.execute(statement, dbname=self.database)
 
     def _qualified(self, table: Table) -> str:
@@ -47,20 +48,18 @@ class PostgresFixture:
 
     def create_schema(self, schema: str) -> None:
         """``CREATE SCHEMA``."""
-        self._execute(f"CREATE SCHEMA {self.quote(schema)}")
+        self.execute(f"CREATE SCHEMA {self.quote(schema)}")
 
     def create_table(self, table: Table) -> None:
         """``CREATE TABLE`` with REPLICA IDENTITY FULL (full before images, as MariaDB's binlog has)."""
-        columns = [f"{self.quote(c.name)} {self.sql_type(c.type)}{'' if c.nullable else ' NOT NULL'}"
-                   for c in table.columns]
+        columns = [column_definition(self, c) for c in table.columns]
         key = ", ".join(self.quote(k) for k in table.key)
-        self._execute(f"CREATE TABLE {self._qualified(table)} ({', '.join(columns)}, PRIMARY KEY ({key}))")
-        self._execute(f"ALTER TABLE {self._qualified(table)} REPLICA IDENTITY FULL")
+        self.execute(f"CREATE TABLE {self._qualified(table)} ({', '.join(columns)}, PRIMARY KEY ({key}))")
+        self.execute(f"ALTER TABLE {self._qualified(table)} REPLICA IDENTITY FULL")
 
     def add_column(self, table: Table, column: Column) -> Table:
         """``ALTER TABLE ... ADD COLUMN``."""
-        self._execute(f"ALTER TABLE {self._qualified(table)} ADD COLUMN {self.quote(column.name)} "
-                      f"{self.sql_type(column.type)}")
+        self.execute(f"ALTER TABLE {self._qualified(table)} ADD COLUMN {column_definition(self, column)}")
         return Table(table.name, table.columns + (column,), table.key, table.schema)
 
     def properties(self, workdir: Workdir, **source: Any) -> dict[str, Any]:

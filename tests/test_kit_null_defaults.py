@@ -1,8 +1,8 @@
-"""JsonConverter's ``replace.null.with.default`` through ``cdc run`` on a real MariaDB.
+"""JsonConverter's ``replace.null.with.default`` through ``cdc run``, for every connector of the kit.
 
 Kafka's JsonConverter (as Debezium Server uses it) writes a NULL column whose schema has a default
 as that default, unless ``debezium.format.value.replace.null.with.default=false``; then it writes
-null, and ``source.snapshot`` of binlog events (Debezium leaves SnapshotRecord.FALSE unset) too.
+null, and ``source.snapshot`` of streamed events (Debezium leaves SnapshotRecord.FALSE unset) too.
 """
 
 from __future__ import annotations
@@ -10,28 +10,28 @@ from __future__ import annotations
 import pytest
 
 from cdc_process import CdcProcess, write_properties
-from mariadb_cdc import mariadb_properties
+from kit import Column, Table, Workdir
 
-TABLE = "CREATE TABLE nd (id INT PRIMARY KEY, label VARCHAR(20) DEFAULT 'none', n INT DEFAULT 7, plain VARCHAR(20))"
+ND = Table("nd", (Column("id", "int32", nullable=False), Column("label", "text", default="'none'"),
+                  Column("n", "int32", default="7"), Column("plain", "text")))
 
 
-@pytest.mark.parametrize("replace", [None, "false"])
-def test_null_with_a_default_is_written_as_the_default_unless_turned_off(mariadb_server, mariadb_db, tmp_path,
-                                                                          replace):
-    mariadb_server.execute(TABLE, database=mariadb_db)
-    mariadb_server.execute("INSERT INTO nd VALUES (0, NULL, NULL, NULL)", database=mariadb_db)
-    props = mariadb_properties(mariadb_server, mariadb_db, tmp_path)
+@pytest.mark.parametrize("replace", [None, "true", "false"])
+def test_null_with_a_default_is_written_as_the_default_unless_turned_off(connector, tmp_path, replace):
+    connector.create_table(ND)
+    connector.execute("INSERT INTO nd VALUES (0, NULL, NULL, NULL)")
+    work = Workdir(tmp_path)
+    props = connector.properties(work)
     if replace is not None:
         props["debezium.format.value.replace.null.with.default"] = replace
-    cdc = CdcProcess(write_properties(tmp_path / "app.properties", props), tmp_path).start()
-    topic = f"dbserver1.{mariadb_db}.nd"
+    cdc = CdcProcess(write_properties(work.config, props), work.root).start()
     try:
-        cdc.wait_until(lambda: (tmp_path / "offsets.json").exists(), what="the snapshot to complete")
+        cdc.wait_until(lambda: work.offsets.exists(), what="the snapshot to complete")
         for sql in ("INSERT INTO nd VALUES (1, NULL, NULL, NULL)",
                     "UPDATE nd SET label = 'x', n = 1, plain = 'p' WHERE id = 1",
                     "UPDATE nd SET label = NULL WHERE id = 1"):
-            mariadb_server.execute(sql, database=mariadb_db)
-        events = cdc.wait_events(topic, 4)
+            connector.execute(sql)
+        events = cdc.wait_events(connector.topic(ND), 4)
     finally:
         assert cdc.terminate() == 0, cdc.log()
     read, create, update, nulled = (e["value"] for e in events)
