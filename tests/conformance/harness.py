@@ -87,9 +87,9 @@ def capture(side: Side, setup: str, steps: list[str | Callable[[], None]], prope
     if setup.strip():
         side.execute(setup)
     connector = {"connector.class": side.connector_class, "topic.prefix": prefix, **side.common, **properties}
-    for key in ("table.include.list", "database.include.list"):
-        if key in connector and key == "table.include.list":
-            connector[key] = ",".join([connector[key], side.qualified(PING_TABLE), side.qualified(END_TABLE)])
+    if "table.include.list" in connector:  # the control tables are captured whatever the group lists
+        connector["table.include.list"] = ",".join(
+            [connector["table.include.list"], side.qualified(PING_TABLE), side.qualified(END_TABLE)])
     engine_props = {
         "name": "conformance",
         "offset.storage": "org.apache.kafka.connect.storage.MemoryOffsetBackingStore",
