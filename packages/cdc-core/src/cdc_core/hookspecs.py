@@ -38,6 +38,18 @@ def register_serializers() -> list[type]:
 
 
 @hookspec
+def register_transforms() -> list[type]:
+    """Return transform classes (see ``cdc_core.spi.transform.Transform``), each with ``name`` and ``class_names``
+    used as ``transforms.<alias>.type``."""
+
+
+@hookspec
+def register_predicates() -> list[type]:
+    """Return predicate classes (see ``cdc_core.spi.transform.Predicate``), each with ``name`` and ``class_names``
+    used as ``predicates.<alias>.type``."""
+
+
+@hookspec
 def register_demos() -> list[tuple[str, object]]:
     """Return ``(name, function)`` pairs for ``cdc demo [NAME]``; the function takes no arguments and returns an exit code."""
 

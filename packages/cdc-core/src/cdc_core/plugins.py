@@ -26,6 +26,8 @@ KINDS = {
     "snapshot lock": "register_snapshot_locks",
     "signal channel": "register_signal_channels",
     "notification channel": "register_notification_channels",
+    "transform": "register_transforms",
+    "predicate": "register_predicates",
 }
 
 
