@@ -118,7 +118,7 @@ class ThrowawayServer:
     error: ClassVar[type[ThrowawayServerError]] = ThrowawayServerError
     """The exception raised (a subclass of ``ThrowawayServerError``)."""
     service_account: ClassVar[str] = ""
-    """The OS user that runs the server when we are root."""
+    """The OS user that runs the server when we are root ("": the current user, for servers that may run as root)."""
     install_hint: ClassVar[str] = "install the server binaries"
     """How to get the binaries, appended to "cannot find" errors."""
     temp_prefix: ClassVar[str] = "cdc-server-"
@@ -139,6 +139,8 @@ class ThrowawayServer:
     setting_off: ClassVar[str] = "off"
     default_settings: ClassVar[dict[str, str]] = {}
     """Server settings applied unless overridden (a value of None drops one)."""
+    writes_pid_file: ClassVar[bool] = True
+    """False: the server writes no pid file, so the base writes ``pid_file`` itself once the process started."""
 
     host = "127.0.0.1"
 
@@ -321,7 +323,7 @@ class ThrowawayServer:
 
     def _server_account(self) -> pwd.struct_passwd | None:
         """The OS account to run the server as when we are root, else None."""
-        if os.geteuid() != 0:
+        if os.geteuid() != 0 or not self.service_account:
             return None
         try:
             return pwd.getpwnam(self.service_account)
@@ -379,6 +381,8 @@ class ThrowawayServer:
                                           start_new_session=True, **self._popen_kwargs())
         except OSError as exc:
             raise self.error(f"cannot start {cmd[0]}: {exc}") from exc
+        if not self.writes_pid_file:
+            self.pid_file.write_text(str(self._proc.pid))
         deadline = time.monotonic() + self.startup_timeout
         delay = 0.01
         while True:
