@@ -3,8 +3,10 @@
 Scenario 4: the database server is killed (``kill -9``, as a crash or an immediate stop) and started
 again on the same data, once while the snapshot runs and once while streaming under a writer.
 ``cdc run`` must not exit: it reconnects by itself with back-off and, at the end, replaying its
-events gives exactly the table. Scenario 5: the connector's server sessions are ended at random
-moments (what a dropped connection does) while a writer runs; same ending. The quick variant (CI)
+events gives exactly the table. Scenario 5: ``cdc run`` reaches the server through a TCP proxy on
+127.0.0.1; at random moments, while a writer runs, either the proxy resets every connection (a
+network failure) or the server ends the connector's sessions; same ending. (A black hole -- no
+bytes, no close -- is PostgreSQL's ``test_postgres_black_hole.py`` and MariaDB's keepalive tests.) The quick variant (CI)
 does each fault a few times; ``CDC_SOAK=1`` many more.
 """
 
@@ -14,6 +16,7 @@ import random
 import time
 
 from kit import ITEMS, SOAK, Workdir, Writer, start_cdc, wait_replayed
+from tcp_proxy import TcpProxy
 
 SEED_ROWS = 20_000 if SOAK else 4_000
 STREAM_CRASHES = 5 if SOAK else 1
@@ -66,29 +69,36 @@ def test_server_crashes_mid_snapshot_and_mid_stream_lose_nothing(connector, tmp_
 
 
 def test_connections_cut_at_random_moments_lose_nothing(connector, tmp_path):
-    """The connector's sessions are ended again and again while a writer runs; every change still arrives once."""
+    """Connections reset by the network or ended by the server, again and again under a writer: every change arrives."""
     rng = random.Random(5)
     connector.create_table(ITEMS)
     writer = Writer(connector, seed=13)
     writer.seed_rows(500)
     work = Workdir(tmp_path)
     topic = connector.topic(ITEMS)
-    cdc = start_cdc(connector, work, **RETRY)
+    proxy = TcpProxy(connector.server.host, connector.server.port)
+    cdc = start_cdc(connector, work, **RETRY, **{"database.port": proxy.port})
+    resets = 0
     try:
         cdc.wait_until(lambda: len(cdc.events(topic)) >= 500, 60, "the snapshot")
         writer.start(pause=0.01)
-        for _ in range(CUTS):
+        for i in range(CUTS):
             before = len(cdc.events(topic))
             cdc.wait_until(lambda: len(cdc.events(topic)) > before, 60, "progress before the next cut")
             time.sleep(rng.uniform(0, 0.4))
-            connector.cut_connections()
+            if i % 2:
+                connector.cut_connections()
+            else:
+                resets += proxy.drop()
         writer.stop()
+        assert resets > 0, "the proxy had no connection to reset: cdc run does not go through it"
         result = wait_replayed(cdc, connector, ITEMS, 120)
         assert cdc.proc.poll() is None, f"cdc run exited instead of reconnecting:\n{cdc.log()[-3000:]}"
         assert "Traceback" not in cdc.log(), cdc.log()[-3000:]
     finally:
         writer._stop.set()
         code = cdc.terminate()
+        proxy.close()
     assert code == 0, cdc.log()[-3000:]
     assert result.problems == [], "\n".join(result.problems[:20])
     assert result.duplicates <= CUTS * (4 * BATCH + writer.max_transaction), f"{result.duplicates} redelivered"
