@@ -8,6 +8,8 @@ from cdc_core.config import ConfigField as F
 from cdc_core.config import Fields
 from cdc_core.config.formats import PORT_RANGE, hosts_problem, name_bytes_problem
 
+from cdc_postgres.replica_identity import autoset_problem
+
 _SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
 
 
@@ -70,6 +72,8 @@ INCLUDE_SCHEMA_COMMENTS = F("include.schema.comments", "boolean", False)
 # Incremental snapshot watermarks from transaction snapshots and WAL positions, nothing written (PG >= 13;
 # cdc_postgres.readonly).
 READ_ONLY = F("read.only", "boolean", False)
+# Captured tables' REPLICA IDENTITY set at start (cdc_postgres.replica_identity), as Debezium's ReplicaIdentityMapper.
+REPLICA_IDENTITY_AUTOSET = F("replica.identity.autoset.values", "string", validator=autoset_problem)
 
 FIELDS = Fields(
     [
@@ -77,7 +81,7 @@ FIELDS = Fields(
         PLUGIN_NAME, SLOT_NAME, SLOT_DROP_ON_STOP, SLOT_MAX_RETRIES, SLOT_RETRY_DELAY_MS, FLUSH_LSN_SOURCE, PUBLICATION_NAME, PUBLICATION_AUTOCREATE,
         SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, SNAPSHOT_LOCK_TIMEOUT_MS, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
-        HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY,
+        HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY, REPLICA_IDENTITY_AUTOSET,
     ]
 )
 

@@ -23,6 +23,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import Catalog, table_filter
+from cdc_postgres.replica_identity import apply_autoset, parse_autoset
 from cdc_postgres.incremental import signal_tables
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
@@ -95,6 +96,10 @@ class PostgresConnector:
         self._catalog = Catalog(self._conn, self.modes, self.filter, log=self.log)
         self._tables = self._catalog.captured_tables()
         self._check_include_list()
+        autoset = self.config.get(pgc.REPLICA_IDENTITY_AUTOSET)
+        if autoset:
+            apply_autoset(self._conn, {oid: t.id for oid, t in self._tables.items()}, self._catalog.replica_identity,
+                          parse_autoset(autoset), self.log)
         self._warn_about_replica_identity()
         self._prepare_publication()
         # Signals and incremental snapshot watermarks: the signal table is streamed even if not captured.
