@@ -73,13 +73,13 @@ SNAPSHOT_QUERY_CUSTOM_NAME = F("snapshot.query.mode.custom.name", "string")
 SNAPSHOT_SELECT_OVERRIDES = F("snapshot.select.statement.overrides", "list")
 SNAPSHOT_FETCH_SIZE = F("snapshot.fetch.size", "int", 10240, minimum=1)
 SNAPSHOT_LOCK_TIMEOUT_MS = F("snapshot.lock.timeout.ms", "long", 10000, minimum=0)
-SNAPSHOT_DELAY_MS = F("snapshot.delay.ms", "long", 0, minimum=0)
+SNAPSHOT_DELAY_MS = common.SNAPSHOT_DELAY_MS  # cdc_core.delays
 SNAPSHOT_MAX_THREADS = F("snapshot.max.threads", "int", 1, minimum=1)
 SNAPSHOT_INCLUDE_COLLECTIONS = F("snapshot.include.collection.list", "regex-list")
 SNAPSHOT_TABLES_ORDER = F("snapshot.tables.order.by.row.count", "enum", "disabled",
                           allowed=("ascending", "descending", "disabled"))
 MIN_ROW_COUNT_TO_STREAM = F("min.row.count.to.stream.results", "long", 1000, minimum=0)
-STREAMING_DELAY_MS = F("streaming.delay.ms", "long", 0, minimum=0)
+STREAMING_DELAY_MS = common.STREAMING_DELAY_MS
 READ_ONLY = F("read.only", "boolean", False)
 SKIP_UNPARSEABLE_DDL = F("schema.history.internal.skip.unparseable.ddl", "boolean", False)
 STORE_ONLY_CAPTURED_TABLES = F("schema.history.internal.store.only.captured.tables.ddl", "boolean", False)

@@ -19,6 +19,7 @@ import pymysql
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
 from cdc_core.config.config import exclusive
+from cdc_core.delays import wait_before
 from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError, offsets_ahead
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
 from cdc_core.plugins import registry
@@ -301,8 +302,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
             if not todo.stream:
                 self.log.info("snapshot.mode=%s does not stream: done", self.config.get(myc.SNAPSHOT_MODE))
             return
-        delay = self.config.get(myc.STREAMING_DELAY_MS) / 1000.0
-        if delay and (todo.data or todo.schema) and self._stop.wait(delay):
+        if (todo.data or todo.schema) and wait_before("streaming", self.config, self._stop, self.log):
             return
         yield from self._stream(start)
 
