@@ -40,6 +40,7 @@ from cdc_mysql.flavor import MYSQL, Flavor
 from cdc_mysql.gtid import source_filter
 from cdc_mysql.history import SchemaHistory
 from cdc_mysql.incremental import MySqlIncrementalSource, signal_table_id
+from cdc_mysql import tls
 from cdc_mysql.keepalive import KeepAlive
 from cdc_mysql.metrics import binlog_metrics, schema_history_metrics
 from cdc_mysql.model import TableId
@@ -117,7 +118,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
         if mode not in self.flavor.snapshot_locking_modes:
             problems.append(f"snapshot.locking.mode: {mode!r} is not available for {self.flavor.name}; use one of "
                             f"{', '.join(self.flavor.snapshot_locking_modes)}")
-        return problems + snapshot_problems(self.config)
+        return problems + snapshot_problems(self.config) + tls.problems(self.config)
 
     def incremental_snapshot_source(self) -> MySqlIncrementalSource:
         """Ad hoc (incremental and blocking) snapshots: chunk reads and watermarks for the core."""
@@ -214,9 +215,14 @@ class MySqlConnector(Snapshotting, DdlEvents):
                                  f"{_first_line(e)}") from None
         except pymysql.err.OperationalError as e:
             if e.args and e.args[0] in (1045, 1044, 1049):
+                also = "" if self.config.get(myc.SSL_KEYSTORE) else (
+                    " (and database.ssl.keystore, if the user must present a client certificate)")
                 raise ConnectorError(f"cannot log in to {self.flavor.name} at {self.address} as user "
                                      f"{self.config.get(myc.USER)!r}: {e.args[-1]}; check database.user and "
-                                     "database.password") from None
+                                     f"database.password{also}") from None
+            if (properties := tls.refusal(e)) is not None:  # the TLS handshake failed
+                raise ConnectorError(f"cannot connect to {self.flavor.name} at {self.address}: the TLS handshake "
+                                     f"failed: {_first_line(e)}; check {properties}") from None
             if e.args and e.args[0] == 2003 and "Name or service not known" in str(e.args[-1]):
                 raise UnknownHostError(f"cannot connect to {self.flavor.name} at {self.address}: the host name "
                                        f"{self.config.get(myc.HOSTNAME)!r} does not resolve; check "
