@@ -164,7 +164,7 @@ TLS_ERRORS = (
     (re.compile(r"root certificate file|certificate verify failed"), "database.sslrootcert and database.sslmode"),
     (re.compile(r"server certificate for .* does not match"),
      "database.hostname (verify-full checks it against the server's certificate) and database.sslmode"),
-    (re.compile(r"does not support SSL|SSL was required|no pg_hba\.conf entry.*no encryption"),
+    (re.compile(r"does not support SSL|SSL was required|(no pg_hba\.conf entry|pg_hba\.conf rejects connection).*no encryption"),
      "database.sslmode and the server's SSL setup"),
 )
 
