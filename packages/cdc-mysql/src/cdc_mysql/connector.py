@@ -215,14 +215,16 @@ class MySqlConnector(Snapshotting, DdlEvents):
                                  f"{_first_line(e)}") from None
         except pymysql.err.OperationalError as e:
             if e.args and e.args[0] in (1045, 1044, 1049):
-                also = "" if self.config.get(myc.SSL_KEYSTORE) else (
-                    " (and database.ssl.keystore, if the user must present a client certificate)")
+                also = (" (and database.ssl.keystore, if the user must present a client certificate)"
+                        if not self.config.get(myc.SSL_KEYSTORE) else
+                        " (and database.ssl.mode: with 'disabled' no client certificate is sent)"
+                        if self.config.get(myc.SSL_MODE) == "disabled" else "")
                 raise ConnectorError(f"cannot log in to {self.flavor.name} at {self.address} as user "
                                      f"{self.config.get(myc.USER)!r}: {e.args[-1]}; check database.user and "
                                      f"database.password{also}") from None
             if (properties := tls.refusal(e)) is not None:  # the TLS handshake failed
                 raise ConnectorError(f"cannot connect to {self.flavor.name} at {self.address}: the TLS handshake "
-                                     f"failed: {_first_line(e)}; check {properties}") from None
+                                     f"failed: {e.args[-1]}; check {properties}") from None
             if e.args and e.args[0] == 2003 and "Name or service not known" in str(e.args[-1]):
                 raise UnknownHostError(f"cannot connect to {self.flavor.name} at {self.address}: the host name "
                                        f"{self.config.get(myc.HOSTNAME)!r} does not resolve; check "

@@ -68,7 +68,7 @@ def read_store(path: str, password: str | None, prop: str, password_prop: str, *
         contents = StoreContents(cert_pems=[b for name, b in blocks if name == "CERTIFICATE"])
         contents.key_pem = next((b for name, b in blocks if name.endswith("PRIVATE KEY")), None)
     elif kind == "jks":
-        contents = _read_jks(data, password, prop, password_prop, keys)
+        contents = _read_jks(data, password, f"{prop} {path!r}", password_prop, keys)
     else:
         contents = _read_pkcs12(path, password, prop, password_prop, keys)
     if not contents.cert_pems:

@@ -35,7 +35,7 @@ def context(config: Config) -> ssl.SSLContext | None:
     mode = config.get("database.ssl.mode")
     if mode == "disabled":
         return None
-    keystore, truststore = config.get(KEYSTORE) or None, config.get(TRUSTSTORE) or None
+    keystore, truststore = (str(config.get(p)) if config.get(p) else None for p in (KEYSTORE, TRUSTSTORE))
     stamp = tuple(_mtime(p) for p in (keystore, truststore))
     return _build(mode, keystore, config.get(KEYSTORE_PASSWORD) or None, truststore,
                   config.get(TRUSTSTORE_PASSWORD) or None, stamp)
