@@ -176,13 +176,19 @@ def test_unreadable_stores_are_refused_naming_the_property(tls_server, db, certs
     assert "database.ssl.truststore" in line and "JCEKS" in line and "PKCS12" in line, line
 
 
-def test_required_without_a_truststore_connects_without_checking(tls_server, db, certs):
+def test_required_and_preferred_connect_and_disabled_is_refused(tls_server, db, certs):
     # required: encrypted, the server's certificate not checked (127.0.0.1 is not in it, and no CA is given).
     engine = EngineThread(connector_config(tls_server, db, **_tls(certs, **{
         "database.hostname": "127.0.0.1", "database.ssl.mode": "required", "database.ssl.truststore": None,
         "database.ssl.truststore.password": None}))).start()
     try:
         engine.wait(lambda rs: _ids(rs) == [1], "the snapshot row with required")
+    finally:
+        engine.stop()
+    # preferred: TLS because the server offers it, with the key store's certificate.
+    engine = EngineThread(connector_config(tls_server, db, **_tls(certs, **{"database.ssl.mode": "preferred"}))).start()
+    try:
+        engine.wait(lambda rs: _ids(rs) == [1], "the snapshot row with preferred")
     finally:
         engine.stop()
     # disabled: no TLS, so the X509 user is refused.
