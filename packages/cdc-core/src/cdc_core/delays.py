@@ -1,8 +1,10 @@
 """``snapshot.delay.ms`` and ``streaming.delay.ms``: the waits before a snapshot and before streaming.
 
 As Debezium's ``delaySnapshotIfNeeded`` and ``delayStreamingIfNeeded``: the snapshot delay comes before a
-snapshot that reads rows; the streaming delay comes after a completed snapshot (its last offset already
-handed on for commit), before the log is read. Both end at once when the connector is stopped.
+snapshot that reads rows (Debezium also waits before a schema-only one; cdc does not); the streaming delay
+comes after a completed snapshot (its last offset already handed on for commit), before the log is read,
+and not when no snapshot ran. Both end at once when the connector is stopped. Connectors call
+``wait_before`` at those two points.
 """
 
 from __future__ import annotations

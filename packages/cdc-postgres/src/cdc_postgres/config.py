@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from cdc_core.config import ConfigField as F
@@ -127,7 +128,7 @@ def tls_params(config) -> dict[str, str]:
     for field, name in ((SSLCERT, "sslcert"), (SSLKEY, "sslkey"), (SSLROOTCERT, "sslrootcert")):
         if config.get(field):
             params[name] = config.get(field)
-    if config.get(SSLKEY):
+    if config.get(SSLKEY) or config.get(SSLCERT):
         # Any passphrase, even a wrong one, stops OpenSSL from asking for one on the terminal (a hang);
         # an encrypted key without database.sslpassword then fails as a key that does not decrypt.
         params["sslpassword"] = config.get(SSLPASSWORD) or "-"
@@ -140,8 +141,6 @@ def tls_file_problems(config) -> list[str]:
     libpq silently sends no certificate when ``sslcert`` names no file, and the server's refusal then
     does not say why: a missing file is refused at start instead, naming the property.
     """
-    import os
-
     problems = []
     for field in (SSLCERT, SSLKEY, SSLROOTCERT):
         path = config.get(field)
