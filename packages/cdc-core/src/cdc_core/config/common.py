@@ -81,6 +81,10 @@ SNAPSHOT_LOCKING_MODE_CUSTOM_NAME = F("snapshot.locking.mode.custom.name", "stri
 SNAPSHOT_LOCK_TIMEOUT_MS = F("snapshot.lock.timeout.ms", "long", 10000, minimum=0)
 SNAPSHOT_SELECT_OVERRIDES = F("snapshot.select.statement.overrides", "list")
 SNAPSHOT_INCLUDE_COLLECTIONS = F("snapshot.include.collection.list", "regex-list")
+# Waits at start (cdc_core.delays): before a snapshot that reads rows, and between a finished snapshot and streaming.
+SNAPSHOT_DELAY_MS = F("snapshot.delay.ms", "long", 0, minimum=0, doc="Wait this long before a snapshot starts.")
+STREAMING_DELAY_MS = F("streaming.delay.ms", "long", 0, minimum=0,
+                       doc="Wait this long after a snapshot completes before streaming starts.")
 METRICS_PORT = F("metrics.port", "int", minimum=0, maximum=65535, doc="Serve Prometheus metrics on 127.0.0.1:<port>/metrics.")
 SCHEMA_HISTORY = F("schema.history.internal", "string", "io.debezium.storage.file.history.FileSchemaHistory")
 SCHEMA_HISTORY_FILE = F("schema.history.internal.file.filename", "string")
@@ -105,7 +109,7 @@ COMMON_FIELDS = Fields(
         CONVERTERS, COLUMN_PROPAGATE, DATATYPE_PROPAGATE, UNAVAILABLE_PLACEHOLDER,
         SNAPSHOT_MODE_CUSTOM_NAME, SNAPSHOT_QUERY_MODE, SNAPSHOT_QUERY_MODE_CUSTOM_NAME,
         SNAPSHOT_LOCKING_MODE_CUSTOM_NAME, SNAPSHOT_LOCK_TIMEOUT_MS, SNAPSHOT_SELECT_OVERRIDES,
-        SNAPSHOT_INCLUDE_COLLECTIONS, *CONFIGURATION_BASED_FIELDS, METRICS_PORT,
+        SNAPSHOT_INCLUDE_COLLECTIONS, SNAPSHOT_DELAY_MS, STREAMING_DELAY_MS, *CONFIGURATION_BASED_FIELDS, METRICS_PORT,
         *(F(n) for n in _CONNECT_PROPERTIES),
     ],
     prefixes=("key.converter.", "value.converter.", "schema.history.internal.file.",
