@@ -1,0 +1,137 @@
+"""``cdc run`` into NATS JetStream (Debezium Server's ``nats-jetstream`` sink) on a throwaway nats-server."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from broker_sink_scenarios import (
+    SECRET, Message, broker_restart_mid_stream, changes_once_in_order_as_file_sink, kill_9_under_writes,
+    refused_at_start,
+)
+
+pytest.importorskip("nats", reason="the NATS sink tests need nats-py (uv sync --all-extras)")
+if not (os.path.exists("/usr/sbin/nats-server") or shutil.which("nats-server")):
+    pytest.skip("nats-server is not installed (apt-get install nats-server)", allow_module_level=True)
+
+from brokers.nats import EmbeddedNats  # noqa: E402
+
+STREAM = "CDC"
+
+
+class Nats:
+    """The throwaway nats-server as the scenarios see it: a file-storage stream created by the sink."""
+
+    publishes_tombstones = False
+
+    def __init__(self, server: EmbeddedNats):
+        self.server = server
+
+    def sink_properties(self) -> dict[str, Any]:
+        return {"debezium.sink.type": "nats-jetstream", "debezium.sink.nats-jetstream.url": self.server.url,
+                "debezium.sink.nats-jetstream.create-stream": "true",
+                "debezium.sink.nats-jetstream.stream-name": STREAM,
+                "debezium.sink.nats-jetstream.subjects": "dbserver1.>",
+                "debezium.sink.nats-jetstream.storage": "file",
+                "debezium.sink.nats-jetstream.sync.retry.interval.ms": "200",
+                "debezium.sink.nats-jetstream.sync.retry.max.interval.ms": "1000",
+                "debezium.sink.nats-jetstream.sync.retries": "-1"}
+
+    def prepare(self, topics: list[str]) -> None:
+        asyncio.run(self._reset())
+
+    async def _reset(self) -> None:
+        import nats
+
+        nc = await nats.connect(self.server.url)
+        try:
+            try:
+                await nc.jetstream().delete_stream(STREAM)
+            except Exception:  # noqa: BLE001 - not there yet
+                pass
+        finally:
+            await nc.close()
+
+    def messages(self) -> list[Message]:
+        try:
+            return asyncio.run(self._read())
+        except Exception:  # noqa: BLE001 - the server is down or the stream not there yet: nothing to read now
+            return []
+
+    async def _read(self) -> list[Message]:
+        import nats
+
+        nc = await nats.connect(self.server.url, allow_reconnect=False, connect_timeout=2)
+        try:
+            js = nc.jetstream()
+            info = await js.stream_info(STREAM)
+            out = []
+            for seq in range(info.state.first_seq, info.state.last_seq + 1):
+                msg = await js.get_msg(STREAM, seq)
+                out.append(Message(msg.subject, msg.data, dict(msg.headers or {})))
+            return out
+        finally:
+            await nc.close()
+
+    def stop(self) -> None:
+        self.server._shutdown()
+
+    def start(self) -> None:
+        self.server.start()
+
+
+@pytest.fixture(scope="module")
+def nats_server() -> Iterator[EmbeddedNats]:
+    with EmbeddedNats() as server:
+        yield server
+
+
+@pytest.fixture
+def broker(nats_server: EmbeddedNats) -> Nats:
+    return Nats(nats_server)
+
+
+def test_every_change_once_in_order_with_the_file_sinks_bytes_and_headers(broker, pg_server, pg_db, tmp_path):
+    """The values the file sink writes, in the same order, with __debezium.oldkey/newkey as NATS headers."""
+    changes_once_in_order_as_file_sink(broker, pg_server, pg_db, tmp_path)
+    got = broker.messages()
+    assert all(m.headers.get("Nats-Msg-Id", "").startswith("cdc-") for m in got)
+
+
+def test_kill_9_under_writes_loses_nothing(broker, pg_server, pg_db, tmp_path):
+    """After kill -9 and a restart every change is there; re-sent ones are at most the unacknowledged batches."""
+    duplicates = kill_9_under_writes(broker, pg_server, pg_db, tmp_path)
+    print(f"duplicates after kill -9: {duplicates}")
+    assert duplicates <= 2048  # at most one max.batch.size of unacknowledged records is sent again
+
+
+def test_nats_server_restart_mid_stream_loses_nothing(broker, pg_server, pg_db, tmp_path):
+    """nats-server stops for seconds and comes back on the same port and store: cdc retries and resumes."""
+    duplicates = broker_restart_mid_stream(broker, pg_server, pg_db, tmp_path)
+    print(f"duplicates after the broker restart: {duplicates}")
+    assert duplicates <= 2048
+
+
+def test_refusals_are_one_clear_line(pg_server, pg_db, tmp_path):
+    """Wrong password, unknown host, no stream for the subject: one line naming the property, exit 1."""
+    with EmbeddedNats({"user": "cdc", "password": "right-one"}) as secured:
+        line = refused_at_start(pg_server, pg_db, tmp_path, "password", {
+            "debezium.sink.type": "nats-jetstream", "debezium.sink.nats-jetstream.url": secured.url,
+            "debezium.sink.nats-jetstream.auth.user": "cdc", "debezium.sink.nats-jetstream.auth.password": SECRET},
+            "debezium.sink.nats-jetstream.auth.user")
+        assert "credentials" in line
+        line = refused_at_start(pg_server, pg_db, tmp_path, "no-stream", {
+            "debezium.sink.type": "nats-jetstream",
+            "debezium.sink.nats-jetstream.url": f"nats://cdc:right-one@{secured.host}:{secured.port}"},
+            "debezium.sink.nats-jetstream.create-stream")
+        assert "dbserver1.public.t" in line
+    line = refused_at_start(pg_server, pg_db, tmp_path, "host", {
+        "debezium.sink.type": "nats-jetstream", "debezium.sink.nats-jetstream.url": "nats://no-such-host.invalid:4222",
+        "debezium.sink.nats-jetstream.auth.user": "cdc", "debezium.sink.nats-jetstream.auth.password": SECRET},
+        "debezium.sink.nats-jetstream.url")
+    assert "no-such-host.invalid" in line
