@@ -31,6 +31,7 @@ class Nats:
 
     def __init__(self, server: EmbeddedNats):
         self.server = server
+        self._seen: list[Message] = []  # the stream only grows: read each message once
 
     def sink_properties(self) -> dict[str, Any]:
         return {"debezium.sink.type": "nats-jetstream", "debezium.sink.nats-jetstream.url": self.server.url,
@@ -43,6 +44,7 @@ class Nats:
                 "debezium.sink.nats-jetstream.sync.retries": "-1"}
 
     def prepare(self, topics: list[str]) -> None:
+        self._seen = []
         asyncio.run(self._reset())
 
     async def _reset(self) -> None:
@@ -59,22 +61,21 @@ class Nats:
 
     def messages(self) -> list[Message]:
         try:
-            return asyncio.run(self._read())
-        except Exception:  # noqa: BLE001 - the server is down or the stream not there yet: nothing to read now
-            return []
+            asyncio.run(self._read())
+        except Exception:  # noqa: BLE001 - the server is down or the stream not there yet: nothing new now
+            pass
+        return list(self._seen)
 
-    async def _read(self) -> list[Message]:
+    async def _read(self) -> None:
         import nats
 
         nc = await nats.connect(self.server.url, allow_reconnect=False, connect_timeout=2)
         try:
             js = nc.jetstream()
             info = await js.stream_info(STREAM)
-            out = []
-            for seq in range(info.state.first_seq, info.state.last_seq + 1):
+            for seq in range(max(info.state.first_seq, len(self._seen) + 1), info.state.last_seq + 1):
                 msg = await js.get_msg(STREAM, seq)
-                out.append(Message(msg.subject, msg.data, dict(msg.headers or {})))
-            return out
+                self._seen.append(Message(msg.subject, msg.data, dict(msg.headers or {})))
         finally:
             await nc.close()
 

@@ -172,14 +172,19 @@ class NatsJetStreamSink:
 
         await self._disconnect()
 
+        errors: list[Exception] = []
+
         async def quiet(e: Exception) -> None:
+            errors.append(e)
             log.debug("nats-jetstream sink: connection error: %s", e)
 
         try:
-            nc = await nats.connect(servers=self.servers, allow_reconnect=False, connect_timeout=max(1, int(self._timeout)),
-                                    max_reconnect_attempts=0, error_cb=quiet, name="cdc", **self._connect_options)
-        except nats.errors.NoServersError as e:
-            raise TransientSinkError(f"cannot connect to {self._where()}: no server answered") from e
+            # One attempt per server (nats-py counts attempts beyond the first); cdc's back-off does the waiting.
+            nc = await nats.connect(servers=self.servers, allow_reconnect=False, max_reconnect_attempts=1,
+                                    reconnect_time_wait=0.05, connect_timeout=max(1, int(self._timeout)),
+                                    error_cb=quiet, name="cdc", **self._connect_options)
+        except nats.errors.NoServersError:
+            raise self._classify_connect_error(errors[-1] if errors else OSError("no server answered")) from None
         except Exception as e:  # noqa: BLE001 - sorted into permanent and transient below
             raise self._classify_connect_error(e) from None
         self._nc, self._js = nc, nc.jetstream(timeout=self._timeout)
@@ -199,7 +204,8 @@ class NatsJetStreamSink:
         if isinstance(e, ssl.SSLError):
             return SinkError(f"nats-jetstream sink: TLS with {self._where()} failed ({P}{TLS_KEYSTORE.name}): "
                              f"{e.reason or type(e).__name__}")
-        return TransientSinkError(f"cannot connect to {self._where()}: {type(e).__name__} {e}".rstrip())
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__} {e}".rstrip()
+        return TransientSinkError(f"cannot connect to {self._where()}: {reason}")
 
     async def _create_stream(self) -> None:
         """Debezium Server's stream: ``stream-name`` with ``subjects`` and ``storage`` (kept if it exists)."""
