@@ -76,6 +76,18 @@ def _header_value(value: Any) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
+def _closed_types() -> tuple[type, ...]:
+    """pika's exceptions that carry the broker's reply code and text."""
+    import pika.exceptions as px
+
+    return (px.ConnectionClosed, px.ChannelClosed)
+
+
+def _quiet_pika() -> None:
+    """pika logs every failed connection attempt at ERROR with a traceback: the sink says it in one line instead."""
+    logging.getLogger("pika").setLevel(logging.CRITICAL)
+
+
 class _ChannelClosed(Exception):
     """The broker closed the channel: ``code`` and ``text`` of its Channel.Close."""
 
@@ -102,6 +114,7 @@ class RabbitMqSink:
             import pika  # noqa: F401 - only to say what is missing
         except ImportError:
             raise ConfigError([f"{P}{C}host: the rabbitmq sink needs pika (pip install 'cdc-core[rabbitmq]')"]) from None
+        _quiet_pika()
         self.config = config
         self.exchange = config.get(EXCHANGE)
         self.routing_key = config.get(ROUTING_KEY)
@@ -228,14 +241,15 @@ class RabbitMqSink:
             raise TransientSinkError(f"cannot connect to {self._where()}: {self._reason(e)}") from None
         self._connection = connection
         try:
+            self._closed = None
             channel = connection.channel()
             impl = channel._impl  # the asynchronous channel: confirms of a whole batch, not one round-trip each
-            impl.add_on_close_callback(self._on_channel_closed)
+            impl.add_on_close_callback(lambda ch, reason: self._on_channel_closed(ch, reason))
             selected: list[bool] = []
             impl.confirm_delivery(ack_nack_callback=self._on_confirm, callback=lambda _frame: selected.append(True))
             self._pump(lambda: bool(selected), self.ack_timeout, "Confirm.Select")
             self._channel = channel
-            self._next_tag, self._unconfirmed, self._nacked, self._closed = 1, set(), 0, None
+            self._next_tag, self._unconfirmed, self._nacked = 1, set(), 0
             self._declared.clear()
             if self.routing_key_source != "topic" and self.auto_create:
                 self._declare(self.routing_key)
@@ -246,11 +260,19 @@ class RabbitMqSink:
 
     @staticmethod
     def _reason(e: BaseException) -> str:
-        """A one-line reason for a connection failure (pika nests the socket error)."""
-        while e.args and isinstance(e.args[0], BaseException):
-            e = e.args[0]
-        if isinstance(e, OSError) and e.strerror:
-            return e.strerror
+        """A one-line reason for a connection failure: the socket error pika nests deep inside, if any."""
+        todo, seen = [e], 0
+        while todo and seen < 50:
+            cause = todo.pop(0)
+            seen += 1
+            if isinstance(cause, OSError) and cause.strerror:
+                return cause.strerror
+            todo += [a for a in cause.args if isinstance(a, BaseException)]
+            todo += [getattr(cause, "exception", None)] if isinstance(getattr(cause, "exception", None),
+                                                                     BaseException) else []
+            todo += [x for x in getattr(cause, "exceptions", None) or () if isinstance(x, BaseException)]
+        if isinstance(e, _closed_types()) and getattr(e, "reply_code", None):
+            return f"{e.reply_code} {e.reply_text}"
         return f"{type(e).__name__} {e}".strip()
 
     def _disconnect(self) -> None:
@@ -261,7 +283,10 @@ class RabbitMqSink:
             except Exception as e:  # noqa: BLE001 - a broken connection is being dropped anyway
                 log.debug("rabbitmq sink: closing the connection: %s", e)
 
-    def _on_channel_closed(self, _channel: Any, reason: BaseException) -> None:
+    def _on_channel_closed(self, channel: Any, reason: BaseException) -> None:
+        """Remember why the broker closed the current channel (an old channel's closing is of no interest)."""
+        if self._connection is None or (self._channel is not None and channel is not self._channel._impl):
+            return
         code = getattr(reason, "reply_code", 0)
         self._closed = _ChannelClosed(code, getattr(reason, "reply_text", str(reason)))
 

@@ -1,0 +1,135 @@
+"""``cdc run`` into RabbitMQ (Debezium Server's ``rabbitmq`` sink) on a throwaway rabbitmq-server."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from broker_sink_scenarios import (
+    SECRET, Message, broker_restart_mid_stream, changes_once_in_order_as_file_sink, kill_9_under_writes,
+    refused_at_start,
+)
+
+pika = pytest.importorskip("pika", reason="the RabbitMQ sink tests need pika (uv sync --all-extras)")
+if not os.access("/usr/lib/rabbitmq/bin/rabbitmq-server", os.X_OK):
+    pytest.skip("rabbitmq-server is not installed (apt-get install rabbitmq-server)", allow_module_level=True)
+
+from brokers.rabbitmq import EmbeddedRabbitMQ  # noqa: E402
+
+P = "debezium.sink.rabbitmq."
+
+
+class RabbitMQ:
+    """The throwaway broker as the scenarios see it: a durable direct exchange per topic, a queue bound to it.
+
+    As in Debezium Server's own test: exchange = the topic's name (``exchange`` unset), routing key = the
+    topic's name (``routingKey.source=topic``).
+    """
+
+    publishes_tombstones = True
+
+    def __init__(self, server: EmbeddedRabbitMQ):
+        self.server = server
+        self._seen: list[Message] = []  # consumed messages are gone from the queue: keep them
+        self._queues: list[str] = []
+
+    def sink_properties(self) -> dict[str, Any]:
+        return {"debezium.sink.type": "rabbitmq", P + "connection.host": self.server.host,
+                P + "connection.port": str(self.server.port), P + "routingKey.source": "topic",
+                P + "retry.initial.delay.ms": "200", P + "retry.max.delay.ms": "1000"}
+
+    def prepare(self, topics: list[str]) -> None:
+        self._seen, self._queues = [], []
+        connection = pika.BlockingConnection(self.server.parameters())
+        try:
+            channel = connection.channel()
+            for topic in topics:
+                queue = f"test-{topic}"
+                channel.exchange_declare(topic, "direct", durable=True)
+                channel.queue_declare(queue, durable=True)
+                channel.queue_bind(queue, topic, topic)
+                channel.queue_purge(queue)
+                self._queues.append(queue)
+        finally:
+            connection.close()
+
+    def messages(self) -> list[Message]:
+        try:
+            connection = pika.BlockingConnection(self.server.parameters())
+        except Exception:  # noqa: BLE001 - the broker is down: nothing new now
+            return list(self._seen)
+        try:
+            channel = connection.channel()
+            for queue in self._queues:
+                while True:
+                    method, properties, body = channel.basic_get(queue, auto_ack=True)
+                    if method is None:
+                        break
+                    headers = {k: v.decode() if isinstance(v, bytes) else v
+                               for k, v in (properties.headers or {}).items()}
+                    assert properties.delivery_mode == 2, properties
+                    self._seen.append(Message(method.routing_key, body, headers))
+        except Exception:  # noqa: BLE001 - the broker went down while reading: the rest comes next time
+            pass
+        finally:
+            try:
+                connection.close()
+            except Exception:  # noqa: BLE001
+                pass
+        return list(self._seen)
+
+    def stop(self) -> None:
+        self.server._shutdown()
+
+    def start(self) -> None:
+        self.server.start()
+
+
+@pytest.fixture(scope="module")
+def rabbitmq_server() -> Iterator[EmbeddedRabbitMQ]:
+    """One broker for the module (RabbitMQ takes seconds to boot)."""
+    with EmbeddedRabbitMQ() as server:
+        yield server
+
+
+@pytest.fixture
+def broker(rabbitmq_server: EmbeddedRabbitMQ) -> RabbitMQ:
+    return RabbitMQ(rabbitmq_server)
+
+
+def test_every_change_once_in_order_with_the_file_sinks_bytes_and_headers(broker, pg_server, pg_db, tmp_path):
+    """The values the file sink writes, in order, tombstones as null.value, key-change headers as AMQP headers."""
+    changes_once_in_order_as_file_sink(broker, pg_server, pg_db, tmp_path)
+
+
+def test_kill_9_under_writes_loses_nothing(broker, pg_server, pg_db, tmp_path):
+    """After kill -9 and a restart every change is there; re-sent ones are at most the unacknowledged batches."""
+    duplicates = kill_9_under_writes(broker, pg_server, pg_db, tmp_path)
+    print(f"duplicates after kill -9: {duplicates}")
+    assert duplicates <= 2048  # at most one max.batch.size of unacknowledged records is sent again
+
+
+def test_rabbitmq_restart_mid_stream_loses_nothing(broker, pg_server, pg_db, tmp_path):
+    """rabbitmq-server stops for seconds and comes back on the same port and data: cdc retries and resumes."""
+    duplicates = broker_restart_mid_stream(broker, pg_server, pg_db, tmp_path)
+    print(f"duplicates after the broker restart: {duplicates}")
+    assert duplicates <= 2048
+
+
+def test_refusals_are_one_clear_line(rabbitmq_server, pg_server, pg_db, tmp_path):
+    """Wrong password, unknown host, missing exchange: one line naming the property, exit 1."""
+    base = {"debezium.sink.type": "rabbitmq", P + "connection.host": rabbitmq_server.host,
+            P + "connection.port": str(rabbitmq_server.port)}
+    line = refused_at_start(pg_server, pg_db, tmp_path, "password", {**base, P + "connection.password": SECRET},
+                            P + "connection.password")
+    assert "credentials" in line
+    line = refused_at_start(pg_server, pg_db, tmp_path, "host",
+                            {**base, P + "connection.host": "no-such-host.invalid", P + "connection.password": SECRET},
+                            P + "connection.host")
+    assert "no-such-host.invalid" in line
+    line = refused_at_start(pg_server, pg_db, tmp_path, "exchange", {**base, P + "exchange": "no-such-exchange"},
+                            P + "exchange")
+    assert "no-such-exchange" in line
