@@ -228,7 +228,7 @@ def _has_all(broker: Broker, rows: int) -> bool:
 
 
 # ---------------------------------------------------------------------- scenario 3
-def broker_restart_mid_stream(broker: Broker, pg: Any, db: str, tmp: Path, down_s: float = 4.0) -> int:
+def broker_restart_mid_stream(broker: Broker, pg: Any, db: str, tmp: Path, down_s: float = 3.0) -> int:
     """The broker stops for ``down_s`` seconds under writes and comes back: cdc waits, retries, loses nothing."""
     pg.execute("CREATE TABLE t (id int PRIMARY KEY, v text)", dbname=db)
     broker.prepare([TOPIC])
@@ -257,23 +257,29 @@ def broker_restart_mid_stream(broker: Broker, pg: Any, db: str, tmp: Path, down_
 
 
 # ---------------------------------------------------------------------- scenario 4
-def refused_at_start(pg: Any, db: str, tmp: Path, name: str, sink: dict[str, Any], property_name: str) -> str:
-    """``cdc run`` stops with one clear line naming ``property_name``: non-zero exit, no traceback, no password."""
+def refused_at_start(pg: Any, db: str, tmp: Path, cases: dict[str, tuple[dict[str, Any], str]]) -> dict[str, str]:
+    """Each case (name: sink properties, the property its error must name) makes ``cdc run`` stop with one
+    clear line naming that property: non-zero exit, no traceback, no password anywhere. All run at once;
+    returns each case's error line."""
     pg.execute("CREATE TABLE IF NOT EXISTS t (id int PRIMARY KEY, v text)", dbname=db)
     pg.execute("INSERT INTO t VALUES (1, 'a') ON CONFLICT DO NOTHING", dbname=db)
-    cdc = start_cdc(pg, db, tmp / name, sink)
-    code = cdc.wait_exit(90)
-    out = cdc.log()
-    assert code != 0, out
-    assert "Traceback" not in out, out
-    errors = [line for line in out.splitlines() if " ERROR " in line or line.startswith("ERROR")]
-    assert errors, out
-    assert any(property_name in line for line in errors), f"no error names {property_name}:\n{out}"
-    assert_no_secret(f"the output of cdc run ({name})", out)
-    for path in (tmp / name).rglob("*"):
-        if path.is_file() and path.name != "app.properties":
-            assert_no_secret(str(path), path.read_bytes())
-    return errors[-1]
+    runs = {name: start_cdc(pg, db, tmp / name, sink) for name, (sink, _) in cases.items()}
+    out: dict[str, str] = {}
+    for name, cdc in runs.items():
+        property_name = cases[name][1]
+        code = cdc.wait_exit(90)
+        log = cdc.log()
+        assert code != 0, log
+        assert "Traceback" not in log, log
+        errors = [line for line in log.splitlines() if " ERROR " in line or line.startswith("ERROR")]
+        assert errors, log
+        assert any(property_name in line for line in errors), f"{name}: no error names {property_name}:\n{log}"
+        assert_no_secret(f"the output of cdc run ({name})", log)
+        for path in (tmp / name).rglob("*"):
+            if path.is_file() and path.name != "app.properties":
+                assert_no_secret(str(path), path.read_bytes())
+        out[name] = errors[-1]
+    return out
 
 
 __all__ = ["Broker", "Message", "PIECES", "SECRET", "TOPIC", "broker_restart_mid_stream",

@@ -120,19 +120,16 @@ def test_nats_server_restart_mid_stream_loses_nothing(broker, pg_server, pg_db, 
 
 def test_refusals_are_one_clear_line(pg_server, pg_db, tmp_path):
     """Wrong password, unknown host, no stream for the subject: one line naming the property, exit 1."""
+    n = "debezium.sink.nats-jetstream."
     with EmbeddedNats({"user": "cdc", "password": "right-one"}) as secured:
-        line = refused_at_start(pg_server, pg_db, tmp_path, "password", {
-            "debezium.sink.type": "nats-jetstream", "debezium.sink.nats-jetstream.url": secured.url,
-            "debezium.sink.nats-jetstream.auth.user": "cdc", "debezium.sink.nats-jetstream.auth.password": SECRET},
-            "debezium.sink.nats-jetstream.auth.user")
-        assert "credentials" in line
-        line = refused_at_start(pg_server, pg_db, tmp_path, "no-stream", {
-            "debezium.sink.type": "nats-jetstream",
-            "debezium.sink.nats-jetstream.url": f"nats://cdc:right-one@{secured.host}:{secured.port}"},
-            "debezium.sink.nats-jetstream.create-stream")
-        assert "dbserver1.public.t" in line
-    line = refused_at_start(pg_server, pg_db, tmp_path, "host", {
-        "debezium.sink.type": "nats-jetstream", "debezium.sink.nats-jetstream.url": "nats://no-such-host.invalid:4222",
-        "debezium.sink.nats-jetstream.auth.user": "cdc", "debezium.sink.nats-jetstream.auth.password": SECRET},
-        "debezium.sink.nats-jetstream.url")
-    assert "no-such-host.invalid" in line
+        lines = refused_at_start(pg_server, pg_db, tmp_path, {
+            "password": ({"debezium.sink.type": "nats-jetstream", n + "url": secured.url, n + "auth.user": "cdc",
+                          n + "auth.password": SECRET}, n + "auth.user"),
+            "no-stream": ({"debezium.sink.type": "nats-jetstream",
+                           n + "url": f"nats://cdc:right-one@{secured.host}:{secured.port}"}, n + "create-stream"),
+            "host": ({"debezium.sink.type": "nats-jetstream", n + "url": "nats://no-such-host.invalid:4222",
+                      n + "auth.user": "cdc", n + "auth.password": SECRET}, n + "url"),
+        })
+    assert "credentials" in lines["password"]
+    assert "dbserver1.public.t" in lines["no-stream"]
+    assert "no-such-host.invalid" in lines["host"]

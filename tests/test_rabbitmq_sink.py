@@ -123,13 +123,12 @@ def test_refusals_are_one_clear_line(rabbitmq_server, pg_server, pg_db, tmp_path
     """Wrong password, unknown host, missing exchange: one line naming the property, exit 1."""
     base = {"debezium.sink.type": "rabbitmq", P + "connection.host": rabbitmq_server.host,
             P + "connection.port": str(rabbitmq_server.port)}
-    line = refused_at_start(pg_server, pg_db, tmp_path, "password", {**base, P + "connection.password": SECRET},
-                            P + "connection.password")
-    assert "credentials" in line
-    line = refused_at_start(pg_server, pg_db, tmp_path, "host",
-                            {**base, P + "connection.host": "no-such-host.invalid", P + "connection.password": SECRET},
-                            P + "connection.host")
-    assert "no-such-host.invalid" in line
-    line = refused_at_start(pg_server, pg_db, tmp_path, "exchange", {**base, P + "exchange": "no-such-exchange"},
-                            P + "exchange")
-    assert "no-such-exchange" in line
+    lines = refused_at_start(pg_server, pg_db, tmp_path, {
+        "password": ({**base, P + "connection.password": SECRET}, P + "connection.password"),
+        "host": ({**base, P + "connection.host": "no-such-host.invalid", P + "connection.password": SECRET},
+                 P + "connection.host"),
+        "exchange": ({**base, P + "exchange": "no-such-exchange"}, P + "exchange"),
+    })
+    assert "credentials" in lines["password"]
+    assert "no-such-host.invalid" in lines["host"]
+    assert "no-such-exchange" in lines["exchange"]
