@@ -130,8 +130,8 @@ class NatsJetStreamSink:
             try:
                 import nkeys  # noqa: F401
             except ImportError:
-                raise ConfigError([f"{P}auth.jwt: JWT authentication needs the Python package nkeys "
-                                   "(pip install nkeys)"]) from None
+                raise ConfigError([f"{P}auth.jwt: JWT authentication needs the Python package nkeys (pip install nkeys)"]
+                                  ) from None
             options.update(user_jwt_cb=lambda: jwt.encode(), nkeys_seed_str=seed)
         elif user and password:
             options.update(user=user, password=password)
@@ -297,12 +297,12 @@ class NatsJetStreamSink:
                     if not future.done() or future.exception() is not None:
                         break
             await self._nc.flush(timeout=max(1, int(self._timeout)))
-            done, waiting = await asyncio.wait(futures, timeout=self._timeout)
+            _, waiting = await asyncio.wait(futures, timeout=self._timeout)
         except nats.errors.MaxPayloadError:
             subject, payload, _ = messages[len(futures) - 1]
             raise SinkError(f"nats-jetstream sink: a record of {len(payload)} bytes for subject {subject!r} is "
                             f"larger than the server's max_payload") from None
-        except (nats.errors.Error, OSError, asyncio.TimeoutError) as e:
+        except (nats.errors.Error, OSError, TimeoutError) as e:
             await self._disconnect()
             raise TransientSinkError(f"publishing to {self._where()} failed: {type(e).__name__} {e}".rstrip()) from None
         finally:

@@ -13,7 +13,6 @@ import ssl
 import threading
 import time
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 import orjson
 
@@ -199,8 +198,8 @@ class RabbitMqSink:
             try:
                 context.load_cert_chain(keystore, password=config.get(SSL_KEY_STORE_PASSWORD) or None)
             except (OSError, ssl.SSLError, ValueError):
-                raise ConfigError([f"{P}{SSL_KEY_STORE.name}: cannot load {keystore}: not a PEM file with a key "
-                                   "and its chain"]) from None
+                problem = f"{P}{SSL_KEY_STORE.name}: cannot load {keystore}: not a PEM file with a key and its chain"
+                raise ConfigError([problem]) from None
         return context
 
     def _where(self) -> str:
