@@ -133,3 +133,19 @@ def test_refusals_are_one_clear_line(pg_server, pg_db, tmp_path):
     assert "credentials" in lines["password"]
     assert "dbserver1.public.t" in lines["no-stream"]
     assert "no-such-host.invalid" in lines["host"]
+
+
+def test_validate_names_each_bad_property(pg_server, pg_db, tmp_path):
+    """``cdc validate``: a missing url, a bad storage, a misspelt property, each on its own line (exit 2)."""
+    from cdc_process import run_cli, server_properties, write_properties
+
+    props = {k: v for k, v in server_properties(pg_server, pg_db, tmp_path).items() if not k.startswith("debezium.sink.")}
+    n = "debezium.sink.nats-jetstream."
+    props.update({"debezium.sink.type": "nats-jetstream", n + "storage": "disk", n + "create-streams": "true",
+                  n + "auth.password": SECRET})
+    done = run_cli("validate", str(write_properties(tmp_path / "app.properties", props)))
+    assert done.returncode == 2, done.stderr
+    for expected in (n + "url: is required", n + "storage: 'disk' is not one of: memory, file",
+                     n + "create-streams: unknown property"):
+        assert expected in done.stderr, done.stderr
+    assert SECRET not in done.stdout + done.stderr

@@ -132,3 +132,20 @@ def test_refusals_are_one_clear_line(rabbitmq_server, pg_server, pg_db, tmp_path
     assert "credentials" in lines["password"]
     assert "no-such-host.invalid" in lines["host"]
     assert "no-such-exchange" in lines["exchange"]
+
+
+def test_validate_names_each_bad_property(pg_server, pg_db, tmp_path):
+    """``cdc validate``: a bad deliveryMode, routingKey.source, a misspelt property, each on its own line (exit 2)."""
+    from cdc_process import run_cli, server_properties, write_properties
+
+    props = {k: v for k, v in server_properties(pg_server, pg_db, tmp_path).items() if not k.startswith("debezium.sink.")}
+    props.update({"debezium.sink.type": "rabbitmq", P + "deliveryMode": "3", P + "routingKey.source": "table",
+                  P + "routingkey": "x", P + "connection.password": SECRET,
+                  P + "connection.uri": f"amqp://guest:{SECRET}@127.0.0.1:1/%2f"})
+    done = run_cli("validate", str(write_properties(tmp_path / "app.properties", props)))
+    assert done.returncode == 2, done.stderr
+    for expected in (P + "deliveryMode: '3' is above the maximum 2",
+                     P + "routingKey.source: 'table' is not one of: static, topic, key",
+                     P + "routingkey: unknown property"):
+        assert expected in done.stderr, done.stderr
+    assert SECRET not in done.stdout + done.stderr
