@@ -59,6 +59,19 @@ STREAM_NAME_IN_USE = 10058
 log = logging.getLogger("cdc.sinks.nats-jetstream")
 
 
+def _sign(seed: str, nonce: str) -> bytes:
+    """The server's nonce signed with the NKey seed (JWT authentication, as Java's staticCredentials)."""
+    import base64
+
+    import nkeys
+
+    key = nkeys.from_seed(bytearray(seed.strip().encode()))
+    try:
+        return base64.b64encode(key.sign(nonce.encode()))
+    finally:
+        key.wipe()
+
+
 class _Nack(Exception):
     """A publish answered with an error (``code``/``err_code`` from the server) or by no stream at all."""
 
@@ -132,7 +145,7 @@ class NatsJetStreamSink:
             except ImportError:
                 raise ConfigError([f"{P}auth.jwt: JWT authentication needs the Python package nkeys (pip install nkeys)"]
                                   ) from None
-            options.update(user_jwt_cb=lambda: jwt.encode(), nkeys_seed_str=seed)
+            options.update(user_jwt_cb=lambda: bytearray(jwt.encode()), signature_cb=lambda nonce: _sign(seed, nonce))
         elif user and password:
             options.update(user=user, password=password)
         elif keystore:
