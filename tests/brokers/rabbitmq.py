@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any, ClassVar
 
+from cdc_core.server_watchdog import ServerWatchdog
 from cdc_core.throwaway_server import ThrowawayServer, ThrowawayServerError, free_port
 
 SERVER_SCRIPT = "/usr/lib/rabbitmq/bin/rabbitmq-server"
@@ -56,6 +57,7 @@ class EmbeddedRabbitMQ(ThrowawayServer):
         self.epmd_port = 0
         self.dist_port = 0
         self._epmd: subprocess.Popen[bytes] | None = None
+        self._epmd_watchdog: ServerWatchdog | None = None
 
     @property
     def pid_file(self) -> Path:
@@ -116,6 +118,10 @@ class EmbeddedRabbitMQ(ThrowawayServer):
         self._epmd = subprocess.Popen([EPMD, "-port", str(self.epmd_port), "-address", self.host],
                                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                       start_new_session=True, **self._popen_kwargs())
+        pid_file = self.base_dir / "epmd.pid"
+        pid_file.write_text(str(self._epmd.pid))
+        if self._epmd_watchdog is None:  # epmd too goes if this process is killed
+            self._epmd_watchdog = ServerWatchdog(pid_file, self.base_dir, grace_s=5, remove_directory=False)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             try:
@@ -183,6 +189,9 @@ class EmbeddedRabbitMQ(ThrowawayServer):
                 self._epmd.kill()
                 self._epmd.wait()
             self._epmd = None
+        if self._epmd_watchdog is not None:
+            self._epmd_watchdog.release()
+            self._epmd_watchdog = None
 
     def __enter__(self) -> Any:
         return self.start()
