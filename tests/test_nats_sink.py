@@ -149,3 +149,26 @@ def test_validate_names_each_bad_property(pg_server, pg_db, tmp_path):
                      n + "create-streams: unknown property"):
         assert expected in done.stderr, done.stderr
     assert SECRET not in done.stdout + done.stderr
+
+
+def test_a_resent_batch_is_stored_once_and_sync_mode_keeps_order(nats_server):
+    """A batch sent again (as a retry does) is dropped by JetStream (same Nats-Msg-Id); async.enabled=false works."""
+    from cdc_core.config import Config
+    from cdc_core.sinks.nats_jetstream import NatsJetStreamSink
+    from cdc_core.spi.sink import SinkRecord
+
+    broker = Nats(nats_server)
+    broker.prepare([])
+    for mode in ("true", "false"):
+        sink = NatsJetStreamSink(Config({"url": nats_server.url, "create-stream": "true", "stream-name": STREAM,
+                                         "subjects": "dbserver1.>", "async.enabled": mode}))
+        try:
+            batch = [SinkRecord("dbserver1.public.t", None, b'{"n":%d}' % i, {}) for i in range(100)]
+            sink.write(batch)
+            messages = [(r.topic, r.value, {"Nats-Msg-Id": f"cdc-{sink._run_id}-{i + 1}"})
+                        for i, r in enumerate(batch)]
+            sink._run(sink._publish(messages))  # the same messages again, as a retry of the batch sends them
+        finally:
+            sink.close()
+    got = broker.messages()
+    assert [m.value for m in got] == [b'{"n":%d}' % i for i in range(100)] * 2
