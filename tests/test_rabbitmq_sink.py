@@ -149,3 +149,34 @@ def test_validate_names_each_bad_property(pg_server, pg_db, tmp_path):
                      P + "routingkey: unknown property"):
         assert expected in done.stderr, done.stderr
     assert SECRET not in done.stdout + done.stderr
+
+
+def test_routing_key_sources_and_auto_created_queues(rabbitmq_server):
+    """routingKey.source=key routes by the record's key; autoCreateRoutingKey declares the topic's queue."""
+    from cdc_core.config import Config
+    from cdc_core.sinks.rabbitmq import RabbitMqSink
+    from cdc_core.spi.sink import SinkRecord
+
+    connection = pika.BlockingConnection(rabbitmq_server.parameters())
+    channel = connection.channel()
+    channel.queue_declare("by-key", durable=True)
+    channel.queue_purge("by-key")
+    channel.queue_bind("by-key", "amq.direct", '{"id":7}')
+    base = {"connection.host": rabbitmq_server.host, "connection.port": rabbitmq_server.port, "exchange": "amq.direct"}
+    sink = RabbitMqSink(Config({**base, "routingKey.source": "key"}))
+    try:
+        sink.write([SinkRecord("db.s.t", b'{"id":7}', b'{"v":1}', {}), SinkRecord("db.s.t", b'{"id":8}', b'{"v":2}', {}),
+                    SinkRecord("db.s.t", b'{"id":7}', None, {})])
+    finally:
+        sink.close()
+    bodies = []
+    while (got := channel.basic_get("by-key", auto_ack=True))[0] is not None:
+        bodies.append(got[2])
+    assert bodies == [b'{"v":1}', b"default"]  # id 8 is routed nowhere; the tombstone is null.value
+    sink = RabbitMqSink(Config({**base, "routingKeyFromTopicName": "true", "autoCreateRoutingKey": "true"}))
+    try:
+        sink.write([SinkRecord("db.s.auto", None, b"{}", {})])
+    finally:
+        sink.close()
+    assert channel.queue_declare("db.s.auto", durable=True, passive=True).method.queue == "db.s.auto"
+    connection.close()
