@@ -123,8 +123,8 @@ class NatsJetStreamSink:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="cdc-nats-jetstream", daemon=True)
         self._thread.start()
-        self._check_hosts()
         try:
+            self._check_hosts()
             self._run(self._connect())
         except TransientSinkError as e:  # the server may come later: write() retries
             log.warning("nats-jetstream sink: %s; will retry when the first batch comes", e)
