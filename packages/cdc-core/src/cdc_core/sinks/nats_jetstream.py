@@ -119,7 +119,6 @@ class NatsJetStreamSink:
         self._js: Any = None
         self._reply_prefix = ""
         self._pending: dict[str, tuple[asyncio.Future[Any], str]] = {}
-        self._known_subjects: set[str] = set()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="cdc-nats-jetstream", daemon=True)
         self._thread.start()
@@ -339,11 +338,19 @@ class NatsJetStreamSink:
         if not isinstance(e, _Nack):
             raise TransientSinkError(f"publishing failed: {e}")
         if e.code == 0:  # nobody answered: is there a stream for the subject at all?
+            import nats.errors
+            from nats.js.errors import NotFoundError, ServiceUnavailableError
+
             try:
                 await self._js.find_stream_name_by_subject(e.subject)
-            except Exception:  # noqa: BLE001 - any failure to find one means there is none to publish to
+            except NotFoundError:
                 raise SinkError(f"nats-jetstream sink: no JetStream stream takes subject {e.subject!r}: create one "
                                 f"or set {P}{CREATE_STREAM.name}=true with {P}{SUBJECTS.name} covering it") from None
+            except (nats.errors.NoRespondersError, ServiceUnavailableError):
+                raise TransientSinkError(f"JetStream on {self._where()} does not answer (is it enabled: nats-server "
+                                         "-js?)") from None
+            except Exception as lookup:  # noqa: BLE001 - the connection went: try again
+                raise TransientSinkError(f"no stream answered for subject {e.subject!r} ({lookup!r})") from None
             raise TransientSinkError(f"the stream for subject {e.subject!r} did not answer")
         if e.err_code in PERMANENT_API_CODES:
             raise SinkError(f"nats-jetstream sink: publishing to subject {e.subject!r} refused: {e.description} "
