@@ -7,11 +7,13 @@ from cdc_core.hookspecs import hookimpl
 
 @hookimpl
 def register_sinks() -> list[type]:
-    """The stdout and file sinks."""
+    """The stdout and file sinks, and the message brokers' (each imports its client library only when used)."""
     from cdc_core.sinks.file import FileSink
+    from cdc_core.sinks.nats_jetstream import NatsJetStreamSink
+    from cdc_core.sinks.rabbitmq import RabbitMqSink
     from cdc_core.sinks.stdout import StdoutSink
 
-    return [StdoutSink, FileSink]
+    return [StdoutSink, FileSink, NatsJetStreamSink, RabbitMqSink]
 
 
 @hookimpl
