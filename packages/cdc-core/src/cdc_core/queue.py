@@ -5,22 +5,30 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
 class BatchQueue(Generic[T]):
-    """A FIFO of items bounded by ``capacity`` items; producers put lists, the consumer takes batches.
+    """A FIFO of items bounded by ``capacity`` items (and ``max_bytes`` bytes); producers put lists, the
+    consumer takes batches.
 
-    ``put`` blocks while the queue is full (a list larger than the capacity is accepted when the
-    queue is empty, so progress never stalls). ``close`` ends the stream: ``get`` then returns
-    what is left and finally an empty list.
+    ``put`` blocks while the queue is full: ``capacity`` items, or, when ``max_bytes`` is positive
+    (``max.queue.size.in.bytes``), that many bytes as ``sizer`` measures each item. A list larger
+    than either bound is accepted when the queue is empty, so progress never stalls. ``close`` ends
+    the stream: ``get`` then returns what is left and finally an empty list.
     """
 
-    def __init__(self, capacity: int):
+    def __init__(self, capacity: int, max_bytes: int = 0, sizer: Callable[[T], int] | None = None):
         self.capacity = capacity
+        self.max_bytes = max_bytes
+        self._sizer = sizer if max_bytes > 0 else None
         self._items: deque[T] = deque()
+        self._sizes: deque[int] = deque()
+        #: Bytes the queued items take (0 unless ``max_bytes`` is set).
+        self.current_bytes = 0
         self._cond = threading.Condition()
         self._closed = False
 
@@ -34,14 +42,20 @@ class BatchQueue(Generic[T]):
 
     def put(self, items: list[T], should_stop=lambda: False) -> bool:
         """Append items, waiting while full; False if the queue was closed or ``should_stop()`` became true."""
+        sizes = [self._sizer(i) for i in items] if self._sizer is not None else None
+        size = sum(sizes) if sizes else 0
         with self._cond:
-            while self._items and len(self._items) + len(items) > self.capacity:
+            while self._items and (len(self._items) + len(items) > self.capacity
+                                   or (sizes is not None and self.current_bytes + size > self.max_bytes)):
                 if self._closed or should_stop():
                     return False
                 self._cond.wait(0.1)
             if self._closed:
                 return False
             self._items.extend(items)
+            if sizes is not None:
+                self._sizes.extend(sizes)
+                self.current_bytes += size
             self._cond.notify_all()
             return True
 
@@ -57,6 +71,9 @@ class BatchQueue(Generic[T]):
             n = min(max_items, len(self._items))
             popleft = self._items.popleft
             out = [popleft() for _ in range(n)]
+            if self._sizer is not None:
+                pop_size = self._sizes.popleft
+                self.current_bytes -= sum(pop_size() for _ in range(n))
             self._cond.notify_all()
             return out
 

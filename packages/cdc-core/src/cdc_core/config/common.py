@@ -41,6 +41,29 @@ OFFSET_STORAGE = F("offset.storage", "string", "org.apache.kafka.connect.storage
 OFFSET_FILE = F("offset.storage.file.filename", "string", doc="Where the file offset store keeps offsets.")
 OFFSET_FLUSH_INTERVAL_MS = F("offset.flush.interval.ms", "long", 0, minimum=0)
 TOPIC_TRANSACTION = F("topic.transaction", "string", "transaction")
+TOPIC_NAMING_STRATEGY = F(
+    "topic.naming.strategy", "string", allow_blank=False,
+    doc="The TopicNamingStrategy (Debezium class name or a plugin's name); unset: the connector's documented default.")
+TOPIC_CACHE_SIZE = F("topic.cache.size", "int", 10000, minimum=1, doc="Topic names kept per strategy (an LRU cache).")
+MAX_QUEUE_SIZE_IN_BYTES = F("max.queue.size.in.bytes", "long", 0, minimum=0,
+                            doc="Bytes the queue may hold (records' JSON size); 0: bounded by max.queue.size only.")
+RETRIABLE_RESTART_WAIT_MS = F(
+    "retriable.restart.connector.wait.ms", "long", minimum=0,
+    doc="The wait before restarting after a retriable error; unset: the errors.retry.delay.* back-off.")
+
+
+def _metric_tags_problem(value: str) -> str | None:
+    from cdc_core.metric_tags import parse_metric_tags
+
+    try:
+        parse_metric_tags(value)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+CUSTOM_METRIC_TAGS = F("custom.metric.tags", "string", validator=_metric_tags_problem,
+                       doc="k1=v1,k2=v2: added to every metric's name (JMX) and labels (Prometheus).")
 TOPIC_HEARTBEAT_PREFIX = F("topic.heartbeat.prefix", "string", "__debezium-heartbeat")
 PROVIDE_TRANSACTION_METADATA = F("provide.transaction.metadata", "boolean", False)
 HEARTBEAT_INTERVAL_MS = F("heartbeat.interval.ms", "long", 0, minimum=0)
@@ -99,7 +122,8 @@ COMMON_FIELDS = Fields(
         DECIMAL_MODE, TIME_PRECISION_MODE, BINARY_MODE,
         ERRORS_MAX_RETRIES, ERRORS_RETRY_DELAY_INITIAL_MS, ERRORS_RETRY_DELAY_MAX_MS,
         OFFSET_STORAGE, OFFSET_FILE, OFFSET_FLUSH_INTERVAL_MS, SCHEMA_HISTORY, SCHEMA_HISTORY_FILE,
-        TOPIC_TRANSACTION, TOPIC_HEARTBEAT_PREFIX, PROVIDE_TRANSACTION_METADATA, HEARTBEAT_INTERVAL_MS,
+        TOPIC_TRANSACTION, TOPIC_HEARTBEAT_PREFIX, TOPIC_NAMING_STRATEGY, TOPIC_CACHE_SIZE, MAX_QUEUE_SIZE_IN_BYTES,
+        RETRIABLE_RESTART_WAIT_MS, CUSTOM_METRIC_TAGS, PROVIDE_TRANSACTION_METADATA, HEARTBEAT_INTERVAL_MS,
         HEARTBEAT_ACTION_QUERY, SKIPPED_OPERATIONS, SKIP_MESSAGES_WITHOUT_CHANGE,
         SCHEMA_NAME_ADJUSTMENT, FIELD_NAME_ADJUSTMENT, FAILURE_HANDLING, CONVERTING_FAILURE_HANDLING, MESSAGE_KEY_COLUMNS,
         CONVERTERS, COLUMN_PROPAGATE, DATATYPE_PROPAGATE, UNAVAILABLE_PLACEHOLDER,
