@@ -42,21 +42,45 @@ class BatchQueue(Generic[T]):
 
     def put(self, items: list[T], should_stop=lambda: False) -> bool:
         """Append items, waiting while full; False if the queue was closed or ``should_stop()`` became true."""
-        sizes = [self._sizer(i) for i in items] if self._sizer is not None else None
-        size = sum(sizes) if sizes else 0
+        if self._sizer is not None:
+            return self._put_bounded(items, [self._sizer(i) for i in items], should_stop)
         with self._cond:
-            while self._items and (len(self._items) + len(items) > self.capacity
-                                   or (sizes is not None and self.current_bytes + size > self.max_bytes)):
+            while self._items and len(self._items) + len(items) > self.capacity:
                 if self._closed or should_stop():
                     return False
                 self._cond.wait(0.1)
             if self._closed:
                 return False
             self._items.extend(items)
-            if sizes is not None:
-                self._sizes.extend(sizes)
-                self.current_bytes += size
             self._cond.notify_all()
+            return True
+
+    def _put_bounded(self, items: list[T], sizes: list[int], should_stop) -> bool:
+        """``put`` under ``max_bytes``: items go in as they fit, as Debezium enqueues record by record (one item
+        always fits into an empty queue); the item bound stays as for ``put``."""
+        i, n = 0, len(items)
+        with self._cond:
+            while self._items and len(self._items) + len(items) > self.capacity:
+                if self._closed or should_stop():
+                    return False
+                self._cond.wait(0.1)
+            while i < n:
+                if self._closed:
+                    return False
+                j, total = i, self.current_bytes
+                while j < n and (total + sizes[j] <= self.max_bytes or (j == i and not self._items)):
+                    total += sizes[j]
+                    j += 1
+                if j == i:
+                    if should_stop():
+                        return False
+                    self._cond.wait(0.1)
+                    continue
+                self._items.extend(items[i:j])
+                self._sizes.extend(sizes[i:j])
+                self.current_bytes = total
+                i = j
+                self._cond.notify_all()
             return True
 
     def get(self, max_items: int, timeout: float) -> list[T]:
