@@ -56,15 +56,13 @@ def _clean_default(text: str) -> str | None:
 
 def _template(name: str) -> str | None:
     """A regex for a templated name (``column.mask.with._length_.chars``, ``driver.*``), or None for a plain name."""
-    if "_" not in name.replace("_", "", 0) and "<" not in name and "*" not in name:
-        return None
     parts = re.split(r"(_[A-Za-z]+_|<[^>]+>|\*)", name)
     if len(parts) == 1:
         return None
     out = []
     for p in parts:
         if re.fullmatch(r"_[A-Za-z]+_|<[^>]+>", p):
-            out.append(r"[^.]+" if p not in ("_salt_",) else r".+")
+            out.append(r".+" if p == "_salt_" else r"[^.]+")  # a salt may hold dots
         elif p == "*":
             out.append(r".+")
         else:
@@ -99,8 +97,8 @@ def _properties(lines: list[str], start: int, end: int) -> list[dict[str, Any]]:
             if nxt.startswith("Default value:") or nxt.startswith("*Default value:*"):
                 default = _clean_default(nxt)
                 break
-            if _DEFLIST is not None and m.re is _DEFLIST:
-                break
+            if m.re is _DEFLIST:
+                break  # a definition list without a "Default value:" line
             if nxt.startswith("|"):
                 default = _clean_default(nxt[1:])
                 break

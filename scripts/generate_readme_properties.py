@@ -55,7 +55,21 @@ def render() -> str:
                 defaults.append(e.default)
         marks = [MARKS[e.status] if e is not None else "" for e in entries]
         lines.append(f"| `{name}` | {' / '.join(_cell(d) for d in defaults)} | {' | '.join(marks)} |")
-    lines += ["", "Why the properties marked *no effect* or *refused* are so:", ""]
+    lines += [
+        "",
+        "Notes: `topic.naming.strategy` takes Debezium's `DefaultTopicNamingStrategy` (`<prefix>.<database>.<table>`;",
+        "PostgreSQL's tables have no database part) and `SchemaTopicNamingStrategy` (`<prefix>.<schema>.<table>`), or a",
+        "plugin's strategy registered through the `register_topic_naming_strategies` hook (a",
+        "`cdc_core.topics.TopicNamingStrategy` subclass); unset, each connector keeps its documented default.",
+        "`max.queue.size.in.bytes` counts a record as its topic, key and value in JSON.",
+        "`custom.metric.tags` (`k1=v1,k2=v2`) is appended to every MBean name and is a label of every Prometheus",
+        "sample. `retriable.restart.connector.wait.ms`, when set, is the constant wait before each restart after a",
+        "retriable error, as in Debezium; unset, cdc keeps its back-off (`errors.retry.delay.initial.ms`, 300 ms",
+        "doubling up to `errors.retry.delay.max.ms`, 10 s) rather than Debezium's 10 s.",
+        "",
+        "Why the properties marked *no effect* or *refused* are so:",
+        "",
+    ]
     seen: set[tuple[str, str]] = set()
     for key, title in CONNECTORS:
         cat = catalogues[key]

@@ -15,10 +15,11 @@ class BatchQueue(Generic[T]):
     """A FIFO of items bounded by ``capacity`` items (and ``max_bytes`` bytes); producers put lists, the
     consumer takes batches.
 
-    ``put`` blocks while the queue is full: ``capacity`` items, or, when ``max_bytes`` is positive
-    (``max.queue.size.in.bytes``), that many bytes as ``sizer`` measures each item. A list larger
-    than either bound is accepted when the queue is empty, so progress never stalls. ``close`` ends
-    the stream: ``get`` then returns what is left and finally an empty list.
+    ``put`` blocks while the queue is full: ``capacity`` items (a list larger than the capacity is
+    accepted when the queue is empty, so progress never stalls), and when ``max_bytes`` is positive
+    (``max.queue.size.in.bytes``) that many bytes as ``sizer`` measures each item: then items go in
+    as they fit, one always fitting into an empty queue. ``close`` ends the stream: ``get`` then
+    returns what is left and finally an empty list.
     """
 
     def __init__(self, capacity: int, max_bytes: int = 0, sizer: Callable[[T], int] | None = None):
