@@ -193,7 +193,6 @@ def generate() -> dict[str, str]:
         fields = _implemented(connector)
         props = _properties(lines, start, end)
         for entry in props:
-            name = entry["name"]
             _status(entry, lambda n, f=fields: f.knows(n) or (n.endswith(".*") and f.knows(n[:-1] + "x")),
                     decisions, connector)
         out[f"{connector}.yaml"] = _dump(connector, f"seeds/{SEED}, chapter \"{CHAPTERS[connector]}\"", props)

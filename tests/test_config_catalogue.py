@@ -165,3 +165,9 @@ def test_validate_prints_the_three_groups(tmp_path: Path, capsys) -> None:
         "  quarkus.log.level (set the level with cdc --log-level)",
         "  debezium.source.xmin.fetch.interval.ms (cdc does not track the slot's xmin in offsets; the events are the same)",
     ]
+
+
+@pytest.mark.parametrize("name", ["topic.delimiter", "topic.transaction", "topic.heartbeat.prefix"])
+def test_topic_name_parts_are_checked_as_debezium_checks_them(name: str) -> None:
+    assert connector_report(_base(**{name: "a:b"})).errors == [
+        f"{name}: 'a:b' may contain only letters, digits, '.', '_' and '-'"]

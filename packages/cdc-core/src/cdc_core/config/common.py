@@ -18,7 +18,7 @@ def _topic_prefix_ok(value: str) -> str | None:
 NAME = F("name", "string", doc="The connector's name, used in logs and metrics.")
 CONNECTOR_CLASS = F("connector.class", "string", required=True, doc="Debezium class name or short name of the connector.")
 TOPIC_PREFIX = F("topic.prefix", "string", required=True, validator=_topic_prefix_ok, doc="The namespace of every topic.")
-TOPIC_DELIMITER = F("topic.delimiter", "string", ".", doc="Separator between topic name parts.")
+TOPIC_DELIMITER = F("topic.delimiter", "string", ".", validator=_topic_prefix_ok, doc="Separator between topic name parts.")
 SCHEMA_INCLUDE = F("schema.include.list", "regex-list", doc="Schemas to capture (anchored regexes).")
 SCHEMA_EXCLUDE = F("schema.exclude.list", "regex-list", doc="Schemas not to capture.")
 TABLE_INCLUDE = F("table.include.list", "regex-list", doc="Tables to capture, as schema.table regexes.")
@@ -40,7 +40,7 @@ ERRORS_RETRY_DELAY_MAX_MS = F("errors.retry.delay.max.ms", "long", 10000, minimu
 OFFSET_STORAGE = F("offset.storage", "string", "org.apache.kafka.connect.storage.FileOffsetBackingStore")
 OFFSET_FILE = F("offset.storage.file.filename", "string", doc="Where the file offset store keeps offsets.")
 OFFSET_FLUSH_INTERVAL_MS = F("offset.flush.interval.ms", "long", 0, minimum=0)
-TOPIC_TRANSACTION = F("topic.transaction", "string", "transaction")
+TOPIC_TRANSACTION = F("topic.transaction", "string", "transaction", validator=_topic_prefix_ok)
 TOPIC_NAMING_STRATEGY = F(
     "topic.naming.strategy", "string", allow_blank=False,
     doc="The TopicNamingStrategy (Debezium class name or a plugin's name); unset: the connector's documented default.")
@@ -64,7 +64,7 @@ def _metric_tags_problem(value: str) -> str | None:
 
 CUSTOM_METRIC_TAGS = F("custom.metric.tags", "string", validator=_metric_tags_problem,
                        doc="k1=v1,k2=v2: added to every metric's name (JMX) and labels (Prometheus).")
-TOPIC_HEARTBEAT_PREFIX = F("topic.heartbeat.prefix", "string", "__debezium-heartbeat")
+TOPIC_HEARTBEAT_PREFIX = F("topic.heartbeat.prefix", "string", "__debezium-heartbeat", validator=_topic_prefix_ok)
 PROVIDE_TRANSACTION_METADATA = F("provide.transaction.metadata", "boolean", False)
 HEARTBEAT_INTERVAL_MS = F("heartbeat.interval.ms", "long", 0, minimum=0)
 HEARTBEAT_ACTION_QUERY = F("heartbeat.action.query", "string", doc="SQL run against the source on every heartbeat.")
