@@ -24,15 +24,16 @@ def _database(mariadb_server) -> str:
 
 def test_strategies_name_data_and_schema_change_topics_and_unimplemented_properties_warn_once(
         mariadb_server, tmp_path) -> None:
-    db = _database(mariadb_server)
+    dbs = [_database(mariadb_server), _database(mariadb_server)]
     cases = [
         # Debezium's default for MariaDB: <prefix>_<database>_<table> with the delimiter "_".
-        ("io.debezium.schema.DefaultTopicNamingStrategy", f"dbserver1_{db}_items"),
+        ("io.debezium.schema.DefaultTopicNamingStrategy", f"dbserver1_{dbs[0]}_items"),
         # The schema strategy: MariaDB's tables have no schema part, so <prefix>_<table>.
         ("io.debezium.schema.SchemaTopicNamingStrategy", "dbserver1_items"),
     ]
     try:
         for n, (strategy, topic) in enumerate(cases):
+            db = dbs[n]
             work = tmp_path / str(n)
             work.mkdir()
             props = mariadb_properties(mariadb_server, db, work, **{
@@ -47,6 +48,7 @@ def test_strategies_name_data_and_schema_change_topics_and_unimplemented_propert
                     cur.execute("ALTER TABLE items ADD COLUMN note VARCHAR(10)")
                 events = cdc.wait_events(topic, 2)
                 cdc.wait_until(lambda: any("ALTER TABLE items" in e["value"]["payload"]["ddl"]
+                                           and e["value"]["payload"]["databaseName"] == db
                                            for e in cdc.events("dbserver1")), what="the ALTER on dbserver1")
             finally:
                 assert cdc.terminate() == 0, cdc.log()
@@ -58,4 +60,5 @@ def test_strategies_name_data_and_schema_change_topics_and_unimplemented_propert
             assert warnings[0].endswith("accepted, no effect in cdc: quarkus.log.console.json, "
                                         "debezium.source.tasks.max, debezium.source.database.jdbc.driver"), warnings
     finally:
-        mariadb_server.execute(f"DROP DATABASE IF EXISTS `{db}`")
+        for db in dbs:
+            mariadb_server.execute(f"DROP DATABASE IF EXISTS `{db}`")
