@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdc_core.metric_tags import label_name
 from cdc_core.metrics import ConnectorMetrics
 
 
@@ -22,7 +23,7 @@ class _Collector:
         from prometheus_client.core import GaugeMetricFamily
 
         tags = self.metrics.tags
-        labels = ["context", "name", "plugin", *tags]
+        labels = ["context", "name", "plugin", *(label_name(k) for k in tags)]
         extra = list(tags.values())
         families: dict[str, Any] = {}
         for context, values in self.metrics.numeric_values().items():

@@ -63,7 +63,7 @@ def _metric_tags_problem(value: str) -> str | None:
 
 
 CUSTOM_METRIC_TAGS = F("custom.metric.tags", "string", validator=_metric_tags_problem,
-                       doc="k1=v1,k2=v2: added to every metric's name (JMX) and labels (Prometheus).")
+                       doc="k1=v1,k2=v2: added to every metric's name (JMX) and labels (Prometheus, keys sanitized to label names).")
 TOPIC_HEARTBEAT_PREFIX = F("topic.heartbeat.prefix", "string", "__debezium-heartbeat", validator=_topic_prefix_ok)
 PROVIDE_TRANSACTION_METADATA = F("provide.transaction.metadata", "boolean", False)
 HEARTBEAT_INTERVAL_MS = F("heartbeat.interval.ms", "long", 0, minimum=0)
