@@ -83,6 +83,14 @@ def register_notification_channels() -> list[type]:
 
 
 @hookimpl
+def register_topic_naming_strategies() -> list[type]:
+    """Debezium's DefaultTopicNamingStrategy and SchemaTopicNamingStrategy."""
+    from cdc_core.topics import DefaultTopicNamingStrategy, SchemaTopicNamingStrategy
+
+    return [DefaultTopicNamingStrategy, SchemaTopicNamingStrategy]
+
+
+@hookimpl
 def register_cli_commands(subparsers: object) -> None:
     """``cdc signal CONFIG TYPE [DATA]``: send a signal to a running ``cdc run`` through its signal file."""
     from cdc_core.signals.command import add_signal_command

@@ -23,6 +23,7 @@ from cdc_core.delays import wait_before
 from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError, offsets_ahead
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
 from cdc_core.plugins import registry
+from cdc_core.topics import topic_naming_strategy
 from cdc_core.schema import Schema
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
@@ -95,6 +96,8 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self.versions = TableVersions(self.modes)
         self.model = SchemaModel(keep_comments=config.get(myc.INCLUDE_SCHEMA_COMMENTS))
         plugins = context.plugins if context.plugins is not None else registry()
+        #: Where schema change events go (``topic.naming.strategy``'s schema change topic: ``<topic.prefix>``).
+        self.schema_change_topic = topic_naming_strategy(config, plugins).schema_change_topic()
         self.snapshotter = snapshotter(config, config.get(myc.SNAPSHOT_MODE), plugins)
         self.snapshot_query = snapshot_query(config, config.get(myc.SNAPSHOT_QUERY_MODE), plugins)
         self.snapshot_lock = snapshot_lock(config, config.get(myc.SNAPSHOT_LOCKING_MODE), plugins)

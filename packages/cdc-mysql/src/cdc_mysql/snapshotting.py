@@ -159,7 +159,7 @@ class Snapshotting:
             self._history.record(hist_position, db, ddl, changes)
             if include:
                 source = self._ddl_source(db, table, position, "true")
-                records.append(schema_change_record(self.flavor, self.source_schema, self.server, db, ddl, changes,
+                records.append(schema_change_record(self.flavor, self.source_schema, self.schema_change_topic, db, ddl, changes,
                                                     source, None, self.partition()))
 
         emit("", None, catalog.charset_statement(), [])
