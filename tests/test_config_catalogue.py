@@ -61,7 +61,8 @@ def test_the_catalogue_knows_the_documented_properties_and_defaults() -> None:
         assert pg.find(name).status == mysql.find(name).status == "implemented", name
     assert mysql.find("column.mask.hash.SHA-256.with.salt.CzQMA0cB5K").status == "implemented"
     assert pg.find("driver.loginTimeout").status == "accepted"
-    assert pg.find("replica.identity.autoset.values").status == "refused"
+    assert pg.find("slot.stream.params").status == "refused"
+    assert pg.find("replica.identity.autoset.values").status == "implemented"
     assert pg.find("transforms") is None  # not a connector chapter's table: owned by the transforms
     for name in ("snapshot.delay.ms", "streaming.delay.ms", "database.sslmode", "database.sslrootcert"):
         assert pg.find(name).status == "implemented", name
