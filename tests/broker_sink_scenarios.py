@@ -256,6 +256,34 @@ def broker_restart_mid_stream(broker: Broker, pg: Any, db: str, tmp: Path, down_
     return check_complete(broker.messages(), rows)
 
 
+def stop_while_broker_down(broker: Broker, pg: Any, db: str, tmp: Path) -> int:
+    """SIGTERM while the broker is down and the sink retries: ``cdc run`` stops at once, exit 0; after the broker
+    and cdc come back, every row arrives (the batch in retry is delivered again). Returns the duplicates."""
+    pg.execute("CREATE TABLE t (id int PRIMARY KEY, v text)", dbname=db)
+    broker.prepare([TOPIC])
+    writer = Writer(_conninfo(pg, db))
+    cdc = start_cdc(pg, db, tmp / "run", broker.sink_properties())
+    try:
+        wait_for(lambda: (tmp / "run" / "offsets.json").exists(), cdc, 60, "the first offsets")
+        writer.start()
+        wait_for(lambda: len(broker.messages()) >= 100, cdc, 60, "100 messages")
+        broker.stop()
+        wait_for(lambda: "retrying" in cdc.log(), cdc, 30, "the sink to retry")
+        started = time.monotonic()
+        assert cdc.terminate(timeout=20) == 0, cdc.log()[-3000:]
+        assert time.monotonic() - started < 15, "SIGTERM waited for the broker"
+        assert "Traceback" not in cdc.log(), cdc.log()[-3000:]
+        rows = writer.finish()
+        broker.start()
+        cdc = start_cdc(pg, db, tmp / "run", broker.sink_properties())
+        wait_for(lambda: _has_all(broker, rows), cdc, 90, f"all {rows} rows after the restart")
+    finally:
+        writer.halt.set()
+        if cdc.proc is not None and cdc.proc.poll() is None:
+            assert cdc.terminate() == 0, cdc.log()[-3000:]
+    return check_complete(broker.messages(), rows)
+
+
 # ---------------------------------------------------------------------- scenario 4
 def refused_at_start(pg: Any, db: str, tmp: Path, cases: dict[str, tuple[dict[str, Any], str]]) -> dict[str, str]:
     """Each case (name: sink properties, the property its error must name) makes ``cdc run`` stop with one

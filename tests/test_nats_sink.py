@@ -12,7 +12,7 @@ import pytest
 
 from broker_sink_scenarios import (
     SECRET, Message, broker_restart_mid_stream, changes_once_in_order_as_file_sink, kill_9_under_writes,
-    refused_at_start,
+    refused_at_start, stop_while_broker_down,
 )
 
 pytest.importorskip("nats", reason="the NATS sink tests need nats-py (uv sync --all-extras)")
@@ -115,6 +115,12 @@ def test_nats_server_restart_mid_stream_loses_nothing(broker, pg_server, pg_db, 
     """nats-server stops for seconds and comes back on the same port and store: cdc retries and resumes."""
     duplicates = broker_restart_mid_stream(broker, pg_server, pg_db, tmp_path)
     print(f"duplicates after the broker restart: {duplicates}")
+    assert duplicates <= 2048
+
+
+def test_sigterm_while_the_broker_is_down_stops_at_once_and_loses_nothing(broker, pg_server, pg_db, tmp_path):
+    """The sink retries against a stopped nats-server; SIGTERM ends cdc run at once (exit 0), nothing is lost."""
+    duplicates = stop_while_broker_down(broker, pg_server, pg_db, tmp_path)
     assert duplicates <= 2048
 
 

@@ -34,6 +34,7 @@ from cdc_core.queue import BatchQueue
 from cdc_core.signals.channels import InProcessSignalChannel
 from cdc_core.signals.config import SIGNAL_FIELDS, signal_problems
 from cdc_core.signals.controller import SignalController
+from cdc_core.sinks.retry import SinkStopped
 from cdc_core.spi.connector import Connector, ConnectorContext
 from cdc_core.spi.sink import Sink
 
@@ -223,6 +224,10 @@ class Engine:
         with self._connector_lock:
             if self._connector is not None:
                 self._connector.stop()
+        # A sink retrying against a broker that is down stops waiting: its batch fails unacknowledged.
+        stop_sink = getattr(self.sink, "stop", None)
+        if callable(stop_sink):
+            stop_sink()
 
     def signal(self, type: str, data: Any = None, id: str | None = None) -> str:  # noqa: A002
         """Send a signal (``execute-snapshot``, ``stop-snapshot``, ``pause-snapshot``, ``resume-snapshot``, ``log``).
@@ -369,7 +374,15 @@ class Engine:
                 if batch:
                     records = [r for r in batch if r.__class__ is not Checkpoint]
                     if records:
-                        handler(records)
+                        try:
+                            handler(records)
+                        except SinkStopped as e:
+                            if not self.stopping:
+                                raise
+                            # A clean stop: what was acknowledged is committed below, this batch comes again.
+                            self.log.info("stopped while the sink was retrying (%s); the unacknowledged batch is "
+                                          "delivered again after the restart", e)
+                            break
                     self._acknowledge(batch)
                 elif self.queue.drained:
                     break
