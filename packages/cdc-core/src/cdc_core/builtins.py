@@ -7,11 +7,12 @@ from cdc_core.hookspecs import hookimpl
 
 @hookimpl
 def register_sinks() -> list[type]:
-    """The stdout and file sinks."""
+    """The stdout, file and kafka sinks."""
     from cdc_core.sinks.file import FileSink
+    from cdc_core.sinks.kafka import KafkaSink
     from cdc_core.sinks.stdout import StdoutSink
 
-    return [StdoutSink, FileSink]
+    return [StdoutSink, FileSink, KafkaSink]
 
 
 @hookimpl

@@ -183,6 +183,9 @@ class Engine:
     def stop(self) -> None:
         """Ask the engine to drain, commit and return from ``run`` (safe from signal handlers and threads)."""
         self._stopping.set()
+        stop_sink = getattr(self.sink, "stop", None)  # a sink retrying with back-off stops retrying
+        if stop_sink is not None:
+            stop_sink()
         with self._connector_lock:
             if self._connector is not None:
                 self._connector.stop()
