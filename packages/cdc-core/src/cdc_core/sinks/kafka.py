@@ -120,23 +120,34 @@ class KafkaSink:
 
         self._backoff.call(attempt)
 
-    def _send(self, records: list[Any], fresh: bool) -> list[tuple[str, bytes | None, bytes | None, Any]]:
+    def _send(self, records: list[Any], fresh: bool) -> list[Any]:
         """One delivery attempt; returns the records to send again (transient failures), raises on permanent ones."""
+        try:
+            return self._attempt(records, fresh)
+        except self._ck.KafkaException as e:
+            err = e.args[0] if e.args else None
+            if err is None or not hasattr(err, "fatal") or not err.fatal():
+                raise SinkError(f"kafka sink: {describe(e, self._conf)}") from None
+            # A fatal producer error (e.g. the broker forgot the idempotent producer's id): a new producer
+            # sends the whole attempt again (at least once; what was delivered comes twice).
+            self._last_error = describe(e, self._conf)
+            log.warning("kafka sink: the producer hit a fatal error (%s); starting a new one", self._last_error)
+            self._producer = self._new_producer()
+            return [(r.topic, r.key, r.value, _headers(r.headers)) if fresh else r for r in records]
+
+    def _attempt(self, records: list[Any], fresh: bool) -> list[Any]:
         failures: list[tuple[Any, Any]] = []
         on_delivery = lambda err, msg: failures.append((err, msg))  # noqa: E731 - called for failures only
         producer = self._producer
         produce, poll = producer.produce, producer.poll
-        BufferFull = BufferError
         for r in records:
             topic, key, value, headers = r if not fresh else (r.topic, r.key, r.value, _headers(r.headers))
             while True:
                 try:
                     produce(topic, value, key, headers=headers, on_delivery=on_delivery)
                     break
-                except BufferFull:  # librdkafka's queue is full: let it send, then go on
+                except BufferError:  # librdkafka's queue is full: let it send, then go on
                     poll(0.05)
-                except self._ck.KafkaException as e:
-                    raise SinkError(f"kafka sink: cannot produce to topic {topic!r}: {describe(e, self._conf)}") from None
         deadline = time.monotonic() + self.wait_ms / 1000.0 if self.wait_ms else None
         while producer.flush(0.2) > 0:
             if deadline is not None and time.monotonic() > deadline:

@@ -113,10 +113,20 @@ def import_kafka() -> Any:
     return confluent_kafka
 
 
+class _LibrdkafkaLog:
+    """librdkafka's own log lines at DEBUG (cdc logs each failure once, with what it does about it); fatal ones at WARNING."""
+
+    _log = logging.getLogger("cdc.kafka.librdkafka")
+
+    def log(self, level: int, fmt: str, *args: Any) -> None:
+        """Called by confluent-kafka on ``poll``/``flush``."""
+        self._log.log(logging.WARNING if level >= logging.CRITICAL else logging.DEBUG, fmt, *args)
+
+
 def new_client(kind: str, conf: dict[str, Any], prefix: str, given: dict[str, Any] | None = None) -> Any:
     """A confluent-kafka ``Producer``, ``Consumer`` or ``AdminClient`` (``kind``), logging through ``cdc.kafka``."""
     ck = import_kafka()
-    conf = {**conf, "logger": logging.getLogger("cdc.kafka.librdkafka")}
+    conf = {**conf, "logger": _LibrdkafkaLog()}
     try:
         if kind == "admin":
             from confluent_kafka.admin import AdminClient
