@@ -26,11 +26,12 @@ def register_offset_stores() -> list[type]:
 
 @hookimpl
 def register_schema_history_stores() -> list[type]:
-    """The file and memory schema history stores."""
+    """The file, memory and Kafka schema history stores."""
     from cdc_core.stores.file_history import FileSchemaHistoryStore
+    from cdc_core.stores.kafka_history import KafkaSchemaHistoryStore
     from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 
-    return [FileSchemaHistoryStore, MemorySchemaHistoryStore]
+    return [FileSchemaHistoryStore, MemorySchemaHistoryStore, KafkaSchemaHistoryStore]
 
 
 @hookimpl

@@ -1,0 +1,83 @@
+"""Debezium's state in Kafka: KafkaSchemaHistory, KafkaOffsetBackingStore and the Kafka signal channel, through ``cdc run``.
+
+Runs on Tansu (memory storage) unless ``CDC_TEST_KAFKA_BOOTSTRAP`` names a real Apache Kafka.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from brokers.kafka import consume, create_topic, kafka, partitions, unique_topic  # noqa: F401 - fixture
+from cdc_process import CdcProcess, run_cli, server_properties, write_properties
+from mariadb_cdc import mariadb_properties
+
+pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed (uv sync --all-extras)")
+
+KAFKA_HISTORY = "io.debezium.storage.kafka.history.KafkaSchemaHistory"
+KAFKA_OFFSETS = "org.apache.kafka.connect.storage.KafkaOffsetBackingStore"
+
+
+def start(props: dict, workdir: Path) -> CdcProcess:
+    """Write the configuration and start ``cdc run``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    return CdcProcess(write_properties(workdir / "app.properties", props), workdir).start()
+
+
+def rows(cdc: CdcProcess, topic: str) -> list[dict]:
+    """The ``after`` of every create or snapshot read event on ``topic``."""
+    return [e["value"]["payload"]["after"] for e in cdc.events(topic)
+            if e["value"] is not None and e["value"]["payload"]["op"] in ("c", "r")]
+
+
+def test_schema_history_in_kafka_survives_a_restart(mariadb_server, mariadb_db, kafka, tmp_path):
+    """DDL while streaming goes to the history topic; after a restart the binlog written meanwhile is read with the right columns."""
+    history_topic = unique_topic("schemahistory")
+    mariadb_server.execute("CREATE TABLE t (id INT PRIMARY KEY, a INT)", mariadb_db)
+    props = mariadb_properties(mariadb_server, mariadb_db, tmp_path, **{
+        "schema.history.internal": KAFKA_HISTORY,
+        "schema.history.internal.kafka.topic": history_topic,
+        "schema.history.internal.kafka.bootstrap.servers": kafka.bootstrap,
+        "schema.history.internal.kafka.recovery.poll.interval.ms": 200,
+        "schema.history.internal.producer.key.serializer": "org.apache.kafka.common.serialization.StringSerializer",
+        "schema.history.internal.consumer.session.timeout.ms": 10000,
+    })
+    del props["debezium.source.schema.history.internal.file.filename"]
+    topic = f"dbserver1.{mariadb_db}.t"
+    cdc = start(props, tmp_path)
+    try:
+        mariadb_server.execute("INSERT INTO t VALUES (1, 10)", mariadb_db)
+        cdc.wait_until(lambda: len(rows(cdc, topic)) == 1, what="the first insert")
+        mariadb_server.execute(["ALTER TABLE t ADD COLUMN b VARCHAR(10)", "INSERT INTO t VALUES (2, 20, 'two')"],
+                               mariadb_db)
+        cdc.wait_until(lambda: len(rows(cdc, topic)) == 2, what="the insert after the DDL")
+    finally:
+        assert cdc.terminate() == 0, cdc.log()
+    assert not (tmp_path / "history.dat").exists() and not list(tmp_path.glob("*history*"))
+    # While stopped: a row of the current shape, then another DDL and a row of the new shape.
+    mariadb_server.execute(["INSERT INTO t VALUES (3, 30, 'three')", "ALTER TABLE t DROP COLUMN a",
+                            "ALTER TABLE t ADD COLUMN c INT", "INSERT INTO t VALUES (4, 'four', 44)"], mariadb_db)
+    cdc = start(props, tmp_path)
+    try:
+        cdc.wait_until(lambda: len(rows(cdc, topic)) == 4, what="the rows written while stopped")
+    finally:
+        assert cdc.terminate() == 0, cdc.log()
+    after = rows(cdc, topic)
+    assert after == [{"id": 1, "a": 10}, {"id": 2, "a": 20, "b": "two"}, {"id": 3, "a": 30, "b": "three"},
+                     {"id": 4, "b": "four", "c": 44}]
+    # The topic: one partition, kept forever; each record Debezium's history record.
+    assert partitions(kafka.bootstrap, history_topic) == 1
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    admin = AdminClient({"bootstrap.servers": kafka.bootstrap})
+    configs = admin.describe_configs([ConfigResource("topic", history_topic)])
+    settings = {k: v.value for k, v in next(iter(configs.values())).result(10).items()}
+    assert settings["cleanup.policy"] == "delete"
+    assert settings["retention.ms"] in ("-1", str(2**63 - 1)) and settings["retention.bytes"] == "-1"
+    records = [orjson.loads(m.value()) for m in consume(kafka.bootstrap, history_topic)]
+    assert {"source", "position", "databaseName", "ddl", "tableChanges"} <= set(records[0])
+    ddls = [r["ddl"] for r in records]
+    assert any("ADD COLUMN b" in d for d in ddls) and any("ADD COLUMN c" in d for d in ddls), ddls
