@@ -81,3 +81,74 @@ def test_schema_history_in_kafka_survives_a_restart(mariadb_server, mariadb_db, 
     assert {"source", "position", "databaseName", "ddl", "tableChanges"} <= set(records[0])
     ddls = [r["ddl"] for r in records]
     assert any("ADD COLUMN b" in d for d in ddls) and any("ADD COLUMN c" in d for d in ddls), ddls
+
+
+def _ids(cdc: CdcProcess, topic: str) -> list[int]:
+    return [e["key"]["payload"]["id"] for e in cdc.events(topic) if e["value"] is not None]
+
+
+def _run_until(props: dict, workdir: Path, topic: str, n: int) -> CdcProcess:
+    """Run ``cdc run`` until ``topic`` has ``n`` events, then stop it cleanly."""
+    cdc = start(props, workdir)
+    try:
+        cdc.wait_events(topic, n, timeout=60)
+        time.sleep(0.5)  # a duplicate would show up now
+    finally:
+        assert cdc.terminate() == 0, cdc.log()
+    return cdc
+
+
+def test_offsets_in_kafka_connect_format_and_the_way_back_to_a_file(pg_server, pg_db, kafka, tmp_path):
+    """A Kafka Connect offset record is the start position; ``cdc offsets copy`` moves offsets Kafka -> file -> Kafka with no change lost or repeated."""
+    from confluent_kafka import Producer
+
+    prefix = unique_topic("pgo").replace("-", "_")
+    offsets_topic = unique_topic("connect-offsets")
+    table_topic = f"{prefix}.public.o"
+    pg_server.execute("CREATE TABLE o (id int PRIMARY KEY)", dbname=pg_db)
+    pg_server.execute("INSERT INTO o SELECT generate_series(1, 50)", dbname=pg_db)
+    file_props = server_properties(pg_server, pg_db, tmp_path, **{"topic.prefix": prefix, "slot.name": "oslot",
+                                                                  "name": "inventory-connector"})
+    kafka_props = {k: v for k, v in file_props.items() if k != "debezium.source.offset.storage.file.filename"}
+    kafka_props.update({
+        "debezium.source.offset.storage": KAFKA_OFFSETS,
+        "debezium.source.offset.storage.topic": offsets_topic,
+        "debezium.source.offset.storage.partitions": 5,
+        "debezium.source.offset.storage.replication.factor": 1,
+        "debezium.source.bootstrap.servers": kafka.bootstrap,
+    })
+    file_config = write_properties(tmp_path / "file.properties", file_props)
+    kafka_config = write_properties(tmp_path / "kafka.properties", kafka_props)
+
+    # 1. A first run with file offsets; then the position is written to Kafka as a Kafka Connect worker would.
+    _run_until(file_props, tmp_path, table_topic, 50)
+    stored = orjson.loads((tmp_path / "offsets.json").read_bytes())["offsets"]
+    assert len(stored) == 1 and stored[0]["partition"] == {"server": prefix}
+    create_topic(kafka.bootstrap, offsets_topic, 5, {"cleanup.policy": "compact"})
+    connect = Producer({"bootstrap.servers": kafka.bootstrap, "partitioner": "murmur2_random", "acks": "all"})
+    key = orjson.dumps(["inventory-connector", {"server": prefix}])
+    connect.produce(offsets_topic, orjson.dumps({"lsn": 1}), orjson.dumps(["another-connector", {"server": prefix}]))
+    connect.produce(offsets_topic, orjson.dumps(stored[0]["offset"]), key)
+    assert connect.flush(15) == 0
+    (tmp_path / "offsets.json").unlink()
+
+    # 2. Kafka offsets: the run starts at that position (no new snapshot) and commits Kafka Connect records.
+    pg_server.execute("INSERT INTO o SELECT generate_series(51, 60)", dbname=pg_db)
+    cdc = _run_until(kafka_props, tmp_path, table_topic, 60)
+    assert _ids(cdc, table_topic) == list(range(1, 61))
+    assert not (tmp_path / "offsets.json").exists()
+    records = [m for m in consume(kafka.bootstrap, offsets_topic) if m.key() == key]
+    last = orjson.loads(records[-1].value())
+    assert last["lsn"] > stored[0]["offset"]["lsn"]
+    shown = run_cli("offsets", "show", str(kafka_config))
+    assert shown.returncode == 0, shown.stderr
+    assert orjson.loads(shown.stdout) == [{"partition": {"server": prefix}, "offset": last}]
+
+    # 3. Back to a file, then to Kafka again: each time no change lost or repeated.
+    for config, props, (first, end) in ((file_config, file_props, (61, 70)), (kafka_config, kafka_props, (71, 80))):
+        other = kafka_config if config == file_config else file_config
+        done = run_cli("offsets", "copy", str(other), str(config))
+        assert done.returncode == 0, done.stdout + done.stderr
+        pg_server.execute(f"INSERT INTO o SELECT generate_series({first}, {end})", dbname=pg_db)
+        cdc = _run_until(props, tmp_path, table_topic, end)
+        assert _ids(cdc, table_topic) == list(range(1, end + 1))

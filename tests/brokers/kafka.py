@@ -153,8 +153,8 @@ def consume(bootstrap: str, topic: str, count: int | None = None, timeout: float
             quiet: float = 1.0) -> list[Any]:
     """Every message of ``topic`` from the beginning of each partition (``assign``, no group join).
 
-    Returns when ``count`` messages arrived (then ``quiet`` seconds more, to see duplicates), or when
-    ``count`` is None and nothing came for ``quiet`` seconds, or at ``timeout``. Sorted by (partition, offset).
+    Returns when ``count`` messages (default: as many as the topic holds now) arrived and then nothing
+    came for ``quiet`` seconds (to see duplicates), or at ``timeout``. Sorted by (partition, offset).
     """
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
@@ -170,6 +170,9 @@ def consume(bootstrap: str, topic: str, count: int | None = None, timeout: float
                   "enable.auto.commit": False, "enable.partition.eof": False})
     out: list[Any] = []
     try:
+        if count is None:  # everything there is now
+            count = sum(high - low for low, high in
+                        (c.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in range(n)))
         c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(n)])
         last = time.monotonic()
         while time.monotonic() < deadline:
@@ -177,7 +180,7 @@ def consume(bootstrap: str, topic: str, count: int | None = None, timeout: float
             if got:
                 out += got
                 last = time.monotonic()
-            elif (count is None or len(out) >= count) and time.monotonic() - last >= quiet:
+            elif len(out) >= count and time.monotonic() - last >= quiet:
                 break
     finally:
         c.close()

@@ -17,11 +17,12 @@ def register_sinks() -> list[type]:
 
 @hookimpl
 def register_offset_stores() -> list[type]:
-    """The file and memory offset stores."""
+    """The file, memory and Kafka offset stores."""
     from cdc_core.stores.file_offsets import FileOffsetStore
+    from cdc_core.stores.kafka_offsets import KafkaOffsetStore
     from cdc_core.stores.memory_offsets import MemoryOffsetStore
 
-    return [FileOffsetStore, MemoryOffsetStore]
+    return [FileOffsetStore, MemoryOffsetStore, KafkaOffsetStore]
 
 
 @hookimpl
