@@ -152,3 +152,41 @@ def test_offsets_in_kafka_connect_format_and_the_way_back_to_a_file(pg_server, p
         pg_server.execute(f"INSERT INTO o SELECT generate_series({first}, {end})", dbname=pg_db)
         cdc = _run_until(props, tmp_path, table_topic, end)
         assert _ids(cdc, table_topic) == list(range(1, end + 1))
+
+
+def test_execute_snapshot_signal_through_kafka_runs_a_read_only_incremental_snapshot(pg_server, pg_db, kafka, tmp_path):
+    """An execute-snapshot record keyed by topic.prefix on the signal topic snapshots the table; another key is ignored."""
+    from confluent_kafka import Producer
+    from test_postgres_incremental_readonly import _read_only_user
+
+    rows_count = 3000
+    pg_server.execute("CREATE TABLE items (id int PRIMARY KEY, v int NOT NULL)", dbname=pg_db)
+    pg_server.execute(f"INSERT INTO items SELECT g, g FROM generate_series(1, {rows_count}) g", dbname=pg_db)
+    user = _read_only_user(pg_server, pg_db)
+    prefix = unique_topic("pgs").replace("-", "_")
+    signal_topic = unique_topic("signals")
+    create_topic(kafka.bootstrap, signal_topic, 1)
+    props = server_properties(pg_server, pg_db, tmp_path, **{
+        "topic.prefix": prefix, "slot.name": "sigslot", "slot.drop.on.stop": "true", "database.user": user,
+        "snapshot.mode": "no_data", "read.only": "true", "table.include.list": "public.items",
+        "incremental.snapshot.chunk.size": 500, "signal.enabled.channels": "kafka",
+        "signal.kafka.topic": signal_topic, "signal.kafka.bootstrap.servers": kafka.bootstrap,
+        "signal.consumer.client.rack": "r1"})
+    topic = f"{prefix}.public.items"
+    cdc = start(props, tmp_path)
+    try:
+        cdc.wait_until(lambda: "reading signals from Kafka topic" in cdc.log() and "streaming" in cdc.log(),
+                       what="the signal channel and the stream")
+        signal = {"type": "execute-snapshot", "data": {"data-collections": ["public.items"], "type": "incremental"}}
+        producer = Producer({"bootstrap.servers": kafka.bootstrap})
+        producer.produce(signal_topic, orjson.dumps({"id": "not-mine", **signal}), b"another_connector")
+        producer.produce(signal_topic, orjson.dumps({"id": "snap-1", **signal}), prefix.encode())
+        assert producer.flush(15) == 0
+        cdc.wait_events(topic, rows_count, timeout=60)
+        time.sleep(0.5)
+        events = cdc.events(topic)
+    finally:
+        assert cdc.terminate() == 0, cdc.log()
+    assert sorted(e["key"]["payload"]["id"] for e in events) == list(range(1, rows_count + 1))
+    assert {e["value"]["payload"]["op"] for e in events} == {"r"}
+    assert "'another_connector'" in cdc.log()

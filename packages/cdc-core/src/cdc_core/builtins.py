@@ -69,10 +69,11 @@ def register_snapshot_locks() -> list[type]:
 
 @hookimpl
 def register_signal_channels() -> list[type]:
-    """``source`` (the signal table), ``file`` and ``in-process`` (``Engine.signal``)."""
+    """``source`` (the signal table), ``file``, ``kafka`` and ``in-process`` (``Engine.signal``)."""
     from cdc_core.signals.channels import FileSignalChannel, InProcessSignalChannel, SourceSignalChannel
+    from cdc_core.signals.kafka_channel import KafkaSignalChannel
 
-    return [SourceSignalChannel, FileSignalChannel, InProcessSignalChannel]
+    return [SourceSignalChannel, FileSignalChannel, KafkaSignalChannel, InProcessSignalChannel]
 
 
 @hookimpl

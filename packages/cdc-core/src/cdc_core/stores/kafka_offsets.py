@@ -99,7 +99,7 @@ class KafkaOffsetStore:
             consumer.assign(assign)
             idle = 0
             while ends:
-                messages = consumer.consume(1000, 1.0)
+                messages = consumer.consume(1000, 0.1)
                 for m in messages:
                     if m.error() is not None:
                         raise OffsetStoreError(f"cannot read the offsets topic {self.topic!r}: {describe(m.error())}")
@@ -109,7 +109,7 @@ class KafkaOffsetStore:
                     if tp.offset >= ends[tp.partition]:
                         ends.pop(tp.partition)
                 idle = 0 if messages else idle + 1
-                if idle > 30:
+                if idle > 300:
                     raise OffsetStoreError(f"cannot read the offsets topic {self.topic!r} to its end: nothing "
                                            f"came for 30s from partitions {sorted(ends)}")
         except ck.KafkaException as e:
