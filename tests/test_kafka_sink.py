@@ -70,10 +70,10 @@ def test_every_change_once_in_order_and_as_the_file_sink_writes_it(pg_server, pg
     try:
         for cdc in (via_kafka, via_file):
             cdc.wait_until(lambda c=cdc: (c.workdir / "offsets.json").exists(), what="the (empty) snapshot to complete")
-        for i in range(1, 201):
-            pg_server.execute(f"INSERT INTO t VALUES ({i}, 'v{i}')", dbname=pg_db)
-        pg_server.execute("UPDATE t SET v = v || '!' WHERE id % 10 = 0", dbname=pg_db)
-        pg_server.execute("DELETE FROM t WHERE id % 50 = 0", dbname=pg_db)
+        for statement in ("INSERT INTO t SELECT g, 'v' || g FROM generate_series(1, 100) g",
+                          "INSERT INTO t SELECT g, 'v' || g FROM generate_series(101, 200) g",
+                          "UPDATE t SET v = v || '!' WHERE id % 10 = 0", "DELETE FROM t WHERE id % 50 = 0"):
+            pg_server.execute(statement, dbname=pg_db)
         expected = 200 + 20 + 4 * 2
         lines = via_file.wait_events(topic, expected)
         messages = consume(kafka.bootstrap, topic, expected, timeout=60)
@@ -176,6 +176,7 @@ def test_broker_restart_mid_stream_waits_and_resumes(pg_server, pg_db, tmp_path)
 def test_bad_bootstrap_is_one_clear_line(pg_server, pg_db, tmp_path, bootstrap, code, says):
     """An unknown host is a configuration error (exit 2), an unreachable one a runtime error (exit 1): one line, no secret."""
     props = kafka_properties(pg_server, pg_db, tmp_path, bootstrap, "pgbad", "badslot", **{
+        "debezium.sink.kafka.wait.message.delivery.timeout.ms": 3000,  # also the start's wait for a broker
         "debezium.source.database.password": SECRET,
         "debezium.sink.kafka.producer.sasl.jaas.config":
             f'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="{SECRET}";',
