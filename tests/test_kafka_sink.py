@@ -255,3 +255,36 @@ def test_sink_headers_tombstones_partitions_and_too_large(kafka):
         sink.write([SinkRecord(topic, b"1", b"x" * 300_000, {})])
     assert "SIZE_TOO_LARGE" in str(e.value) and "\n" not in str(e.value)
     sink.close()
+
+
+def test_sigterm_while_the_broker_is_down_stops_without_moving_offsets(pg_server, pg_db, tmp_path):
+    """SIGTERM during the retries: exit 1 within one delivery attempt, one line; the undelivered changes come after a restart."""
+    if external_bootstrap():
+        pytest.skip("needs a broker the test may kill (the embedded Tansu)")
+    broker = EmbeddedKafka().start()
+    try:
+        pg_server.execute("CREATE TABLE s (id int PRIMARY KEY)", dbname=pg_db)
+        prefix = unique_topic("pgs")
+        props = kafka_properties(pg_server, pg_db, tmp_path, broker.bootstrap, prefix, "sslot",
+                                 **{"debezium.sink.kafka.wait.message.delivery.timeout.ms": 2000})
+        cdc = start(props, tmp_path)
+        cdc.wait_until(lambda: (tmp_path / "offsets.json").exists(), what="the snapshot to complete")
+        pg_server.execute("INSERT INTO s SELECT generate_series(1, 10)", dbname=pg_db)
+        assert len(consume(broker.bootstrap, f"{prefix}.public.s", 10, timeout=30)) == 10
+        broker.kill()
+        pg_server.execute("INSERT INTO s SELECT generate_series(11, 20)", dbname=pg_db)
+        cdc.wait_until(lambda: "retrying" in cdc.log(), timeout=30, what="a retry")
+        started = time.monotonic()
+        code = cdc.terminate()
+        assert code == 1 and time.monotonic() - started < 15, cdc.log()
+        assert "Traceback" not in cdc.log() and "stopped while retrying" in cdc.log(), cdc.log()
+        # The undelivered changes were not committed: a restart (the broker back, empty) delivers them.
+        broker.start()
+        cdc = start(props, tmp_path)
+        try:
+            got = set(ids(consume(broker.bootstrap, f"{prefix}.public.s", 10, timeout=60)))
+        finally:
+            assert cdc.terminate() == 0, cdc.log()
+        assert set(range(11, 21)) <= got, got
+    finally:
+        broker.stop()
