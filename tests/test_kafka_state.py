@@ -190,3 +190,21 @@ def test_execute_snapshot_signal_through_kafka_runs_a_read_only_incremental_snap
     assert sorted(e["key"]["payload"]["id"] for e in events) == list(range(1, rows_count + 1))
     assert {e["value"]["payload"]["op"] for e in events} == {"r"}
     assert "'another_connector'" in cdc.log()
+
+
+def test_missing_kafka_state_properties_are_configuration_errors(tmp_path):
+    """Kafka history, offsets or signals without their topic or brokers: ``cdc validate`` names each property (exit 2)."""
+    props = {
+        "debezium.sink.type": "file", "debezium.sink.file.dir": str(tmp_path),
+        "debezium.source.connector.class": "io.debezium.connector.mariadb.MariaDbConnector",
+        "debezium.source.database.hostname": "localhost", "debezium.source.database.user": "u",
+        "debezium.source.database.server.id": 1, "debezium.source.topic.prefix": "p",
+        "debezium.source.schema.history.internal": KAFKA_HISTORY,
+        "debezium.source.offset.storage": KAFKA_OFFSETS, "debezium.source.offset.storage.topic": "offsets",
+        "debezium.source.signal.enabled.channels": "kafka",
+    }
+    done = run_cli("validate", str(write_properties(tmp_path / "app.properties", props)))
+    assert done.returncode == 2, done.stdout + done.stderr
+    for name in ("schema.history.internal.kafka.topic", "schema.history.internal.kafka.bootstrap.servers",
+                 "bootstrap.servers: is required by KafkaOffsetBackingStore", "signal.kafka.bootstrap.servers"):
+        assert f"debezium.source.{name}" in done.stderr, done.stderr

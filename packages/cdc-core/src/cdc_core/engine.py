@@ -47,6 +47,22 @@ def connector_class(config: Config, plugins: PluginRegistry | None = None) -> ty
         raise ConfigError([f"{common.CONNECTOR_CLASS.name}: {e}"]) from None
 
 
+def _store_problems(config: Config, plugins: PluginRegistry) -> list[str]:
+    """What the offset store and schema history store named in the configuration say is missing (``config_problems``)."""
+    out: list[str] = []
+    for kind, field in (("offset store", common.OFFSET_STORAGE), ("schema history store", common.SCHEMA_HISTORY)):
+        if config.get(field.name) in (None, ""):
+            continue
+        try:
+            cls = plugins.get(kind, str(config.get(field)).strip())
+        except PluginError:
+            continue  # reported when the store is made, as before
+        check = getattr(cls, "config_problems", None)
+        if check is not None:
+            out += check(config)
+    return out
+
+
 def connector_problems(config: Config, plugins: PluginRegistry | None = None) -> list[str]:
     """Every problem with a connector configuration: bad values, unknown names, exclusive pairs."""
     try:
@@ -59,6 +75,7 @@ def connector_problems(config: Config, plugins: PluginRegistry | None = None) ->
     problems += exclusive(config, common.EXCLUSIVE_PAIRS)
     if not problems:
         problems += signal_problems(config, plugins or registry())
+        problems += _store_problems(config, plugins or registry())
     if not problems:
         try:
             EventSettings(config, cls.source_schema, plugins or registry())

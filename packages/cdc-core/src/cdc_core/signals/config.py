@@ -55,6 +55,8 @@ def signal_problems(config: Config, plugins) -> list[str]:
         if name not in known:
             out.append(f"{NOTIFICATION_CHANNELS.name}: no notification channel called {name!r}; "
                        f"available: {', '.join(sorted(known))}")
+    if "kafka" in signal_channels and not config.get(SIGNAL_KAFKA_BOOTSTRAP):
+        out.append(f"{SIGNAL_KAFKA_BOOTSTRAP.name}: is required when the kafka signal channel is enabled")
     if "sink" in notification_channels and not config.get(NOTIFICATION_TOPIC):
         out.append(f"{NOTIFICATION_TOPIC.name}: is required when the sink notification channel is enabled")
     return out

@@ -34,13 +34,18 @@ class KafkaSchemaHistoryStore:
     class_names: ClassVar[tuple[str, ...]] = ("io.debezium.storage.kafka.history.KafkaSchemaHistory",
                                               "io.debezium.relational.history.KafkaDatabaseHistory")
 
+    @classmethod
+    def config_problems(cls, config: Config) -> list[str]:
+        """The required properties that are missing (checked with the rest of the configuration, exit 2)."""
+        return [f"{f.name}: is required by the Kafka schema history"
+                for f in (c.SCHEMA_HISTORY_KAFKA_TOPIC, c.SCHEMA_HISTORY_KAFKA_BOOTSTRAP) if not config.get(f)]
+
     def __init__(self, config: Config):
-        self.topic = config.get(c.SCHEMA_HISTORY_KAFKA_TOPIC)
-        bootstrap = config.get(c.SCHEMA_HISTORY_KAFKA_BOOTSTRAP)
-        missing = [f"{f.name}: is required by the Kafka schema history" for f, v in
-                   ((c.SCHEMA_HISTORY_KAFKA_TOPIC, self.topic), (c.SCHEMA_HISTORY_KAFKA_BOOTSTRAP, bootstrap)) if not v]
+        missing = self.config_problems(config)
         if missing:
             raise ConfigError(missing)
+        self.topic = config.get(c.SCHEMA_HISTORY_KAFKA_TOPIC)
+        bootstrap = config.get(c.SCHEMA_HISTORY_KAFKA_BOOTSTRAP)
         self._ck = import_kafka()
         self.poll_s = config.get(c.SCHEMA_HISTORY_KAFKA_POLL_MS) / 1000.0
         self.attempts = config.get(c.SCHEMA_HISTORY_KAFKA_ATTEMPTS)

@@ -38,13 +38,18 @@ class KafkaOffsetStore:
     name: ClassVar[str] = "kafka"
     class_names: ClassVar[tuple[str, ...]] = ("org.apache.kafka.connect.storage.KafkaOffsetBackingStore",)
 
+    @classmethod
+    def config_problems(cls, config: Config) -> list[str]:
+        """The required properties that are missing (checked with the rest of the configuration, exit 2)."""
+        return [f"{f.name}: is required by KafkaOffsetBackingStore"
+                for f in (c.OFFSET_TOPIC, c.BOOTSTRAP_SERVERS) if not config.get(f)]
+
     def __init__(self, config: Config):
-        self.topic = config.get(c.OFFSET_TOPIC)
-        bootstrap = config.get(c.BOOTSTRAP_SERVERS)
-        missing = [f"{f.name}: is required by KafkaOffsetBackingStore" for f, v in
-                   ((c.OFFSET_TOPIC, self.topic), (c.BOOTSTRAP_SERVERS, bootstrap)) if not v]
+        missing = self.config_problems(config)
         if missing:
             raise ConfigError(missing)
+        self.topic = config.get(c.OFFSET_TOPIC)
+        bootstrap = config.get(c.BOOTSTRAP_SERVERS)
         check_hosts(bootstrap, c.BOOTSTRAP_SERVERS.name)
         self._ck = import_kafka()
         self.connector = config.get(c.NAME) or config.get(c.TOPIC_PREFIX)
