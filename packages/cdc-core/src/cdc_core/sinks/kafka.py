@@ -77,7 +77,11 @@ class KafkaSink:
             "message.timeout.ms": str(self.wait_ms),
             "error_cb": self._on_error,
         }
-        self._conf.update(client_config(given, f"{PREFIX}producer."))
+        mapped = client_config(given, f"{PREFIX}producer.")
+        if str(mapped.get("acks", "all")).lower() not in ("all", "-1") and "enable.idempotence" not in mapped:
+            # An explicit weaker acks asks for the Java client's behaviour: idempotence needs acks=all.
+            self._conf["enable.idempotence"] = "false"
+        self._conf.update(mapped)
         self._given = given
         self._stopping = threading.Event()
         self._backoff = Backoff("kafka sink", log, stopping=self._stopping)
