@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
+
+import pytest
 
 from cdc_core.throwaway_server import ThrowawayServer, ThrowawayServerError
 
@@ -82,11 +86,6 @@ class EmbeddedKafka(ThrowawayServer):
 
 
 # -- fixtures and helpers for the Kafka tests (import the fixtures into a test module to use them) ----------------
-
-import time  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
-
-import pytest  # noqa: E402
 
 
 def external_bootstrap() -> str | None:
