@@ -101,6 +101,24 @@ def cmd_offsets_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_offsets_copy(args: argparse.Namespace) -> int:
+    """Copy the stored offsets of one configuration into the offset store of another (file <-> Kafka, ...)."""
+    try:
+        source = load_application(args.source).offset_store()
+        entries = source.all()
+        source.close()
+        target = load_application(args.target).offset_store()
+        target.commit(entries)
+        target.close()
+    except ConfigError as e:
+        return _print_problems(e.problems)
+    except CdcError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"copied {len(entries)} offset(s) from {args.source} to {args.target}")
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run a demo registered by a plugin (``postgres`` by default)."""
     from cdc_core.plugins import registry
@@ -135,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     ps = osub.add_parser("show", help="print the stored offsets as JSON")
     ps.add_argument("config")
     ps.set_defaults(func=cmd_offsets_show)
+    ps = osub.add_parser("copy", help="copy the stored offsets of SOURCE's offset store into TARGET's (e.g. file -> Kafka)")
+    ps.add_argument("source", help="configuration whose offsets are read")
+    ps.add_argument("target", help="configuration whose offset store receives them")
+    ps.set_defaults(func=cmd_offsets_copy)
     p = sub.add_parser("demo", help="stream a throwaway local database's changes to the terminal")
     p.add_argument("name", nargs="?", default="postgres")
     p.set_defaults(func=cmd_demo)

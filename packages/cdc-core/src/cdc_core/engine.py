@@ -63,6 +63,22 @@ def connector_class(config: Config, plugins: PluginRegistry | None = None) -> ty
         raise ConfigError([f"{common.CONNECTOR_CLASS.name}: {e}"]) from None
 
 
+def _store_problems(config: Config, plugins: PluginRegistry) -> list[str]:
+    """What the offset store and schema history store named in the configuration say is missing (``config_problems``)."""
+    out: list[str] = []
+    for kind, field in (("offset store", common.OFFSET_STORAGE), ("schema history store", common.SCHEMA_HISTORY)):
+        if config.get(field.name) in (None, ""):
+            continue
+        try:
+            cls = plugins.get(kind, str(config.get(field)).strip())
+        except PluginError:
+            continue  # reported when the store is made, as before
+        check = getattr(cls, "config_problems", None)
+        if check is not None:
+            out += check(config)
+    return out
+
+
 def connector_report(config: Config, plugins: PluginRegistry | None = None,
                      display: Callable[[str], str] = lambda name: name) -> Report:
     """A connector configuration's problems in three groups: errors (bad values, undocumented names,
@@ -82,6 +98,7 @@ def connector_report(config: Config, plugins: PluginRegistry | None = None,
     problems += exclusive(config, common.EXCLUSIVE_PAIRS)
     if not problems and not report.problems:
         problems += signal_problems(config, plugins or registry())
+        problems += _store_problems(config, plugins or registry())
     if not problems and not report.problems:
         try:
             EventSettings(config, cls.source_schema, plugins or registry())
@@ -221,13 +238,13 @@ class Engine:
     def stop(self) -> None:
         """Ask the engine to drain, commit and return from ``run`` (safe from signal handlers and threads)."""
         self._stopping.set()
-        with self._connector_lock:
-            if self._connector is not None:
-                self._connector.stop()
         # A sink retrying against a broker that is down stops waiting: its batch fails unacknowledged.
         stop_sink = getattr(self.sink, "stop", None)
         if callable(stop_sink):
             stop_sink()
+        with self._connector_lock:
+            if self._connector is not None:
+                self._connector.stop()
 
     def signal(self, type: str, data: Any = None, id: str | None = None) -> str:  # noqa: A002
         """Send a signal (``execute-snapshot``, ``stop-snapshot``, ``pause-snapshot``, ``resume-snapshot``, ``log``).

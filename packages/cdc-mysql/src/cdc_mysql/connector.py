@@ -198,6 +198,11 @@ class MySqlConnector(Snapshotting, DdlEvents):
             self._reader = self._streamer.reader
         if self._history is not None and self._history.metrics is not None:
             self._history.metrics.stopped()
+        if self._history is not None:
+            try:
+                self._history.store.close()
+            except Exception as e:  # noqa: BLE001 - every append was already acknowledged
+                self.log.warning("closing the schema history store failed: %s", e)
         for closable in (self._reader, self._conn):
             if closable is not None:
                 try:
@@ -266,9 +271,11 @@ class MySqlConnector(Snapshotting, DdlEvents):
     def _history_store(self) -> Any:
         if self.context.history is not None:
             return self.context.history
-        if not self.config.get(common.SCHEMA_HISTORY_FILE):
+        cls = registry().get("schema history store", self.config.get(common.SCHEMA_HISTORY))
+        if cls.name == "memory" or (cls.name == "file" and not self.config.get(common.SCHEMA_HISTORY_FILE)):
+            # Kept per engine Config, so a retry of the same engine keeps it; a Kafka or other store is used as named.
             return _memory_history(self.config)
-        return registry().get("schema history store", self.config.get(common.SCHEMA_HISTORY))(self.config)
+        return cls(self.config)
 
     # -- the run -------------------------------------------------------------------------------
 

@@ -111,11 +111,23 @@ STREAMING_DELAY_MS = F("streaming.delay.ms", "long", 0, minimum=0,
 METRICS_PORT = F("metrics.port", "int", minimum=0, maximum=65535, doc="Serve Prometheus metrics on 127.0.0.1:<port>/metrics.")
 SCHEMA_HISTORY = F("schema.history.internal", "string", "io.debezium.storage.file.history.FileSchemaHistory")
 SCHEMA_HISTORY_FILE = F("schema.history.internal.file.filename", "string")
+# KafkaSchemaHistory (cdc_core.stores.kafka_history) and KafkaOffsetBackingStore (cdc_core.stores.kafka_offsets).
+SCHEMA_HISTORY_KAFKA_TOPIC = F("schema.history.internal.kafka.topic", "string",
+                               doc="The single-partition topic of the Kafka schema history.")
+SCHEMA_HISTORY_KAFKA_BOOTSTRAP = F("schema.history.internal.kafka.bootstrap.servers", "string",
+                                   doc="The Kafka cluster of the schema history topic.")
+SCHEMA_HISTORY_KAFKA_POLL_MS = F("schema.history.internal.kafka.recovery.poll.interval.ms", "int", 100, minimum=0)
+SCHEMA_HISTORY_KAFKA_ATTEMPTS = F("schema.history.internal.kafka.recovery.attempts", "int", 100, minimum=0)
+SCHEMA_HISTORY_KAFKA_QUERY_MS = F("schema.history.internal.kafka.query.timeout.ms", "long", 3000, minimum=1)
+SCHEMA_HISTORY_KAFKA_CREATE_MS = F("schema.history.internal.kafka.create.timeout.ms", "long", 30000, minimum=1)
+OFFSET_TOPIC = F("offset.storage.topic", "string", doc="The Kafka Connect offsets topic (KafkaOffsetBackingStore).")
+OFFSET_PARTITIONS = F("offset.storage.partitions", "int", 25, minimum=1)
+OFFSET_REPLICATION = F("offset.storage.replication.factor", "int", 3, minimum=-1)
+BOOTSTRAP_SERVERS = F("bootstrap.servers", "string", doc="The Kafka cluster of KafkaOffsetBackingStore's topic.")
 
 # Kafka Connect's own worker/connector properties: accepted, and meaningless here.
 _CONNECT_PROPERTIES = (
     "tasks.max", "key.converter", "value.converter", "header.converter", "offset.flush.timeout.ms",
-    "offset.storage.topic", "offset.storage.partitions", "offset.storage.replication.factor",
 )
 
 COMMON_FIELDS = Fields(
@@ -134,9 +146,13 @@ COMMON_FIELDS = Fields(
         SNAPSHOT_MODE_CUSTOM_NAME, SNAPSHOT_QUERY_MODE, SNAPSHOT_QUERY_MODE_CUSTOM_NAME,
         SNAPSHOT_LOCKING_MODE_CUSTOM_NAME, SNAPSHOT_LOCK_TIMEOUT_MS, SNAPSHOT_SELECT_OVERRIDES,
         SNAPSHOT_INCLUDE_COLLECTIONS, SNAPSHOT_DELAY_MS, STREAMING_DELAY_MS, *CONFIGURATION_BASED_FIELDS, METRICS_PORT,
+        SCHEMA_HISTORY_KAFKA_TOPIC, SCHEMA_HISTORY_KAFKA_BOOTSTRAP, SCHEMA_HISTORY_KAFKA_POLL_MS,
+        SCHEMA_HISTORY_KAFKA_ATTEMPTS, SCHEMA_HISTORY_KAFKA_QUERY_MS, SCHEMA_HISTORY_KAFKA_CREATE_MS,
+        OFFSET_TOPIC, OFFSET_PARTITIONS, OFFSET_REPLICATION, BOOTSTRAP_SERVERS,
         *(F(n) for n in _CONNECT_PROPERTIES),
     ],
     prefixes=("key.converter.", "value.converter.", "schema.history.internal.file.",
+              "schema.history.internal.producer.", "schema.history.internal.consumer.",
               "column.truncate.to.", "column.mask.with.", "column.mask.hash.",
               "snapshot.select.statement.overrides."),
 )
