@@ -7,29 +7,33 @@ from cdc_core.hookspecs import hookimpl
 
 @hookimpl
 def register_sinks() -> list[type]:
-    """The stdout and file sinks."""
+    """The stdout and file sinks, Redis Streams and HTTP (their client libraries imported only when used)."""
     from cdc_core.sinks.file import FileSink
+    from cdc_core.sinks.http import HttpSink
+    from cdc_core.sinks.redis import RedisStreamSink
     from cdc_core.sinks.stdout import StdoutSink
 
-    return [StdoutSink, FileSink]
+    return [StdoutSink, FileSink, RedisStreamSink, HttpSink]
 
 
 @hookimpl
 def register_offset_stores() -> list[type]:
-    """The file and memory offset stores."""
+    """The file, memory and Redis offset stores."""
     from cdc_core.stores.file_offsets import FileOffsetStore
     from cdc_core.stores.memory_offsets import MemoryOffsetStore
+    from cdc_core.stores.redis_offsets import RedisOffsetStore
 
-    return [FileOffsetStore, MemoryOffsetStore]
+    return [FileOffsetStore, MemoryOffsetStore, RedisOffsetStore]
 
 
 @hookimpl
 def register_schema_history_stores() -> list[type]:
-    """The file and memory schema history stores."""
+    """The file, memory and Redis schema history stores."""
     from cdc_core.stores.file_history import FileSchemaHistoryStore
     from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+    from cdc_core.stores.redis_history import RedisSchemaHistoryStore
 
-    return [FileSchemaHistoryStore, MemorySchemaHistoryStore]
+    return [FileSchemaHistoryStore, MemorySchemaHistoryStore, RedisSchemaHistoryStore]
 
 
 @hookimpl

@@ -47,6 +47,18 @@ def connector_class(config: Config, plugins: PluginRegistry | None = None) -> ty
         raise ConfigError([f"{common.CONNECTOR_CLASS.name}: {e}"]) from None
 
 
+def store_fields(config: Config, plugins: PluginRegistry | None = None) -> Fields:
+    """The properties of the configured offset store and schema history store (``offset.storage.redis.*``, ...)."""
+    out = Fields()
+    for kind, field in (("offset store", common.OFFSET_STORAGE), ("schema history store", common.SCHEMA_HISTORY)):
+        try:
+            cls = (plugins or registry()).get(kind, config.get(field))
+        except PluginError:
+            continue
+        out = out + getattr(cls, "fields", Fields())
+    return out
+
+
 def connector_problems(config: Config, plugins: PluginRegistry | None = None) -> list[str]:
     """Every problem with a connector configuration: bad values, unknown names, exclusive pairs."""
     try:
@@ -54,7 +66,7 @@ def connector_problems(config: Config, plugins: PluginRegistry | None = None) ->
     except ConfigError as e:
         return e.problems + config.problems(common.COMMON_FIELDS, check_unknown=False)
     converters = Fields(prefixes=[f"{name}." for name in converter_names(config)])
-    fields: Fields = common.COMMON_FIELDS + SIGNAL_FIELDS + cls.fields + converters
+    fields: Fields = common.COMMON_FIELDS + SIGNAL_FIELDS + cls.fields + converters + store_fields(config, plugins)
     problems = config.problems(fields)
     problems += exclusive(config, common.EXCLUSIVE_PAIRS)
     if not problems:
@@ -183,6 +195,9 @@ class Engine:
     def stop(self) -> None:
         """Ask the engine to drain, commit and return from ``run`` (safe from signal handlers and threads)."""
         self._stopping.set()
+        stop_sink = getattr(self.sink, "stop", None)  # a sink retrying a delivery cuts its wait short
+        if stop_sink is not None:
+            stop_sink()
         with self._connector_lock:
             if self._connector is not None:
                 self._connector.stop()

@@ -254,7 +254,8 @@ class MySqlConnector(Snapshotting, DdlEvents):
     def _history_store(self) -> Any:
         if self.context.history is not None:
             return self.context.history
-        if not self.config.get(common.SCHEMA_HISTORY_FILE):
+        if not self.config.get(common.SCHEMA_HISTORY_FILE) and \
+                self.config.get(common.SCHEMA_HISTORY) == common.SCHEMA_HISTORY.default:
             return _memory_history(self.config)
         return registry().get("schema history store", self.config.get(common.SCHEMA_HISTORY))(self.config)
 
