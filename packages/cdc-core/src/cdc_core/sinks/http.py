@@ -76,6 +76,10 @@ class HttpSink:
             import httpx
         except ImportError:
             raise SinkError("http sink: needs httpx: pip install 'cdc-core[http]'") from None
+        # httpx logs each request's full URL at INFO: it may hold credentials (user info, a token in the query).
+        for name in ("httpx", "httpcore"):
+            if logging.getLogger(name).getEffectiveLevel() < logging.WARNING:
+                logging.getLogger(name).setLevel(logging.WARNING)
         self._client = httpx.Client(timeout=self.timeout_s, headers={"content-type": "application/json"})
 
     def _headers(self, r: SinkRecord) -> dict[str, str]:
