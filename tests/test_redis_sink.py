@@ -238,3 +238,29 @@ def test_wrong_password_stops_with_one_line_naming_the_property(pg_server, pg_db
     errors = [line for line in out.splitlines() if "debezium.sink.redis.password" in line]
     assert len(errors) == 1, out
     assert_no_secret("the output of cdc run", out)
+
+
+def test_redis_out_of_memory_waits_until_there_is_room(pg_server, pg_db, tmp_path):
+    """Redis at maxmemory answers -OOM: cdc waits and retries (nothing acknowledged), and goes on once there is room."""
+    with EmbeddedRedis({"maxmemory-policy": "noeviction"}) as redis:
+        client = redis.client()
+        used = int(client.info("memory")["used_memory"])
+        client.config_set("maxmemory", used + 400_000)
+        pg_server.execute("CREATE TABLE t (id int PRIMARY KEY, txt text)", dbname=pg_db)
+        config = write_properties(tmp_path / "app.properties", redis_properties(
+            pg_server, pg_db, tmp_path, redis, "slot_oom", **{"memory.threshold.percentage": 0,
+                                                              "retry.initial.delay.ms": 100,
+                                                              "retry.max.delay.ms": 500}))
+        cdc = CdcProcess(config, tmp_path).start()
+        try:
+            pg_server.execute("INSERT INTO t SELECT i, repeat('x', 2000) FROM generate_series(1, 400) i", dbname=pg_db)
+            cdc.wait_until(lambda: "OOM" in cdc.log() and "retrying" in cdc.log(), 30, "an OOM answer retried")
+            stuck = client.xlen(TOPIC)
+            assert 0 < stuck < 400 and cdc.proc.poll() is None, cdc.log()
+            client.config_set("maxmemory", 0)
+            cdc.wait_until(lambda: client.xlen(TOPIC) >= 400, 30, "every row once Redis has room")
+            time.sleep(0.5)
+        finally:
+            assert cdc.terminate() == 0, cdc.log()
+        assert ids_in(redis) == list(range(1, 401))
+    pg_server.execute("SELECT pg_drop_replication_slot('slot_oom')", dbname=pg_db)

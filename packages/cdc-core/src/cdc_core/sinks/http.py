@@ -25,7 +25,9 @@ from cdc_core.sinks.retry import Backoff, TransientSinkError
 from cdc_core.spi.sink import SinkRecord
 
 F = ConfigField
-URL = F("url", "string", allow_blank=False, doc="The webhook URL (the K_SINK environment variable overrides it).")
+URL = F("url", "string", allow_blank=False, doc="The webhook URL (the K_SINK environment variable overrides it).",
+        validator=lambda v: None if v.strip().lower().startswith(("http://", "https://"))
+        else f"{_safe_url(v)!r} is not an http:// or https:// URL")
 TIMEOUT_MS = F("timeout.ms", "long", 60000, minimum=1, doc="Timeout of each request.")
 RETRIES = F("retries", "int", 5, minimum=1, doc="Attempts per record before the batch fails.")
 RETRY_INTERVAL_MS = F("retry.interval.ms", "long", 1000, minimum=0, doc="Pause between attempts.")
@@ -70,7 +72,7 @@ class HttpSink:
         self._auth = authenticator(config, self.timeout_s)
         self._stopping = threading.Event()
         interval = config.get(RETRY_INTERVAL_MS)
-        self._backoff = Backoff(f"http sink ({self.shown_url})", log, interval, interval, config.get(RETRIES) - 1,
+        self._backoff = Backoff("http sink", log, interval, interval, config.get(RETRIES) - 1,
                                 self._stopping)
         try:
             import httpx
@@ -99,14 +101,15 @@ class HttpSink:
         try:
             response = self._client.post(self.url, content=body, headers=headers)
         except httpx.HTTPError as e:
-            raise TransientSinkError(f"http sink: POST {self.shown_url} failed: {type(e).__name__}"
+            raise TransientSinkError(f"POST {self.shown_url} failed: {type(e).__name__}"
                                      f"{': ' + _first_line(e) if _first_line(e) else ''}") from None
         status = response.status_code
         if 200 <= status < 300:
             return
-        what = f"http sink: POST {self.shown_url} answered {status} {response.reason_phrase}".rstrip()
+        what = f"POST {self.shown_url} answered {status} {response.reason_phrase}".rstrip()
         if status == 429 or status >= 500:
             raise TransientSinkError(what)
+        what = f"http sink: {what}"
         if status in (401, 403, 407):
             hint = (f"check {PREFIX}authentication.*" if self._auth is not None
                     else f"the endpoint wants authentication: set {PREFIX}authentication.type")

@@ -68,7 +68,7 @@ class JwtAuthenticator:
         except httpx.HTTPError as e:
             from cdc_core.sinks.retry import TransientSinkError
 
-            raise TransientSinkError(f"http sink: JWT service {_safe_url(url)} is unreachable: {type(e).__name__}") from None
+            raise TransientSinkError(f"JWT service {_safe_url(url)} is unreachable: {type(e).__name__}") from None
         if r.status_code != 200:
             raise SinkError(f"http sink: the JWT service {_safe_url(url)} answered {r.status_code}: check "
                             f"{PREFIX}authentication.jwt.username and {PREFIX}authentication.jwt.password")

@@ -70,13 +70,13 @@ class RedisStreamSink:
         self.memory_threshold = config.get(MEMORY_THRESHOLD)
         self.memory_limit = config.get(MEMORY_LIMIT_MB) * 1024 * 1024
         self._stopping = threading.Event()
-        self._backoff = Backoff(f"redis sink ({self.settings.address})", log, self.settings.retry_initial_ms,
+        self._backoff = Backoff("redis sink", log, self.settings.retry_initial_ms,
                                 self.settings.retry_max_ms, -1, self._stopping)
         self._client: Any = None
         try:
             self._connect()
         except TransientSinkError as e:  # unreachable at start: retried on the first batch, as Debezium Server does
-            log.warning("%s; will retry", e)
+            log.warning("redis sink: %s; will retry", e)
 
     # -- the connection ------------------------------------------------------------------------
 
@@ -84,7 +84,7 @@ class RedisStreamSink:
         """The SinkError (transient or not) for a redis-py failure; the connection is dropped if it may be broken."""
         transient, message = classify(exc, self.settings)
         self._drop()
-        return TransientSinkError(f"redis sink: {message}") if transient else SinkError(f"redis sink: {message}")
+        return TransientSinkError(message) if transient else SinkError(f"redis sink: {message}")
 
     def _connect(self) -> Any:
         if self._client is None:
@@ -137,7 +137,7 @@ class RedisStreamSink:
         client = self._connect()
         try:
             if not self._memory_ok(client):
-                raise TransientSinkError(f"redis sink: Redis at {self.settings.address} is above "
+                raise TransientSinkError(f"Redis at {self.settings.address} is above "
                                          f"debezium.sink.redis.memory.threshold.percentage={self.memory_threshold}")
             pipe = client.pipeline(transaction=False)
             for stream, fields in pending:
@@ -155,7 +155,7 @@ class RedisStreamSink:
                     raise SinkError(f"redis sink: key {stream!r} in Redis at {self.settings.address} is not a stream "
                                     "(WRONGTYPE); delete or rename it")
                 if transient:
-                    raise TransientSinkError(f"redis sink: XADD to {stream!r}: {message}")
+                    raise TransientSinkError(f"XADD to {stream!r}: {message}")
                 raise SinkError(f"redis sink: XADD to {stream!r}: {message}")
         pending.clear()
         if self.settings.wait_enabled:

@@ -136,6 +136,8 @@ def classify(exc: BaseException, settings: RedisSettings) -> tuple[bool, str]:
 
     where = f"Redis at {settings.address}"
     text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if isinstance(exc, rx.OutOfMemoryError) and not text.startswith("OOM"):
+        text = f"OOM {text}"  # redis-py drops the reply's error code
     upper = text.upper()
     auth = (isinstance(exc, (rx.AuthenticationError, rx.AuthenticationWrongNumberOfArgsError))
             or upper.startswith(("WRONGPASS", "NOAUTH", "INVALID USERNAME-PASSWORD"))
