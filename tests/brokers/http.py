@@ -90,11 +90,14 @@ class RecordingHttpServer:
                                                 "jwt_refresh_token": token, "refresh_token_expires_in": 86_400_000}))
 
             def _answer(self, status: int, body: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (a stalled answer)
+                    self.close_connection = True
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
