@@ -171,3 +171,29 @@ def test_jwt_authentication_and_a_refused_jwt_password(pg_server, pg_db, tmp_pat
     assert_no_secret("the output of cdc run", out)
     pg_server.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
                       "WHERE slot_name IN ('slot_jwt', 'slot_jwt_bad')", dbname=pg_db)
+
+
+def test_standard_webhooks_signature_and_plain_headers():
+    """``authentication.type=standard-webhooks`` signs each body (HMAC-SHA256); headers plain with their own prefix."""
+    import hashlib
+    import hmac
+    import os
+
+    from cdc_core.config import Config
+    from cdc_core.sinks.http import HttpSink
+    from cdc_core.spi.sink import SinkRecord
+
+    key = os.urandom(32)
+    with RecordingHttpServer() as server:
+        sink = HttpSink(Config({"url": server.url, "authentication.type": "standard-webhooks",
+                                "authentication.webhook.secret": "whsec_" + base64.b64encode(key).decode(),
+                                "headers.encode.base64": "false", "headers.prefix": "X-CDC-"}))
+        sink.write([SinkRecord("t", b"1", b'{"a":1}', {"h": "v", "n": {"id": 2}}), SinkRecord("t", b"1", None, {})])
+        sink.close()
+        (request,) = server.received
+    assert request.body == b'{"a":1}'
+    assert request.headers["x-cdc-h"] == "v" and request.headers["x-cdc-n"] == '{"id":2}'
+    msg_id, ts = request.headers["webhook-id"], request.headers["webhook-timestamp"]
+    expected = base64.b64encode(hmac.new(key, f"{msg_id}.{ts}.".encode() + request.body, hashlib.sha256).digest())
+    assert request.headers["webhook-signature"] == "v1," + expected.decode()
+    assert msg_id.startswith("msg_") and abs(int(ts) - time.time()) < 60

@@ -268,3 +268,25 @@ def test_redis_out_of_memory_waits_until_there_is_room(pg_server, pg_db, tmp_pat
             assert cdc.terminate() == 0, cdc.log()
         assert ids_in(redis) == list(range(1, 401))
     pg_server.execute("SELECT pg_drop_replication_slot('slot_oom')", dbname=pg_db)
+
+
+def test_memory_threshold_holds_writes_until_redis_has_room():
+    """Redis at 90% of maxmemory with ``memory.threshold.percentage=85``: the batch waits (nothing written) until there is room."""
+    from cdc_core.config import Config
+    from cdc_core.sinks.redis import RedisStreamSink
+    from cdc_core.spi.sink import SinkRecord
+
+    with EmbeddedRedis({"maxmemory-policy": "noeviction"}) as redis:
+        client = redis.client()
+        client.config_set("maxmemory", int(int(client.info("memory")["used_memory"]) / 0.9))
+        sink = RedisStreamSink(Config({"address": redis.address, "retry.initial.delay.ms": 100,
+                                       "retry.max.delay.ms": 200}))
+        done = threading.Event()
+        thread = threading.Thread(target=lambda: (sink.write([SinkRecord("s", b"1", b"v", {})]), done.set()))
+        thread.start()
+        time.sleep(1.0)
+        assert not done.is_set() and client.xlen("s") == 0, "wrote above the memory threshold"
+        client.config_set("maxmemory", 0)
+        thread.join(10)
+        assert done.is_set() and client.xlen("s") == 1
+        sink.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_core.config import Config, ConfigField, Fields
@@ -59,7 +59,7 @@ class RedisSettings:
     port: int
     db: int
     user: str | None
-    password: str | None
+    password: str | None = field(repr=False)
     ssl: bool
     connect_timeout_s: float
     socket_timeout_s: float
