@@ -162,7 +162,7 @@ def test_jwt_authentication_and_a_refused_jwt_password(pg_server, pg_db, tmp_pat
         bad.mkdir()
         cdc = CdcProcess(write_properties(bad / "app.properties", http_properties(
             pg_server, pg_db, bad, server.url, "slot_jwt_bad", **jwt, **{"authentication.jwt.password": SECRET})),
-            bad).start()
+            bad, "--log-level", "DEBUG").start()
         code = cdc.wait_exit(30)
         out = cdc.log()
     assert code == 1, out

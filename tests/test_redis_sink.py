@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from brokers.redis import EmbeddedRedis  # noqa: E402
 from brokers.reference import file_sink_records, stable  # noqa: E402
-from cdc_process import CdcProcess, server_properties, write_properties  # noqa: E402
+from cdc_process import CdcProcess, run_cli, server_properties, write_properties  # noqa: E402
 from secrets_check import SECRET, assert_no_secret  # noqa: E402
 
 pytest.importorskip("redis", reason="the Redis sink tests need redis-py (uv sync --all-extras)")
@@ -234,13 +234,18 @@ def test_wrong_password_stops_with_one_line_naming_the_property(pg_server, pg_db
     with EmbeddedRedis({"requirepass": "the-right-one-42"}) as redis:
         pg_server.execute("CREATE TABLE t (id int PRIMARY KEY)", dbname=pg_db)
         props = redis_properties(pg_server, pg_db, tmp_path, redis, "slot_pw", password=SECRET)
-        cdc = CdcProcess(write_properties(tmp_path / "app.properties", props), tmp_path).start()
+        config = write_properties(tmp_path / "app.properties", props)
+        cdc = CdcProcess(config, tmp_path, "--log-level", "DEBUG").start()
         code = cdc.wait_exit(30)
         out = cdc.log()
+        for command in (["validate"], ["--log-level", "DEBUG", "validate"]):
+            done = run_cli(*command, str(config))
+            assert done.returncode == 0, done.stdout + done.stderr
+            assert_no_secret(f"`cdc {' '.join(command)}`", done.stdout + done.stderr)
     assert code == 1, out
     assert "Traceback" not in out
-    errors = [line for line in out.splitlines() if "debezium.sink.redis.password" in line]
-    assert len(errors) == 1, out
+    errors = [line for line in out.splitlines() if "ERROR" in line]
+    assert len(errors) == 1 and "debezium.sink.redis.password" in errors[0], out
     assert_no_secret("the output of cdc run", out)
 
 
