@@ -7,7 +7,8 @@ from typing import Any
 
 from cdc_core.config import Config, ServerConfig, load_file, server_config
 from cdc_core.config.common import OFFSET_FILE
-from cdc_core.engine import Engine, connector_problems
+from cdc_core.config.catalogue import Report, suggestion
+from cdc_core.engine import Engine, connector_report
 from cdc_core.errors import CdcError, ConfigError
 from cdc_core.plugins import PluginRegistry, registry
 
@@ -22,10 +23,21 @@ class Application:
     def __post_init__(self) -> None:
         self.server.source = inherit_sink_settings(self.server, self.plugins)
 
+    def report(self) -> Report:
+        """The configuration's errors, refused properties and those accepted without effect, with full names."""
+        source = connector_report(self.server.source, self.plugins, self.server.source_name)
+        out = Report(errors=[*self.server.problems, *self.server.unknown, *source.errors],
+                     refused=[*self.server.refused, *source.refused], ignored=[*self.server.ignored, *source.ignored],
+                     reasons={**self.server.reasons, **source.reasons})
+        out.errors += self._sink_problems()
+        return out
+
     def problems(self) -> list[str]:
-        """Every problem with the configuration, one line each, with the full property names."""
-        out = list(self.server.problems) + list(self.server.unknown)
-        out += [self.server.source_name(p) for p in connector_problems(self.server.source, self.plugins)]
+        """Every problem that stops the configuration, one line each, with the full property names."""
+        return self.report().problems
+
+    def _sink_problems(self) -> list[str]:
+        out: list[str] = []
         try:
             sink_cls = self.plugins.get("sink", self.server.sink_type)
         except CdcError as e:
@@ -33,7 +45,11 @@ class Application:
         else:
             fields = getattr(sink_cls, "fields", None)
             if fields is not None:
-                out += [f"debezium.sink.{self.server.sink_type}.{p}" for p in self.server.sink.problems(fields)]
+                names = [f.name for f in fields]
+                for p in self.server.sink.problems(fields):
+                    if p.endswith(": unknown property"):
+                        p += suggestion(p.split(":", 1)[0], names, lambda n: f"debezium.sink.{self.server.sink_type}.{n}")
+                    out.append(f"debezium.sink.{self.server.sink_type}.{p}")
         return out
 
     def engine(self) -> Engine:
@@ -49,7 +65,8 @@ class Application:
         serializer = self.plugins.get("serializer", self.server.value_format)(
             self.server.key_schemas_enable, self.server.value_schemas_enable, **replace
         )
-        return Engine(self.server.source, sink=sink, serializer=serializer, plugins=self.plugins)
+        return Engine(self.server.source, sink=sink, serializer=serializer, plugins=self.plugins,
+                      display=self.server.source_name, also_ignored=self.server.ignored)
 
     def offset_store(self) -> Any:
         """The offset store the configuration names (for ``cdc offsets show``)."""

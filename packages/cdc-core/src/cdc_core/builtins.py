@@ -7,13 +7,15 @@ from cdc_core.hookspecs import hookimpl
 
 @hookimpl
 def register_sinks() -> list[type]:
-    """The stdout and file sinks, Redis Streams and HTTP (their client libraries imported only when used)."""
+    """The stdout and file sinks, and the message brokers' and HTTP's (each imports its client library only when used)."""
     from cdc_core.sinks.file import FileSink
     from cdc_core.sinks.http import HttpSink
+    from cdc_core.sinks.nats_jetstream import NatsJetStreamSink
+    from cdc_core.sinks.rabbitmq import RabbitMqSink
     from cdc_core.sinks.redis import RedisStreamSink
     from cdc_core.sinks.stdout import StdoutSink
 
-    return [StdoutSink, FileSink, RedisStreamSink, HttpSink]
+    return [StdoutSink, FileSink, NatsJetStreamSink, RabbitMqSink, RedisStreamSink, HttpSink]
 
 
 @hookimpl
@@ -82,6 +84,14 @@ def register_notification_channels() -> list[type]:
     from cdc_core.notifications.channels import LogNotificationChannel, SinkNotificationChannel
 
     return [LogNotificationChannel, SinkNotificationChannel]
+
+
+@hookimpl
+def register_topic_naming_strategies() -> list[type]:
+    """Debezium's DefaultTopicNamingStrategy and SchemaTopicNamingStrategy."""
+    from cdc_core.topics import DefaultTopicNamingStrategy, SchemaTopicNamingStrategy
+
+    return [DefaultTopicNamingStrategy, SchemaTopicNamingStrategy]
 
 
 @hookimpl

@@ -27,14 +27,26 @@ def _print_problems(problems: list[str]) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Check a configuration without starting anything."""
+    """Check a configuration without starting anything: errors, refused properties, and those accepted without effect."""
     try:
         app = load_application(args.config)
-        problems = app.problems()
+        report = app.report()
     except ConfigError as e:
         return _print_problems(e.problems)
-    if problems:
-        return _print_problems(problems)
+    if report.errors:
+        _print_problems(report.errors)
+    if report.refused:
+        print("refused (documented, but cdc does not implement them and ignoring them would change the data):",
+              file=sys.stderr)
+        for line in report.refused:
+            print(f"  {line}", file=sys.stderr)
+    if report.ignored:
+        print("accepted, no effect in cdc:")
+        for name in report.ignored:
+            reason = report.reasons.get(name)
+            print(f"  {name}" + (f" ({reason})" if reason else ""))
+    if report.problems:
+        return EXIT_CONFIG
     print(f"{args.config}: configuration is valid")
     return EXIT_OK
 
