@@ -41,6 +41,7 @@ log = logging.getLogger("cdc.sinks.http")
 
 
 def _header_text(value: Any) -> str:
+    """A header value as text: a string as is, anything else as JSON."""
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     if isinstance(value, str):
@@ -85,6 +86,7 @@ class HttpSink:
         self._client = httpx.Client(timeout=self.timeout_s, headers={"content-type": "application/json"})
 
     def _headers(self, r: SinkRecord) -> dict[str, str]:
+        """The record's headers as HTTP headers (``headers.prefix``, upper-cased, base64 if so configured)."""
         out = {}
         for name, value in r.headers.items():
             text = _header_text(value)
@@ -94,6 +96,7 @@ class HttpSink:
         return out
 
     def _post(self, body: bytes, headers: dict[str, str], message_id: str) -> None:
+        """One POST; returns on 2xx, raises TransientSinkError (retry) or SinkError (stop) otherwise."""
         import httpx
 
         if self._auth is not None:
@@ -134,5 +137,6 @@ class HttpSink:
 
 
 def _first_line(e: BaseException) -> str:
+    """The first line of an exception's message (at most 200 characters)."""
     text = str(e)
     return text.splitlines()[0][:200] if text else ""

@@ -60,6 +60,7 @@ class JwtAuthenticator:
         self._expires_at = 0.0
 
     def _request(self, client: Any, url: str, body: dict[str, Any]) -> None:
+        """POST to the JWT service and keep the token it answers with."""
         import httpx
 
         try:

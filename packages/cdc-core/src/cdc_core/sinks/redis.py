@@ -87,6 +87,7 @@ class RedisStreamSink:
         return TransientSinkError(message) if transient else SinkError(f"redis sink: {message}")
 
     def _connect(self) -> Any:
+        """The connection, made if there is none; a failure classified as ``_fail`` does."""
         if self._client is None:
             try:
                 self._client = connect(self.settings, CLIENT_NAME)
@@ -97,6 +98,7 @@ class RedisStreamSink:
         return self._client
 
     def _drop(self) -> None:
+        """Close and forget the connection (the next delivery reconnects)."""
         if self._client is not None:
             close_quietly(self._client)
             self._client = None
@@ -104,6 +106,7 @@ class RedisStreamSink:
     # -- writing -------------------------------------------------------------------------------
 
     def _fields(self, r: SinkRecord) -> dict[bytes, bytes]:
+        """The stream entry of a record, in ``message.format``."""
         key = r.key if r.key is not None else self.null_key
         value = r.value if r.value is not None else self.null_value
         if not self.extended:

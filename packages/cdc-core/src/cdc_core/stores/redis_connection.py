@@ -21,6 +21,7 @@ log = logging.getLogger("cdc.redis")
 
 
 def _address_problem(value: str) -> str | None:
+    """Why an address is not ``host:port``, or None."""
     if not _ADDRESS.fullmatch(value.strip()):
         return f"{value!r} is not in host:port format"
     if not 0 < int(value.rsplit(":", 1)[1]) < 65536:
@@ -156,6 +157,7 @@ def classify(exc: BaseException, settings: RedisSettings) -> tuple[bool, str]:
 
 
 def _redact(text: str, settings: RedisSettings) -> str:
+    """``text`` with the password (should a server echo it) masked."""
     if settings.password:
         text = text.replace(settings.password, "********")
     return text

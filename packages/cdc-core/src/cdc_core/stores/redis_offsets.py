@@ -81,6 +81,7 @@ class RedisOffsetStore:
             raise OffsetStoreError(f"Redis offset store: {e}") from None
 
     def _load(self) -> dict[bytes, tuple[bytes, dict[str, Any], dict[str, Any]]]:
+        """Read and check the whole hash; OffsetStoreError for an entry that is not Debezium's."""
         raw: dict[bytes, bytes] = self._call(f"reading hash {self.key!r}", lambda c: c.hgetall(self.key))
         out = {}
         for field, value in raw.items():
