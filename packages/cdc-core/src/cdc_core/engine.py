@@ -79,6 +79,18 @@ def _store_problems(config: Config, plugins: PluginRegistry) -> list[str]:
     return out
 
 
+def store_fields(config: Config, plugins: PluginRegistry | None = None) -> Fields:
+    """The properties of the configured offset store and schema history store (``offset.storage.redis.*``, ...)."""
+    out = Fields()
+    for kind, field in (("offset store", common.OFFSET_STORAGE), ("schema history store", common.SCHEMA_HISTORY)):
+        try:
+            cls = (plugins or registry()).get(kind, config.get(field))
+        except PluginError:
+            continue
+        out = out + getattr(cls, "fields", Fields())
+    return out
+
+
 def connector_report(config: Config, plugins: PluginRegistry | None = None,
                      display: Callable[[str], str] = lambda name: name) -> Report:
     """A connector configuration's problems in three groups: errors (bad values, undocumented names,
@@ -92,7 +104,7 @@ def connector_report(config: Config, plugins: PluginRegistry | None = None,
         problems = e.problems + config.problems(common.COMMON_FIELDS, check_unknown=False)
         return Report(errors=[display(p) for p in problems])
     converters = Fields(prefixes=[f"{name}." for name in converter_names(config)])
-    fields: Fields = common.COMMON_FIELDS + SIGNAL_FIELDS + cls.fields + converters
+    fields: Fields = common.COMMON_FIELDS + SIGNAL_FIELDS + cls.fields + converters + store_fields(config, plugins)
     report = classify(dict(config), fields, Catalogue.load(getattr(cls, "catalogue", cls.name)), display)
     problems = config.problems(fields, check_unknown=False)
     problems += exclusive(config, common.EXCLUSIVE_PAIRS)
