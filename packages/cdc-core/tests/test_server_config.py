@@ -77,11 +77,11 @@ def test_formats(props: dict, attr: str, expected: object) -> None:
         ),
         (
             {"debezium.sink.type": "file", "debezium.sink.kafka.producer.bootstrap.servers": "k:9092",
-             "debezium.sourse.topic.prefix": "x", "debezium.transforms": "unwrap"},
+             "debezium.sourse.topic.prefix": "x", "debezium.transformations": "unwrap"},
             [],
             ["debezium.sink.kafka.producer.bootstrap.servers: not a property of sink 'file'",
              "debezium.sourse.topic.prefix: unknown property",
-             "debezium.transforms: unknown property"],
+             "debezium.transformations: unknown property"],
         ),
     ],
 )

@@ -32,6 +32,7 @@ from cdc_core.signals.config import SIGNAL_FIELDS, signal_problems
 from cdc_core.signals.controller import SignalController
 from cdc_core.spi.connector import Connector, ConnectorContext
 from cdc_core.spi.sink import Sink
+from cdc_core.transforms.chain import TRANSFORM_FIELDS, build_chain, chain_problems
 
 Handler = Callable[[list[ChangeRecord]], None]
 
@@ -54,9 +55,10 @@ def connector_problems(config: Config, plugins: PluginRegistry | None = None) ->
     except ConfigError as e:
         return e.problems + config.problems(common.COMMON_FIELDS, check_unknown=False)
     converters = Fields(prefixes=[f"{name}." for name in converter_names(config)])
-    fields: Fields = common.COMMON_FIELDS + SIGNAL_FIELDS + cls.fields + converters
+    fields: Fields = common.COMMON_FIELDS + SIGNAL_FIELDS + cls.fields + converters + TRANSFORM_FIELDS
     problems = config.problems(fields)
     problems += exclusive(config, common.EXCLUSIVE_PAIRS)
+    problems += chain_problems(config, plugins or registry())
     if not problems:
         problems += signal_problems(config, plugins or registry())
     if not problems:
@@ -140,6 +142,8 @@ class Engine:
         if unset:
             self.config = self.config.with_values(**unset)
         self.name = self.config.get(common.NAME) or self.config.get(common.TOPIC_PREFIX)
+        #: ``transforms=``: the single message transforms (None when there are none: no per-record cost).
+        self.transforms = build_chain(self.config, self.plugins)
         self.log: ConnectorLogger = connector_logger("cdc.engine", self.connector_class.name, self.name)
         self.sink = sink
         if serializer is None and sink is not None:
@@ -231,6 +235,7 @@ class Engine:
         delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
         max_delay = self.config.get(common.ERRORS_RETRY_DELAY_MAX_MS) / 1000.0
         started = False  # whether a connector ever started (connected) in this engine
+        chain = self.transforms
         try:
             while not self.stopping:
                 connector = self._new_connector()
@@ -263,6 +268,8 @@ class Engine:
                             continue
                         records = builder.build(raw)
                         self.metrics.record_batch(records)
+                        if chain is not None:
+                            records = chain.apply(records)
                         with self._progress:
                             self._produced += len(records)
                         if not self.queue.put(records, self._stopping.is_set):
