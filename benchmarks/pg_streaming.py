@@ -7,7 +7,9 @@ ratio. The same run drains the same WAL with Debezium's embedded engine (Postgre
 memory, JsonConverter with schemas into a file fsynced per batch) and prints its rate, CPU per
 record and peak RSS beside cdc's file-sink run, which runs alone in a fresh Python process for
 its CPU and memory figures (``debezium_baseline``). ``--no-debezium`` leaves Debezium out.
-Usage: ``uv run python benchmarks/pg_streaming.py [--rows N] [--no-debezium]``.
+``--transforms`` instead runs only paired JSON-serialized runs without and with a transform chain
+(ExtractNewRecordState + RegexRouter, issue 13), alternating, each on its own slot, and prints the ratio.
+Usage: ``uv run python benchmarks/pg_streaming.py [--rows N] [--no-debezium] [--transforms]``.
 """
 
 from __future__ import annotations
@@ -51,8 +53,18 @@ def bare_receive_rate(pg: EmbeddedPostgres, db: str, slot: str, rows: int) -> fl
     return rows / elapsed
 
 
+#: The chain of ``--transforms``: flatten, then rename the topic.
+TRANSFORMS = {
+    "transforms": "unwrap,route",
+    "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+    "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+    "transforms.route.regex": r"bench\.public\.(.*)",
+    "transforms.route.replacement": "flat.$1",
+}
+
+
 def engine_rate(pg: Any, db: str, slot: str, rows: int, out_dir: Path | None,
-                extra: dict | None = None) -> float:
+                extra: dict | None = None, topic: str = "bench.public.bench") -> float:
     """Events/s through the whole engine: decode, convert, envelope, JSON, file sink, offsets."""
     config = Config({
         "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
@@ -74,7 +86,7 @@ def engine_rate(pg: Any, db: str, slot: str, rows: int, out_dir: Path | None,
         serialized = serializer.serialize(records)
         if sink is not None:
             sink.write(serialized)
-        count += sum(1 for r in records if r.topic == "bench.public.bench")
+        count += sum(1 for r in records if r.topic == topic)
         if count >= rows:
             done.set()
             engine.stop()
@@ -95,7 +107,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--no-debezium", action="store_true", help="do not run Debezium's engine beside cdc")
+    parser.add_argument("--transforms", action="store_true",
+                        help="only the paired runs without / with ExtractNewRecordState + RegexRouter")
+    parser.add_argument("--pairs", type=int, default=3, help="paired runs of --transforms (the best of each side counts)")
     args = parser.parse_args()
+    if args.transforms:
+        transforms_ratio(args.rows, args.pairs)
+        return
     why_not = "--no-debezium" if args.no_debezium else debezium_baseline.missing()
     dbz: Figures | None = None
     with EmbeddedPostgres() as pg, tempfile.TemporaryDirectory() as tmp:
@@ -130,6 +148,28 @@ def main() -> None:
     print(debezium_baseline.table(f"drain a {args.rows:,}-row backlog (PostgreSQL, pgoutput)",
                                   [("stream, file sink", cdc, dbz)], why_not))
     print("target: cdc >= 3x Debezium's rate, CPU per record <= 0.15x, peak RSS <= 150 MB (issue 20)")
+
+
+def transforms_ratio(rows: int, pairs: int) -> None:
+    """The rate without and with the transform chain on one backlog, in alternating runs; prints the ratio."""
+    with EmbeddedPostgres() as pg:
+        pg.create_database("bench")
+        pg.execute(TABLE, dbname="bench")
+        pg.execute("CREATE PUBLICATION bench_pub FOR TABLE bench", dbname="bench")
+        for i in range(pairs):
+            for side in ("plain", "smt"):
+                pg.execute(f"SELECT pg_create_logical_replication_slot('bench_{side}_{i}', 'pgoutput')", dbname="bench")
+        pg.execute(INSERT % rows, dbname="bench")
+        plain, smt = [], []
+        for i in range(pairs):
+            plain.append(engine_rate(pg, "bench", f"bench_plain_{i}", rows, None))
+            smt.append(engine_rate(pg, "bench", f"bench_smt_{i}", rows, None, TRANSFORMS, topic="flat.bench"))
+            print(f"pair {i + 1}: without {plain[-1]:>10,.0f} events/s, with {smt[-1]:>10,.0f} events/s "
+                  f"({smt[-1] / plain[-1]:.3f})")
+    print(f"end to end, JSON serialized, no sink, {rows:,} rows, best of {pairs}:")
+    print(f"  without transforms                : {max(plain):>10,.0f} events/s")
+    print(f"  ExtractNewRecordState + RegexRouter: {max(smt):>10,.0f} events/s   ratio {max(smt) / max(plain):.3f}")
+    print("target: ratio >= 0.85 (issue 13)")
 
 
 if __name__ == "__main__":

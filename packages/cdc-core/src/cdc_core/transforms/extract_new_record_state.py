@@ -148,6 +148,8 @@ class ExtractNewRecordState:
         self._flat: dict[tuple[int, str], tuple[Schema, Schema, list[tuple[str, FieldReference]]]] = {}
         self._deleted: dict[int, tuple[Schema, Schema, Any]] = {}
         self._header_refs: dict[int, tuple[Schema, list[FieldReference]]] = {}
+        #: The last envelope schema and op seen, and their flattened schema (runs of one table are the rule).
+        self._last: tuple[Any, Any, Any, Any] = (None, None, None, None)
 
     # -- schemas -------------------------------------------------------------------------------
 
@@ -159,9 +161,13 @@ class ExtractNewRecordState:
 
     def _flat_schema(self, envelope: Schema, op: str, rewritten: bool) -> tuple[Schema, list]:
         """The flattened value schema for one envelope schema and op, and the added fields present."""
+        last = self._last
+        if last[0] is envelope and last[1] == op:
+            return last[2], last[3]
         key = (id(envelope), op)
         found = self._flat.get(key)
         if found is not None and found[0] is envelope:
+            self._last = (envelope, op, found[1], found[2])
             return found[1], found[2]
         row = self._row_schema(envelope, "before" if op == "d" else "after")
         fields = list(row.fields)
@@ -175,6 +181,7 @@ class ExtractNewRecordState:
                 present.append(ref)
         out = basics(row, fields)
         self._flat[key] = (envelope, out, present)
+        self._last = (envelope, op, out, present)
         return out, present
 
     def _headers(self, record: ChangeRecord, envelope: dict[str, Any] | None) -> None:
