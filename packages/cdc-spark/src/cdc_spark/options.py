@@ -114,7 +114,7 @@ def parse_options(options: Mapping[str, Any]) -> SourceOptions:
         # envelope; a table's stream is picked by its topic; apply_changes needs op/before/after), so a chain
         # that flattens or re-routes would break them: refused rather than silently not applied.
         problems.append("transforms: the Spark source does not apply transforms (its rows are Debezium change "
-                        "events that op/before/after columns, the per-table stream and apply_changes rely on); "
+                        "events: the op/before/after columns, the per-table stream and apply_changes rely on them); "
                         "transform the DataFrame instead")
     table = lower.get(TABLE.lower())
     if table is not None and (not str(table).strip() or str(table).count(".") < 1):
