@@ -1,8 +1,8 @@
 """``org.apache.kafka.connect.transforms.Flatten$Key`` / ``$Value``: nested structs as ``outer.inner`` fields.
 
-As Kafka: struct fields are flattened with ``delimiter`` (default ``.``), arrays and maps are kept
-as they are; a field under an optional struct becomes optional; flattened fields lose their
-defaults (Kafka's ``convertFieldSchema`` keeps only the parent struct's default value).
+As Kafka 3.9: struct fields are flattened with ``delimiter`` (default ``.``), arrays and maps are
+kept as they are; a field under an optional struct becomes optional and keeps its default; a null
+in a present struct reads as its field's default (``Struct.get``).
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ class Flatten(Side):
                 continue
             s = f.schema
             out.append(Field(name, Schema(s.type, optional=is_optional, name=s.name, version=s.version, doc=s.doc,
-                                          parameters=s.parameters, items=s.items, keys=s.keys, values=s.values)))
-            paths.append((name, path + (f.name,)))
+                                          parameters=s.parameters, default=s.default, items=s.items, keys=s.keys,
+                                          values=s.values)))
+            paths.append((name, path + (f.name,), s.default))
 
     def _plan(self, schema: Schema) -> tuple[Schema, list]:
         found = self._plans.get(id(schema))
@@ -72,10 +73,14 @@ class Flatten(Side):
             return record
         new, paths = self._plan(schema)
         row: dict[str, Any] = {}
-        for name, path in paths:
+        for name, path, default in paths:
             v: Any = value
             for step in path:
-                v = v.get(step) if v is not None else None
+                if v is None:
+                    break
+                v = v.get(step)
+                if v is None and step == path[-1]:
+                    v = default
             row[name] = v
         return self.replace(record, new, row)
 
