@@ -67,3 +67,24 @@ def test_debezium_server_layout_gives_debezium_transforms_to_the_connector() -> 
     props["debezium.predicates"] = "p"
     problems = Application(server_config(props), memory_registry()).problems()
     assert any(p.startswith("debezium.predicates.p.type: is required") for p in problems), problems
+
+
+def test_cdc_validate_names_bad_transform_properties(tmp_path, capsys, restore_logging) -> None:
+    from cdc_core.cli import main
+
+    path = tmp_path / "app.properties"
+    path.write_text("\n".join([
+        "debezium.sink.type=file", "debezium.sink.file.dir=out", "debezium.source.connector.class=postgres",
+        "debezium.source.database.dbname=inventory", "debezium.source.topic.prefix=dbserver1",
+        "debezium.transforms=unwrap,route",
+        "debezium.transforms.unwrap.type=io.debezium.transforms.ExtractNewRecordState",
+        "debezium.transforms.unwrap.delete.handling.mode=keep",
+        "debezium.transforms.route.type=org.apache.kafka.connect.transforms.RegexRouter",
+        "debezium.transforms.route.regex=x", "debezium.transforms.route.replacment=y", ""]), encoding="utf-8")
+    assert main(["validate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "debezium.transforms.unwrap.delete.handling.mode: 'keep' is not one of: drop, rewrite, none" in err
+    assert "debezium.transforms.route.replacement: is required and has no value" in err
+    assert "debezium.transforms.route.replacment: unknown property" in err
+    path.write_text(path.read_text().replace("=keep", "=rewrite").replace("replacment", "replacement"))
+    assert main(["validate", str(path)]) == 0
