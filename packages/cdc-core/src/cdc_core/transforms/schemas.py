@@ -1,8 +1,8 @@
-"""Deriving Connect schemas as Kafka's ``SchemaUtil``/``SchemaBuilder`` do, and caching them by identity."""
+"""Deriving Connect schemas as Kafka's ``SchemaUtil``/``SchemaBuilder`` do."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from cdc_core.schema import Field, Schema
@@ -41,28 +41,3 @@ def as_optional(source: Schema) -> Schema:
     return Schema(source.type, optional=True, name=source.name, version=source.version, doc=source.doc,
                   parameters=source.parameters, fields=source.fields, items=source.items, keys=source.keys,
                   values=source.values)
-
-
-class SchemaCache:
-    """Derived schemas by the identity of their inputs (schemas are built once per table version).
-
-    The inputs are kept referenced, so an id is never reused while its entry lives; at ``limit``
-    entries the cache starts over (a table version's schema is derived again at most once more).
-    """
-
-    __slots__ = ("_entries", "limit")
-
-    def __init__(self, limit: int = 1024):
-        self._entries: dict[Any, tuple[Any, Any]] = {}
-        self.limit = limit
-
-    def get(self, key: Any, inputs: Any, build: Callable[[], Any]) -> Any:
-        """The cached result for ``key`` (built from ``inputs`` by ``build`` when absent)."""
-        found = self._entries.get(key)
-        if found is not None:
-            return found[1]
-        if len(self._entries) >= self.limit:
-            self._entries.clear()
-        result = build()
-        self._entries[key] = (inputs, result)
-        return result

@@ -8,8 +8,11 @@ from typing import Any
 from cdc_core.schema import Schema
 from cdc_core.transforms.schemas import basics
 
+#: Derived by the identity of the input schema, which each entry keeps alive (so an id is never reused
+#: while its entry lives); both start over past ``_LIMIT`` entries (many schema versions over a long run).
 _fillers: dict[int, tuple[Schema, Callable[[dict[str, Any]], dict[str, Any]] | None]] = {}
 _excluded: dict[tuple[int, frozenset[str]], tuple[Schema, Schema]] = {}
+_LIMIT = 4096
 
 
 def default_filler(schema: Schema) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
@@ -30,6 +33,8 @@ def default_filler(schema: Schema) -> Callable[[dict[str, Any]], dict[str, Any]]
         return out
 
     result = fill if defaults else None
+    if len(_fillers) >= _LIMIT:
+        _fillers.clear()
     _fillers[id(schema)] = (schema, result)
     return result
 
@@ -40,6 +45,8 @@ def exclude_fields(value: dict[str, Any], schema: Schema, names: frozenset[str])
     found = _excluded.get(key)
     if found is None or found[0] is not schema:
         out = basics(schema, [f for f in schema.fields if f.name not in names])
+        if len(_excluded) >= _LIMIT:
+            _excluded.clear()
         found = _excluded[key] = (schema, out)
     return {k: v for k, v in value.items() if k not in names}, found[1]
 
