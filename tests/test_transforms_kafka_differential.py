@@ -137,15 +137,21 @@ def _diff(a: Any, b: Any, path: str) -> list[str]:
 
 
 @pytest.mark.timeout(300)
-def test_every_chain_writes_what_kafka_and_debezium_write(tmp_path: Path) -> None:
+@pytest.mark.parametrize("replace_null_with_default", [True, False], ids=["converter-defaults", "converter-nulls"])
+def test_every_chain_writes_what_kafka_and_debezium_write(tmp_path: Path, replace_null_with_default: bool) -> None:
+    """Both JsonConverter settings of ``replace.null.with.default``: with it off, what the transforms
+    themselves do with nulls of fields that have defaults (Kafka's ``Struct.get``) shows in the output."""
     require_real_debezium()
-    serializer = JsonSerializer()
+    serializer = JsonSerializer(key_replace_null_with_default=replace_null_with_default,
+                                value_replace_null_with_default=replace_null_with_default)
+    converter = {f"{side}.converter.replace.null.with.default": str(replace_null_with_default).lower()
+                 for side in ("key", "value")}
     records = _records()
     failures: list[str] = []
     lenient_used: set[tuple[str, str]] = set()
     compared = 0
-    runs = [([_line(serializer, records[name]) for name in chain.get("records") or list(records)], chain["properties"])
-            for chain in CHAINS["chains"]]
+    runs = [([_line(serializer, records[name]) for name in chain.get("records") or list(records)],
+             {**chain["properties"], **converter}) for chain in CHAINS["chains"]]
     results = debezium.transform(runs, tmp_path)
     for chain, theirs in zip(CHAINS["chains"], results):
         props = chain["properties"]
