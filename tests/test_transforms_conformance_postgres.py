@@ -57,12 +57,12 @@ def _as_envelope(d: Difference) -> list[Difference]:
     return out
 
 
-def _assert_conforms(run: Capture, group: str, workdir: Path) -> None:
+def _assert_conforms(run: Capture, group: str, workdir: Path, connector: str = "postgres") -> None:
     """As ``conformance.check.assert_conforms``, with flattened fields judged by their envelope reasons."""
     result = compare(run.debezium, run.cdc, "conformance")
-    print(f"\nconformance postgres/{group}: {summary(result, KNOWN, 'postgres', group)}")
-    left = [d for d in unexplained(result, KNOWN, "postgres", group)
-            if not any(not unexplained(_Single(e), KNOWN, "postgres", group) for e in _as_envelope(d))]
+    print(f"\nconformance {connector}/{group}: {summary(result, KNOWN, connector, group)}")
+    left = [d for d in unexplained(result, KNOWN, connector, group)
+            if not any(not unexplained(_Single(e), KNOWN, connector, group) for e in _as_envelope(d))]
     (workdir / "differences.txt").write_text("\n".join(d.line() for d in result.differences))
     assert not left, f"{len(left)} difference(s) with no reason:\n" + "\n".join(d.line() for d in left[:60])
     explained = {(d.topic, d.index, d.path) for d in result.differences} - {(d.topic, d.index, d.path) for d in left}
