@@ -110,3 +110,21 @@ def test_dropped_record_leaves_its_offset_and_checkpoints_pass() -> None:
     out = run({"type": "ExtractNewRecordState"}, Checkpoint({"lsn": 1}),
               ChangeRecord("t", None, None, None, None, {"lsn": 2}), ChangeRecord("t", None, None, None, None, None))
     assert out == [Checkpoint({"lsn": 1}), Checkpoint({"lsn": 2})]
+
+
+def test_kafka_filter_with_a_predicate_drops_tombstones_and_headers_come_and_go() -> None:
+    tomb = record(headers={"drop": ["x"]})
+    tomb.value = None
+    preds = {"predicates": "t", "predicates.t.type": f"{K}predicates.RecordIsTombstone"}
+    props = {"transforms": "f,i,d", "transforms.f.type": f"{K}Filter", "transforms.f.predicate": "t",
+             "transforms.i.type": f"{K}InsertHeader", "transforms.i.header": "n", "transforms.i.value.literal": "42",
+             "transforms.d.type": f"{K}DropHeaders", "transforms.d.headers": "drop", **preds}
+    out = build_chain(Config(props), registry()).apply([record(headers={"drop": ["x"], "keep": 1}), tomb])
+    assert out[0].headers == {"keep": 1, "n": 42} and out[1] == Checkpoint({"lsn": 9})
+
+
+def test_hoist_field_and_set_schema_metadata() -> None:
+    r = run({"type": f"{K}HoistField$Key", "field": "k"}, record())[0]
+    assert r.key == {"k": {"id": 1}} and r.key_schema.field("k").schema is KEY and r.key_schema.name is None
+    r = run({"type": f"{K}SetSchemaMetadata$Value", "schema.name": "x.Row", "schema.version": "2"}, record())[0]
+    assert (r.value_schema.name, r.value_schema.version, r.value_schema.field_names) == ("x.Row", 2, ROW.field_names)

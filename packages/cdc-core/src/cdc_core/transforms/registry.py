@@ -8,10 +8,14 @@ from cdc_core.transforms.extract_field import ExtractFieldKey, ExtractFieldValue
 from cdc_core.transforms.extract_new_record_state import ExtractNewRecordState
 from cdc_core.transforms.flatten import FlattenKey, FlattenValue
 from cdc_core.transforms.header_from import HeaderFromKey, HeaderFromValue
+from cdc_core.transforms.headers import DropHeaders, InsertHeader
+from cdc_core.transforms.hoist_field import HoistFieldKey, HoistFieldValue
 from cdc_core.transforms.insert_field import InsertFieldKey, InsertFieldValue
+from cdc_core.transforms.kafka_filter import KafkaFilter
 from cdc_core.transforms.mask_field import MaskFieldKey, MaskFieldValue
 from cdc_core.transforms.regex_router import RegexRouter
 from cdc_core.transforms.replace_field import ReplaceFieldKey, ReplaceFieldValue
+from cdc_core.transforms.set_schema_metadata import SetSchemaMetadataKey, SetSchemaMetadataValue
 from cdc_core.transforms.timestamp_router import TimestampRouter
 from cdc_core.transforms.value_to_key import ValueToKey
 
@@ -21,4 +25,5 @@ BUILTIN_TRANSFORMS: tuple[type, ...] = (
     ReplaceFieldKey, ReplaceFieldValue, InsertFieldKey, InsertFieldValue,
     ExtractFieldKey, ExtractFieldValue, MaskFieldKey, MaskFieldValue,
     CastKey, CastValue, HeaderFromKey, HeaderFromValue, FlattenKey, FlattenValue,
+    KafkaFilter, DropHeaders, InsertHeader, HoistFieldKey, HoistFieldValue, SetSchemaMetadataKey, SetSchemaMetadataValue,
 )
