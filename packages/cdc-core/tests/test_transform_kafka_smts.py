@@ -128,3 +128,13 @@ def test_hoist_field_and_set_schema_metadata() -> None:
     assert r.key == {"k": {"id": 1}} and r.key_schema.field("k").schema is KEY and r.key_schema.name is None
     r = run({"type": f"{K}SetSchemaMetadata$Value", "schema.name": "x.Row", "schema.version": "2"}, record())[0]
     assert (r.value_schema.name, r.value_schema.version, r.value_schema.field_names) == ("x.Row", 2, ROW.field_names)
+
+
+def test_a_failing_transform_is_named_with_its_alias_and_topic() -> None:
+    from cdc_core.errors import ConnectorError
+
+    props = {"transforms": "ok,bad", "transforms.ok.type": f"{K}RegexRouter", "transforms.ok.regex": "nothing",
+             "transforms.ok.replacement": "x", "transforms.bad.type": f"{K}ExtractField$Value",
+             "transforms.bad.field": "missing"}
+    with pytest.raises(ConnectorError, match=r"transforms\.bad \(ExtractFieldValue\) failed on a record of topic 'db.public.t'"):
+        build_chain(Config(props), registry()).apply([record()])

@@ -88,13 +88,12 @@ class ByLogicalTableRouter:
         self._envelopes: dict[tuple[int, str], tuple[Schema, Schema, Any, Any]] = {}
 
     def _new_topic(self, topic: str) -> str | None:
-        found = self._topics.get(topic)
-        if found is None:
+        try:
+            return self._topics[topic]
+        except KeyError:
             found = replace_first(self.topic_regex, self.topic_replacement, topic)
-            if found is None:
-                return None
-            self._topics.put(topic, found)
-        return found
+            self._topics.put(topic, found)  # a topic that does not match is remembered too
+            return found
 
     def _physical_id(self, topic: str) -> str:
         if self.key_field_regex is None:

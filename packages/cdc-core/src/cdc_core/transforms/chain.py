@@ -40,6 +40,8 @@ class TransformChain:
 
     def __init__(self, steps: list[Step]):
         self.steps = tuple(steps)
+        #: (apply, test, negate) per step: plain tuples for the per-record loop.
+        self._plan = tuple((s.apply, s.test, s.negate) for s in self.steps)
 
     def __len__(self) -> int:
         return len(self.steps)
@@ -68,16 +70,16 @@ class TransformChain:
                     else:
                         append(r)
                 return out
+            plan = self._plan
             for r in batch:
                 if r.__class__ is not record_cls:
                     append(r)
                     continue
                 offset = r.offset
-                for step in steps:
-                    test = step.test
-                    if test is not None and bool(test(r)) is step.negate:
+                for fn, test, negate in plan:
+                    if test is not None and test(r) == negate:  # applies where test(r) != negate
                         continue
-                    r = step.apply(r)
+                    r = fn(r)
                     if r is None:
                         break
                 if r is not None:
@@ -87,6 +89,8 @@ class TransformChain:
         except (ConfigError, ConnectorError):
             raise
         except Exception as e:
+            if step is None or len(steps) > 1:
+                step = _failing_step(steps, e)
             alias = step.alias if step is not None else "?"
             topic = getattr(r, "topic", None)
             raise ConnectorError(f"transforms.{alias} ({type(step.transform).__name__ if step else '?'}) failed on a "
@@ -96,6 +100,27 @@ class TransformChain:
     def apply_records(self, records: list[ChangeRecord]) -> list[ChangeRecord]:
         """Only the records that remain (for readers that do not commit offsets per record, like Spark)."""
         return [r for r in self.apply(records) if r.__class__ is not Checkpoint]
+
+
+def _failing_step(steps: tuple[Step, ...], error: BaseException) -> Step | None:
+    """The step whose transform or predicate raised ``error`` (from its traceback), if it can be told."""
+    tb = error.__traceback__
+    owners = {}
+    for s in steps:
+        for fn in (s.apply, s.test):
+            code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+            if code is not None:
+                owners[code] = s
+    found = None
+    while tb is not None:
+        frame_self = tb.tb_frame.f_locals.get("self")
+        for s in steps:
+            if frame_self is s.transform:
+                found = s
+        if tb.tb_frame.f_code in owners and found is None:
+            found = owners[tb.tb_frame.f_code]
+        tb = tb.tb_next
+    return found
 
 
 def _aliases(config: Config, field: ConfigField, problems: list[str]) -> list[str]:
