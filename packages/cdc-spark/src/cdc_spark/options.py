@@ -109,14 +109,12 @@ def parse_options(options: Mapping[str, Any]) -> SourceOptions:
         props["connector.class"] = lower[CONNECTOR]
     config = Config(props)
     problems += connector_problems(config)
-    if str(config.get("transforms") or "").strip():
-        # The source's rows are change events (op, ts_ms and the typed before/after columns come from the
-        # envelope; a table's stream is picked by its topic; apply_changes needs op/before/after), so a chain
-        # that flattens or re-routes would break them: refused rather than silently not applied.
-        problems.append("transforms: the Spark source does not apply transforms (its rows are Debezium change "
-                        "events: the op/before/after columns, the per-table stream and apply_changes rely on them); "
-                        "transform the DataFrame instead")
     table = lower.get(TABLE.lower())
+    if table is not None and str(config.get("transforms") or "").strip():
+        # One table's stream is picked by its topic and its typed before/after columns (and apply_changes) read
+        # the change event envelope: a chain that re-routes or flattens would break them.
+        problems.append("transforms: cannot be combined with table (its typed before/after columns and the "
+                        "one-table stream read the change event envelope); read without table to transform")
     if table is not None and (not str(table).strip() or str(table).count(".") < 1):
         problems.append(f"table: {table!r} must name one table as schema.table")
     max_events = _positive_int(lower, MAX_EVENTS_PER_TRIGGER, None, problems)
