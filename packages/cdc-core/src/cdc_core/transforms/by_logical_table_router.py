@@ -43,6 +43,7 @@ class _LRU(OrderedDict):
     """A small least-recently-used map (``logical.table.cache.size`` entries)."""
 
     def __init__(self, size: int):
+        """Start empty, holding at most ``size`` entries."""
         super().__init__()
         self.size = size
 
@@ -61,6 +62,7 @@ class ByLogicalTableRouter:
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Compile the expressions and replacements; check key.field.regex has its replacement."""
         o = options(config, FIELDS)
         self.topic_regex = re.compile(o["topic.regex"])
         try:
@@ -88,6 +90,7 @@ class ByLogicalTableRouter:
         self._envelopes: dict[tuple[int, str], tuple[Schema, Schema, Any, Any]] = {}
 
     def _new_topic(self, topic: str) -> str | None:
+        """The topic a record on ``topic`` goes to (None: it does not match)."""
         try:
             return self._topics[topic]
         except KeyError:
@@ -96,6 +99,7 @@ class ByLogicalTableRouter:
             return found
 
     def _physical_id(self, topic: str) -> str:
+        """The value of the key field for a record of ``topic``."""
         if self.key_field_regex is None:
             return topic
         found = self._key_ids.get(topic)
@@ -107,6 +111,7 @@ class ByLogicalTableRouter:
         return found
 
     def _key_schema(self, old: Schema, topic: str) -> Schema:
+        """The key schema renamed after the new topic, with the key field."""
         key = (id(old), topic)
         found = self._key_schemas.get(key)
         if found is not None and found[0] is old:
@@ -119,6 +124,7 @@ class ByLogicalTableRouter:
         return new
 
     def _envelope(self, old: Schema, topic: str) -> tuple[Schema, Any]:
+        """The envelope schema renamed after the new topic, and the row default filler."""
         key = (id(old), topic)
         found = self._envelopes.get(key)
         if found is not None and found[0] is old:

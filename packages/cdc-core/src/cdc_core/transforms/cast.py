@@ -85,6 +85,7 @@ class Cast(Side):
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Parse ``spec`` into field casts or one whole-value cast."""
         o = options(config, FIELDS)
         self.casts: dict[str, str] = {}
         self.whole: str | None = None
@@ -103,6 +104,7 @@ class Cast(Side):
         self._schemas: dict[int, tuple[Schema, Schema, list, Any]] = {}
 
     def _plan(self, schema: Schema) -> tuple[Schema, list, Any]:
+        """The cast schema, the fields to cast and the default filler, per input schema."""
         found = self._schemas.get(id(schema))
         if found is not None and found[0] is schema:
             return found[1], found[2], found[3]
@@ -146,6 +148,7 @@ class Cast(Side):
 
 
 def _json_type(value: Any) -> str:
+    """The Connect type of a schemaless JSON value."""
     if isinstance(value, bool):
         return "boolean"
     if isinstance(value, int):

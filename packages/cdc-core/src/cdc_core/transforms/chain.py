@@ -39,11 +39,13 @@ class TransformChain:
     """The configured transforms, applied per batch in one tight loop."""
 
     def __init__(self, steps: list[Step]):
+        """Keep the steps and their per-record plan."""
         self.steps = tuple(steps)
         #: (apply, test, negate) per step: plain tuples for the per-record loop.
         self._plan = tuple((s.apply, s.test, s.negate) for s in self.steps)
 
     def __len__(self) -> int:
+        """The number of transforms."""
         return len(self.steps)
 
     def apply(self, batch: list) -> list:
@@ -124,6 +126,7 @@ def _failing_step(steps: tuple[Step, ...], error: BaseException) -> Step | None:
 
 
 def _aliases(config: Config, field: ConfigField, problems: list[str]) -> list[str]:
+    """The aliases listed in ``field`` (duplicates reported in ``problems``)."""
     try:
         aliases = config.get(field)
     except ConfigError as e:
@@ -159,6 +162,7 @@ def _instance(kind: str, prefix: str, config: Config, plugins: Any, problems: li
 
 
 def _build(config: Config, plugins: Any) -> tuple[TransformChain | None, list[str]]:
+    """The chain and every problem found while making it."""
     problems: list[str] = []
     transforms = _aliases(config, TRANSFORMS, problems)
     predicates = _aliases(config, PREDICATES, problems)

@@ -20,12 +20,14 @@ class ExtractField(Side):
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Read the field (or V2 path) to extract."""
         o = options(config, FIELDS)
         self.path = o["field"].split(".") if o["field.syntax.version"] == "v2" else [o["field"]]
         self.replace_null = o["replace.null.with.default"]
         self._schemas: dict[int, tuple[Schema, Schema, Any]] = {}
 
     def _schema(self, schema: Schema) -> tuple[Schema, Any]:
+        """The extracted field's schema and default, per input schema."""
         found = self._schemas.get(id(schema))
         if found is not None and found[0] is schema:
             return found[1], found[2]

@@ -62,6 +62,7 @@ class FieldReference:
     __slots__ = ("struct", "field", "new_field")
 
     def __init__(self, prefix: str, spec: str):
+        """Parse ``spec`` (``[struct.]field[:newName]``) with the output ``prefix``."""
         parts = spec.split(":")
         if len(parts) > 2:
             raise ValueError(f"unexpected field name {spec!r}")
@@ -96,6 +97,7 @@ class FieldReference:
 
 
 def _struct_of(name: str) -> str | None:
+    """The struct Debezium looks an unqualified field up in (None: the envelope itself)."""
     if name in _TRANSACTION_FIELDS:
         return "transaction"
     if name in _TOP_LEVEL_FIELDS:
@@ -106,6 +108,7 @@ def _struct_of(name: str) -> str | None:
 
 
 def _field(schema: Schema | None, name: str) -> Field | None:
+    """The field ``name`` of a struct schema, or None."""
     if schema is None or schema.type != "struct":
         return None
     for f in schema.fields:
@@ -115,6 +118,7 @@ def _field(schema: Schema | None, name: str) -> Field | None:
 
 
 def _references(prefix: str, specs: list[str], option: str) -> list[FieldReference]:
+    """The FieldReferences of an ``add.fields``/``add.headers`` list."""
     try:
         return [FieldReference(prefix, s) for s in specs]
     except ValueError as e:
@@ -129,6 +133,7 @@ class ExtractNewRecordState:
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Read and check every option; the deprecated pair applies only without delete.tombstone.handling.mode."""
         o = options(config, FIELDS)
         mode = o["delete.tombstone.handling.mode"]
         if mode:
@@ -154,6 +159,7 @@ class ExtractNewRecordState:
     # -- schemas -------------------------------------------------------------------------------
 
     def _row_schema(self, envelope: Schema, side: str) -> Schema:
+        """The schema of the envelope's ``before`` or ``after`` field."""
         f = _field(envelope, side)
         if f is None:
             raise ValueError(f"the envelope schema {envelope.name} has no {side!r} field")
@@ -185,6 +191,7 @@ class ExtractNewRecordState:
         return out, present
 
     def _headers(self, record: ChangeRecord, envelope: dict[str, Any] | None) -> None:
+        """Add the ``add.headers`` headers (a tombstone gets only ``op``, as ``d``)."""
         headers = dict(record.headers)
         if envelope is None:
             for ref in self.add_headers:
@@ -244,6 +251,7 @@ class ExtractNewRecordState:
         return row if fill is None else fill(row)
 
     def _delete(self, record: ChangeRecord, value: dict[str, Any], vs: Schema, before: dict[str, Any]) -> ChangeRecord | None:
+        """A DELETE event per the delete handling mode (None: dropped)."""
         action = self.delete_action
         if action is None:
             return None
@@ -273,6 +281,7 @@ class ExtractNewRecordState:
         return record
 
     def _route(self, record: ChangeRecord, row: dict[str, Any]) -> None:
+        """Move the record to the topic named by the ``route.by.field`` value of ``row``."""
         topic = row.get(self.route_by_field)
         if topic is not None and str(topic).strip():
             record.topic = str(topic)
@@ -293,6 +302,7 @@ class ExtractNewRecordState:
                 record.value, record.value_schema = exclude_fields(record.value, record.value_schema, drop)
 
     def _droppable(self, schema: Schema, names: list[str]) -> frozenset[str]:
+        """The listed fields that may be dropped from ``schema``."""
         if not self.drop_keep_compatible:
             return frozenset(names)
         return frozenset(f.name for f in schema.fields if f.schema.optional and f.name in names)

@@ -25,10 +25,12 @@ class Flatten(Side):
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Read the delimiter."""
         self.delimiter = options(config, FIELDS)["delimiter"]
         self._plans: dict[int, tuple[Schema, Schema, list]] = {}
 
     def _flat_fields(self, schema: Schema, prefix: str, optional: bool, out: list, paths: list, path: tuple) -> None:
+        """Append the flattened fields of ``schema`` and their paths."""
         for f in schema.fields:
             name = f"{prefix}{self.delimiter}{f.name}" if prefix else f.name
             is_optional = optional or f.schema.optional
@@ -42,6 +44,7 @@ class Flatten(Side):
             paths.append((name, path + (f.name,), s.default))
 
     def _plan(self, schema: Schema) -> tuple[Schema, list]:
+        """The flattened schema and each field's path, per input schema."""
         found = self._plans.get(id(schema))
         if found is not None and found[0] is schema:
             return found[1], found[2]
@@ -53,6 +56,7 @@ class Flatten(Side):
         return out, paths
 
     def _flat_map(self, value: dict[str, Any], prefix: str, out: dict[str, Any]) -> None:
+        """Flatten a schemaless map into ``out``."""
         for k, v in value.items():
             name = f"{prefix}{self.delimiter}{k}" if prefix else k
             if isinstance(v, dict):

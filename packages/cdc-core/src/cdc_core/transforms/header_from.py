@@ -25,6 +25,7 @@ class HeaderFrom(Side):
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Pair ``fields`` with ``headers`` (as many of each)."""
         o = options(config, FIELDS)
         if len(o["fields"]) != len(o["headers"]):
             raise ConfigError(["headers: must have the same number of elements as fields"])
@@ -34,6 +35,7 @@ class HeaderFrom(Side):
         self._plans: dict[int, tuple[Schema, Schema, Any]] = {}
 
     def _plan(self, schema: Schema) -> tuple[Schema, Any]:
+        """The schema without moved fields, and the default filler, per input schema."""
         found = self._plans.get(id(schema))
         if found is not None and found[0] is schema:
             return found[1], found[2]

@@ -35,6 +35,7 @@ class DropHeaders:
     fields: ClassVar[Fields] = Fields([field("headers", "list", None, required=True, allow_blank=False)])
 
     def __init__(self, config: Config):
+        """Read the header names."""
         self.names = frozenset(options(config, self.fields)["headers"])
 
     def apply(self, record: ChangeRecord) -> ChangeRecord:
@@ -52,6 +53,7 @@ class InsertHeader:
     fields: ClassVar[Fields] = Fields([required("header"), field("value.literal", "string", None, required=True)])
 
     def __init__(self, config: Config):
+        """Read the header and its value."""
         o = options(config, self.fields)
         self.header = o["header"]
         self.value = literal(o["value.literal"])

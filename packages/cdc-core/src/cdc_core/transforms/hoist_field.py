@@ -17,6 +17,7 @@ class HoistField(Side):
     fields: ClassVar[Fields] = Fields([required("field")])
 
     def __init__(self, config: Config):
+        """Read the field name."""
         self.field = options(config, self.fields)["field"]
         self._schemas: dict[int, tuple[Schema, Schema]] = {}
 

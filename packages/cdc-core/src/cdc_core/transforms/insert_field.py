@@ -56,6 +56,7 @@ class InsertField(Side):
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Read the field specs (``name``, ``name?``, ``name!``); refuse ``offset.field``."""
         o = options(config, FIELDS)
         if o["offset.field"]:
             raise ConfigError(["offset.field: Kafka offsets exist only on sink records; cdc is a source"])
@@ -69,6 +70,7 @@ class InsertField(Side):
         self._schemas: dict[int, tuple[Schema, Schema, Any]] = {}
 
     def _schema(self, schema: Schema) -> tuple[Schema, Any]:
+        """The schema with the inserted fields, and the default filler, per input schema."""
         found = self._schemas.get(id(schema))
         if found is not None and found[0] is schema:
             return found[1], found[2]
@@ -83,6 +85,7 @@ class InsertField(Side):
         return out, fill
 
     def _insert(self, record: ChangeRecord, out: dict[str, Any], with_schema: bool) -> None:
+        """Put the configured fields into ``out``."""
         if self.topic is not None:
             out[self.topic[0]] = record.topic
         if self.partition is not None and with_schema:

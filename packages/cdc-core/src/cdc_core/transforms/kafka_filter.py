@@ -22,6 +22,7 @@ class KafkaFilter:
     fields: ClassVar[Fields] = Fields([])
 
     def __init__(self, config: Config):
+        """Check that no option is given (there is none)."""
         options(config, self.fields)
 
     def apply(self, record: ChangeRecord) -> None:

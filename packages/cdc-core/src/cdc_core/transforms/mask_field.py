@@ -70,6 +70,7 @@ class MaskField(Side):
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Read the fields and the replacement."""
         o = options(config, FIELDS)
         self.masked = list(dict.fromkeys(o["fields"]))
         self.replacement = o["replacement"]
@@ -77,6 +78,7 @@ class MaskField(Side):
         self._plans: dict[int, tuple[Schema, dict[str, Any], Any]] = {}
 
     def _plan(self, schema: Schema) -> tuple[dict[str, Any], Any]:
+        """The masked value of each field present, and the default filler, per input schema."""
         found = self._plans.get(id(schema))
         if found is not None and found[0] is schema:
             return found[1], found[2]

@@ -20,6 +20,7 @@ class TopicNameMatches:
     fields: ClassVar[Fields] = Fields([regex("pattern")])
 
     def __init__(self, config: Config):
+        """Compile the pattern."""
         self.pattern = re.compile(options(config, self.fields)["pattern"])
         self._seen: dict[str, bool] = {}
 
@@ -42,6 +43,7 @@ class HasHeaderKey:
     fields: ClassVar[Fields] = Fields([required("name")])
 
     def __init__(self, config: Config):
+        """Read the header name."""
         self.header = options(config, self.fields)["name"]
 
     def test(self, record: ChangeRecord) -> bool:
@@ -57,6 +59,7 @@ class RecordIsTombstone:
     fields: ClassVar[Fields] = Fields([])
 
     def __init__(self, config: Config):
+        """Check that no option is given (there is none)."""
         options(config, self.fields)
 
     def test(self, record: ChangeRecord) -> bool:

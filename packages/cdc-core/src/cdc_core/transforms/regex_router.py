@@ -23,6 +23,7 @@ class RegexRouter:
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Compile the expression and the replacement."""
         o = options(config, FIELDS)
         self.regex = re.compile(o["regex"])
         try:

@@ -27,6 +27,7 @@ class ReplaceField(Side):
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Read the field lists (the older names where the newer are unset) and the renames."""
         o = options(config, FIELDS)
         exclude = o["exclude"] if config.get("exclude") not in (None, "") or o["blacklist"] is None else o["blacklist"]
         include = o["include"] if config.get("include") not in (None, "") or o["whitelist"] is None else o["whitelist"]
@@ -41,9 +42,11 @@ class ReplaceField(Side):
         self._schemas: dict[int, tuple[Schema, Schema, list[tuple[str, str]], Any]] = {}
 
     def _keep(self, name: str) -> bool:
+        """Whether a field stays."""
         return name not in self.exclude and (not self.include or name in self.include)
 
     def _plan(self, schema: Schema) -> tuple[Schema, list[tuple[str, str]], Any]:
+        """The new schema, the (old, new) names and the default filler, per input schema."""
         found = self._schemas.get(id(schema))
         if found is not None and found[0] is schema:
             return found[1], found[2], found[3]

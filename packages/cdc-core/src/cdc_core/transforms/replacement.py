@@ -32,6 +32,7 @@ def java_replacement(replacement: str) -> Callable[[re.Match[str]], str]:
         parts.append(replacement[pos:])
 
     def write(match: re.Match[str]) -> str:
+        """The replacement text for one match."""
         out = []
         for p in parts:
             if p.__class__ is str:

@@ -20,6 +20,7 @@ class SetSchemaMetadata(Side):
                                        field("replace.null.with.default", "boolean", True)])
 
     def __init__(self, config: Config):
+        """Read the new name and/or version (at least one of them)."""
         o = options(config, self.fields)
         self.schema_name = o["schema.name"] or None
         self.schema_version = o["schema.version"]

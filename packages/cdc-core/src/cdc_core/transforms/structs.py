@@ -24,6 +24,7 @@ def default_filler(schema: Schema) -> Callable[[dict[str, Any]], dict[str, Any]]
     defaults = [(f.name, f.schema.default) for f in schema.fields if f.schema.default is not None]
 
     def fill(row: dict[str, Any]) -> dict[str, Any]:
+        """The row with its defaults in place of nulls (the row itself when there is none)."""
         if all(row.get(n) is not None for n, _ in defaults):
             return row
         out = dict(row)

@@ -40,6 +40,7 @@ def java_date_format(pattern: str):
             parts.append(("lit", text))
 
     def fmt(ms: int) -> str:
+        """``ms`` formatted with the pattern."""
         t = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
         out = []
         for kind, n in parts:
@@ -78,6 +79,7 @@ class TimestampRouter:
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Read the topic format and compile the date format."""
         o = options(config, FIELDS)
         self.topic_format = o["topic.format"]
         try:

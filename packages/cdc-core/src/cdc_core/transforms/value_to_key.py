@@ -23,12 +23,14 @@ class ValueToKey:
     fields: ClassVar[Fields] = FIELDS
 
     def __init__(self, config: Config):
+        """Read the fields that make the key."""
         o = options(config, FIELDS)
         self.names = list(o["fields"])
         self.replace_null = o["replace.null.with.default"]
         self._schemas: dict[int, tuple[Schema, Schema, Any]] = {}
 
     def _key_schema(self, schema: Schema) -> tuple[Schema, Any]:
+        """The key schema and the default filler, per value schema."""
         found = self._schemas.get(id(schema))
         if found is not None and found[0] is schema:
             return found[1], found[2]
