@@ -16,6 +16,7 @@ from cdc_core.transforms.mask_field import MaskFieldKey, MaskFieldValue
 from cdc_core.transforms.regex_router import RegexRouter
 from cdc_core.transforms.replace_field import ReplaceFieldKey, ReplaceFieldValue
 from cdc_core.transforms.set_schema_metadata import SetSchemaMetadataKey, SetSchemaMetadataValue
+from cdc_core.transforms.timestamp_converter import TimestampConverterKey, TimestampConverterValue
 from cdc_core.transforms.timestamp_router import TimestampRouter
 from cdc_core.transforms.value_to_key import ValueToKey
 
@@ -25,5 +26,5 @@ BUILTIN_TRANSFORMS: tuple[type, ...] = (
     ReplaceFieldKey, ReplaceFieldValue, InsertFieldKey, InsertFieldValue,
     ExtractFieldKey, ExtractFieldValue, MaskFieldKey, MaskFieldValue,
     CastKey, CastValue, HeaderFromKey, HeaderFromValue, FlattenKey, FlattenValue,
-    KafkaFilter, DropHeaders, InsertHeader, HoistFieldKey, HoistFieldValue, SetSchemaMetadataKey, SetSchemaMetadataValue,
+    TimestampConverterKey, TimestampConverterValue, KafkaFilter, DropHeaders, InsertHeader, HoistFieldKey, HoistFieldValue, SetSchemaMetadataKey, SetSchemaMetadataValue,
 )
