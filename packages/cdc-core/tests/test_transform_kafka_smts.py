@@ -138,3 +138,17 @@ def test_a_failing_transform_is_named_with_its_alias_and_topic() -> None:
              "transforms.bad.field": "missing"}
     with pytest.raises(ConnectorError, match=r"transforms\.bad \(ExtractFieldValue\) failed on a record of topic 'db.public.t'"):
         build_chain(Config(props), registry()).apply([record()])
+
+
+def test_timestamp_converter_reads_and_writes_each_type() -> None:
+    ts = Schema("int64", optional=True, name="org.apache.kafka.connect.data.Timestamp", version=1)
+    row = struct("T", [("ts", ts), ("text", Schema("string", optional=True))])
+    rec = ChangeRecord("t", None, {"ts": 1709618828009, "text": "05/03/2024 18:07"}, None, row, {"lsn": 1})
+    r = run({"type": f"{K}TimestampConverter$Value", "field": "ts", "target.type": "string",
+             "format": "yyyy-MM-dd'T'HH:mm:ss.SSS"}, rec)[0]
+    assert r.value["ts"] == "2024-03-05T06:07:08.009" and r.value_schema.field("ts").schema.type == "string"
+    r = run({"type": f"{K}TimestampConverter$Value", "field": "text", "target.type": "Date",
+             "format": "dd/MM/yyyy HH:mm"}, r)[0]
+    assert r.value["text"] == 19787 and r.value_schema.field("text").schema.name == "org.apache.kafka.connect.data.Date"
+    with pytest.raises(ConfigError, match="transforms.t.format: TimestampConverter needs a format"):
+        run({"type": f"{K}TimestampConverter$Value", "field": "ts", "target.type": "string"})
