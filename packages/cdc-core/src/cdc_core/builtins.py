@@ -104,3 +104,19 @@ def register_cli_commands(subparsers: object) -> None:
     from cdc_core.signals.command import add_signal_command
 
     add_signal_command(subparsers)
+
+
+@hookimpl
+def register_transforms() -> list[type]:
+    """Debezium's ExtractNewRecordState and ByLogicalTableRouter, and Kafka Connect's transforms."""
+    from cdc_core.transforms.registry import BUILTIN_TRANSFORMS
+
+    return list(BUILTIN_TRANSFORMS)
+
+
+@hookimpl
+def register_predicates() -> list[type]:
+    """Kafka Connect's TopicNameMatches, HasHeaderKey and RecordIsTombstone."""
+    from cdc_core.transforms.predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
+
+    return [TopicNameMatches, HasHeaderKey, RecordIsTombstone]
