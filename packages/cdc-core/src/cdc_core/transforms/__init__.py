@@ -1,0 +1,1 @@
+"""Single message transforms: Kafka Connect's and Debezium's SMTs on cdc's records."""
