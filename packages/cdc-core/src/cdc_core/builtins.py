@@ -86,3 +86,13 @@ def register_cli_commands(subparsers: object) -> None:
     from cdc_core.signals.command import add_signal_command
 
     add_signal_command(subparsers)
+
+
+@hookimpl
+def register_transforms() -> list[type]:
+    """Debezium's Filter, ContentBasedRouter and outbox EventRouter."""
+    from cdc_core.transforms.content_router import ContentBasedRouter
+    from cdc_core.transforms.filter import Filter
+    from cdc_core.transforms.outbox import EventRouter
+
+    return [Filter, ContentBasedRouter, EventRouter]
