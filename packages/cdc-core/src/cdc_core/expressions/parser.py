@@ -26,15 +26,44 @@ _CONSTANTS = {"true": True, "false": False, "null": None}
 _KEYWORDS = frozenset({"new", "def", "var", "let", "const", "function", "return", "if", "else", "for", "while", "do",
                        "class", "import", "this", "super", "throw", "try", "catch", "in", "instanceof", "typeof",
                        "delete", "void", "yield", "await", "switch", "case", "as", "undefined"})
-#: How deeply parentheses and operators may nest (a configuration value, not a program).
-MAX_DEPTH = 100
+#: How deeply parentheses, ``!`` and conditionals may nest, and how deep the whole tree may be
+#: (a configuration value, not a program; the compiled closures recurse as deep as the tree).
+MAX_DEPTH = 32
+MAX_TREE_DEPTH = 100
 
 
 def parse(text: str) -> Node:
     """The syntax tree of ``text``; ExpressionSyntaxError naming the column of the first problem."""
     if not text.strip():
         raise ExpressionSyntaxError("the expression is empty", 1)
-    return _Parser(tokenize(text)).parse()
+    tree = _Parser(tokenize(text)).parse()
+    _check_depth(tree)
+    return tree
+
+
+def _check_depth(tree: Node) -> None:
+    """Refuse a tree deeper than MAX_TREE_DEPTH (a long chain ``a + b + c ...`` nests to the left)."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_TREE_DEPTH:
+            raise ExpressionSyntaxError(f"the expression nests deeper than {MAX_TREE_DEPTH} operations", node.column)
+        for child in _children(node):
+            stack.append((child, depth + 1))
+
+
+def _children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, (Member, Index)):
+        return (node.target, node.index) if isinstance(node, Index) else (node.target,)
+    if isinstance(node, Call):
+        return (node.target, *node.args)
+    if isinstance(node, Unary):
+        return (node.operand,)
+    if isinstance(node, Binary):
+        return (node.left, node.right)
+    if isinstance(node, Conditional):
+        return (node.test, node.then, node.otherwise)
+    return ()
 
 
 class _Parser:
@@ -102,9 +131,9 @@ class _Parser:
             return self.unary()
         left = self.binary(level + 1)
         while self.at(*self._LEVELS[level]):
-            op = self.take().text
-            op = {"===": "==", "!==": "!="}.get(op, op)
-            left = Binary(left.column, op, left, self.binary(level + 1))
+            t = self.take()
+            op = {"===": "==", "!==": "!="}.get(t.text, t.text)
+            left = Binary(t.column, op, left, self.binary(level + 1))
         return left
 
     def unary(self) -> Node:
