@@ -183,3 +183,24 @@ def test_bad_options_are_refused_at_start(props, problem):
     with pytest.raises(ConfigError) as e:
         router(**props)
     assert any(problem in p for p in e.value.problems), e.value.problems
+
+
+def test_array_elements_of_different_shapes_are_merged_as_debezium_merges_them():
+    # Seen from Debezium 3.0.7: the merged element struct is not optional; its fields' order follows
+    # a Java HashSet there (not stable), the order of first appearance here.
+    from cdc_core.transforms.outbox_json import JsonExpander, JsonExpansionError
+
+    expander = JsonExpander()
+    schema, value = expander.expand("payload", '{"items": [{"sku": "x"}, {"qty": 3000000000, "sku": "y"}, null]}')
+    items = schema.field("items").schema.items
+    assert (items.optional, items.name, items.field_names) == (False, "payload.items", ("sku", "qty"))
+    assert value == {"items": [{"sku": "x", "qty": None}, {"sku": "y", "qty": 3000000000}, None]}
+    same, _ = expander.expand("payload", '{"items": [{"sku": "a"}, {"sku": "b"}]}')
+    assert same.field("items").schema.items.optional is True
+    with pytest.raises(JsonExpansionError, match="not a homogenous array"):
+        expander.expand("payload", '{"a": [1, "x"]}')
+    with pytest.raises(JsonExpansionError, match="different number types"):
+        expander.expand("payload", '{"a": [1, 3000000000]}')
+    nulls = JsonExpander(null_as_optional_bytes=True)
+    schema, value = nulls.expand("payload", '{"a": null}')
+    assert schema.field("a").schema.type == "bytes" and value == {"a": None}

@@ -237,8 +237,14 @@ class EventRouter:
         else:
             key = id(payload_schema)
         cached = self._value_schemas.get(key)
-        if cached is not None and (version is not None or cached[0] is payload_schema):
-            return cached[1]
+        if cached is not None:
+            if cached[0] is payload_schema or cached[0].json_bytes() == payload_schema.json_bytes():
+                return cached[1]
+            if version is not None:
+                # Debezium keeps one value schema per version and fails (DataException) putting another payload in it.
+                raise ConnectorError(f"outbox EventRouter: a payload of schema version {version} (column "
+                                     f"{self.field_version!r}) has another schema than an earlier payload of that "
+                                     "version; give each payload schema its own version")
         name = columns.after.name
         if name is None:
             name = routed

@@ -3,7 +3,10 @@
 As Debezium's ``JsonSchemaData``: objects become optional structs named by their path
 (``payload``, ``payload.lineItems``), strings optional strings, booleans optional booleans, numbers
 optional int32 / int64 (by size) or float64, arrays optional arrays of their first non-null
-element's schema (the schemas of object elements merged, in the order they appear). Null fields
+element's schema. The schemas of an array's object elements are merged when they differ (the
+merged struct is then not optional: Debezium copies only the name of the first); Debezium merges
+them in the order of a Java HashSet, which is not stable across runs, cdc in the order they first
+appear, so the merged fields' order may differ from Debezium's. Null fields
 and empty arrays are left out, or with ``table.json.payload.null.behavior=optional_bytes`` a null
 is an optional bytes field. A mixed array raises ``JsonExpansionError``; the router then keeps the
 payload as it was, with a warning, as Debezium does.
@@ -78,15 +81,15 @@ class JsonExpander:
             if shape is not None and name not in seen:
                 seen.add(name)
                 fields.append((name, shape))
-        return ("struct", key, tuple(fields))
+        return ("struct", key, tuple(fields), True)
 
     def _array_shape(self, key: str | None, array: list[Any]) -> Any:
         sample = _first_element(array, self)
         if isinstance(sample, dict):
-            merged: Any = None
-            for element in array:
-                if isinstance(element, dict):
-                    merged = _merge(merged, self._shape(key, element))
+            distinct = list(dict.fromkeys(self._shape(key, e) for e in array if isinstance(e, dict)))
+            merged: Any = distinct[0]
+            for shape in distinct[1:]:
+                merged = _merge(merged, shape)
             return merged
         shape = self._shape(None, sample)
         if shape is None:
@@ -104,7 +107,7 @@ class JsonExpander:
             elif shape[0] == "array":
                 schema = Schema("array", optional=True, items=self._schema(shape[1]))
             else:
-                schema = Schema("struct", optional=True, name=shape[1],
+                schema = Schema("struct", optional=shape[3], name=shape[1],
                                 fields=tuple(Field(n, self._schema(s)) for n, s in shape[2]))
             self._schemas[shape] = schema
         return schema
@@ -143,15 +146,16 @@ def _json_type(v: Any) -> str:
 
 
 def _merge(left: Any, right: Any) -> Any:
-    """Debezium's ``mergeSchema`` of two struct shapes: the fields of both, a bytes field giving way to a typed one."""
-    if left is None:
-        return right
+    """Debezium's ``mergeSchema`` of two struct shapes: the fields of both, a bytes field giving way to a typed one.
+
+    The result is not optional: Debezium's ``SchemaUtil.copySchemaBasics`` copies the name, not optionality.
+    """
     fields = dict(left[2])
     for name, shape in right[2]:
         old = fields.get(name)
         if old is None or (old != shape and old == "bytes" and shape != "bytes"):
             fields[name] = shape
-    return ("struct", left[1], tuple(fields.items()))
+    return ("struct", left[1], tuple(fields.items()), False)
 
 
 def _value(node: Any, schema: Schema) -> Any:
