@@ -30,7 +30,8 @@ CREATE TABLE inventory.outboxevent (id uuid NOT NULL PRIMARY KEY, aggregatetype 
                                     version int NOT NULL DEFAULT 1)"""
 CHANGES = [
     "INSERT INTO inventory.outboxevent VALUES ('11111111-1111-1111-1111-111111111111', 'customers', '7', "
-    "'CustomerCreated', '{\"name\": \"Ann\", \"tags\": [\"a\", \"b\"], \"vip\": true, \"score\": 1.5, \"note\": null}', 2)",
+    "'CustomerCreated', '{\"name\": \"Ann\", \"tags\": [\"a\", \"b\"], \"vip\": true, \"score\": 1.5, "
+    "\"note\": null}', 2)",
     "INSERT INTO inventory.outboxevent VALUES ('22222222-2222-2222-2222-222222222222', 'orders', '8', "
     "'OrderShipped', '{\"order\": 8, \"items\": [{\"sku\": \"x\", \"qty\": 1}, {\"sku\": \"y\", \"qty\": 2}], "
     "\"big\": 3000000000, \"empty\": [], \"nested\": {\"deep\": {\"x\": [true, null, false]}}}')",

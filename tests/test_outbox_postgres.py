@@ -31,7 +31,7 @@ CHAPTER_ROW = f"INSERT INTO inventory.outboxevent VALUES ('{EVENT_ID}', 'Order',
 
 @pytest.fixture(scope="module")
 def outbox_events(pg_server) -> list[ChangeRecord]:
-    """The change events of the outbox table: the chapter's row (snapshot), two inserts, an update, a delete, a NULL payload."""
+    """The outbox table's events: the chapter's row (snapshot), 2 inserts, an update, a delete, a NULL payload."""
     db = f"outbox_{uuid.uuid4().hex[:8]}"
     pg_server.create_database(db)
     try:
@@ -140,7 +140,8 @@ def test_expanded_json_payload(outbox_events):
     value = orjson.loads(written(events[:1], schemas=True)[0][2])
     line_item = {"type": "struct", "fields": [
         {"type": "int32", "optional": True, "field": "id"}, {"type": "string", "optional": True, "field": "item"},
-        {"type": "string", "optional": True, "field": "status"}, {"type": "int32", "optional": True, "field": "quantity"},
+        {"type": "string", "optional": True, "field": "status"},
+        {"type": "int32", "optional": True, "field": "quantity"},
         {"type": "double", "optional": True, "field": "totalPrice"}], "optional": True, "name": "payload.lineItems"}
     assert value["schema"] == {"type": "struct", "fields": [
         {"type": "int32", "optional": True, "field": "id"},

@@ -98,21 +98,24 @@ def source(node: Node) -> str:
     if isinstance(node, Index):
         return f"{source(node.target)}[{source(node.index)}]"
     if isinstance(node, Literal):
-        return "null" if node.value is None else repr(node.value) if isinstance(node.value, str) else str(node.value).lower()
+        if node.value is None:
+            return "null"
+        return repr(node.value) if isinstance(node.value, str) else str(node.value).lower()
     return "(...)"
 
 
 def _no_members(kind: str, node: Node, what: str) -> None:
     """Refuse a field or method of something that has none in the language."""
     if kind == STRING:
-        raise ExpressionSyntaxError(f"{what} of the string {source(node.target)} is not part of the expression "  # type: ignore[attr-defined]
-                                    "language (it has no string methods)", node.column)
+        target = source(node.target)  # type: ignore[attr-defined]
+        raise ExpressionSyntaxError(f"{what} of the string {target} is not part of the expression language (it has "
+                                    "no string methods)", node.column)
     if kind == "literal":
         raise ExpressionSyntaxError(f"{what} of a literal is not part of the expression language", node.column)
 
 
 def _field(target: Fn, name: str, node: Node, safe: bool, where: str) -> Fn:
-    """``target.name`` on a payload: the field's value; an EvaluationError on null (unless ``safe``) or a missing field."""
+    """``target.name`` on a payload: the field's value; EvaluationError on null (unless ``safe``) or a missing field."""
     column = node.column
 
     def get(r: ChangeRecord) -> Any:

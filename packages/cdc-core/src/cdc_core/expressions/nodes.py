@@ -64,7 +64,7 @@ class Unary(Node):
 
 @dataclass(frozen=True, slots=True)
 class Binary(Node):
-    """``left op right`` for ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``+``, ``-``, ``&&``, ``||`` (column: the operator's)."""
+    """``left op right`` for the comparisons, ``+``, ``-``, ``&&`` and ``||`` (column: the operator's)."""
 
     op: str
     left: Node

@@ -95,8 +95,8 @@ def _string(text: str, start: int) -> tuple[str, int]:
             i += 2
             continue
         if c == "$" and quote == '"':
-            raise ExpressionSyntaxError("'$' in a double-quoted string is Groovy interpolation, which is not part of the "
-                                        "expression language (use single quotes, or \\$)", i + 1)
+            raise ExpressionSyntaxError("'$' in a double-quoted string is Groovy interpolation, which is not part of "
+                                        "the expression language (use single quotes, or \\$)", i + 1)
         parts.append(c)
         i += 1
     raise ExpressionSyntaxError("a string is not closed", start + 1)

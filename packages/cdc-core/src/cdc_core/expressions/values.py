@@ -29,7 +29,7 @@ def is_number(v: Any) -> bool:
 
 
 def equals(a: Any, b: Any) -> bool:
-    """Groovy ``==``: null only equals null, numbers by value (``2 == 2.0``), booleans only booleans, else by type and value."""
+    """Groovy ``==``: null equals only null, numbers by value (``2 == 2.0``), booleans only booleans, else by value."""
     if a is None or b is None:
         return a is b
     ta, tb = type(a), type(b)

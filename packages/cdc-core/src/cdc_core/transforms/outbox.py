@@ -71,7 +71,7 @@ class AdditionalField:
 
 
 class EventRouter:
-    """``io.debezium.transforms.outbox.EventRouter``: routes outbox table inserts as events (see the module docstring)."""
+    """``io.debezium.transforms.outbox.EventRouter``: outbox table inserts as events (see the module docstring)."""
 
     name: ClassVar[str] = "outbox"
     class_names: ClassVar[tuple[str, ...]] = ("io.debezium.transforms.outbox.EventRouter",)
@@ -145,7 +145,8 @@ class EventRouter:
             log.debug("outbox EventRouter: delete ignored (topic %s)", record.topic)
             return None
         if op == "u":
-            message = f"outbox EventRouter: unexpected update of the outbox table (topic {record.topic}, key {record.key})"
+            message = (f"outbox EventRouter: unexpected update of the outbox table (topic {record.topic}, "
+                       f"key {record.key})")
             if self.invalid_op == "fatal":
                 raise ConnectorError(message + ": the outbox table must only receive inserts "
                                      "(table.op.invalid.behavior=fatal)")

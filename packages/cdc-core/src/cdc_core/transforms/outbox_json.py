@@ -93,7 +93,8 @@ class JsonExpander:
             return merged
         shape = self._shape(None, sample)
         if shape is None:
-            raise JsonExpansionError(f"an array of the payload has no element type ({orjson.dumps(array).decode()[:60]})")
+            shown = orjson.dumps(array).decode()[:60]
+            raise JsonExpansionError(f"an array of the payload has no element type ({shown})")
         return shape
 
     def _schema(self, shape: Any) -> Schema:

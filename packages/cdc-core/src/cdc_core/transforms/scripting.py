@@ -1,4 +1,4 @@
-"""What Filter and ContentBasedRouter share (Debezium's ``ScriptingTransformation``): options, tombstones, topic.regex."""
+"""What Filter and ContentBasedRouter share (Debezium's ``ScriptingTransformation``): options, tombstones, topics."""
 
 from __future__ import annotations
 
