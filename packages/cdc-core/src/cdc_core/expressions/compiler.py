@@ -30,6 +30,8 @@ Fn = Callable[[ChangeRecord], Any]
 ANY, SCHEMA, STRING, HEADERS, HEADER = "any", "schema", "string", "headers", "header"
 #: The methods of ``keySchema``/``valueSchema`` (Kafka Connect's ``Schema``), without arguments.
 SCHEMA_METHODS = {"name": "name", "version": "version", "doc": "doc", "isOptional": "optional"}
+#: The same as Groovy reads them as properties (``valueSchema.name``: Groovy reads ConnectSchema's fields).
+SCHEMA_PROPERTIES = {"name": "name", "version": "version", "doc": "doc", "optional": "optional"}
 
 
 class Header:
@@ -134,6 +136,21 @@ def _field(target: Fn, name: str, node: Node, safe: bool, where: str) -> Fn:
     return get
 
 
+def _schema_attribute(target: Fn, attr: str, what: str, node: Node, safe: bool, where: str) -> Fn:
+    """``keySchema.name()`` (or Groovy's ``keySchema.name``): an attribute of the Connect schema."""
+    column = node.column
+
+    def get(r: ChangeRecord) -> Any:
+        s = target(r)
+        if s is None:
+            if safe:
+                return None
+            raise EvaluationError(f"cannot read {what} of null ({where} is null)", column)
+        return getattr(s, attr)
+
+    return get
+
+
 def _header(target: Fn, name_fn: Fn, safe: bool, where: str, column: int) -> Fn:
     """``headers.name``: the header (null if there is none, as Groovy's map access gives)."""
 
@@ -154,8 +171,10 @@ def _member(node: Member) -> tuple[Fn, str]:
     where = source(node.target)
     _no_members(kind, node, f"the field '{node.name}'")
     if kind == SCHEMA:
-        hint = f"; write {where}.{node.name}()" if node.name in SCHEMA_METHODS else ""
-        raise ExpressionSyntaxError(f"a schema has no field '{node.name}'{hint}", node.column)
+        if node.name not in SCHEMA_PROPERTIES:
+            raise ExpressionSyntaxError(f"a schema has no property '{node.name}' in the expression language (it has "
+                                        f"{', '.join(SCHEMA_PROPERTIES)})", node.column)
+        return _schema_attribute(target, SCHEMA_PROPERTIES[node.name], node.name, node, node.safe, where), ANY
     if kind == HEADERS:
         name = node.name
         return _header(target, lambda r: name, node.safe, where, node.column), HEADER
@@ -187,17 +206,7 @@ def _call(node: Call) -> tuple[Fn, str]:
                                         f"{', '.join(m + '()' for m in SCHEMA_METHODS)})", node.column)
         if node.args:
             raise ExpressionSyntaxError(f"{node.method}() takes no arguments", node.column)
-        attr, column, safe = SCHEMA_METHODS[node.method], node.column, node.safe
-
-        def schema_method(r: ChangeRecord) -> Any:
-            s = target(r)
-            if s is None:
-                if safe:
-                    return None
-                raise EvaluationError(f"cannot call {node.method}() on null ({where} is null)", column)
-            return getattr(s, attr)
-
-        return schema_method, ANY
+        return _schema_attribute(target, SCHEMA_METHODS[node.method], f"{node.method}()", node, node.safe, where), ANY
     if node.method != "get" or kind == HEADER:
         has = "only 'value'" if kind == HEADER else "only the method get(name)"
         raise ExpressionSyntaxError(f"'{node.method}' is not a method of {where} in the expression language "
