@@ -128,6 +128,8 @@ class EventRouter:
                 log.warning("outbox EventRouter: the option %r is not one of EventRouter's; it is ignored", name)
         #: Per after-schema (by identity): the column schemas the router needs.
         self._tables: dict[int, tuple[Schema, _Columns]] = {}
+        #: Topics by routed value.
+        self._topics: dict[str, str] = {}
         #: Value schemas by payload schema (by identity) or by version, as Debezium caches them.
         self._value_schemas: dict[Any, tuple[Schema, Schema]] = {}
 
@@ -191,10 +193,20 @@ class EventRouter:
             new_value, new_schema = payload, payload_schema
         else:
             new_value, new_schema = envelope, self._value_schema(payload_schema, columns, row, routed)
-        m = self.topic_regex.fullmatch(routed)
-        topic = self.topic_replacement(m) if m is not None else routed
+        topic = self._topics.get(routed)
+        if topic is None:
+            topic = self._topic(routed)
         return ChangeRecord(topic, row[self.field_key], new_value, columns.key, new_schema, record.offset, headers,
                             record.partition)
+
+    def _topic(self, routed: str) -> str:
+        """The topic of a routed value (Kafka's RegexRouter: the value itself when the regex does not match)."""
+        m = self.topic_regex.fullmatch(routed)
+        topic = self.topic_replacement(m) if m is not None else routed
+        if len(self._topics) >= MAX_SCHEMAS:
+            self._topics.clear()
+        self._topics[routed] = topic
+        return topic
 
     def _columns(self, envelope: Schema, topic: str) -> _Columns:
         """The column schemas of an outbox table's rows (found once per table schema)."""
