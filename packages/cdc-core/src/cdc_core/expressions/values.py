@@ -5,6 +5,8 @@ Values are JSON-ready payloads: dicts for structs and maps, lists for arrays, st
 
 from __future__ import annotations
 
+import math
+from decimal import Decimal
 from typing import Any
 
 from cdc_core.expressions.errors import EvaluationError
@@ -88,16 +90,37 @@ def negate(a: Any, column: int) -> Any:
 
 
 def text(v: Any) -> str:
-    """A value as Groovy's ``toString`` writes it in a concatenation."""
+    """A value as Groovy's ``toString`` writes it in a concatenation (Java's doubles, ``Struct{a=1}``, ``[a, b]``)."""
     if v is None:
         return "null"
     if v is True:
         return "true"
     if v is False:
         return "false"
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e7:
-        return f"{v:.1f}"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, float):
+        return java_double(v)
+    if isinstance(v, dict):  # Kafka Connect's Struct.toString leaves null fields out
+        return "Struct{" + ",".join(f"{k}={text(x)}" for k, x in v.items() if x is not None) + "}"
+    if isinstance(v, list):
+        return "[" + ", ".join(text(x) for x in v) + "]"
     return str(v)
+
+
+def java_double(v: float) -> str:
+    """Java's ``Double.toString``: ``2.0``, ``0.001``, ``1.0E7``, ``1.5E-4``, ``NaN``, ``Infinity``."""
+    if v != v:
+        return "NaN"
+    if v in (math.inf, -math.inf):
+        return "Infinity" if v > 0 else "-Infinity"
+    if v == 0:
+        return "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
+    if 1e-3 <= abs(v) < 1e7:
+        return repr(v)  # Python writes this range without an exponent, with the shortest digits
+    sign, digits, exponent = Decimal(repr(v)).normalize().as_tuple()
+    numerals = "".join(map(str, digits))
+    return f"{'-' if sign else ''}{numerals[0]}.{numerals[1:] or '0'}E{len(numerals) - 1 + int(exponent)}"
 
 
 def describe(v: Any) -> str:
