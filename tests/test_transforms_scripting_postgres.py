@@ -192,3 +192,23 @@ def test_router_expression_refused_naming_its_property():
         transform(ContentBasedRouter, language="jsr223.graal.js", **{"topic.expression": "value.op == 'u' ? 'x'"})
     assert e.value.problems == ["topic.expression: cannot use \"value.op == 'u' ? 'x'\": expected ':' of the "
                                 "conditional 'test ? a : b', found the end of the expression at column 22"]
+
+
+def test_a_heartbeat_is_not_an_update(pg_server):
+    # cdc's PostgreSQL connector sends heartbeats by default (Debezium does not): their value has only
+    # ts_ms, and a condition reading value.op sees null there instead of stopping the engine.
+    db = f"scripting_hb_{uuid.uuid4().hex[:8]}"
+    pg_server.create_database(db)
+    try:
+        for sql in SETUP:
+            pg_server.execute(sql, dbname=db)
+        records = capture(pg_server, db, [], 3, **{"heartbeat.interval.ms": "100"})
+    finally:
+        drop_database(pg_server, db)
+    heartbeat = next(r for r in records if r.topic == "__debezium-heartbeat.dbserver1")
+    assert set(heartbeat.value) == {"ts_ms"}
+    f = transform(Filter, language="jsr223.groovy", condition="value.op == 'u' && value.before.id == 2")
+    assert f.apply(heartbeat) is None
+    router = transform(ContentBasedRouter, language="jsr223.groovy",
+                       **{"topic.expression": "value.op == 'u' ? 'updates' : null"})
+    assert router.apply(heartbeat) is heartbeat

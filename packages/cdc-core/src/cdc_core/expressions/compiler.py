@@ -4,13 +4,19 @@ Each node becomes a function of the record. What can be known without a record i
 and refused with the node's column: a method that does not exist on what it is called on, a
 field of the ``topic`` string, a schema's property written without ``()``.
 
-Decision (what Debezium does): with Groovy, ``value.before.id`` on a record whose ``before`` is
-null throws a NullPointerException, and a field the Struct does not have throws Kafka's
-DataException; Debezium's ``ScriptingTransformation`` lets both out of the transform, and the
-connector stops. cdc does the same: an ``EvaluationError`` stops the engine, naming the
-expression, the column and the record. ``null.handling.mode`` only concerns records whose value
-is null (tombstones). Write ``value.before?.id`` (Groovy's and JavaScript's safe navigation,
-null when ``before`` is null) or ``value.before != null && value.before.id == 2`` to allow a null.
+Decisions, from what Debezium does (``ScriptingTransformation``, ``Jsr223Engine``, ``GraalJsEngine``):
+
+- A field of null (``value.before.id`` on an update whose ``before`` is null) throws in both
+  languages (Groovy's NullPointerException, JavaScript's TypeError); Debezium lets it out of the
+  transform and the connector stops. cdc does the same: an ``EvaluationError`` stops the engine,
+  naming the expression, the column and the record. ``null.handling.mode`` only concerns records
+  whose value is null (tombstones). ``value.before?.id`` (safe navigation in both languages) or
+  ``value.before != null && value.before.id == 2`` lets a null through.
+- A field the record does not have is null, as Graal.js reads it (Debezium's proxy says the member
+  does not exist, so it is ``undefined``). Groovy would throw Kafka's DataException instead; cdc
+  does not follow it there, because cdc sends records a Debezium configuration may not expect (its
+  PostgreSQL connector has heartbeats on by default, whose value has only ``ts_ms``): with
+  ``value.op == 'u'`` a heartbeat is simply not an update. ``get('f')`` reads a field the same way.
 """
 
 from __future__ import annotations
@@ -117,7 +123,8 @@ def _no_members(kind: str, node: Node, what: str) -> None:
 
 
 def _field(target: Fn, name: str, node: Node, safe: bool, where: str) -> Fn:
-    """``target.name`` on a payload: the field's value; EvaluationError on null (unless ``safe``) or a missing field."""
+    """``target.name`` on a payload: the field's value (null if there is no such field); EvaluationError on null
+    (unless ``safe``) or on something that has no fields."""
     column = node.column
 
     def get(r: ChangeRecord) -> Any:
@@ -130,7 +137,7 @@ def _field(target: Fn, name: str, node: Node, safe: bool, where: str) -> Fn:
                     return None
                 raise EvaluationError(f"cannot read '{name}' of null ({where} is null)", column) from None
             if isinstance(t, dict):
-                raise EvaluationError(f"{where} has no field '{name}'", column) from None
+                return None
             raise EvaluationError(f"cannot read '{name}' of {where}, {v.describe(t)}", column) from None
 
     return get
@@ -237,9 +244,7 @@ def _dynamic_field(target: Fn, key: Fn, node: Node, safe: bool, where: str) -> F
         if isinstance(t, dict):
             if not isinstance(k, str):
                 raise EvaluationError(f"a field name must be a string, not {v.describe(k)}", column)
-            if k not in t:
-                raise EvaluationError(f"{where} has no field '{k}'", column)
-            return t[k]
+            return t.get(k)
         if isinstance(t, list):
             if not v.is_number(k) or int(k) != k:
                 raise EvaluationError(f"an array index must be an integer, not {v.describe(k)}", column)
