@@ -81,6 +81,7 @@ def _compile(node: Node) -> tuple[Fn, str]:
 
 
 def _variable(name: str) -> tuple[Fn, str]:
+    """A bound variable: a field of the record."""
     if name == "key":
         return (lambda r: r.key), ANY
     if name == "value":
@@ -174,6 +175,7 @@ def _header(target: Fn, name_fn: Fn, safe: bool, where: str, column: int) -> Fn:
 
 
 def _member(node: Member) -> tuple[Fn, str]:
+    """``target.name`` on a payload, a schema, the headers or a header."""
     target, kind = _compile(node.target)
     where = source(node.target)
     _no_members(kind, node, f"the field '{node.name}'")
@@ -204,6 +206,7 @@ def _member(node: Member) -> tuple[Fn, str]:
 
 
 def _call(node: Call) -> tuple[Fn, str]:
+    """``target.method(...)``: a schema's methods, ``get(name)`` of a payload or of the headers."""
     target, kind = _compile(node.target)
     where = source(node.target)
     _no_members(kind, node, f"the method '{node.method}'")
@@ -256,6 +259,7 @@ def _dynamic_field(target: Fn, key: Fn, node: Node, safe: bool, where: str) -> F
 
 
 def _index(node: Index) -> tuple[Fn, str]:
+    """``target[index]`` on a payload or the headers."""
     target, kind = _compile(node.target)
     where = source(node.target)
     _no_members(kind, node, "a subscript")
@@ -270,6 +274,7 @@ def _index(node: Index) -> tuple[Fn, str]:
 
 
 def _unary(node: Unary) -> tuple[Fn, str]:
+    """``!x`` (Groovy truth) or ``-x``."""
     operand, _ = _compile(node.operand)
     if node.op == "!":
         truth = v.truth
@@ -279,6 +284,7 @@ def _unary(node: Unary) -> tuple[Fn, str]:
 
 
 def _binary(node: Binary) -> tuple[Fn, str]:
+    """The binary operators; ``&&``/``||`` short-circuit and give booleans, as in Groovy."""
     left, _ = _compile(node.left)
     right, _ = _compile(node.right)
     op, column = node.op, node.column

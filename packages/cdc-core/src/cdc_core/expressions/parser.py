@@ -53,6 +53,7 @@ def _check_depth(tree: Node) -> None:
 
 
 def _children(node: Node) -> tuple[Node, ...]:
+    """The nodes directly below ``node``."""
     if isinstance(node, (Member, Index)):
         return (node.target, node.index) if isinstance(node, Index) else (node.target,)
     if isinstance(node, Call):

@@ -286,6 +286,7 @@ class _Columns:
 
 
 def _optional(config: Config, name: str) -> str | None:
+    """A property's text, None when unset or empty."""
     raw = config.get(name)
     return None if raw in (None, "") else str(raw).strip()
 

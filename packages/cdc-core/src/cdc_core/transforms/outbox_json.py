@@ -84,6 +84,7 @@ class JsonExpander:
         return ("struct", key, tuple(fields), True)
 
     def _array_shape(self, key: str | None, array: list[Any]) -> Any:
+        """The shape of a non-empty array's elements (Debezium's ``toConnectSchemaWithCycles``)."""
         sample = _first_element(array, self)
         if isinstance(sample, dict):
             distinct = list(dict.fromkeys(self._shape(key, e) for e in array if isinstance(e, dict)))
@@ -133,6 +134,7 @@ def _first_element(array: list[Any], expander: JsonExpander) -> Any:
 
 
 def _json_type(v: Any) -> str:
+    """The JSON type of a parsed value (Jackson's node type)."""
     if isinstance(v, bool):
         return "boolean"
     if isinstance(v, (int, float)):
