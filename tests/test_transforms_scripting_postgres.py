@@ -212,3 +212,10 @@ def test_a_heartbeat_is_not_an_update(pg_server):
     router = transform(ContentBasedRouter, language="jsr223.groovy",
                        **{"topic.expression": "value.op == 'u' ? 'updates' : null"})
     assert router.apply(heartbeat) is heartbeat
+
+
+def test_yaml_scalars_and_language_case():
+    keep_all = transform(Filter, language="JSR223.Groovy", condition=True)
+    record = ChangeRecord("t", None, {"op": "c"}, None, None)
+    assert keep_all.apply(record) is record
+    assert transform(Filter, language="cdc", condition=False).apply(record) is None

@@ -39,7 +39,7 @@ def language_problem(language: Any) -> str | None:
     if language is None or str(language).strip() == "":
         return ("is required (jsr223.groovy, jsr223.graal.js or cdc; the expression is read as cdc's expression "
                 "language, never run as a script)")
-    if str(language).strip() not in LANGUAGES:
+    if str(language).strip().lower() not in LANGUAGES:
         return (f"{str(language)!r} is not supported: cdc runs no scripts; it reads the expression in its own "
                 f"language under any of: {', '.join(LANGUAGES)}")
     return None

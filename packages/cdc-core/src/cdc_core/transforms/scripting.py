@@ -39,6 +39,8 @@ class ScriptingTransform:
         if problem:
             problems.append(f"language: {problem}")
         text = config.get(prop)
+        if isinstance(text, bool):  # YAML's unquoted true/false
+            text = "true" if text else "false"
         self.expression: Expression | None = None
         if text is None or str(text).strip() == "":
             problems.append(f"{prop}: is required and has no value")
