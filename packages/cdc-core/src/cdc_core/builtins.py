@@ -108,10 +108,14 @@ def register_cli_commands(subparsers: object) -> None:
 
 @hookimpl
 def register_transforms() -> list[type]:
-    """Debezium's ExtractNewRecordState and ByLogicalTableRouter, and Kafka Connect's transforms."""
+    """Debezium's ExtractNewRecordState, ByLogicalTableRouter, Filter, ContentBasedRouter and outbox EventRouter,
+    and Kafka Connect's transforms."""
+    from cdc_core.transforms.content_router import ContentBasedRouter
+    from cdc_core.transforms.filter import Filter
+    from cdc_core.transforms.outbox import EventRouter
     from cdc_core.transforms.registry import BUILTIN_TRANSFORMS
 
-    return list(BUILTIN_TRANSFORMS)
+    return [*BUILTIN_TRANSFORMS, Filter, ContentBasedRouter, EventRouter]
 
 
 @hookimpl
