@@ -10,7 +10,7 @@ from cdc_process import CdcProcess, write_properties
 from mariadb_cdc import mariadb_properties
 
 
-@pytest.mark.parametrize("ahead", ["position", "file"])
+@pytest.mark.parametrize("ahead", ["position", "file", "gtids"])
 def test_offset_beyond_the_servers_binlog_is_refused_and_nothing_is_skipped(mariadb_server, mariadb_db, tmp_path, ahead):
     topic = f"dbserver1.{mariadb_db}.fut"
     mariadb_server.execute("CREATE TABLE fut (id int PRIMARY KEY)", database=mariadb_db)
@@ -25,9 +25,16 @@ def test_offset_beyond_the_servers_binlog_is_refused_and_nothing_is_skipped(mari
     good = offsets.read_text()
     doc = json.loads(good)
     offset = doc["offsets"][0]["offset"]
+    if ahead == "gtids":  # positioned by GTIDs (as Debezium does whenever the offset has them)
+        domain, server, seq = offset["gtids"].split("-")
+        offset["gtids"] = f"{domain}-{server}-{int(seq) + 1000}"
+        where = f"GTID set {offset['gtids']}"
+    else:  # positioned by file/pos: an offset without GTIDs
+        del offset["gtids"]
+        where = None
     if ahead == "position":
         offset["pos"] = offset["pos"] + (1 << 30)
-    else:
+    elif ahead == "file":
         base, number = offset["file"].rsplit(".", 1)
         offset["file"] = f"{base}.{int(number) + 1000:0{len(number)}d}"
     offsets.write_text(json.dumps(doc))
@@ -38,7 +45,7 @@ def test_offset_beyond_the_servers_binlog_is_refused_and_nothing_is_skipped(mari
     assert cdc.wait_exit(60) == 1, cdc.log()
     log = cdc.log()
     assert "Traceback" not in log, log
-    assert str(offsets) in log and "ahead of" in log and f"{offset['file']}:{offset['pos']}" in log, log
+    assert str(offsets) in log and "ahead of" in log and (where or f"{offset['file']}:{offset['pos']}") in log, log
     assert offsets.read_text() == tampered, "the offsets file was rewritten"
 
     offsets.write_text(good)

@@ -38,7 +38,7 @@ from cdc_mysql.ddl import SchemaModel
 from cdc_mysql.ddl_events import DdlEvents
 from cdc_mysql.filters import CaptureFilter
 from cdc_mysql.flavor import MYSQL, Flavor
-from cdc_mysql.gtid import source_filter
+from cdc_mysql.gtid import gtid_set, source_filter
 from cdc_mysql.history import SchemaHistory
 from cdc_mysql.incremental import MySqlIncrementalSource, signal_table_id
 from cdc_mysql import tls
@@ -111,6 +111,8 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self._history: SchemaHistory | None = None
         self._streamer: BinlogStreamer | None = None
         self._server_id = 0
+        #: The GTID set the stored offset restarts from (None: its file/pos), decided at the start of the run.
+        self._start_gtids: str | None = None
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -305,10 +307,14 @@ class MySqlConnector(Snapshotting, DdlEvents):
     def _run(self) -> Iterator[list[Any]]:
         assert self._conn is not None and self._history is not None
         offset = self._offset
-        if offset is not None and not offset.get("snapshot") and offset.get("file"):
-            self._check_offset_not_ahead(offset)
-        available = offset is None or bool(offset.get("snapshot")) or \
-            offset.get("file") in Catalog(self._conn).binary_logs()
+        self._start_gtids = self._gtid_start(offset)
+        if self._start_gtids is not None:
+            available = self._gtids_available(self._start_gtids)
+        else:
+            if offset is not None and not offset.get("snapshot") and offset.get("file"):
+                self._check_offset_not_ahead(offset)
+            available = offset is None or bool(offset.get("snapshot")) or \
+                offset.get("file") in Catalog(self._conn).binary_logs()
         path = getattr(self._history.store, "path", None)
         history = f"the schema history file {path}" if path is not None else "the schema history"
         todo = plan(self.snapshotter, offset, self._history.exists(), available, f"{self.flavor.name} at {self.address}",
@@ -324,9 +330,48 @@ class MySqlConnector(Snapshotting, DdlEvents):
             return
         yield from self._stream(start)
 
+    def _gtid_start(self, offset: dict[str, Any] | None) -> str | None:
+        """The GTID set a stored offset restarts from, as Debezium positions it whenever the server uses GTIDs.
+
+        The offset's ``gtids`` (restricted by ``gtid.source.includes``/``excludes``) name the same point on
+        every server of a replication topology, while ``file``/``pos`` are one server's: so a restart against
+        a promoted replica continues exactly where the old primary left off. None: position by file/pos."""
+        if offset is None or offset.get("snapshot") or not offset.get("gtids") or not self._gtid_mode():
+            return None
+        gtids = gtid_set(self.flavor.gtid_format, str(offset["gtids"]))
+        keep = source_filter(self.flavor.gtid_format, self.config.get(myc.GTID_INCLUDES),
+                             self.config.get(myc.GTID_EXCLUDES))
+        if keep is not None:
+            gtids = gtids.retain(keep)
+        return str(gtids)
+
+    def _gtids_available(self, gtids: str) -> bool:
+        """True if the server knows every transaction of ``gtids`` and purged none it has not (Debezium's check)."""
+        assert self._conn is not None
+        catalog = Catalog(self._conn)
+        known = catalog.binlog_position()[2]
+        if not gtids:
+            return True
+        have, want = gtid_set(self.flavor.gtid_format, known), gtid_set(self.flavor.gtid_format, gtids)
+        if not known or not have.includes(want):
+            if known and set(want.sources()) <= set(have.sources()):
+                raise offsets_ahead(
+                    self.config, f"GTID set {gtids}", f"GTID set {known}", f"{self.flavor.name} at {self.address}",
+                    "Restore the right offsets file, or delete it and the schema history to start over "
+                    "(snapshot.mode decides whether a new snapshot is taken).")
+            self.log.info("the offset's GTID set %s is not contained in the server's %s", gtids, known or "(none)")
+            return False
+        if self.flavor.gtid_format == "mysql":
+            purged = str(catalog.variable("gtid_purged") or "").replace("\n", "")
+            if purged and not gtid_set("mysql", gtids).includes(gtid_set("mysql", purged)):
+                self.log.info("the server purged GTIDs %s the offset's set %s does not contain", purged, gtids)
+                return False
+        return True
+
     def _stream(self, start: dict[str, Any]) -> Iterator[list[Any]]:
         log = self.log.with_context("streaming")
-        begin = BinlogStartPosition(start["file"], int(start["pos"]))
+        gtids = self._start_gtids if start is self._offset else self._gtid_start(start)
+        begin = BinlogStartPosition(start["file"], int(start["pos"]), gtids or None)
         replica_id = myc.server_id(self.config)  # one id for every reconnection (a random one stays the same)
         keepalive = KeepAlive(self.config, lambda at: self._binlog_reader(at, replica_id, keepalive), self._stop,
                               log, self._disconnected)

@@ -54,6 +54,14 @@ class MySqlGtidSet:
         out.intervals = {u: list(v) for u, v in self.intervals.items() if keep(u)}
         return out
 
+    def sources(self) -> list[str]:
+        """The server UUIDs the set has transactions of."""
+        return list(self.intervals)
+
+    def retain(self, keep: Callable[[str], bool]) -> MySqlGtidSet:
+        """The set restricted to sources whose GTIDs pass ``keep`` (a ``gtid.source.includes``/``excludes`` test)."""
+        return self.filtered(lambda uuid: keep(f"{uuid}:1"))
+
     def __str__(self) -> str:
         return ",".join(u + "".join(f":{a}" if a == b else f":{a}-{b}" for a, b in v)
                         for u, v in sorted(self.intervals.items()))
@@ -91,6 +99,16 @@ class MariaDbGtidSet:
         """The set restricted to domains for which ``keep(str(domain))`` is true."""
         out = MariaDbGtidSet()
         out.positions = {d: p for d, p in self.positions.items() if keep(str(d))}
+        return out
+
+    def sources(self) -> list[int]:
+        """The GTID domains the position has a transaction of."""
+        return list(self.positions)
+
+    def retain(self, keep: Callable[[str], bool]) -> MariaDbGtidSet:
+        """The position restricted to domains whose GTIDs pass ``keep`` (a ``gtid.source.includes``/``excludes`` test)."""
+        out = MariaDbGtidSet()
+        out.positions = {d: (s, n) for d, (s, n) in self.positions.items() if keep(f"{d}-{s}-{n}")}
         return out
 
     def __str__(self) -> str:
