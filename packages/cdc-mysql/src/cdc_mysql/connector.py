@@ -363,10 +363,23 @@ class MySqlConnector(Snapshotting, DdlEvents):
             return False
         if self.flavor.gtid_format == "mysql":
             purged = str(catalog.variable("gtid_purged") or "").replace("\n", "")
-            if purged and not gtid_set("mysql", gtids).includes(gtid_set("mysql", purged)):
-                self.log.info("the server purged GTIDs %s the offset's set %s does not contain", purged, gtids)
-                return False
+        else:  # MariaDB: the GTID position at the start of the oldest binlog it still has (its Gtid_list event)
+            purged = self._oldest_binlog_gtids(catalog)
+        if purged and not want.includes(gtid_set(self.flavor.gtid_format, purged)):
+            self.log.info("the server purged GTIDs %s the offset's set %s does not contain", purged, gtids)
+            return False
         return True
+
+    @staticmethod
+    def _oldest_binlog_gtids(catalog: Catalog) -> str:
+        """MariaDB: the GTIDs logged before the oldest binlog file still there (``[0-1-5]`` of its Gtid_list)."""
+        logs = catalog.binary_logs()
+        if not logs:
+            return ""
+        for row in catalog.query("SHOW BINLOG EVENTS IN %s LIMIT 4", (logs[0],)):
+            if str(row[2]) == "Gtid_list":
+                return str(row[5] or "").strip("[]").replace(" ", "")
+        return ""
 
     def _stream(self, start: dict[str, Any]) -> Iterator[list[Any]]:
         log = self.log.with_context("streaming")
