@@ -97,11 +97,12 @@ def test_documented_properties_cdc_does_not_implement_are_accepted_or_refused() 
 
 
 def test_a_refused_property_at_its_documented_default_is_harmless() -> None:
-    mysql = {"connector.class": "mysql", "topic.prefix": "shop", "database.hostname": "localhost"}
-    off = connector_report(Config({**mysql, "incremental.snapshot.allow.schema.changes": "false"}))
-    on = connector_report(Config({**mysql, "incremental.snapshot.allow.schema.changes": "true"}))
-    assert off.problems == [] and off.ignored == ["incremental.snapshot.allow.schema.changes"]
-    assert [p.split(":")[0] for p in on.refused] == ["incremental.snapshot.allow.schema.changes"]
+    postgres = {"connector.class": "postgres", "topic.prefix": "shop", "database.hostname": "localhost",
+                "database.dbname": "shop"}
+    off = connector_report(Config({**postgres, "schema.refresh.mode": "columns_diff"}))
+    on = connector_report(Config({**postgres, "schema.refresh.mode": "columns_diff_exclude_unchanged_toast"}))
+    assert off.problems == [] and off.ignored == ["schema.refresh.mode"]
+    assert [p.split(":")[0] for p in on.refused] == ["schema.refresh.mode"]
 
 
 @pytest.mark.parametrize(("name", "message"), [

@@ -102,8 +102,19 @@ class MySqlChunkReader:
 
     def read_chunk(self, table: Table, key: list[str], after: Key | None, upto: Key, limit: int,
                    condition: Node | None) -> ChunkRows:
-        """Up to ``limit`` rows after ``after`` up to ``upto`` in key order, as ``op: r`` incremental READs."""
+        """Up to ``limit`` rows after ``after`` up to ``upto`` in key order, as ``op: r`` incremental READs.
+
+        With ``incremental.snapshot.allow.schema.changes`` the table's definition is read again first; when
+        it changed since the last read, nothing is read (``schema_changed``: the core reads the chunk again
+        in the next window, by when the stream has passed the DDL) and later rows carry the new shape."""
         definition = self.source.definition(table)
+        if self.source.allow_schema_changes:
+            current = self.source.reread(definition.id, self.conn)
+            if current is not None and current.columns != definition.columns:
+                self.source.log.info("the schema of %s changed during the incremental snapshot", definition.id)
+                self.source.replace(table, current)
+                return ChunkRows(schema_changed=True)
+            table = self.source.versions.table(definition)
         parts, params = [], []
         if after is not None:
             text, values = _greater(definition, key, after)
@@ -203,6 +214,8 @@ class MySqlIncrementalSource:
         self.server_id = 0
         self.versions = TableVersions(type_modes(config))
         self.read_only = bool(config.get(myc.READ_ONLY))
+        #: ``incremental.snapshot.allow.schema.changes``: each chunk read checks the table's shape first.
+        self.allow_schema_changes = bool(config.get(myc.INCREMENTAL_ALLOW_SCHEMA_CHANGES))
         #: ``cdc_core.incremental.spi``: GTID positions with read.only=true, else rows in the signal table.
         self.watermarks = POSITION if self.read_only else SIGNAL_TABLE
         self.dialect = DIALECTS.get(flavor, MYSQL)
@@ -252,6 +265,17 @@ class MySqlIncrementalSource:
             found = self._read([TableId(table.id.catalog or "", table.id.table)])[0]
             self._definitions[table.id] = found
         return found
+
+    def reread(self, table: TableId, conn: Connection) -> TableDef | None:
+        """A table's definition in the database now, read on ``conn`` (a reader's: readers run in threads)."""
+        catalog = Catalog(conn)
+        model = SchemaModel(keep_comments=self.config.get(myc.INCLUDE_SCHEMA_COMMENTS))
+        model.database_charsets.update(catalog.database_charsets())
+        return catalog.read_table(model, table).table
+
+    def replace(self, table: Table, definition: TableDef) -> None:
+        """Use ``definition`` for ``table``'s chunk reads from now on."""
+        self._definitions[table.id] = definition
 
     def signal_definition(self) -> TableDef:
         """The signal table's definition (``signal.data.collection``)."""

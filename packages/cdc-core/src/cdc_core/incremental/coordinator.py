@@ -556,6 +556,10 @@ class IncrementalSnapshot:
             window.invisible = chunk.invisible
             window.last_key = chunk.last_key if chunk.rows else scan.cursor
             window.done = len(chunk.rows) < self.chunk_size or chunk.last_key == scan.max_key
+            if chunk.schema_changed:  # Debezium's revertChunk: this window closes empty, the next rereads the chunk
+                self.log.info("incremental snapshot of %s: the table's schema changed; chunk after %s read again",
+                              scan.name, format_key(scan.cursor))
+                window.rows, window.last_key, window.done = [], scan.cursor, False
             window.first_key = chunk.first_key
             if self._positions is not None:
                 if chunk.low is not None:

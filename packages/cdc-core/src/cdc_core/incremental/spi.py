@@ -58,6 +58,9 @@ class ChunkRows:
     #: Position watermarks only: a low watermark the read itself established (the exact position its
     #: snapshot saw, when the server tells it), used instead of the one taken before the read.
     low: Any = None
+    #: ``incremental.snapshot.allow.schema.changes``: the table's shape changed since the last read, so the
+    #: chunk was not read; the core closes the window empty and reads the same chunk again in the next one.
+    schema_changed: bool = False
 
 
 @runtime_checkable
