@@ -96,3 +96,45 @@ def test_binlog_and_schema_history_metrics(mariadb_server, mariadb_db):
 def _dump_thread(server) -> int:
     rows = server.execute("SELECT ID FROM information_schema.PROCESSLIST WHERE COMMAND LIKE 'Binlog Dump%'")
     return int(rows[0][0])
+
+
+def test_holding_global_lock_while_the_snapshot_locks_and_filtered_events(mariadb_server, mariadb_db):
+    """``HoldingGlobalLock`` is true while the snapshot holds its lock (``extended``: until the rows are read), false
+    after; ``NumberOfEventsFiltered`` counts the rows events of tables not captured (and they count as seen)."""
+    import threading
+
+    mariadb_server.execute(["CREATE TABLE big (id INT PRIMARY KEY, pad VARCHAR(100))",
+                            "INSERT INTO big SELECT seq, REPEAT('x', 100) FROM seq_1_to_60000",
+                            "CREATE TABLE other (id INT PRIMARY KEY)"], mariadb_db)
+    config = connector_config(mariadb_server, mariadb_db, **{
+        "snapshot.locking.mode": "extended", "table.include.list": f"{mariadb_db}.big"})
+    engine = EngineThread(config)
+    seen: list[bool] = []
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            seen.append(engine.engine.metrics.snapshot.values().get("HoldingGlobalLock"))
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    engine.start()
+    try:
+        _streaming(engine)
+        done.set()
+        sampler.join()
+        snapshot = engine.engine.metrics.snapshot.values()
+        before = engine.engine.metrics.streaming.values()
+        mariadb_server.execute(["INSERT INTO other VALUES (1), (2)", "INSERT INTO other VALUES (3)",
+                                "INSERT INTO big VALUES (60001, 'y')"], mariadb_db)
+        engine.wait(lambda rs: any(r.value and r.value.get("op") == "c" for r in rs), "the insert into big")
+        after = engine.engine.metrics.streaming.values()
+    finally:
+        done.set()
+        engine.stop()
+    assert True in seen, "HoldingGlobalLock was never true during the extended-lock snapshot"
+    assert seen.index(True) > 0 and seen[-1] is False and snapshot["HoldingGlobalLock"] is False
+    assert before["NumberOfEventsFiltered"] == 0
+    assert after["NumberOfEventsFiltered"] == 2  # two rows events of `other`
+    assert after["TotalNumberOfEventsSeen"] == before["TotalNumberOfEventsSeen"] + 3

@@ -405,6 +405,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
             undecodable_mode=myc.deserialization_failure_mode(self.config), metrics=self.binlog_metrics,
             buffer_size=self.config.get(myc.BINLOG_BUFFER_SIZE),
             rewind=lambda at: self._rewind(keepalive, replica_id, at),
+            on_filtered=self._filtered if self.metrics is not None else None,
         )
         self._streamer = streamer
         if self.binlog_metrics is not None:
@@ -450,6 +451,12 @@ class MySqlConnector(Snapshotting, DdlEvents):
         if self._stop.is_set():  # stop() may have missed the new socket
             reader.close()
         return reader
+
+    def _filtered(self) -> None:
+        """A rows event of a table not captured: Debezium's ``onFilteredEvent`` (filtered, and seen)."""
+        streaming = self.metrics.streaming
+        streaming.filtered += 1
+        streaming.total_events += 1
 
     def _disconnected(self) -> None:
         if self.binlog_metrics is not None:

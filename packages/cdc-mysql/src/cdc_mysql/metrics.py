@@ -14,6 +14,8 @@ from typing import Any
 
 #: Name of the streaming-group extension and the context of the schema history group.
 BINLOG_EXTENSION = "binlog"
+#: Name of the snapshot-group extension (``HoldingGlobalLock``).
+SNAPSHOT_LOCK_EXTENSION = "binlog-snapshot"
 SCHEMA_HISTORY_CONTEXT = "schema-history"
 
 
@@ -52,6 +54,17 @@ class BinlogMetrics:
             "NumberOfNotWellFormedTransactions": self.not_well_formed_transactions,
             "NumberOfLargeTransactions": self.large_transactions,
         }
+
+
+class SnapshotLockMetrics:
+    """The MySQL/MariaDB snapshot metric ``HoldingGlobalLock``: true while the snapshot holds a global or table lock."""
+
+    def __init__(self) -> None:
+        self.holding_global_lock = False
+
+    def values(self) -> dict[str, Any]:
+        """The attribute by Debezium name."""
+        return {"HoldingGlobalLock": self.holding_global_lock}
 
 
 class SchemaHistoryMetrics:
@@ -125,6 +138,11 @@ class SchemaHistoryMetrics:
 def binlog_metrics(metrics: Any) -> BinlogMetrics | None:
     """The binlog attributes of an engine's ``ConnectorMetrics`` (None without metrics)."""
     return None if metrics is None else metrics.streaming.extension(BINLOG_EXTENSION, BinlogMetrics)
+
+
+def snapshot_lock_metrics(metrics: Any) -> SnapshotLockMetrics | None:
+    """The ``HoldingGlobalLock`` attribute of an engine's snapshot group (None without metrics)."""
+    return None if metrics is None else metrics.snapshot.extension(SNAPSHOT_LOCK_EXTENSION, SnapshotLockMetrics)
 
 
 def schema_history_metrics(metrics: Any) -> SchemaHistoryMetrics | None:

@@ -81,14 +81,21 @@ BUILTIN_LOCKS = [MinimalLock, MinimalPerconaLock, ExtendedLock]
 class SnapshotLocks:
     """Takes a SnapshotLock's locks on a snapshot connection, falls back to table locks, releases them."""
 
-    def __init__(self, conn: pymysql.connections.Connection, lock: Any, timeout_ms: int, log: Any):
+    def __init__(self, conn: pymysql.connections.Connection, lock: Any, timeout_ms: int, log: Any,
+                 metrics: Any = None):
         self.conn = conn
         self.lock = lock
         self.timeout_ms = timeout_ms
         self.log = log
+        #: ``cdc_mysql.metrics.SnapshotLockMetrics`` (``HoldingGlobalLock``), if any.
+        self.metrics = metrics
         self.global_lock = False
         #: True while LOCK TABLES locks are held: the snapshot then reads without a transaction of its own.
         self.table_locks = False
+
+    def _holding(self, held: bool) -> None:
+        if self.metrics is not None:
+            self.metrics.holding_global_lock = held
 
     def acquire(self, tables: list[TableId]) -> None:
         """Block writes to ``tables`` (nothing to do without tables or with a lock that gives no statement)."""
@@ -112,11 +119,13 @@ class SnapshotLocks:
                     self._table_locks(cur, [f"{quote_table(t)} READ" for t in tables])
                     return
             self.global_lock = True
+            self._holding(True)
 
     def _table_locks(self, cur: Any, items: list[str]) -> None:
         self.conn.autocommit(False)  # LOCK TABLES and START TRANSACTION release each other: read under the locks
         cur.execute("LOCK TABLES " + ", ".join(items))
         self.table_locks = True
+        self._holding(True)
 
     def after_schema(self) -> None:
         """Release a global lock that is held only while the table definitions are read."""
@@ -134,3 +143,4 @@ class SnapshotLocks:
         if self.table_locks:
             self.conn.autocommit(True)
         self.global_lock = self.table_locks = False
+        self._holding(False)

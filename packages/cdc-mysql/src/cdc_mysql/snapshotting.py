@@ -29,6 +29,7 @@ from cdc_core.relational import TableId as CoreTableId
 from cdc_mysql import config as myc
 from cdc_mysql.catalog import Catalog, quote
 from cdc_mysql.ddl import SchemaModel
+from cdc_mysql.metrics import snapshot_lock_metrics
 from cdc_mysql.model import TableChange, TableId
 from cdc_mysql.schema_changes import schema_change_record
 from cdc_mysql.snapshot import SnapshotReader
@@ -65,13 +66,15 @@ class Snapshotting:
         if plan.data and wait_before("snapshot", self.config, self._stop, log):
             return None
         conn = self._connect()
+        lock_metrics = snapshot_lock_metrics(self.metrics)
         try:
             catalog = Catalog(conn)
             with conn.cursor() as cur:
                 cur.execute("SET SESSION time_zone = '+00:00'")
                 cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             record_ids, capture_ids = self._captured_tables(catalog)
-            locks = SnapshotLocks(conn, self.snapshot_lock, self.config.get(myc.SNAPSHOT_LOCK_TIMEOUT_MS), log)
+            locks = SnapshotLocks(conn, self.snapshot_lock, self.config.get(myc.SNAPSHOT_LOCK_TIMEOUT_MS), log,
+                                  lock_metrics)
             if plan.data or resume is None:
                 locks.acquire([CoreTableId(t.database, None, t.table) for t in capture_ids])
             if not locks.table_locks:
@@ -95,7 +98,9 @@ class Snapshotting:
             conn.commit()
             locks.release()
         finally:
-            conn.close()
+            conn.close()  # also releases any lock still held (a stop or a failure)
+            if lock_metrics is not None:
+                lock_metrics.holding_global_lock = False
         done = {**position, "ts_sec": int(time.time())}
         yield [Checkpoint(done)]
         if plan.data:

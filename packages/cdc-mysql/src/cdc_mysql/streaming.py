@@ -83,8 +83,11 @@ class BinlogStreamer:
                  gtid_source_filter: Callable[[str], bool] | None = None,
                  reconnect: Callable[[BinlogStartPosition, BaseException], CdcBinLogStreamReader] | None = None,
                  undecodable_mode: str = "fail", metrics: Any = None, buffer_size: int = 0,
-                 rewind: Callable[[BinlogStartPosition], CdcBinLogStreamReader] | None = None):
+                 rewind: Callable[[BinlogStartPosition], CdcBinLogStreamReader] | None = None,
+                 on_filtered: Callable[[], None] | None = None):
         self.reader = reader
+        #: Called for each rows event of a table that is not captured (``NumberOfEventsFiltered``).
+        self.on_filtered = on_filtered
         #: ``binlog.buffer.size``: a new reader at a position, for rereading a large transaction.
         self.rewind = rewind
         #: ``connect.keep.alive``: a new reader at a position after the connection broke (None: raise).
@@ -358,7 +361,11 @@ class BinlogStreamer:
             self._begin(packet.log_pos - packet.event_size, None, packet.server_id)
         index = self._tx_events
         self._tx_events += 1
-        if self._tx_ignored or not self.captured(tid):
+        if self._tx_ignored:
+            return
+        if not self.captured(tid):
+            if self.on_filtered is not None:
+                self.on_filtered()
             return
         if index < self._skip_events:
             return
