@@ -32,6 +32,7 @@ from cdc_mysql.ddl import SchemaModel
 from cdc_mysql.metrics import snapshot_lock_metrics
 from cdc_mysql.model import TableChange, TableId
 from cdc_mysql.schema_changes import schema_change_record
+from cdc_mysql.parallel_snapshot import ParallelSnapshotReader
 from cdc_mysql.snapshot import SnapshotReader
 from cdc_mysql.snapshot_locks import SnapshotLocks, quote_table
 from cdc_mysql.snapshot_plan import SnapshotPlan
@@ -67,6 +68,7 @@ class Snapshotting:
             return None
         conn = self._connect()
         lock_metrics = snapshot_lock_metrics(self.metrics)
+        workers: list[Any] = []
         try:
             catalog = Catalog(conn)
             with conn.cursor() as cur:
@@ -82,6 +84,8 @@ class Snapshotting:
                     cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
             file, pos, gtids = catalog.binlog_position()
             position = {"file": file, "pos": pos, "event": 0, "row": 0, "gtids": gtids or None}
+            if plan.data:
+                workers = self._snapshot_workers(locks, len(capture_ids), log)
             if resume is not None:
                 position = {k: resume.get(k) for k in ("file", "pos", "event", "row", "gtids")}
             log.info("snapshot at %s:%s (gtids %s): %d tables captured, %d recorded", position["file"],
@@ -91,13 +95,15 @@ class Snapshotting:
             if records:
                 yield records
             if plan.data and not self._stop.is_set():
-                completed = yield from self._snapshot_rows(conn, catalog, position, capture_ids, log)
+                completed = yield from self._snapshot_rows(conn, catalog, position, capture_ids, log, workers)
                 if not completed:
                     self.snapshotter.snapshot_aborted()
                     return None
             conn.commit()
             locks.release()
         finally:
+            for worker in workers:
+                worker.close()
             conn.close()  # also releases any lock still held (a stop or a failure)
             if lock_metrics is not None:
                 lock_metrics.holding_global_lock = False
@@ -107,8 +113,35 @@ class Snapshotting:
             self.snapshotter.snapshot_completed()
         return done
 
+    def _snapshot_workers(self, locks: SnapshotLocks, tables: int, log: Any) -> list[Any]:
+        """``snapshot.max.threads``: further connections whose consistent snapshots start while the global
+        read lock is held, so they see exactly the state at the snapshot's position (none without that lock)."""
+        threads = min(self.config.get(myc.SNAPSHOT_MAX_THREADS), tables)
+        if threads <= 1:
+            return []
+        if not locks.global_lock:
+            log.info("snapshot.max.threads=%d: reading the tables on one connection, since without the global read "
+                     "lock (snapshot.locking.mode=%s) other connections cannot share the snapshot's position",
+                     threads, self.config.get(myc.SNAPSHOT_LOCKING_MODE))
+            return []
+        workers = []
+        try:
+            for _ in range(threads - 1):
+                worker = self._connect()
+                workers.append(worker)
+                with worker.cursor() as cur:
+                    cur.execute("SET SESSION time_zone = '+00:00'")
+                    cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
+        except BaseException:
+            for worker in workers:
+                worker.close()
+            raise
+        log.info("snapshot.max.threads: reading %d tables at once", threads)
+        return workers
+
     def _snapshot_rows(self, conn: Any, catalog: Catalog, position: dict[str, Any], capture_ids: list[TableId],
-                       log: Any) -> Iterator[list[Any]]:
+                       log: Any, workers: list[Any] = ()) -> Iterator[list[Any]]:
         """Read the captured tables' rows; returns True if every table was read."""
         include = self.config.get(myc.SNAPSHOT_INCLUDE_COLLECTIONS)
         ids = [t for t in capture_ids if t in self.model.tables
@@ -125,9 +158,12 @@ class Snapshotting:
             select = self.snapshot_query.snapshot_query(CoreTableId(tid.database, None, tid.table), columns, quote_table)
             if select is not None:
                 tables.append((self.versions.table(definition), definition, select))
-        reader = self._snapshot_reader = SnapshotReader(
-            conn, self.flavor.name, self.server, self._server_id, position, self.config.get(myc.SNAPSHOT_FETCH_SIZE),
-            log, self.config.get(myc.MIN_ROW_COUNT_TO_STREAM), estimates)
+        args = (self.flavor.name, self.server, self._server_id, position, self.config.get(myc.SNAPSHOT_FETCH_SIZE),
+                log, self.config.get(myc.MIN_ROW_COUNT_TO_STREAM), estimates)
+        if workers and len(tables) > 1:
+            reader = self._snapshot_reader = ParallelSnapshotReader([conn, *workers], *args)
+        else:
+            reader = self._snapshot_reader = SnapshotReader(conn, *args)
         metrics = self.metrics.snapshot if self.metrics is not None else None
         if metrics is not None:
             metrics.snapshot_started({str(d.id): estimates.get(str(d.id), 0) for _, d, _ in tables})

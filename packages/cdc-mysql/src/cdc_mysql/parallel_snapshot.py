@@ -1,0 +1,130 @@
+"""``snapshot.max.threads``: the initial snapshot reads several tables at once, each on its own connection.
+
+Every worker connection starts its ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` while the
+snapshot's global read lock is held (``cdc_mysql.snapshotting``), so all of them see exactly the
+state at the snapshot's binlog position and the hand-over to streaming stays exact. One thread
+reads one table at a time, so each table's rows keep their order; tables interleave. Markers are
+Debezium's for more than one thread (RelationalSnapshotContext with ``snapshotMaxThreads > 1``):
+each table's first row ``first_in_data_collection``, its last ``last_in_data_collection``, no
+``first``, and the snapshot's very last record ``last`` (BufferingSnapshotChangeRecordReceiver).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pymysql
+import pymysql.cursors
+
+from cdc_core.events import Checkpoint, RawChange
+from cdc_core.relational import Table
+
+from cdc_mysql.model import TableDef
+from cdc_mysql.snapshot import SnapshotReader, _refusal, _snapshot_cursor, row_parser
+from cdc_mysql.source import source_block
+
+_DONE = object()
+
+
+class ParallelSnapshotReader(SnapshotReader):
+    """A SnapshotReader over several connections (the first is the snapshot's own), one table per thread."""
+
+    def __init__(self, conns: list[pymysql.connections.Connection], *args: Any, **kwargs: Any):
+        super().__init__(conns[0], *args, **kwargs)
+        self.conns = conns
+
+    def read(self, tables: list[tuple[Table, TableDef, str]]) -> Iterator[list[RawChange | Checkpoint]]:
+        """Yield batches of ``r`` changes as the threads read them; the last record of all is marked ``last``."""
+        todo: queue.Queue[tuple[Table, TableDef, str]] = queue.Queue()
+        for item in tables:
+            todo.put(item)
+        out: queue.Queue[Any] = queue.Queue(maxsize=4 * len(self.conns))
+        workers = [threading.Thread(target=self._work, args=(conn, todo, out), name=f"cdc-snapshot-{i}", daemon=True)
+                   for i, conn in enumerate(self.conns)]
+        for w in workers:
+            w.start()
+        held: RawChange | None = None
+        running = len(workers)
+        try:
+            while running:
+                item = out.get()
+                if item is _DONE:
+                    running -= 1
+                    continue
+                if isinstance(item, BaseException):
+                    raise item
+                if self.stopped:
+                    return
+                batch = item if held is None else [held, *item]
+                held = batch.pop()
+                if batch:
+                    yield batch
+            if held is not None and not self.stopped:
+                yield [held._replace(source={**held.source, "snapshot": "last"})]
+        finally:
+            self.stopped = self.stopped or running > 0
+            while running:  # let the workers finish their current put and exit
+                try:
+                    if out.get(timeout=0.1) is _DONE:
+                        running -= 1
+                except queue.Empty:
+                    if not any(w.is_alive() for w in workers):
+                        break
+
+    def _work(self, conn: pymysql.connections.Connection, todo: queue.Queue, out: queue.Queue) -> None:
+        """Read tables from ``todo`` until none is left (or a stop), putting batches on ``out``."""
+        try:
+            while not self.stopped:
+                try:
+                    table, definition, statement = todo.get_nowait()
+                except queue.Empty:
+                    break
+                self._read_table(conn, table, definition, statement, out)
+        except BaseException as e:  # noqa: BLE001 - handed to the reading thread, which raises it
+            out.put(e)
+        finally:
+            out.put(_DONE)
+
+    def _read_table(self, conn: pymysql.connections.Connection, table: Table, definition: TableDef, statement: str,
+                    out: queue.Queue) -> None:
+        started = time.monotonic()
+        db, name = definition.id.database, definition.id.table
+        file, pos = self.position["file"], self.position["pos"]
+        streamed = self.streams(f"{db}.{name}")
+        rows = 0
+        prev: RawChange | None = None
+        with _snapshot_cursor(conn, pymysql.cursors.SSCursor if streamed else pymysql.cursors.Cursor) as cur:
+            try:
+                cur.execute(statement)
+            except pymysql.err.MySQLError as e:
+                raise _refusal(e, definition.id, statement) from None
+            parse = row_parser(definition, [d[0] for d in cur.description or ()])
+            while not self.stopped:
+                chunk = cur.fetchmany(self.fetch_size)
+                if not chunk:
+                    break
+                source = source_block(self.connector, self.server, time.time_ns() // 1_000_000, "true", db, name,
+                                      0, None, file, pos, 0, None, None)
+                offset = self._offset()
+                batch = []
+                for raw in chunk:
+                    src = source if prev is not None or rows else {**source, "snapshot": "first_in_data_collection"}
+                    if prev is not None:
+                        batch.append(prev)
+                    prev = RawChange(table, "r", None, parse(raw), src, offset)
+                    rows += 1
+                if batch:
+                    out.put(batch)
+        if self.stopped:
+            return
+        if prev is not None:  # Debezium's precedence without first/last tables: last_in_ over first_in_
+            out.put([prev._replace(source={**prev.source, "snapshot": "last_in_data_collection"})])
+        self.rows_scanned[f"{db}.{name}"] = rows
+        if self.metrics is not None:
+            self.metrics.table_completed(f"{db}.{name}")
+        self.log.info("snapshot of %s.%s: %d rows in %.1fs (%s, thread %s)", db, name, rows, time.monotonic() - started,
+                      "streamed" if streamed else "buffered", threading.current_thread().name)
