@@ -19,6 +19,7 @@ from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
 from cdc_core.relational import Table, TableId
+from cdc_core.signals.config import MAX_THREADS
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
@@ -399,7 +400,7 @@ class PostgresConnector:
         try:
             reader = self._snapshot_reader = SnapshotReader(
                 snap_conn, self.server, self.db, lsn, min(self.config.get(pgc.SNAPSHOT_FETCH_SIZE), 2048),
-                self.log.with_context("snapshot"),
+                self.log.with_context("snapshot"), self.config.get(MAX_THREADS), self._connect,
             )
             reader.begin(snapshot_name)
             tables = self._snapshot_tables()

@@ -1,12 +1,22 @@
-"""The initial snapshot: every captured table read with COPY inside the slot's exported snapshot."""
+"""The initial snapshot: every captured table read with COPY inside the slot's exported snapshot.
+
+``snapshot.max.threads`` above 1: further connections import the same exported snapshot
+(``SET TRANSACTION SNAPSHOT``), so every table is read at the slot's consistent point whichever
+connection reads it; one thread reads one table at a time (each table's rows keep their order), and
+the markers are Debezium's for several threads (``first_in_data_collection`` and
+``last_in_data_collection`` per table, no ``first``, ``last`` on the very last record).
+"""
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from contextlib import contextmanager
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import repeat
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -30,8 +40,13 @@ class SnapshotReader:
     point, so nothing is lost or duplicated at the handoff.
     """
 
-    def __init__(self, conn: psycopg.Connection, server: str, db: str, consistent_point: int, fetch_size: int, log):
+    def __init__(self, conn: psycopg.Connection, server: str, db: str, consistent_point: int, fetch_size: int, log,
+                 threads: int = 1, connect: Callable[[], psycopg.Connection] | None = None):
         self.conn = conn
+        #: ``snapshot.max.threads`` and how to open the further connections (None: one connection).
+        self.threads = threads
+        self.connect = connect
+        self.snapshot_name: str | None = None
         self.server = server
         self.db = db
         self.lsn = consistent_point
@@ -44,6 +59,7 @@ class SnapshotReader:
 
     def begin(self, snapshot_name: str | None) -> None:
         """Open the snapshot transaction, on the exported snapshot if there is one."""
+        self.snapshot_name = snapshot_name
         self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
         if snapshot_name:
             self.conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot_name)))
@@ -79,6 +95,9 @@ class SnapshotReader:
         ``source.snapshot`` is ``first`` for the first record, ``first_in_data_collection`` /
         ``last_in_data_collection`` at each table's edges, ``last`` for the very last, ``true`` otherwise.
         """
+        if self.threads > 1 and self.connect is not None and self.snapshot_name and len(tables) > 1:
+            yield from self._read_parallel(tables)
+            return
         seq = sequence(None, self.lsn)
         held: RawChange | None = None  # the latest row, held back until we know whether it is the last
         first_overall = True
@@ -123,6 +142,105 @@ class SnapshotReader:
         batch.append(Checkpoint({"lsn": self.lsn, "lsn_commit": self.lsn, "lsn_proc": None,
                                  "txId": self.tx_id, "ts_usec": time.time_ns() // 1000}))
         yield batch
+
+
+    def _read_parallel(self, tables: list[tuple[Table, str]]) -> Iterator[list[RawChange | Checkpoint]]:
+        """``read`` with ``threads`` connections on the same exported snapshot, one table per thread at a time."""
+        assert self.connect is not None
+        conns = [self.conn]
+        todo: queue.Queue[tuple[Table, str]] = queue.Queue()
+        for item in tables:
+            todo.put(item)
+        out: queue.Queue[Any] = queue.Queue(maxsize=8 * self.threads)
+        done = object()
+        try:
+            for _ in range(min(self.threads, len(tables)) - 1):
+                conn = self.connect()
+                conns.append(conn)
+                conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(self.snapshot_name)))
+            self.log.info("snapshot.max.threads: reading %d tables at once", len(conns))
+
+            def work(conn: psycopg.Connection) -> None:
+                try:
+                    while not self.stopped:
+                        try:
+                            table, select = todo.get_nowait()
+                        except queue.Empty:
+                            break
+                        self._read_table(conn, table, select, out)
+                except BaseException as e:  # noqa: BLE001 - raised by the reading thread
+                    out.put(e)
+                finally:
+                    out.put(done)
+
+            workers = [threading.Thread(target=work, args=(c,), name=f"cdc-snapshot-{i}", daemon=True)
+                       for i, c in enumerate(conns)]
+            for w in workers:
+                w.start()
+            running, held = len(workers), None
+            try:
+                while running:
+                    item = out.get()
+                    if item is done:
+                        running -= 1
+                        continue
+                    if isinstance(item, BaseException):
+                        raise item
+                    if self.stopped:
+                        return
+                    batch = item if held is None else [held, *item]
+                    held = batch.pop()
+                    if batch:
+                        yield batch
+            finally:
+                self.stopped = self.stopped or running > 0
+                while running and any(w.is_alive() for w in workers):
+                    try:
+                        if out.get(timeout=0.1) is done:
+                            running -= 1
+                    except queue.Empty:
+                        pass
+            batch = []
+            if held is not None:
+                batch.append(held._replace(source={**held.source, "snapshot": "last"}, offset=self._offset(True)))
+            batch.append(Checkpoint({"lsn": self.lsn, "lsn_commit": self.lsn, "lsn_proc": None,
+                                     "txId": self.tx_id, "ts_usec": time.time_ns() // 1000}))
+            yield batch
+        finally:
+            for conn in conns[1:]:
+                conn.close()
+
+    def _read_table(self, conn: psycopg.Connection, table: Table, select: str, out: queue.Queue) -> None:
+        """One table's rows onto ``out`` in batches, first and last marked ``*_in_data_collection``."""
+        started = time.monotonic()
+        source = source_block(self.server, self.db, time.time_ns() // 1000, "true", table.id.schema or "",
+                              table.id.table, self.tx_id, self.lsn, sequence(None, self.lsn))
+        offset = self._offset(False)
+        rows, prev = 0, None
+        query = sql.SQL("COPY ({}) TO STDOUT").format(sql.SQL(select))
+        with conn.cursor() as cur, _refusal_named(table, select), cur.copy(query) as copy:
+            for block in read_blocks(copy, self.fetch_size):
+                batch = list(map(_new_change, zip(
+                    repeat(table), _READ, _NONE, parse_block(block), repeat(source), repeat(offset), _NONE, _NONE)))
+                if not batch:
+                    continue
+                if rows == 0:
+                    batch[0] = batch[0]._replace(source={**source, "snapshot": "first_in_data_collection"})
+                rows += len(batch)
+                if prev is not None:
+                    batch.insert(0, prev)
+                prev = batch.pop()
+                if batch:
+                    out.put(batch)
+                if self.stopped:
+                    return
+        if prev is not None:  # Debezium's precedence without first/last tables: last_in_ over first_in_
+            out.put([prev._replace(source={**prev.source, "snapshot": "last_in_data_collection"})])
+        self.log.info("snapshot of %s: %d rows in %.1fs (%s)", table.id, rows, time.monotonic() - started,
+                      threading.current_thread().name)
+        if self.metrics is not None:
+            self.metrics.table_completed(table.id.identifier)
 
 
 @contextmanager
