@@ -1,19 +1,25 @@
-"""``incremental.snapshot.allow.schema.changes``: a column added during an incremental snapshot.
+"""``incremental.snapshot.allow.schema.changes``: a column added or dropped during an incremental snapshot.
 
 Debezium (AbstractIncrementalSnapshotChangeEventSource) checks the table's shape at each chunk: when
 it changed, the chunk is dropped, the window closes empty and the next window reads it again, once
-the stream has applied the DDL. So the rows read after the ALTER carry the new column, every row is
+the stream has applied the DDL. So the rows read after the ALTER have the new shape, every row is
 read, and the snapshot completes.
 """
 
 from __future__ import annotations
+
+import pytest
 
 from mariadb_cdc import EngineThread, connector_config
 
 ROWS = 20000
 
 
-def test_rows_read_after_an_added_column_carry_it(mariadb_server, mariadb_db):
+@pytest.mark.parametrize(("alter", "changed"), [
+    ("ADD COLUMN extra INT NOT NULL DEFAULT 7", lambda after: after.get("extra") == 7),
+    ("DROP COLUMN v", lambda after: "v" not in after),  # the old column list would make the SELECT fail
+], ids=["add", "drop"])
+def test_rows_read_after_an_alter_have_the_new_shape(mariadb_server, mariadb_db, alter, changed):
     mariadb_server.execute([
         "CREATE TABLE debezium_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))",
         "CREATE TABLE items (id INT PRIMARY KEY, v INT NOT NULL)",
@@ -37,15 +43,14 @@ def test_rows_read_after_an_added_column_carry_it(mariadb_server, mariadb_db):
         mariadb_server.execute("INSERT INTO debezium_signal VALUES ('s-1', 'execute-snapshot', "
                                f"'{{\"data-collections\": [\"{mariadb_db}.items\"]}}')", database=mariadb_db)
         engine.wait(lambda rs: len(reads(rs)) >= 300, "the first chunks")
-        mariadb_server.execute("ALTER TABLE items ADD COLUMN extra INT NOT NULL DEFAULT 7", database=mariadb_db)
+        mariadb_server.execute(f"ALTER TABLE items {alter}", database=mariadb_db)
         engine.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the incremental snapshot", 90)
     finally:
         engine.stop()
     rows = reads(engine.records)
     assert sorted(r["after"]["id"] for r in rows) == list(range(1, ROWS + 1))  # each row once
-    with_column = [i for i, r in enumerate(rows) if "extra" in r["after"]]
-    assert with_column, "no row read after the ALTER has the new column"
-    # Once the new shape appears, every later read has it (with its value), up to the last row.
-    assert with_column == list(range(with_column[0], len(rows))), "reads of the old shape after the new one"
-    assert all(rows[i]["after"]["extra"] == 7 for i in with_column)
-    assert with_column[0] < len(rows) - 1000, "the ALTER came too late to test anything"
+    new_shape = [i for i, r in enumerate(rows) if changed(r["after"])]
+    assert new_shape, "no row read after the ALTER has the new shape"
+    # Once the new shape appears, every later read has it, up to the last row.
+    assert new_shape == list(range(new_shape[0], len(rows))), "reads of the old shape after the new one"
+    assert new_shape[0] < len(rows) - 1000, "the ALTER came too late to test anything"
