@@ -34,6 +34,7 @@ class ParallelSnapshotReader(SnapshotReader):
     """A SnapshotReader over several connections (the first is the snapshot's own), one table per thread."""
 
     def __init__(self, conns: list[pymysql.connections.Connection], *args: Any, **kwargs: Any):
+        """``conns``: the snapshot's connection first, then the workers'; the rest as SnapshotReader's."""
         super().__init__(conns[0], *args, **kwargs)
         self.conns = conns
 
@@ -91,6 +92,7 @@ class ParallelSnapshotReader(SnapshotReader):
 
     def _read_table(self, conn: pymysql.connections.Connection, table: Table, definition: TableDef, statement: str,
                     out: queue.Queue) -> None:
+        """One table's rows onto ``out`` in batches, first and last marked ``*_in_data_collection``."""
         started = time.monotonic()
         db, name = definition.id.database, definition.id.table
         file, pos = self.position["file"], self.position["pos"]

@@ -94,6 +94,7 @@ class SnapshotLocks:
         self.table_locks = False
 
     def _holding(self, held: bool) -> None:
+        """Report ``HoldingGlobalLock``."""
         if self.metrics is not None:
             self.metrics.holding_global_lock = held
 

@@ -162,6 +162,7 @@ class SnapshotReader:
             self.log.info("snapshot.max.threads: reading %d tables at once", len(conns))
 
             def work(conn: psycopg.Connection) -> None:
+                """Read tables from ``todo`` on ``conn`` until none is left (or a stop)."""
                 try:
                     while not self.stopped:
                         try:
