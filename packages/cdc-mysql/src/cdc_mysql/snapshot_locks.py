@@ -90,6 +90,8 @@ class SnapshotLocks:
         #: ``cdc_mysql.metrics.SnapshotLockMetrics`` (``HoldingGlobalLock``), if any.
         self.metrics = metrics
         self.global_lock = False
+        #: True while FLUSH TABLES WITH READ LOCK is held: no commit anywhere (a backup lock lets InnoDB commit).
+        self.commits_blocked = False
         #: True while LOCK TABLES locks are held: the snapshot then reads without a transaction of its own.
         self.table_locks = False
 
@@ -120,6 +122,7 @@ class SnapshotLocks:
                     self._table_locks(cur, [f"{quote_table(t)} READ" for t in tables])
                     return
             self.global_lock = True
+            self.commits_blocked = any(s.upper() == GLOBAL_READ_LOCK for s in statements)
             self._holding(True)
 
     def _table_locks(self, cur: Any, items: list[str]) -> None:
@@ -143,5 +146,5 @@ class SnapshotLocks:
             cur.execute("UNLOCK TABLES")
         if self.table_locks:
             self.conn.autocommit(True)
-        self.global_lock = self.table_locks = False
+        self.global_lock = self.table_locks = self.commits_blocked = False
         self._holding(False)

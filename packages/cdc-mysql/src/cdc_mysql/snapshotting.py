@@ -115,11 +115,12 @@ class Snapshotting:
 
     def _snapshot_workers(self, locks: SnapshotLocks, tables: int, log: Any) -> list[Any]:
         """``snapshot.max.threads``: further connections whose consistent snapshots start while the global
-        read lock is held, so they see exactly the state at the snapshot's position (none without that lock)."""
+        read lock is held, so they see exactly the state at the snapshot's position (none without that lock:
+        ``none``, table locks, Percona's backup lock, under which InnoDB still commits)."""
         threads = min(self.config.get(myc.SNAPSHOT_MAX_THREADS), tables)
         if threads <= 1:
             return []
-        if not locks.global_lock:
+        if not locks.commits_blocked:
             log.info("snapshot.max.threads=%d: reading the tables on one connection, since without the global read "
                      "lock (snapshot.locking.mode=%s) other connections cannot share the snapshot's position",
                      threads, self.config.get(myc.SNAPSHOT_LOCKING_MODE))
