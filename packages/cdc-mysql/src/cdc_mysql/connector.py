@@ -365,7 +365,12 @@ class MySqlConnector(Snapshotting, DdlEvents):
             purged = str(catalog.variable("gtid_purged") or "").replace("\n", "")
         else:  # MariaDB: the GTID position at the start of the oldest binlog it still has (its Gtid_list event)
             purged = self._oldest_binlog_gtids(catalog)
-        if purged and not want.includes(gtid_set(self.flavor.gtid_format, purged)):
+        lost = gtid_set(self.flavor.gtid_format, purged)
+        keep = source_filter(self.flavor.gtid_format, self.config.get(myc.GTID_INCLUDES),
+                             self.config.get(myc.GTID_EXCLUDES))
+        if keep is not None:  # as Debezium, only the sources the connector follows matter
+            lost = lost.retain(keep)
+        if purged and not want.includes(lost):
             self.log.info("the server purged GTIDs %s the offset's set %s does not contain", purged, gtids)
             return False
         return True
