@@ -21,7 +21,14 @@ class Application:
 
     def problems(self) -> list[str]:
         """Every problem with the configuration, one line each, with the full property names."""
+        from cdc_core.serializers.formats import binary_problem, format_problems, settings_from_server
+
         out = list(self.server.problems) + list(self.server.unknown)
+        formats = settings_from_server(self.server.format_props)
+        out += format_problems(formats, self.plugins)
+        binary = binary_problem(formats, self.server.sink_type)
+        if binary is not None:
+            out.append(binary)
         out += [self.server.source_name(p) for p in connector_problems(self.server.source, self.plugins)]
         try:
             sink_cls = self.plugins.get("sink", self.server.sink_type)
@@ -31,21 +38,19 @@ class Application:
             fields = getattr(sink_cls, "fields", None)
             if fields is not None:
                 out += [f"debezium.sink.{self.server.sink_type}.{p}" for p in self.server.sink.problems(fields)]
-        return out
+        return list(dict.fromkeys(out))
 
     def engine(self) -> Engine:
         """Build the engine with its sink and serializer; ConfigError if anything is invalid."""
         problems = self.problems()
         if problems:
             raise ConfigError(problems)
+        from cdc_core.serializers.formats import build_serializer, settings_from_server
+
         sink = self.plugins.get("sink", self.server.sink_type)(self.server.sink)
-        # replace.null.with.default is passed only when turned off, so serializers written before it keep working.
-        replace = {f"{side}_replace_null_with_default": False for side, on in
-                   (("key", self.server.key_replace_null_with_default),
-                    ("value", self.server.value_replace_null_with_default)) if not on}
-        serializer = self.plugins.get("serializer", self.server.value_format)(
-            self.server.key_schemas_enable, self.server.value_schemas_enable, **replace
-        )
+        # JSON on both sides: the serializer plugin named by the value format, given schemas.enable and (only when
+        # turned off, so serializers written before it keep working) replace.null.with.default per side.
+        serializer = build_serializer(settings_from_server(self.server.format_props), self.plugins)
         return Engine(self.server.source, sink=sink, serializer=serializer, plugins=self.plugins)
 
     def offset_store(self) -> Any:

@@ -20,8 +20,8 @@ _FORMAT_KEYS = {
 }
 _BOOLEAN_FORMAT_KEYS = frozenset({"key_schemas_enable", "value_schemas_enable", "key_replace_null_with_default",
                                   "value_replace_null_with_default"})
-# Other Debezium Server settings accepted and not used: Quarkus' own, and the header format.
-_IGNORED_PREFIXES = ("quarkus.", "debezium.format.header", "debezium.api.")
+# Other Debezium Server settings accepted and not used: Quarkus' own.
+_IGNORED_PREFIXES = ("quarkus.", "debezium.api.")
 
 
 @dataclass
@@ -42,6 +42,8 @@ class ServerConfig:
     unknown: list[str] = field(default_factory=list)
     #: True for the Debezium Server layout; False for plain connector properties.
     server_layout: bool = True
+    #: Every ``debezium.format.*`` property as written (``cdc_core.serializers.formats`` reads them).
+    format_props: dict[str, Any] = field(default_factory=dict)
 
     def source_name(self, name: str) -> str:
         """A connector property's name as the user wrote it (with ``debezium.source.`` in the server layout)."""
@@ -73,18 +75,18 @@ def server_config(props: Mapping[str, Any]) -> ServerConfig:
             continue
         elif key.startswith(sink_prefix):
             sink_props[key[len(sink_prefix) :]] = value
-        elif key in _FORMAT_KEYS:
-            attr = _FORMAT_KEYS[key]
+        elif key.startswith("debezium.format."):
+            out.format_props[key] = value
+            attr = _FORMAT_KEYS.get(key)
+            if attr is None:  # the formats' own options: checked by cdc_core.serializers.formats
+                continue
             if attr in _BOOLEAN_FORMAT_KEYS:
                 try:
                     setattr(out, attr, _parse_bool(str(value)))
                 except InvalidValue as e:
                     out.problems.append(f"{key}: {e}")
-            else:
-                fmt = str(value).strip().lower()
-                if fmt != "json":
-                    out.problems.append(f"{key}: {value!r} is not supported; the supported format is json")
-                setattr(out, attr, fmt)
+            else:  # the format's name: checked by cdc_core.serializers.formats
+                setattr(out, attr, str(value).strip().lower())
         elif key.startswith(_IGNORED_PREFIXES) or not key.startswith("debezium."):
             continue
         elif key.startswith("debezium.sink."):
