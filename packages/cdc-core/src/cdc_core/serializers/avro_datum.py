@@ -1,6 +1,7 @@
 """JSON-ready payloads (what JsonConverter writes) as the values fastavro writes under ``avro_schema``'s schemas.
 
-cdc's payloads are already in JsonConverter's form; only a few kinds differ in Avro: ``bytes``
+cdc's payloads are already in JsonConverter's form; only a few kinds differ in Avro: NaN and the
+infinities, which JSON holds as the strings ``NaN``/``Infinity``/``-Infinity``; ``bytes``
 (and Connect ``Decimal``'s unscaled bytes) are base64 text in JSON and raw bytes in Avro; a map
 with non-string keys is a list of ``[key, value]`` pairs in JSON and a list of ``{key, value}``
 records in Avro; field names change where ``scrub.invalid.names`` renamed them. Everything else
@@ -35,6 +36,8 @@ def _build(schema: Schema, rename: Callable[[str], str] | None) -> Datum | None:
     kind = schema.type
     if kind == "bytes":
         return _b64
+    if kind in ("float32", "float64"):
+        return _special_float
     if kind == "struct":
         return _struct(schema, rename)
     if kind == "array":
@@ -59,6 +62,11 @@ def _build(schema: Schema, rename: Callable[[str], str] | None) -> Datum | None:
 
         return entries
     return None
+
+
+def _special_float(value: Any) -> Any:
+    """JsonConverter writes NaN and the infinities as the strings ``NaN``/``Infinity``/``-Infinity``; Avro as floats."""
+    return float(value) if isinstance(value, str) else value
 
 
 def _same(value: Any) -> Any:
