@@ -22,12 +22,12 @@ from cdc_core.schema import Schema
 _schemas: dict[tuple[str, int], Any] = {}
 
 
-def _strip_logical(avro: Any) -> Any:
-    """The schema with every ``logicalType`` removed (raw values on reading)."""
+def _strip_logical(avro: Any, keep: frozenset[str] = frozenset()) -> Any:
+    """The schema with every ``logicalType`` not in ``keep`` removed (raw values on reading)."""
     if isinstance(avro, dict):
-        return {k: _strip_logical(v) for k, v in avro.items() if k != "logicalType"}
+        return {k: _strip_logical(v, keep) for k, v in avro.items() if k != "logicalType" or v in keep}
     if isinstance(avro, list):
-        return [_strip_logical(x) for x in avro]
+        return [_strip_logical(x, keep) for x in avro]
     return avro
 
 
@@ -39,14 +39,19 @@ def writer_schema(url: str, schema_id: int) -> Any:
     return _schemas[key]
 
 
-def decode(url: str, data: bytes) -> tuple[int, Any, Any]:
-    """``(schema id, logical value, raw value)`` of one Confluent-framed Avro record."""
+def decode(url: str, data: bytes, logical_types: frozenset[str] | None = None) -> tuple[int, Any, Any]:
+    """``(schema id, logical value, raw value)`` of one Confluent-framed Avro record.
+
+    ``logical_types`` limits the logical types decoded (fastavro cannot make a ``time`` of Connect's
+    ``24:00:00``, 86400000 ms); None decodes them all.
+    """
     from fastavro import parse_schema, schemaless_reader
 
     assert data[0] == 0, f"magic byte {data[0]} is not 0"
     schema_id = int.from_bytes(data[1:5], "big")
     avro = writer_schema(url, schema_id)
-    logical = schemaless_reader(io.BytesIO(data[5:]), parse_schema(avro))
+    logical_schema = avro if logical_types is None else _strip_logical(avro, logical_types)
+    logical = schemaless_reader(io.BytesIO(data[5:]), parse_schema(logical_schema))
     raw = schemaless_reader(io.BytesIO(data[5:]), parse_schema(_strip_logical(avro)))
     return schema_id, logical, raw
 
