@@ -227,3 +227,26 @@ def _memory():
     from cdc_core.stores.memory_offsets import MemoryOffsetStore
 
     return MemoryOffsetStore()
+
+
+def test_header_format_json_and_its_schemas() -> None:
+    """debezium.format.header=json: headers as their JSON values; with schemas.enable, as {"schema","payload"}."""
+    record = _example_record()
+    record.headers = {"__debezium.newkey": {"pk": 2}, "origin": "x"}
+    plain = build_serializer(settings_from_server({"debezium.format.header": "json"}), registry())
+    assert plain.serialize([record])[0].headers == record.headers
+    framed = build_serializer(settings_from_server({"debezium.format.header": "json",
+                                                    "debezium.format.header.schemas.enable": "true"}), registry())
+    headers = framed.serialize([record])[0].headers
+    assert headers["__debezium.newkey"] == {"schema": KEY.to_json(), "payload": {"pk": 2}}
+    assert headers["origin"] == {"schema": None, "payload": "x"}
+
+
+def test_unknown_format_options_are_named() -> None:
+    """A misspelt converter option under debezium.format.* is an unknown property (the others are accepted)."""
+    settings = settings_from_server({"debezium.format.value": "cloudevents", "debezium.format.value.serializer.typ": "json",
+                                     "debezium.format.schema.registry.url": "http://r",
+                                     "debezium.format.value.json.schemas.enable": "false"})
+    from cdc_core.serializers.formats import format_problems
+
+    assert format_problems(settings) == ["debezium.format.value.serializer.typ: unknown property"]

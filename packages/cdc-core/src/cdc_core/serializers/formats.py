@@ -59,6 +59,8 @@ class FormatSettings:
     prefixes: dict[str, str] = field(default_factory=lambda: {s: f"debezium.format.{s}." for s in CHOICES})
     #: How each side's format is spelled, for messages.
     names: dict[str, str] = field(default_factory=lambda: {s: f"debezium.format.{s}" for s in CHOICES})
+    #: Properties no converter knows (``<property>: unknown property``).
+    unknown: list[str] = field(default_factory=list)
 
     def format(self, side: str) -> str:
         """The format of ``key``, ``value`` or ``header``."""
@@ -83,8 +85,19 @@ def settings_from_server(props: Mapping[str, Any]) -> FormatSettings:
             specific[side][option] = value
         else:
             common[rest] = value
+            option = rest
+        if not _known_option(option):
+            out.unknown.append(f"{key}: unknown property")
     out.options = {s: {**common, **specific[s]} for s in CHOICES}
     return out
+
+
+def _known_option(name: str) -> bool:
+    """True if some converter (JSON, CloudEvents, Avro) reads the option ``name``."""
+    from cdc_core.serializers import avro, cloudevents
+
+    return (name in JSON_OPTIONS or name in cloudevents.OPTIONS or name in avro.OPTIONS or name in avro.ACCEPTED
+            or name in avro.REFUSED or name.startswith(("json.", "avro.")))
 
 
 def settings_from_connect(config: Mapping[str, Any]) -> FormatSettings:
@@ -184,7 +197,8 @@ def format_problems(settings: FormatSettings, plugins: Any = None) -> list[str]:
             problems.append(f"{settings.names[side]}: {fmt!r} is not a supported {what}; choose "
                             f"{', '.join(allowed)}{extra}")
     if problems:
-        return problems
+        return problems + settings.unknown
+    problems += settings.unknown
     for side in ("key", "value"):
         if settings.format(side) in CHOICES[side]:
             try:
