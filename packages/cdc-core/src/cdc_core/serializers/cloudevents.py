@@ -29,6 +29,12 @@ Debezium writes them::
   it is the base64 text of the Avro data in the Confluent wire format (subject ``<topic>-value``)
   and ``dataschema`` is ``<avro.schema.registry.url>/schemas/ids/<id>``.
 
+Debezium 2.7 and 3.0: the converter and makers are the same but for the PostgreSQL id above; the
+conformance suite (``tests/test_conformance_formats.py``) finds no other difference between cdc
+and 3.0.7's converter on the same changes. ``schema.name.adjustment.mode`` and
+``schema.cloudevents.name`` only name the envelope's Connect schema, which the JSON envelope
+(written without schema) does not show: accepted, without visible effect.
+
 As Debezium's converter, values whose schema is not a change event envelope (heartbeats,
 transaction metadata, schema change events) and tombstones are written as null, and a connector
 type without a CloudEvents maker is an error. Not implemented (refused when set):

@@ -196,6 +196,9 @@ def format_problems(settings: FormatSettings, plugins: Any = None) -> list[str]:
                 extra = " (" + ", ".join(k for k, v in CONVERTER_CLASSES.items() if v in choices) + ")"
             problems.append(f"{settings.names[side]}: {fmt!r} is not a supported {what}; choose "
                             f"{', '.join(allowed)}{extra}")
+    if settings.value not in CHOICES["value"] and settings.key != "json":
+        problems.append(f"{settings.names['key']}: {settings.key!r} cannot be combined with the serializer plugin "
+                        f"{settings.value!r}, which writes keys itself; use json")
     if problems:
         return problems + settings.unknown
     problems += settings.unknown
