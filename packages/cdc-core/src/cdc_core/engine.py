@@ -360,6 +360,8 @@ class Engine:
         steps.append(self.offset_store.close)
         if self.sink is not None:
             steps.append(self.sink.close)
+            if callable(getattr(self.serializer, "close", None)):  # a schema registry's connections
+                steps.append(self.serializer.close)
         if self._metrics_server is not None:
             steps.append(self._metrics_server.shutdown)
         first: BaseException | None = None
