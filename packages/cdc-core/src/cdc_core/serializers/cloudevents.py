@@ -203,17 +203,27 @@ class CloudEventsConverter:
                                          if u.strip())
         if problems:
             raise ConfigError(problems)
-        self._plans: dict[int, _Plan | None] = {}
+        self._plans: dict[int, tuple[Schema, _Plan | None]] = {}
+        self._last_time: tuple[Any, str] = (None, "")
 
     def _plan(self, schema: Schema, value: dict[str, Any]) -> _Plan | None:
-        plan = self._plans.get(id(schema), False)
-        if plan is False or (plan is not None and plan.schema is not schema):
-            if schema.name is None or not schema.name.endswith(".Envelope") or "source" not in schema.field_names:
-                plan = None
-            else:
-                plan = _Plan(schema, str(value["source"].get("connector")), self)
-            self._plans[id(schema)] = plan
+        """The plan of an envelope schema (None: not a change event), made once per schema object."""
+        found = self._plans.get(id(schema))
+        if found is not None and found[0] is schema:
+            return found[1]
+        if schema.name is None or not schema.name.endswith(".Envelope") or "source" not in schema.field_names:
+            plan = None
+        else:
+            plan = _Plan(schema, str(value["source"].get("connector")), self)
+        self._plans[id(schema)] = (schema, plan)  # the schema kept alive, so its id is not reused
         return plan
+
+    def _time(self, ts_ms: int) -> str:
+        """``ce_time``, remembered for the last timestamp (the events of one transaction share it)."""
+        last = self._last_time
+        if last[0] != ts_ms:
+            last = self._last_time = (ts_ms, ce_time(ts_ms))
+        return last[1]
 
     def event(self, topic: str, schema: Schema | None, value: dict[str, Any] | None) -> bytes | None:
         """One value as a CloudEvent (None for tombstones and for values that are not change events)."""
@@ -228,7 +238,7 @@ class CloudEventsConverter:
             "source": f"/debezium/{plan.connector}/{source.get('name')}",
             "specversion": SPECVERSION,
             "type": plan.type,
-            "time": ce_time(source["ts_ms"]),
+            "time": self._time(source["ts_ms"]),
             "datacontenttype": "application/json" if self.avro is None else "application/avro",
         }
         payload = {n: value.get(n) for n in plan.data_fields}
