@@ -14,6 +14,9 @@ command -v runuser >/dev/null 2>&1 || apt_packages+=(util-linux)
 if ! command -v mariadbd >/dev/null 2>&1 && [ ! -x /usr/sbin/mariadbd ]; then
   apt_packages+=(mariadb-server)
 fi
+# The message brokers the sink tests start as throwaway servers (tests/brokers/).
+[ -x /usr/sbin/nats-server ] || command -v nats-server >/dev/null 2>&1 || apt_packages+=(nats-server)
+[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || apt_packages+=(rabbitmq-server)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${apt_packages[*]}" >&2
   as_root apt-get update -qq

@@ -29,6 +29,18 @@ class TcpProxy:
         """Forward again."""
         self._open.set()
 
+    def drop(self) -> int:
+        """Reset every open connection (as a network failure would); keep accepting new ones. Return how many."""
+        with self._lock:
+            sockets, self._sockets = self._sockets, []
+        for s in sockets:
+            try:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # RST
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        return len(sockets) // 2
+
     def close(self) -> None:
         """Close the listener and every connection."""
         self._closed = True

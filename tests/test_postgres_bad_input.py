@@ -30,7 +30,7 @@ def test_unknown_and_invalid_properties_exit_2_one_line_each(pg_server, pg_db, t
     lines = [line.strip() for line in result.stderr.splitlines() if line.startswith("  ")]
     assert any(l.startswith("debezium.source.snapshot.mode: 'sometimes' is not one of") for l in lines), lines
     assert any(l.startswith("debezium.source.max.batch.size: 'lots' is not an integer") for l in lines), lines
-    assert "debezium.source.database.pasword: unknown property" in lines
+    assert "debezium.source.database.pasword: unknown property; did you mean debezium.source.database.password?" in lines
     assert "debezium.source.table.exclude.list: cannot be used together with table.include.list; set only one of them" in lines
     assert any("debezium.sink.file.colour" in l for l in lines), lines
     assert "TopSecret-123" not in result.stderr + result.stdout

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
+
+import pytest
 
 from cdc_core.throwaway_server import ThrowawayServer, ThrowawayServerError
 
@@ -79,3 +83,104 @@ class EmbeddedKafka(ThrowawayServer):
 
     def __enter__(self) -> Any:
         return self.start()
+
+
+# -- fixtures and helpers for the Kafka tests (import the fixtures into a test module to use them) ----------------
+
+
+def external_bootstrap() -> str | None:
+    """The real Apache Kafka named by ``CDC_TEST_KAFKA_BOOTSTRAP``, if any."""
+    return os.environ.get(EXTERNAL_ENV) or None
+
+
+@pytest.fixture(scope="module")
+def kafka() -> Iterator[Any]:
+    """A running broker for the module: the external Kafka when ``CDC_TEST_KAFKA_BOOTSTRAP`` is set, else Tansu."""
+    bootstrap = external_bootstrap()
+    if bootstrap:
+        yield ExternalKafka(bootstrap)
+        return
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        pytest.skip("confluent-kafka is not installed (uv sync --all-extras)")
+    try:
+        broker = EmbeddedKafka().start()
+    except EmbeddedKafkaError as e:
+        pytest.skip(f"no Kafka-protocol broker: {e}")
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+class ExternalKafka:
+    """A Kafka the tests do not own (``CDC_TEST_KAFKA_BOOTSTRAP``): never stopped or killed by them."""
+
+    def __init__(self, bootstrap: str):
+        self.bootstrap = bootstrap
+
+    def __repr__(self) -> str:
+        return f"<ExternalKafka {self.bootstrap}>"
+
+
+def unique_topic(prefix: str = "t") -> str:
+    """A topic name no earlier test used (the external Kafka keeps topics between runs)."""
+    return f"{prefix}-{os.getpid()}-{time.monotonic_ns()}"
+
+
+def partitions(bootstrap: str, topic: str, timeout: float = 10.0) -> int:
+    """The number of partitions of ``topic`` (0 if it does not exist)."""
+    from confluent_kafka.admin import AdminClient
+
+    md = AdminClient({"bootstrap.servers": bootstrap}).list_topics(topic, timeout=timeout)
+    t = md.topics.get(topic)
+    return 0 if t is None or t.error is not None else len(t.partitions)
+
+
+def create_topic(bootstrap: str, topic: str, num_partitions: int = 1, config: dict[str, str] | None = None) -> None:
+    """Create ``topic`` (replication factor 1)."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the futures resolve
+    futures = admin.create_topics([NewTopic(topic, num_partitions, 1, config=config or {})])
+    for f in futures.values():
+        f.result(15)
+
+
+def consume(bootstrap: str, topic: str, count: int | None = None, timeout: float = 30.0,
+            quiet: float = 1.0) -> list[Any]:
+    """Every message of ``topic`` from the beginning of each partition (``assign``, no group join).
+
+    Returns when ``count`` messages (default: as many as the topic holds now) arrived and then nothing
+    came for ``quiet`` seconds (to see duplicates), or at ``timeout``. Sorted by (partition, offset).
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    deadline = time.monotonic() + timeout
+    n = 0
+    while n == 0 and time.monotonic() < deadline:
+        n = partitions(bootstrap, topic)
+        if not n:
+            time.sleep(0.2)
+    if not n:
+        return []
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_topic("test-reader"),
+                  "enable.auto.commit": False, "enable.partition.eof": False})
+    out: list[Any] = []
+    try:
+        if count is None:  # everything there is now
+            count = sum(high - low for low, high in
+                        (c.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in range(n)))
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(n)])
+        last = time.monotonic()
+        while time.monotonic() < deadline:
+            got = [m for m in c.consume(1000, 0.2) if m.error() is None]
+            if got:
+                out += got
+                last = time.monotonic()
+            elif len(out) >= count and time.monotonic() - last >= quiet:
+                break
+    finally:
+        c.close()
+    return sorted(out, key=lambda m: (m.partition(), m.offset()))

@@ -38,7 +38,7 @@ EXPECTED_PROBLEMS = [
     "  debezium.format.value: 'protobuf' is not a supported format; choose json, cloudevents, avro",
     "  debezium.source.database.port: 'abc' is not an integer",
     "  debezium.source.snapshot.mode: 'sometimes' is not one of: initial, initial_only, no_data, always, when_needed, configuration_based, custom",
-    "  debezium.source.databse.hostname: unknown property",
+    "  debezium.source.databse.hostname: unknown property; did you mean debezium.source.database.hostname?",
     "  debezium.sink.file.fsync: 'perhaps' is not a boolean (true or false)",
 ]
 

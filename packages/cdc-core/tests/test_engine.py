@@ -294,7 +294,7 @@ def test_run_needs_a_handler_or_a_sink() -> None:
     ("props", "problems"),
     [
         ({"connector.class": "nosuch"}, ["connector.class: no connector called 'nosuch'; available: memory"]),
-        ({"memory.sript": "x", "memory.script": None}, ["memory.sript: unknown property", "memory.script: is required and has no value"]),
+        ({"memory.sript": "x", "memory.script": None}, ["memory.sript: unknown property; did you mean memory.script?", "memory.script: is required and has no value"]),
         ({"max.batch.size": "0", "topic.prefix": "a b"},
          ["topic.prefix: 'a b' may contain only letters, digits, '.', '_' and '-'",
           "max.batch.size: '0' is below the minimum 1"]),

@@ -103,3 +103,26 @@ def test_should_stop_releases_a_blocked_producer() -> None:
     stop.set()
     assert producer.done.wait(5) and producer.result is False
     assert queue.get(5, 0) == [1]
+
+
+def test_a_byte_bound_lets_items_in_as_they_fit() -> None:
+    """``max.queue.size.in.bytes``: a producer blocked on bytes resumes as the consumer frees them, and the
+    queue never holds more than the bound (one oversized item still goes into an empty queue)."""
+    import threading
+
+    from cdc_core.queue import BatchQueue
+
+    q: BatchQueue[int] = BatchQueue(100, max_bytes=10, sizer=lambda item: item)
+    done = threading.Event()
+    threading.Thread(target=lambda: (q.put([4, 4, 4, 4]), done.set()), daemon=True).start()
+    assert not done.wait(0.3)
+    assert len(q) == 2 and q.current_bytes == 8
+    assert q.get(1, 1.0) == [4]
+    deadline = time.monotonic() + 2
+    while len(q) < 2 and time.monotonic() < deadline:  # the producer puts the third item as it fits
+        time.sleep(0.01)
+    assert q.current_bytes == 8
+    assert q.get(10, 1.0) == [4, 4]
+    assert done.wait(2.0)
+    assert q.get(10, 1.0) == [4] and q.current_bytes == 0
+    assert q.put([25]) and q.current_bytes == 25  # larger than the bound, into an empty queue

@@ -67,12 +67,11 @@ def test_formats(props: dict, attr: str, expected: object) -> None:
             [],
         ),
         (
-            {"debezium.sink.type": "file", "debezium.sink.kafka.producer.bootstrap.servers": "k:9092",
+            {"debezium.sink.type": "file", "debezium.sink.kafak.producer.bootstrap.servers": "k:9092",
              "debezium.sourse.topic.prefix": "x", "debezium.transforms": "unwrap"},
             [],
-            ["debezium.sink.kafka.producer.bootstrap.servers: not a property of sink 'file'",
-             "debezium.sourse.topic.prefix: unknown property",
-             "debezium.transforms: unknown property"],
+            ["debezium.sink.kafak.producer.bootstrap.servers: not a property of sink 'file'",
+             "debezium.sourse.topic.prefix: unknown property; did you mean debezium.source.topic.prefix?"],
         ),
     ],
 )

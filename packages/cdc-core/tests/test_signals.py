@@ -127,9 +127,9 @@ def _config(**extra) -> dict:
 def test_channel_names_and_the_sink_topic_are_checked():
     plugins = memory_registry()
     script = add_script(MemoryScript([]))
-    problems = connector_problems(Config(_config(**{"memory.script": script, "signal.enabled.channels": "source,kafka",
+    problems = connector_problems(Config(_config(**{"memory.script": script, "signal.enabled.channels": "source,jmx",
                                                     "notification.enabled.channels": "sink"})), plugins)
-    assert any("no signal channel called 'kafka'" in p for p in problems)
+    assert any("no signal channel called 'jmx'" in p for p in problems)
     assert any("notification.sink.topic.name: is required" in p for p in problems)
 
 

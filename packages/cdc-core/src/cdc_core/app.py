@@ -7,7 +7,8 @@ from typing import Any
 
 from cdc_core.config import ServerConfig, load_file, server_config
 from cdc_core.config.common import OFFSET_FILE
-from cdc_core.engine import Engine, connector_problems
+from cdc_core.config.catalogue import Report, suggestion
+from cdc_core.engine import Engine, connector_report
 from cdc_core.errors import CdcError, ConfigError
 from cdc_core.plugins import PluginRegistry, registry
 
@@ -19,17 +20,33 @@ class Application:
     server: ServerConfig
     plugins: PluginRegistry
 
+    def report(self) -> Report:
+        """The configuration's errors, refused properties and those accepted without effect, with full names."""
+        source = connector_report(self.server.source, self.plugins, self.server.source_name)
+        out = Report(errors=[*self.server.problems, *self.server.unknown, *source.errors],
+                     refused=[*self.server.refused, *source.refused], ignored=[*self.server.ignored, *source.ignored],
+                     reasons={**self.server.reasons, **source.reasons})
+        out.errors += self._format_problems()
+        out.errors += self._sink_problems()
+        return out
+
     def problems(self) -> list[str]:
-        """Every problem with the configuration, one line each, with the full property names."""
+        """Every problem that stops the configuration, one line each, with the full property names."""
+        return self.report().problems
+
+    def _format_problems(self) -> list[str]:
+        """The formats' problems (``debezium.format.*``), and Avro's bytes in a sink of JSON lines."""
         from cdc_core.serializers.formats import binary_problem, format_problems, settings_from_server
 
-        out = list(self.server.problems) + list(self.server.unknown)
         formats = settings_from_server(self.server.format_props)
-        out += format_problems(formats, self.plugins)
+        out = [p for p in format_problems(formats, self.plugins) if p not in self.server.problems]
         binary = binary_problem(formats, self.server.sink_type)
         if binary is not None:
             out.append(binary)
-        out += [self.server.source_name(p) for p in connector_problems(self.server.source, self.plugins)]
+        return out
+
+    def _sink_problems(self) -> list[str]:
+        out: list[str] = []
         try:
             sink_cls = self.plugins.get("sink", self.server.sink_type)
         except CdcError as e:
@@ -37,8 +54,12 @@ class Application:
         else:
             fields = getattr(sink_cls, "fields", None)
             if fields is not None:
-                out += [f"debezium.sink.{self.server.sink_type}.{p}" for p in self.server.sink.problems(fields)]
-        return list(dict.fromkeys(out))
+                names = [f.name for f in fields]
+                for p in self.server.sink.problems(fields):
+                    if p.endswith(": unknown property"):
+                        p += suggestion(p.split(":", 1)[0], names, lambda n: f"debezium.sink.{self.server.sink_type}.{n}")
+                    out.append(f"debezium.sink.{self.server.sink_type}.{p}")
+        return out
 
     def engine(self) -> Engine:
         """Build the engine with its sink and serializer; ConfigError if anything is invalid."""
@@ -51,7 +72,8 @@ class Application:
         # JSON on both sides: the serializer plugin named by the value format, given schemas.enable and (only when
         # turned off, so serializers written before it keep working) replace.null.with.default per side.
         serializer = build_serializer(settings_from_server(self.server.format_props), self.plugins)
-        return Engine(self.server.source, sink=sink, serializer=serializer, plugins=self.plugins)
+        return Engine(self.server.source, sink=sink, serializer=serializer, plugins=self.plugins,
+                      display=self.server.source_name, also_ignored=self.server.ignored)
 
     def offset_store(self) -> Any:
         """The offset store the configuration names (for ``cdc offsets show``)."""

@@ -7,29 +7,34 @@ from cdc_core.hookspecs import hookimpl
 
 @hookimpl
 def register_sinks() -> list[type]:
-    """The stdout and file sinks."""
+    """The stdout and file sinks, and the message brokers' (each imports its client library only when used)."""
     from cdc_core.sinks.file import FileSink
+    from cdc_core.sinks.kafka import KafkaSink
+    from cdc_core.sinks.nats_jetstream import NatsJetStreamSink
+    from cdc_core.sinks.rabbitmq import RabbitMqSink
     from cdc_core.sinks.stdout import StdoutSink
 
-    return [StdoutSink, FileSink]
+    return [StdoutSink, FileSink, KafkaSink, NatsJetStreamSink, RabbitMqSink]
 
 
 @hookimpl
 def register_offset_stores() -> list[type]:
-    """The file and memory offset stores."""
+    """The file, memory and Kafka offset stores."""
     from cdc_core.stores.file_offsets import FileOffsetStore
+    from cdc_core.stores.kafka_offsets import KafkaOffsetStore
     from cdc_core.stores.memory_offsets import MemoryOffsetStore
 
-    return [FileOffsetStore, MemoryOffsetStore]
+    return [FileOffsetStore, MemoryOffsetStore, KafkaOffsetStore]
 
 
 @hookimpl
 def register_schema_history_stores() -> list[type]:
-    """The file and memory schema history stores."""
+    """The file, memory and Kafka schema history stores."""
     from cdc_core.stores.file_history import FileSchemaHistoryStore
+    from cdc_core.stores.kafka_history import KafkaSchemaHistoryStore
     from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 
-    return [FileSchemaHistoryStore, MemorySchemaHistoryStore]
+    return [FileSchemaHistoryStore, MemorySchemaHistoryStore, KafkaSchemaHistoryStore]
 
 
 @hookimpl
@@ -68,10 +73,11 @@ def register_snapshot_locks() -> list[type]:
 
 @hookimpl
 def register_signal_channels() -> list[type]:
-    """``source`` (the signal table), ``file`` and ``in-process`` (``Engine.signal``)."""
+    """``source`` (the signal table), ``file``, ``kafka`` and ``in-process`` (``Engine.signal``)."""
     from cdc_core.signals.channels import FileSignalChannel, InProcessSignalChannel, SourceSignalChannel
+    from cdc_core.signals.kafka_channel import KafkaSignalChannel
 
-    return [SourceSignalChannel, FileSignalChannel, InProcessSignalChannel]
+    return [SourceSignalChannel, FileSignalChannel, KafkaSignalChannel, InProcessSignalChannel]
 
 
 @hookimpl
@@ -80,6 +86,14 @@ def register_notification_channels() -> list[type]:
     from cdc_core.notifications.channels import LogNotificationChannel, SinkNotificationChannel
 
     return [LogNotificationChannel, SinkNotificationChannel]
+
+
+@hookimpl
+def register_topic_naming_strategies() -> list[type]:
+    """Debezium's DefaultTopicNamingStrategy and SchemaTopicNamingStrategy."""
+    from cdc_core.topics import DefaultTopicNamingStrategy, SchemaTopicNamingStrategy
+
+    return [DefaultTopicNamingStrategy, SchemaTopicNamingStrategy]
 
 
 @hookimpl

@@ -27,14 +27,26 @@ def _print_problems(problems: list[str]) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    """Check a configuration without starting anything."""
+    """Check a configuration without starting anything: errors, refused properties, and those accepted without effect."""
     try:
         app = load_application(args.config)
-        problems = app.problems()
+        report = app.report()
     except ConfigError as e:
         return _print_problems(e.problems)
-    if problems:
-        return _print_problems(problems)
+    if report.errors:
+        _print_problems(report.errors)
+    if report.refused:
+        print("refused (documented, but cdc does not implement them and ignoring them would change the data):",
+              file=sys.stderr)
+        for line in report.refused:
+            print(f"  {line}", file=sys.stderr)
+    if report.ignored:
+        print("accepted, no effect in cdc:")
+        for name in report.ignored:
+            reason = report.reasons.get(name)
+            print(f"  {name}" + (f" ({reason})" if reason else ""))
+    if report.problems:
+        return EXIT_CONFIG
     print(f"{args.config}: configuration is valid")
     return EXIT_OK
 
@@ -89,6 +101,24 @@ def cmd_offsets_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_offsets_copy(args: argparse.Namespace) -> int:
+    """Copy the stored offsets of one configuration into the offset store of another (file <-> Kafka, ...)."""
+    try:
+        source = load_application(args.source).offset_store()
+        entries = source.all()
+        source.close()
+        target = load_application(args.target).offset_store()
+        target.commit(entries)
+        target.close()
+    except ConfigError as e:
+        return _print_problems(e.problems)
+    except CdcError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"copied {len(entries)} offset(s) from {args.source} to {args.target}")
+    return EXIT_OK
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Run a demo registered by a plugin (``postgres`` by default)."""
     from cdc_core.plugins import registry
@@ -123,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     ps = osub.add_parser("show", help="print the stored offsets as JSON")
     ps.add_argument("config")
     ps.set_defaults(func=cmd_offsets_show)
+    ps = osub.add_parser("copy", help="copy the stored offsets of SOURCE's offset store into TARGET's (e.g. file -> Kafka)")
+    ps.add_argument("source", help="configuration whose offsets are read")
+    ps.add_argument("target", help="configuration whose offset store receives them")
+    ps.set_defaults(func=cmd_offsets_copy)
     p = sub.add_parser("demo", help="stream a throwaway local database's changes to the terminal")
     p.add_argument("name", nargs="?", default="postgres")
     p.set_defaults(func=cmd_demo)

@@ -12,11 +12,14 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
+
+import orjson
 
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
+from cdc_core.config.catalogue import Catalogue, Report, classify
 from cdc_core.config.config import exclusive
 from cdc_core.converters import converter_names
 from cdc_core.envelope import EventBuilder
@@ -24,16 +27,29 @@ from cdc_core.table_events import EventSettings
 from cdc_core.errors import ConfigError, OffsetStoreError, PluginError, RetriableError, UnknownHostError
 from cdc_core.events import ChangeRecord, Checkpoint
 from cdc_core.logs import ConnectorLogger, connector_logger
+from cdc_core.metric_tags import parse_metric_tags
 from cdc_core.metrics import ConnectorMetrics
 from cdc_core.plugins import PluginRegistry, registry
 from cdc_core.queue import BatchQueue
 from cdc_core.signals.channels import InProcessSignalChannel
 from cdc_core.signals.config import SIGNAL_FIELDS, signal_problems
 from cdc_core.signals.controller import SignalController
+from cdc_core.sinks.retry import SinkStopped
 from cdc_core.spi.connector import Connector, ConnectorContext
 from cdc_core.spi.sink import Sink
 
 Handler = Callable[[list[ChangeRecord]], None]
+
+
+def record_size(record: ChangeRecord | Checkpoint) -> int:
+    """The bytes a queued record counts for ``max.queue.size.in.bytes``: its topic, key and value as JSON.
+
+    Debezium measures the SourceRecord's objects in the JVM; the JSON size is the closest Python
+    measure of the same thing (a Checkpoint, which carries no event, counts 0).
+    """
+    if record.__class__ is Checkpoint:
+        return 0
+    return len(record.topic) + len(orjson.dumps(record.key, default=str)) + len(orjson.dumps(record.value, default=str))
 
 
 def connector_class(config: Config, plugins: PluginRegistry | None = None) -> type:
@@ -47,27 +63,57 @@ def connector_class(config: Config, plugins: PluginRegistry | None = None) -> ty
         raise ConfigError([f"{common.CONNECTOR_CLASS.name}: {e}"]) from None
 
 
-def connector_problems(config: Config, plugins: PluginRegistry | None = None) -> list[str]:
-    """Every problem with a connector configuration: bad values, unknown names, exclusive pairs."""
+def _store_problems(config: Config, plugins: PluginRegistry) -> list[str]:
+    """What the offset store and schema history store named in the configuration say is missing (``config_problems``)."""
+    out: list[str] = []
+    for kind, field in (("offset store", common.OFFSET_STORAGE), ("schema history store", common.SCHEMA_HISTORY)):
+        if config.get(field.name) in (None, ""):
+            continue
+        try:
+            cls = plugins.get(kind, str(config.get(field)).strip())
+        except PluginError:
+            continue  # reported when the store is made, as before
+        check = getattr(cls, "config_problems", None)
+        if check is not None:
+            out += check(config)
+    return out
+
+
+def connector_report(config: Config, plugins: PluginRegistry | None = None,
+                     display: Callable[[str], str] = lambda name: name) -> Report:
+    """A connector configuration's problems in three groups: errors (bad values, undocumented names,
+    exclusive pairs, the connector's own checks), refused properties, and those accepted without effect.
+
+    ``display`` gives a property's name as the user wrote it (``debezium.source.`` in the server layout).
+    """
     try:
         cls = connector_class(config, plugins)
     except ConfigError as e:
-        return e.problems + config.problems(common.COMMON_FIELDS, check_unknown=False)
+        problems = e.problems + config.problems(common.COMMON_FIELDS, check_unknown=False)
+        return Report(errors=[display(p) for p in problems])
     converters = Fields(prefixes=[f"{name}." for name in converter_names(config)])
     fields: Fields = common.COMMON_FIELDS + SIGNAL_FIELDS + cls.fields + converters
-    problems = config.problems(fields)
+    report = classify(dict(config), fields, Catalogue.load(getattr(cls, "catalogue", cls.name)), display)
+    problems = config.problems(fields, check_unknown=False)
     problems += exclusive(config, common.EXCLUSIVE_PAIRS)
-    if not problems:
+    if not problems and not report.problems:
         problems += signal_problems(config, plugins or registry())
-    if not problems:
+        problems += _store_problems(config, plugins or registry())
+    if not problems and not report.problems:
         try:
             EventSettings(config, cls.source_schema, plugins or registry())
         except ConfigError as e:
             problems += e.problems
-    if not problems:
+    if not problems and not report.problems:
         context = ConnectorContext(log=connector_logger("cdc", cls.name, "-"), plugins=plugins or registry())
         problems += cls(config, context).validate()
-    return problems
+    report.errors[:0] = [display(p) for p in problems]
+    return report
+
+
+def connector_problems(config: Config, plugins: PluginRegistry | None = None) -> list[str]:
+    """Every problem that stops a connector configuration: errors first, then refused properties."""
+    return connector_report(config, plugins).problems
 
 
 #: glibc ``mallopt`` parameters and the values the engine gives them (see ``_tune_malloc``).
@@ -134,12 +180,17 @@ class Engine:
         offset_store: Any = None,
         history_store: Any = None,
         plugins: PluginRegistry | None = None,
+        display: Callable[[str], str] | None = None,
+        also_ignored: Sequence[str] = (),
     ):
+        """``display`` gives a property's name as written (``debezium.source.`` in a server configuration);
+        ``also_ignored`` adds documented properties the caller accepted without effect to the one warning."""
         self.config = config if isinstance(config, Config) else Config(config)
         self.plugins = plugins or registry()
-        problems = connector_problems(self.config, self.plugins)
-        if problems:
-            raise ConfigError(problems)
+        report = connector_report(self.config, self.plugins, display or (lambda name: name))
+        report.ignored[:0] = also_ignored
+        if report.problems:
+            raise ConfigError(report.problems)
         self.connector_class = connector_class(self.config, self.plugins)
         # A connector may change a shared property's default (declared as data on its class).
         defaults = getattr(self.connector_class, "defaults", {})
@@ -148,6 +199,8 @@ class Engine:
             self.config = self.config.with_values(**unset)
         self.name = self.config.get(common.NAME) or self.config.get(common.TOPIC_PREFIX)
         self.log: ConnectorLogger = connector_logger("cdc.engine", self.connector_class.name, self.name)
+        if report.warning() is not None:
+            self.log.warning("%s", report.warning())
         self.sink = sink
         if serializer is None and sink is not None:
             # key.converter / value.converter (JsonConverter, CloudEventsConverter, AvroConverter) and their options.
@@ -155,9 +208,11 @@ class Engine:
         self.serializer = serializer
         self.offset_store = offset_store if offset_store is not None else self._make_offset_store()
         self.history_store = history_store
-        self.queue: BatchQueue[ChangeRecord | Checkpoint] = BatchQueue(self.config.get(common.MAX_QUEUE_SIZE))
+        self.queue: BatchQueue[ChangeRecord | Checkpoint] = BatchQueue(
+            self.config.get(common.MAX_QUEUE_SIZE), self.config.get(common.MAX_QUEUE_SIZE_IN_BYTES), record_size)
         #: Debezium's snapshot and streaming metrics of this engine's connector.
-        self.metrics = ConnectorMetrics(self.connector_class.name, self.config.get(common.TOPIC_PREFIX), self.queue)
+        self.metrics = ConnectorMetrics(self.connector_class.name, self.config.get(common.TOPIC_PREFIX), self.queue,
+                                        parse_metric_tags(self.config.get(common.CUSTOM_METRIC_TAGS)))
         self._metrics_server = None
         self.max_batch = self.config.get(common.MAX_BATCH_SIZE)
         self.poll_interval = self.config.get(common.POLL_INTERVAL_MS) / 1000.0
@@ -188,6 +243,10 @@ class Engine:
     def stop(self) -> None:
         """Ask the engine to drain, commit and return from ``run`` (safe from signal handlers and threads)."""
         self._stopping.set()
+        # A sink retrying against a broker that is down stops waiting: its batch fails unacknowledged.
+        stop_sink = getattr(self.sink, "stop", None)
+        if callable(stop_sink):
+            stop_sink()
         with self._connector_lock:
             if self._connector is not None:
                 self._connector.stop()
@@ -235,6 +294,8 @@ class Engine:
         max_retries = self.config.get(common.ERRORS_MAX_RETRIES)
         delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
         max_delay = self.config.get(common.ERRORS_RETRY_DELAY_MAX_MS) / 1000.0
+        # retriable.restart.connector.wait.ms, when set: Debezium's constant wait before each restart.
+        restart_wait = self.config.get(common.RETRIABLE_RESTART_WAIT_MS)
         started = False  # whether a connector ever started (connected) in this engine
         try:
             while not self.stopping:
@@ -279,10 +340,11 @@ class Engine:
                     retries += 1
                     if max_retries >= 0 and retries > max_retries:
                         raise
-                    self.log.warning("%s; retrying in %.1fs (attempt %d%s)", e, delay, retries,
+                    wait = delay if restart_wait is None else restart_wait / 1000.0
+                    self.log.warning("%s; retrying in %.1fs (attempt %d%s)", e, wait, retries,
                                      "" if max_retries < 0 else f" of {max_retries}")
                     self._wait_acked()
-                    self._stopping.wait(delay)
+                    self._stopping.wait(wait)
                     delay = min(delay * 2, max_delay)
                 finally:
                     with self._connector_lock:
@@ -332,7 +394,15 @@ class Engine:
                 if batch:
                     records = [r for r in batch if r.__class__ is not Checkpoint]
                     if records:
-                        handler(records)
+                        try:
+                            handler(records)
+                        except SinkStopped as e:
+                            if not self.stopping:
+                                raise
+                            # A clean stop: what was acknowledged is committed below, this batch comes again.
+                            self.log.info("stopped while the sink was retrying (%s); the unacknowledged batch is "
+                                          "delivered again after the restart", e)
+                            break
                     self._acknowledge(batch)
                 elif self.queue.drained:
                     break

@@ -87,6 +87,12 @@ def register_notification_channels() -> list[type]:
 
 
 @hookspec
+def register_topic_naming_strategies() -> list[type]:
+    """Return TopicNamingStrategy subclasses (see ``cdc_core.topics.TopicNamingStrategy``), each with a ``name``
+    (and optionally ``class_names``) used as ``topic.naming.strategy``."""
+
+
+@hookspec
 def register_cli_commands(subparsers: object) -> None:
     """Add subcommands to the ``cdc`` command: ``subparsers`` is its argparse subparsers object.
 

@@ -65,8 +65,8 @@ class CommonMetrics:
             "CapturedTables": sorted(self.captured_tables),
             "QueueTotalCapacity": capacity,
             "QueueRemainingCapacity": remaining,
-            "MaxQueueSizeInBytes": 0,
-            "CurrentQueueSizeInBytes": 0,
+            "MaxQueueSizeInBytes": getattr(self.queue, "max_bytes", 0),
+            "CurrentQueueSizeInBytes": getattr(self.queue, "current_bytes", 0),
         }
 
 
@@ -200,14 +200,21 @@ def _table_of(topic: str, records: list) -> str:
 class ConnectorMetrics:
     """Both groups of one connector, identified as Debezium does (plugin, server name)."""
 
-    def __init__(self, plugin: str, server: str, queue: Any = None):
+    def __init__(self, plugin: str, server: str, queue: Any = None, tags: dict[str, str] | None = None):
         self.plugin = plugin
         self.server = server
+        #: ``custom.metric.tags``: appended to every MBean name and added as Prometheus labels.
+        self.tags: dict[str, str] = dict(tags or {})
         self.snapshot = SnapshotMetrics(queue)
         self.streaming = StreamingMetrics(queue)
         #: Further contexts a connector adds (``group``), by context name.
         self.groups: dict[str, Any] = {}
         self._lock = threading.Lock()
+
+    def mbean_name(self, context: str) -> str:
+        """The JMX name Debezium gives a group: ``debezium.<plugin>:type=connector-metrics,context=..,server=..[,tags]``."""
+        tags = "".join(f",{k}={v}" for k, v in self.tags.items())
+        return f"debezium.{self.plugin}:type=connector-metrics,context={context},server={self.server}{tags}"
 
     def group(self, context: str, factory: Callable[[], Any]) -> Any:
         """The metrics group of ``context`` (e.g. ``schema-history``), made once by ``factory``: an object

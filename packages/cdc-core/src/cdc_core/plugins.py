@@ -28,6 +28,7 @@ KINDS = {
     "notification channel": "register_notification_channels",
     "transform": "register_transforms",
     "predicate": "register_predicates",
+    "topic naming strategy": "register_topic_naming_strategies",
 }
 
 

@@ -2,7 +2,8 @@
 
 Names follow the common JMX-exporter mapping of Debezium's MBeans:
 ``debezium_metrics_<Attribute>{context="snapshot|streaming|...", name="<topic.prefix>", plugin="<connector>"}``
-(connector-specific contexts such as ``schema-history`` too). Like the JMX exporter, string attributes
+(connector-specific contexts such as ``schema-history`` too), plus a label per ``custom.metric.tags`` pair,
+as the exporter maps the keys Debezium appends to the MBean name. Like the JMX exporter, string attributes
 are left out unless their group maps them to numbers. Values are read from the metrics objects at scrape time, so events pay nothing for it.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cdc_core.metric_tags import label_name
 from cdc_core.metrics import ConnectorMetrics
 
 
@@ -20,7 +22,9 @@ class _Collector:
     def collect(self):
         from prometheus_client.core import GaugeMetricFamily
 
-        labels = ["context", "name", "plugin"]
+        tags = self.metrics.tags
+        labels = ["context", "name", "plugin", *(label_name(k) for k in tags)]
+        extra = list(tags.values())
         families: dict[str, Any] = {}
         for context, values in self.metrics.numeric_values().items():
             for attr, value in values.items():
@@ -30,12 +34,12 @@ class _Collector:
                     fam = families.setdefault(attr, GaugeMetricFamily(
                         f"debezium_metrics_{attr}", f"Debezium {attr}", labels=[*labels, "table"]))
                     for table, rows in value.items():
-                        fam.add_metric([context, self.metrics.server, self.metrics.plugin, table], rows)
+                        fam.add_metric([context, self.metrics.server, self.metrics.plugin, *extra, table], rows)
                     continue
                 if not isinstance(value, (int, float)):
                     continue
                 fam = families.setdefault(attr, GaugeMetricFamily(f"debezium_metrics_{attr}", f"Debezium {attr}", labels=labels))
-                fam.add_metric([context, self.metrics.server, self.metrics.plugin], value)
+                fam.add_metric([context, self.metrics.server, self.metrics.plugin, *extra], value)
         yield from families.values()
 
 

@@ -17,7 +17,7 @@ from cdc_core.naming import field_adjuster, schema_adjuster
 from cdc_core.relational import Column, Table, TableId
 from cdc_core.rows import FailureHandler, compile_batch_function, compile_row_function
 from cdc_core.schema import INT64, OPTIONAL_INT64, STRING, Schema, struct
-from cdc_core.topics import DefaultTopicNamingStrategy
+from cdc_core.topics import topic_naming_strategy
 
 log = logging.getLogger("cdc.events")
 
@@ -75,9 +75,12 @@ class EventSettings:
     def __init__(self, config: Config, source_schema: Schema, plugins: Any = None):
         self.config = config
         self.source_schema = source_schema
-        self.topics = DefaultTopicNamingStrategy(config)
-        self.columns = ColumnFilter(config)
         problems: list[str] = []
+        try:
+            self.topics = topic_naming_strategy(config, plugins)
+        except ConfigError as e:
+            problems += e.problems
+        self.columns = ColumnFilter(config)
         try:
             self.converters = CustomConverters(config, plugins)
         except ConfigError as e:

@@ -139,6 +139,9 @@ class ThrowawayServer:
     setting_off: ClassVar[str] = "off"
     default_settings: ClassVar[dict[str, str]] = {}
     """Server settings applied unless overridden (a value of None drops one)."""
+    file_settings: ClassVar[tuple[str, ...]] = ()
+    """Settings naming files the server reads (TLS certificates and keys): each given file is copied into
+    ``base_dir/files`` (mode 0600, owned by the service account) and the setting points at the copy."""
     writes_pid_file: ClassVar[bool] = True
     """False: the server writes no pid file, so the base writes ``pid_file`` itself once the process started."""
 
@@ -365,8 +368,24 @@ class ThrowawayServer:
         if result.returncode != 0:
             raise self.error(f"{what} failed (exit code {result.returncode}):\n{result.stdout}{result.stderr}")
 
+    def _place_files(self) -> None:
+        """Copy the files that ``file_settings`` name into ``base_dir/files``, readable by the server only."""
+        target = self.base_dir / "files"
+        for key in map(self._setting_key, self.file_settings):
+            value = self._settings.get(key)
+            if not value or Path(value).parent == target:
+                continue
+            target.mkdir(mode=0o700, exist_ok=True)
+            copy = target / f"{key.replace('-', '_')}{Path(value).suffix}"
+            shutil.copyfile(value, copy)
+            os.chmod(copy, 0o600)
+            self._settings[key] = str(copy)
+        if target.exists():
+            self._chown_tree(target)
+
     def _launch(self) -> None:
         """Start the server and wait until it accepts connections."""
+        self._place_files()
         if self.log_to_stdout:
             if self._log_file is None:
                 self._log_file = open(self.log_path, "ab")

@@ -23,9 +23,10 @@ JDBC_DRIVER = F("database.jdbc.driver", "string", "com.mysql.cj.jdbc.Driver", do
 PROTOCOL = F("database.protocol", "string", "jdbc:mysql", doc="Accepted for compatibility; cdc uses PyMySQL.")
 SSL_MODE = F("database.ssl.mode", "enum", "preferred",
              allowed=("disabled", "preferred", "required", "verify_ca", "verify_identity"))
-SSL_KEYSTORE = F("database.ssl.keystore", "string")
+SSL_KEYSTORE = F("database.ssl.keystore", "string", doc="The client's key and certificate: PKCS12, JKS or PEM.")
 SSL_KEYSTORE_PASSWORD = F("database.ssl.keystore.password", "password")
-SSL_TRUSTSTORE = F("database.ssl.truststore", "string")
+SSL_TRUSTSTORE = F("database.ssl.truststore", "string", doc="CA certificates the server is checked against: PKCS12, "
+                                                            "JKS or PEM.")
 SSL_TRUSTSTORE_PASSWORD = F("database.ssl.truststore.password", "password")
 # PyMySQL takes a connect timeout of at most a year.
 CONNECT_TIMEOUT_MS = F("connect.timeout.ms", "long", 30000, minimum=1, maximum=31536000 * 1000)
@@ -73,13 +74,13 @@ SNAPSHOT_QUERY_CUSTOM_NAME = F("snapshot.query.mode.custom.name", "string")
 SNAPSHOT_SELECT_OVERRIDES = F("snapshot.select.statement.overrides", "list")
 SNAPSHOT_FETCH_SIZE = F("snapshot.fetch.size", "int", 10240, minimum=1)
 SNAPSHOT_LOCK_TIMEOUT_MS = F("snapshot.lock.timeout.ms", "long", 10000, minimum=0)
-SNAPSHOT_DELAY_MS = F("snapshot.delay.ms", "long", 0, minimum=0)
+SNAPSHOT_DELAY_MS = common.SNAPSHOT_DELAY_MS  # cdc_core.delays
 SNAPSHOT_MAX_THREADS = F("snapshot.max.threads", "int", 1, minimum=1)
 SNAPSHOT_INCLUDE_COLLECTIONS = F("snapshot.include.collection.list", "regex-list")
 SNAPSHOT_TABLES_ORDER = F("snapshot.tables.order.by.row.count", "enum", "disabled",
                           allowed=("ascending", "descending", "disabled"))
 MIN_ROW_COUNT_TO_STREAM = F("min.row.count.to.stream.results", "long", 1000, minimum=0)
-STREAMING_DELAY_MS = F("streaming.delay.ms", "long", 0, minimum=0)
+STREAMING_DELAY_MS = common.STREAMING_DELAY_MS
 READ_ONLY = F("read.only", "boolean", False)
 SKIP_UNPARSEABLE_DDL = F("schema.history.internal.skip.unparseable.ddl", "boolean", False)
 STORE_ONLY_CAPTURED_TABLES = F("schema.history.internal.store.only.captured.tables.ddl", "boolean", False)
@@ -138,18 +139,17 @@ def connect_args(config: Config, **extra: Any) -> dict[str, Any]:
         # max_statement_time, never ends a long snapshot SELECT that keeps streaming rows.
         "read_timeout": config.get(QUERY_TIMEOUT_MS) / 1000.0 or None,
     }
+    # database.ssl.*: one TLS context (cdc_mysql.tls) for the binlog, snapshot and incremental connections.
+    from cdc_mysql import tls
+
     mode = config.get(SSL_MODE)
-    if mode == "disabled":
+    context = tls.context(config)
+    if context is None:
         args["ssl_disabled"] = True  # PyMySQL otherwise tries TLS whenever the server offers it ("preferred")
-    elif mode in ("required", "verify_ca", "verify_identity"):
-        ssl: dict[str, Any] = {}
-        if config.get(SSL_TRUSTSTORE):
-            ssl["ca"] = config.get(SSL_TRUSTSTORE)
-        if config.get(SSL_KEYSTORE):
-            ssl["cert"] = config.get(SSL_KEYSTORE)
-        args["ssl"] = ssl or {"check_hostname": False}
-        args["ssl_verify_cert"] = mode in ("verify_ca", "verify_identity")
-        args["ssl_verify_identity"] = mode == "verify_identity"
+    elif mode == "preferred":
+        args["tls_context"] = context  # cdc_mysql.connection.Connection: used if the server offers TLS
+    else:
+        args["ssl"] = context  # TLS or fail
     known = pymysql_options()
     for key, value in config.subset("driver").items():
         if key in known:  # others are JDBC (Connector/J) options of a Debezium configuration: see ignored_driver_options

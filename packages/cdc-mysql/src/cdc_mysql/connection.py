@@ -1,5 +1,8 @@
 """PyMySQL connections for the connector, sharing one TLS context for the server's optional TLS.
 
+``tls_context`` (from ``cdc_mysql.tls``, for ``database.ssl.mode=preferred`` with key or trust stores) is
+the context used when the server offers TLS.
+
 PyMySQL tries TLS whenever the server offers it (Debezium's ``database.ssl.mode=preferred``) and
 builds a fresh default SSL context for every connection, which loads the system's CA store: tens
 of milliseconds per connection, and a connector opens several. Without certificates to check
@@ -32,7 +35,11 @@ def _preferred_context() -> ssl.SSLContext:
 class Connection(pymysql.connections.Connection):
     """A PyMySQL connection whose optional (``preferred``) TLS reuses one context."""
 
+    def __init__(self, *args: Any, tls_context: ssl.SSLContext | None = None, **kwargs: Any) -> None:
+        self._cdc_tls_context = tls_context
+        super().__init__(*args, **kwargs)
+
     def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
         if not sslp:
-            return _preferred_context()
+            return self._cdc_tls_context or _preferred_context()
         return super()._create_ssl_ctx(sslp)

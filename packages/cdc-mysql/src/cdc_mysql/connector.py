@@ -19,9 +19,11 @@ import pymysql
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
 from cdc_core.config.config import exclusive
+from cdc_core.delays import wait_before
 from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError, offsets_ahead
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
 from cdc_core.plugins import registry
+from cdc_core.topics import topic_naming_strategy
 from cdc_core.schema import Schema
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
@@ -39,6 +41,7 @@ from cdc_mysql.flavor import MYSQL, Flavor
 from cdc_mysql.gtid import source_filter
 from cdc_mysql.history import SchemaHistory
 from cdc_mysql.incremental import MySqlIncrementalSource, signal_table_id
+from cdc_mysql import tls
 from cdc_mysql.keepalive import KeepAlive
 from cdc_mysql.metrics import binlog_metrics, schema_history_metrics
 from cdc_mysql.model import TableId
@@ -93,6 +96,8 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self.versions = TableVersions(self.modes)
         self.model = SchemaModel(keep_comments=config.get(myc.INCLUDE_SCHEMA_COMMENTS))
         plugins = context.plugins if context.plugins is not None else registry()
+        #: Where schema change events go (``topic.naming.strategy``'s schema change topic: ``<topic.prefix>``).
+        self.schema_change_topic = topic_naming_strategy(config, plugins).schema_change_topic()
         self.snapshotter = snapshotter(config, config.get(myc.SNAPSHOT_MODE), plugins)
         self.snapshot_query = snapshot_query(config, config.get(myc.SNAPSHOT_QUERY_MODE), plugins)
         self.snapshot_lock = snapshot_lock(config, config.get(myc.SNAPSHOT_LOCKING_MODE), plugins)
@@ -116,7 +121,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
         if mode not in self.flavor.snapshot_locking_modes:
             problems.append(f"snapshot.locking.mode: {mode!r} is not available for {self.flavor.name}; use one of "
                             f"{', '.join(self.flavor.snapshot_locking_modes)}")
-        return problems + snapshot_problems(self.config)
+        return problems + snapshot_problems(self.config) + tls.problems(self.config)
 
     def incremental_snapshot_source(self) -> MySqlIncrementalSource:
         """Ad hoc (incremental and blocking) snapshots: chunk reads and watermarks for the core."""
@@ -193,6 +198,11 @@ class MySqlConnector(Snapshotting, DdlEvents):
             self._reader = self._streamer.reader
         if self._history is not None and self._history.metrics is not None:
             self._history.metrics.stopped()
+        if self._history is not None:
+            try:
+                self._history.store.close()
+            except Exception as e:  # noqa: BLE001 - every append was already acknowledged
+                self.log.warning("closing the schema history store failed: %s", e)
         for closable in (self._reader, self._conn):
             if closable is not None:
                 try:
@@ -213,9 +223,16 @@ class MySqlConnector(Snapshotting, DdlEvents):
                                  f"{_first_line(e)}") from None
         except pymysql.err.OperationalError as e:
             if e.args and e.args[0] in (1045, 1044, 1049):
+                also = (" (and database.ssl.keystore, if the user must present a client certificate)"
+                        if not self.config.get(myc.SSL_KEYSTORE) else
+                        " (and database.ssl.mode: with 'disabled' no client certificate is sent)"
+                        if self.config.get(myc.SSL_MODE) == "disabled" else "")
                 raise ConnectorError(f"cannot log in to {self.flavor.name} at {self.address} as user "
                                      f"{self.config.get(myc.USER)!r}: {e.args[-1]}; check database.user and "
-                                     "database.password") from None
+                                     f"database.password{also}") from None
+            if (properties := tls.refusal(e)) is not None:  # the TLS handshake failed
+                raise ConnectorError(f"cannot connect to {self.flavor.name} at {self.address}: the TLS handshake "
+                                     f"failed: {e.args[-1]}; check {properties}") from None
             if e.args and e.args[0] == 2003 and "Name or service not known" in str(e.args[-1]):
                 raise UnknownHostError(f"cannot connect to {self.flavor.name} at {self.address}: the host name "
                                        f"{self.config.get(myc.HOSTNAME)!r} does not resolve; check "
@@ -254,9 +271,11 @@ class MySqlConnector(Snapshotting, DdlEvents):
     def _history_store(self) -> Any:
         if self.context.history is not None:
             return self.context.history
-        if not self.config.get(common.SCHEMA_HISTORY_FILE):
+        cls = registry().get("schema history store", self.config.get(common.SCHEMA_HISTORY))
+        if cls.name == "memory" or (cls.name == "file" and not self.config.get(common.SCHEMA_HISTORY_FILE)):
+            # Kept per engine Config, so a retry of the same engine keeps it; a Kafka or other store is used as named.
             return _memory_history(self.config)
-        return registry().get("schema history store", self.config.get(common.SCHEMA_HISTORY))(self.config)
+        return cls(self.config)
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -301,8 +320,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
             if not todo.stream:
                 self.log.info("snapshot.mode=%s does not stream: done", self.config.get(myc.SNAPSHOT_MODE))
             return
-        delay = self.config.get(myc.STREAMING_DELAY_MS) / 1000.0
-        if delay and (todo.data or todo.schema) and self._stop.wait(delay):
+        if (todo.data or todo.schema) and wait_before("streaming", self.config, self._stop, self.log):
             return
         yield from self._stream(start)
 

@@ -78,7 +78,7 @@ class DdlEvents(DdlHandler):
         if not self.config.get(myc.INCLUDE_SCHEMA_CHANGES):
             return []
         table = tables if tables is not None else source_table(c.id for c in changes)
-        return [schema_change_record(self.flavor, self.source_schema, self.server, db, statement, changes,
+        return [schema_change_record(self.flavor, self.source_schema, self.schema_change_topic, db, statement, changes,
                                      dict(source, db=db, table=table), offset, self.partition())]
 
     def _database_event(self, statement: str, database: str | None, applied: AppliedDdl, position: dict[str, Any],
@@ -103,7 +103,7 @@ class DdlEvents(DdlHandler):
             return []
         # A statement the parser signals nothing for sets the table set to {null}: source.table is "".
         table = source_table(applied.truncated) if applied.truncated else ""
-        return [schema_change_record(self.flavor, self.source_schema, self.server, db, statement, [],
+        return [schema_change_record(self.flavor, self.source_schema, self.schema_change_topic, db, statement, [],
                                      dict(source, db=db, table=table), offset, self.partition())]
 
     def _unparseable(self, e: UnparseableDdl, database: str | None, log: Any) -> AppliedDdl | None:

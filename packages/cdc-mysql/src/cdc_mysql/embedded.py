@@ -79,6 +79,8 @@ class EmbeddedMariaDB(ThrowawayServer):
     setting_on = "ON"
     setting_off = "OFF"
     default_settings = DEFAULT_SETTINGS
+    # TLS: these three make a server that can check client certificates (users created ``REQUIRE X509``).
+    file_settings = ("ssl_cert", "ssl_key", "ssl_ca")
 
     user = "root"
     password = ""

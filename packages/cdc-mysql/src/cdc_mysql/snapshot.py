@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
@@ -156,7 +157,7 @@ class SnapshotReader:
             rows = 0
             prev: RawChange | None = None
             streamed = self.streams(f"{db}.{name}")
-            with self.conn.cursor(pymysql.cursors.SSCursor if streamed else pymysql.cursors.Cursor) as cur:
+            with _snapshot_cursor(self.conn, pymysql.cursors.SSCursor if streamed else pymysql.cursors.Cursor) as cur:
                 try:
                     cur.execute(statement)
                 except pymysql.err.MySQLError as e:
@@ -203,6 +204,28 @@ class SnapshotReader:
             batch.append(pending._replace(source={**pending.source, "snapshot": "last"}))
         if batch:
             yield batch
+
+
+@contextmanager
+def _snapshot_cursor(conn: pymysql.connections.Connection, cls: type) -> Iterator[Any]:
+    """A cursor closed on exit; when the connection broke mid-read, closed without draining the dead socket.
+
+    PyMySQL's unbuffered result drains the rest of its rows when closed or collected; after a lost
+    connection that raises an AttributeError (its socket file is gone) which would replace the real
+    error, a lost connection the engine retries, and print tracebacks from ``__del__``.
+    """
+    cur = conn.cursor(cls)
+    try:
+        yield cur
+    except BaseException:
+        if getattr(conn, "_sock", None) is None:  # force-closed by PyMySQL: the connection is gone
+            result = getattr(cur, "_result", None)
+            if result is not None:
+                result.unbuffered_active = False
+            cur._result = None
+        cur.close()
+        raise
+    cur.close()
 
 
 #: Server error codes of a connection or server going away, or of a transient conflict: not the statement's fault.

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc_core.config import common
+from cdc_core.delays import wait_before
 from cdc_core.events import ChangeRecord, Checkpoint
 from cdc_core.filters import snapshot_order
 from cdc_core.relational import TableId as CoreTableId
@@ -61,8 +62,7 @@ class Snapshotting:
     def _snapshot(self, plan: SnapshotPlan, resume: dict[str, Any] | None) -> Iterator[list[Any]]:
         """Lock, read position and schemas, scan; returns the offset streaming starts from (None if stopped)."""
         log = self.log.with_context("snapshot")
-        delay = self.config.get(myc.SNAPSHOT_DELAY_MS) / 1000.0
-        if delay and plan.data and self._stop.wait(delay):
+        if plan.data and wait_before("snapshot", self.config, self._stop, log):
             return None
         conn = self._connect()
         try:
@@ -159,7 +159,7 @@ class Snapshotting:
             self._history.record(hist_position, db, ddl, changes)
             if include:
                 source = self._ddl_source(db, table, position, "true")
-                records.append(schema_change_record(self.flavor, self.source_schema, self.server, db, ddl, changes,
+                records.append(schema_change_record(self.flavor, self.source_schema, self.schema_change_topic, db, ddl, changes,
                                                     source, None, self.partition()))
 
         emit("", None, catalog.charset_statement(), [])

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 from cdc_core.config import ConfigField as F
 from cdc_core.config import Fields
 from cdc_core.config.formats import PORT_RANGE, hosts_problem, name_bytes_problem
+
+from cdc_postgres.replica_identity import autoset_problem
 
 _SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
 
@@ -31,6 +34,12 @@ USER = F("database.user", "string", "postgres", validator=name_bytes_problem, al
 PASSWORD = F("database.password", "password")
 DBNAME = F("database.dbname", "string", required=True, validator=name_bytes_problem, allow_blank=False)
 SSLMODE = F("database.sslmode", "enum", "prefer", allowed=("disable", "allow", "prefer", "require", "verify-ca", "verify-full"))
+SSLCERT = F("database.sslcert", "string", doc="The client certificate (PEM) sent to the server (libpq sslcert).")
+SSLKEY = F("database.sslkey", "string", doc="The client certificate's private key (PEM or DER; libpq sslkey).")
+SSLPASSWORD = F("database.sslpassword", "password", doc="The passphrase of an encrypted database.sslkey.")
+SSLROOTCERT = F("database.sslrootcert", "string", doc="The CA certificate(s) verify-ca/verify-full check the server with.")
+# A JDBC SSLSocketFactory class: nothing to load in libpq; accepted with a warning at start (see TLS_NOTES).
+SSLFACTORY = F("database.sslfactory", "string", doc="Accepted for compatibility: libpq's checks follow database.sslmode.")
 TCP_KEEPALIVE = F("database.tcpKeepAlive", "boolean", True)
 # libpq's connect_timeout is an int of seconds.
 CONNECTION_TIMEOUT = F("connect.timeout.ms", "long", 30000, minimum=1, maximum=(2**31 - 1) * 1000)
@@ -70,14 +79,17 @@ INCLUDE_SCHEMA_COMMENTS = F("include.schema.comments", "boolean", False)
 # Incremental snapshot watermarks from transaction snapshots and WAL positions, nothing written (PG >= 13;
 # cdc_postgres.readonly).
 READ_ONLY = F("read.only", "boolean", False)
+# Captured tables' REPLICA IDENTITY set at start (cdc_postgres.replica_identity), as Debezium's ReplicaIdentityMapper.
+REPLICA_IDENTITY_AUTOSET = F("replica.identity.autoset.values", "string", validator=autoset_problem)
 
 FIELDS = Fields(
     [
-        HOSTNAME, PORT, USER, PASSWORD, DBNAME, SSLMODE, TCP_KEEPALIVE, CONNECTION_TIMEOUT,
+        HOSTNAME, PORT, USER, PASSWORD, DBNAME, SSLMODE, SSLCERT, SSLKEY, SSLPASSWORD, SSLROOTCERT, SSLFACTORY,
+        TCP_KEEPALIVE, CONNECTION_TIMEOUT,
         PLUGIN_NAME, SLOT_NAME, SLOT_DROP_ON_STOP, SLOT_MAX_RETRIES, SLOT_RETRY_DELAY_MS, FLUSH_LSN_SOURCE, PUBLICATION_NAME, PUBLICATION_AUTOCREATE,
         SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, SNAPSHOT_LOCK_TIMEOUT_MS, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
-        HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY,
+        HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY, REPLICA_IDENTITY_AUTOSET,
     ]
 )
 
@@ -108,8 +120,56 @@ def conninfo(config, **extra: str) -> str:
     password = config.get(PASSWORD)
     if password:
         params["password"] = password
+    params.update(tls_params(config))
+    params["keepalives"] = "1" if config.get(TCP_KEEPALIVE) else "0"
     params.update(extra)
     return make_conninfo("", **params)
+
+
+def tls_params(config) -> dict[str, str]:
+    """libpq's TLS parameters from ``database.ssl*`` (the key's passphrase included; never log them)."""
+    params = {}
+    for field, name in ((SSLCERT, "sslcert"), (SSLKEY, "sslkey"), (SSLROOTCERT, "sslrootcert")):
+        if config.get(field):
+            params[name] = config.get(field)
+    if config.get(SSLKEY) or config.get(SSLCERT):
+        # Any passphrase, even a wrong one, stops OpenSSL from asking for one on the terminal (a hang);
+        # an encrypted key without database.sslpassword then fails as a key that does not decrypt.
+        params["sslpassword"] = config.get(SSLPASSWORD) or "-"
+    return params
+
+
+def tls_file_problems(config) -> list[str]:
+    """``database.sslcert``/``sslkey``/``sslrootcert`` naming files this process cannot read.
+
+    libpq silently sends no certificate when ``sslcert`` names no file, and the server's refusal then
+    does not say why: a missing file is refused at start instead, naming the property.
+    """
+    problems = []
+    for field in (SSLCERT, SSLKEY, SSLROOTCERT):
+        path = config.get(field)
+        if path and field is SSLROOTCERT and path == "system":
+            continue  # libpq: the system's trusted roots
+        if path and not (os.path.isfile(path) and os.access(path, os.R_OK)):
+            why = "does not exist" if not os.path.exists(path) else "is not a readable file"
+            problems.append(f"{field.name}: {path!r} {why}")
+    return problems
+
+
+#: libpq's and the server's TLS refusals (their reason text), and the properties that fix each.
+TLS_ERRORS = (
+    (re.compile(r"requires a valid client certificate|certificate authentication failed|"
+                r"certificate present, but not private key|tlsv1 alert unknown ca|sslv3 alert certificate"),
+     "database.sslcert and database.sslkey (a client certificate the server accepts)"),
+    (re.compile(r"private key file .*(bad decrypt|could not load|has group or world access)|"
+                r"could not load private key|bad decrypt"),
+     "database.sslkey and database.sslpassword"),
+    (re.compile(r"root certificate file|certificate verify failed"), "database.sslrootcert and database.sslmode"),
+    (re.compile(r"server certificate for .* does not match"),
+     "database.hostname (verify-full checks it against the server's certificate) and database.sslmode"),
+    (re.compile(r"does not support SSL|SSL was required|(no pg_hba\.conf entry|pg_hba\.conf rejects connection).*no encryption"),
+     "database.sslmode and the server's SSL setup"),
+)
 
 
 def server_address(config) -> str:

@@ -13,6 +13,7 @@ from psycopg import sql
 
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
+from cdc_core.delays import wait_before
 from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError, offsets_ahead
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
@@ -23,6 +24,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import Catalog, table_filter
+from cdc_postgres.replica_identity import apply_autoset, parse_autoset
 from cdc_postgres.incremental import signal_tables
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
@@ -79,8 +81,8 @@ class PostgresConnector:
     # -- SPI ---------------------------------------------------------------------------------
 
     def validate(self) -> list[str]:
-        """Cross-property problems (none yet beyond single properties)."""
-        return []
+        """Cross-property problems: TLS files that cannot be read."""
+        return pgc.tls_file_problems(self.config)
 
     def partition(self) -> dict[str, Any]:
         """Offsets are stored under ``{"server": topic.prefix}``, as Debezium does."""
@@ -89,12 +91,20 @@ class PostgresConnector:
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect, check the server's prerequisites and prepare the publication."""
         self._offset = offset
+        if self.config.get(pgc.SSLFACTORY):
+            self.log.warning("database.sslfactory=%s is ignored: cdc connects through libpq, whose certificate "
+                             "checks follow database.sslmode (require: none; verify-ca, verify-full: against "
+                             "database.sslrootcert)", self.config.get(pgc.SSLFACTORY))
         self._conn = self._connect()
         self._check_server()
         check_read_only(self._conn, self.config, self.address)  # read.only=true needs PostgreSQL 13
         self._catalog = Catalog(self._conn, self.modes, self.filter, log=self.log)
         self._tables = self._catalog.captured_tables()
         self._check_include_list()
+        autoset = self.config.get(pgc.REPLICA_IDENTITY_AUTOSET)
+        if autoset:
+            apply_autoset(self._conn, {oid: t.id for oid, t in self._tables.items()}, self._catalog.replica_identity,
+                          parse_autoset(autoset), self.log)
         self._warn_about_replica_identity()
         self._prepare_publication()
         # Signals and incremental snapshot watermarks: the signal table is streamed even if not captured.
@@ -139,6 +149,20 @@ class PostgresConnector:
                 self.log.warning("could not drop slot %s: %s", self.slot, _first_line(e))
             self._conn.close()
             self._conn = None
+
+    def _replication_connection(self) -> ReplicationConnection:
+        """The replication connection; a refusal retrying cannot fix (TLS, login) is a ConnectorError."""
+        try:
+            return ReplicationConnection(
+                pgc.conninfo(self.config), status_interval=self.config.get(pgc.STATUS_UPDATE_INTERVAL_MS) / 1000.0
+            )
+        except ReplicationError as e:
+            reason = _server_reason(e)
+            for pattern, properties in _PERMANENT_CONNECT_ERRORS:
+                if pattern.search(reason):
+                    raise ConnectorError(f"cannot open a replication connection to PostgreSQL at {self.address} as "
+                                         f"user {self.config.get(pgc.USER)!r}: {reason}; check {properties}") from None
+            raise
 
     def _connect(self) -> psycopg.Connection:
         """A regular connection, with ``database.initial.statements`` run on it (separated by ``;;``)."""
@@ -329,9 +353,9 @@ class PostgresConnector:
         if not snapshot and not stream:
             self.log.info("no snapshot is due and snapshot.mode=%s does not stream: nothing to do", self.snapshotter.name)
             return
-        self._repl = ReplicationConnection(
-            pgc.conninfo(self.config), status_interval=self.config.get(pgc.STATUS_UPDATE_INTERVAL_MS) / 1000.0
-        )
+        if snapshot and wait_before("snapshot", self.config, self._stop, self.log):
+            return
+        self._repl = self._replication_connection()
         resume = ResumePoint(self._offset)
         start_lsn = resume.commit
         if snapshot or not slot_exists:
@@ -351,6 +375,8 @@ class PostgresConnector:
                     self.snapshotter.snapshot_aborted()
                     return
                 self.snapshotter.snapshot_completed()
+                if stream and wait_before("streaming", self.config, self._stop, self.log):
+                    return
             else:
                 yield [Checkpoint({"lsn_proc": None, "lsn_commit": start_lsn, "lsn": start_lsn,
                                    "txId": None, "ts_usec": None})]
@@ -476,12 +502,11 @@ def _quote_table(table: TableId) -> str:
 
 #: Connection refusals that no retry can mend (only the server's message tells them apart here), and what to check.
 _PERMANENT_CONNECT_ERRORS = (
+    *pgc.TLS_ERRORS,  # first: "certificate authentication failed for user" is about the certificate
     (re.compile(r'database ".*" does not exist|permission denied for database'), "database.dbname and database.user"),
     (re.compile(r'role ".*" does not exist|password authentication failed|authentication failed for user|'
                 r"no password supplied|no pg_hba\.conf entry|is not permitted to log in"),
      "database.user and database.password"),
-    (re.compile(r"does not support SSL|SSL was required|certificate verify failed|root certificate file|"
-                r"server certificate for .* does not match"), "database.sslmode and the server's SSL setup"),
 )
 
 

@@ -118,6 +118,8 @@ class EmbeddedPostgres(ThrowawayServer):
     port_taken_markers = ("could not bind", "Address already in use")
     env_drop_prefixes = ("PG",)  # libpq/server variables would redirect initdb and postgres
     default_settings = DEFAULT_SETTINGS
+    # TLS: ssl=on with these three makes a server that can ask clients for certificates (``hba``'s ``cert``).
+    file_settings = ("ssl_cert_file", "ssl_key_file", "ssl_ca_file")
 
     user = SERVER_USER
 
@@ -130,16 +132,20 @@ class EmbeddedPostgres(ThrowawayServer):
         bindir: str | os.PathLike[str] | None = None,
         startup_timeout: float = 60.0,
         shutdown_timeout: float = 30.0,
+        hba: str = "",
     ) -> None:
         """Describe a server; nothing happens until ``start()``.
 
         ``data_dir`` None means a fresh temporary cluster removed on ``stop()``; an existing
         cluster directory is reused as is. ``settings`` override ``DEFAULT_SETTINGS`` (a value of
-        None drops a default). ``bindir`` skips the binary search.
+        None drops a default). ``bindir`` skips the binary search. ``hba`` lines go before the default
+        trust rules of a new cluster's pg_hba.conf (the first matching line wins), e.g. a ``hostssl ... cert``
+        rule for one user.
         """
         super().__init__(settings, port=port, startup_timeout=startup_timeout, shutdown_timeout=shutdown_timeout)
         self._bindir = Path(bindir) if bindir is not None else None
         self._given_data_dir = Path(data_dir).resolve() if data_dir is not None else None
+        self._hba = hba
         self._data_dir: Path | None = None
 
     # ----------------------------------------------------------------------------- properties
@@ -253,7 +259,7 @@ class EmbeddedPostgres(ThrowawayServer):
         ]  # fmt: skip
         self._run_tool(cmd, f"initdb into {self.data_dir}", timeout=120)
         hba = self.data_dir / "pg_hba.conf"
-        hba.write_text(PG_HBA)
+        hba.write_text((self._hba.rstrip("\n") + "\n" if self._hba else "") + PG_HBA)
         if self._run_as is not None:
             os.chown(hba, self._run_as.pw_uid, self._run_as.pw_gid)
 

@@ -18,7 +18,7 @@ def _topic_prefix_ok(value: str) -> str | None:
 NAME = F("name", "string", doc="The connector's name, used in logs and metrics.")
 CONNECTOR_CLASS = F("connector.class", "string", required=True, doc="Debezium class name or short name of the connector.")
 TOPIC_PREFIX = F("topic.prefix", "string", required=True, validator=_topic_prefix_ok, doc="The namespace of every topic.")
-TOPIC_DELIMITER = F("topic.delimiter", "string", ".", doc="Separator between topic name parts.")
+TOPIC_DELIMITER = F("topic.delimiter", "string", ".", validator=_topic_prefix_ok, doc="Separator between topic name parts.")
 SCHEMA_INCLUDE = F("schema.include.list", "regex-list", doc="Schemas to capture (anchored regexes).")
 SCHEMA_EXCLUDE = F("schema.exclude.list", "regex-list", doc="Schemas not to capture.")
 TABLE_INCLUDE = F("table.include.list", "regex-list", doc="Tables to capture, as schema.table regexes.")
@@ -40,8 +40,31 @@ ERRORS_RETRY_DELAY_MAX_MS = F("errors.retry.delay.max.ms", "long", 10000, minimu
 OFFSET_STORAGE = F("offset.storage", "string", "org.apache.kafka.connect.storage.FileOffsetBackingStore")
 OFFSET_FILE = F("offset.storage.file.filename", "string", doc="Where the file offset store keeps offsets.")
 OFFSET_FLUSH_INTERVAL_MS = F("offset.flush.interval.ms", "long", 0, minimum=0)
-TOPIC_TRANSACTION = F("topic.transaction", "string", "transaction")
-TOPIC_HEARTBEAT_PREFIX = F("topic.heartbeat.prefix", "string", "__debezium-heartbeat")
+TOPIC_TRANSACTION = F("topic.transaction", "string", "transaction", validator=_topic_prefix_ok)
+TOPIC_NAMING_STRATEGY = F(
+    "topic.naming.strategy", "string", allow_blank=False,
+    doc="The TopicNamingStrategy (Debezium class name or a plugin's name); unset: the connector's documented default.")
+TOPIC_CACHE_SIZE = F("topic.cache.size", "int", 10000, minimum=1, doc="Topic names kept per strategy (an LRU cache).")
+MAX_QUEUE_SIZE_IN_BYTES = F("max.queue.size.in.bytes", "long", 0, minimum=0,
+                            doc="Bytes the queue may hold (records' JSON size); 0: bounded by max.queue.size only.")
+RETRIABLE_RESTART_WAIT_MS = F(
+    "retriable.restart.connector.wait.ms", "long", minimum=0,
+    doc="The wait before restarting after a retriable error; unset: the errors.retry.delay.* back-off.")
+
+
+def _metric_tags_problem(value: str) -> str | None:
+    from cdc_core.metric_tags import parse_metric_tags
+
+    try:
+        parse_metric_tags(value)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+CUSTOM_METRIC_TAGS = F("custom.metric.tags", "string", validator=_metric_tags_problem,
+                       doc="k1=v1,k2=v2: added to every metric's name (JMX) and labels (Prometheus, keys sanitized to label names).")
+TOPIC_HEARTBEAT_PREFIX = F("topic.heartbeat.prefix", "string", "__debezium-heartbeat", validator=_topic_prefix_ok)
 PROVIDE_TRANSACTION_METADATA = F("provide.transaction.metadata", "boolean", False)
 HEARTBEAT_INTERVAL_MS = F("heartbeat.interval.ms", "long", 0, minimum=0)
 HEARTBEAT_ACTION_QUERY = F("heartbeat.action.query", "string", doc="SQL run against the source on every heartbeat.")
@@ -81,14 +104,30 @@ SNAPSHOT_LOCKING_MODE_CUSTOM_NAME = F("snapshot.locking.mode.custom.name", "stri
 SNAPSHOT_LOCK_TIMEOUT_MS = F("snapshot.lock.timeout.ms", "long", 10000, minimum=0)
 SNAPSHOT_SELECT_OVERRIDES = F("snapshot.select.statement.overrides", "list")
 SNAPSHOT_INCLUDE_COLLECTIONS = F("snapshot.include.collection.list", "regex-list")
+# Waits at start (cdc_core.delays): before a snapshot that reads rows, and between a finished snapshot and streaming.
+SNAPSHOT_DELAY_MS = F("snapshot.delay.ms", "long", 0, minimum=0, doc="Wait this long before a snapshot starts.")
+STREAMING_DELAY_MS = F("streaming.delay.ms", "long", 0, minimum=0,
+                       doc="Wait this long after a snapshot completes before streaming starts.")
 METRICS_PORT = F("metrics.port", "int", minimum=0, maximum=65535, doc="Serve Prometheus metrics on 127.0.0.1:<port>/metrics.")
 SCHEMA_HISTORY = F("schema.history.internal", "string", "io.debezium.storage.file.history.FileSchemaHistory")
 SCHEMA_HISTORY_FILE = F("schema.history.internal.file.filename", "string")
+# KafkaSchemaHistory (cdc_core.stores.kafka_history) and KafkaOffsetBackingStore (cdc_core.stores.kafka_offsets).
+SCHEMA_HISTORY_KAFKA_TOPIC = F("schema.history.internal.kafka.topic", "string",
+                               doc="The single-partition topic of the Kafka schema history.")
+SCHEMA_HISTORY_KAFKA_BOOTSTRAP = F("schema.history.internal.kafka.bootstrap.servers", "string",
+                                   doc="The Kafka cluster of the schema history topic.")
+SCHEMA_HISTORY_KAFKA_POLL_MS = F("schema.history.internal.kafka.recovery.poll.interval.ms", "int", 100, minimum=0)
+SCHEMA_HISTORY_KAFKA_ATTEMPTS = F("schema.history.internal.kafka.recovery.attempts", "int", 100, minimum=0)
+SCHEMA_HISTORY_KAFKA_QUERY_MS = F("schema.history.internal.kafka.query.timeout.ms", "long", 3000, minimum=1)
+SCHEMA_HISTORY_KAFKA_CREATE_MS = F("schema.history.internal.kafka.create.timeout.ms", "long", 30000, minimum=1)
+OFFSET_TOPIC = F("offset.storage.topic", "string", doc="The Kafka Connect offsets topic (KafkaOffsetBackingStore).")
+OFFSET_PARTITIONS = F("offset.storage.partitions", "int", 25, minimum=1)
+OFFSET_REPLICATION = F("offset.storage.replication.factor", "int", 3, minimum=-1)
+BOOTSTRAP_SERVERS = F("bootstrap.servers", "string", doc="The Kafka cluster of KafkaOffsetBackingStore's topic.")
 
 # Kafka Connect's own worker/connector properties: accepted, and meaningless here.
 _CONNECT_PROPERTIES = (
     "tasks.max", "key.converter", "value.converter", "header.converter", "offset.flush.timeout.ms",
-    "offset.storage.topic", "offset.storage.partitions", "offset.storage.replication.factor",
 )
 
 COMMON_FIELDS = Fields(
@@ -99,16 +138,21 @@ COMMON_FIELDS = Fields(
         DECIMAL_MODE, TIME_PRECISION_MODE, BINARY_MODE,
         ERRORS_MAX_RETRIES, ERRORS_RETRY_DELAY_INITIAL_MS, ERRORS_RETRY_DELAY_MAX_MS,
         OFFSET_STORAGE, OFFSET_FILE, OFFSET_FLUSH_INTERVAL_MS, SCHEMA_HISTORY, SCHEMA_HISTORY_FILE,
-        TOPIC_TRANSACTION, TOPIC_HEARTBEAT_PREFIX, PROVIDE_TRANSACTION_METADATA, HEARTBEAT_INTERVAL_MS,
+        TOPIC_TRANSACTION, TOPIC_HEARTBEAT_PREFIX, TOPIC_NAMING_STRATEGY, TOPIC_CACHE_SIZE, MAX_QUEUE_SIZE_IN_BYTES,
+        RETRIABLE_RESTART_WAIT_MS, CUSTOM_METRIC_TAGS, PROVIDE_TRANSACTION_METADATA, HEARTBEAT_INTERVAL_MS,
         HEARTBEAT_ACTION_QUERY, SKIPPED_OPERATIONS, SKIP_MESSAGES_WITHOUT_CHANGE,
         SCHEMA_NAME_ADJUSTMENT, FIELD_NAME_ADJUSTMENT, FAILURE_HANDLING, CONVERTING_FAILURE_HANDLING, MESSAGE_KEY_COLUMNS,
         CONVERTERS, COLUMN_PROPAGATE, DATATYPE_PROPAGATE, UNAVAILABLE_PLACEHOLDER,
         SNAPSHOT_MODE_CUSTOM_NAME, SNAPSHOT_QUERY_MODE, SNAPSHOT_QUERY_MODE_CUSTOM_NAME,
         SNAPSHOT_LOCKING_MODE_CUSTOM_NAME, SNAPSHOT_LOCK_TIMEOUT_MS, SNAPSHOT_SELECT_OVERRIDES,
-        SNAPSHOT_INCLUDE_COLLECTIONS, *CONFIGURATION_BASED_FIELDS, METRICS_PORT,
+        SNAPSHOT_INCLUDE_COLLECTIONS, SNAPSHOT_DELAY_MS, STREAMING_DELAY_MS, *CONFIGURATION_BASED_FIELDS, METRICS_PORT,
+        SCHEMA_HISTORY_KAFKA_TOPIC, SCHEMA_HISTORY_KAFKA_BOOTSTRAP, SCHEMA_HISTORY_KAFKA_POLL_MS,
+        SCHEMA_HISTORY_KAFKA_ATTEMPTS, SCHEMA_HISTORY_KAFKA_QUERY_MS, SCHEMA_HISTORY_KAFKA_CREATE_MS,
+        OFFSET_TOPIC, OFFSET_PARTITIONS, OFFSET_REPLICATION, BOOTSTRAP_SERVERS,
         *(F(n) for n in _CONNECT_PROPERTIES),
     ],
     prefixes=("key.converter.", "value.converter.", "schema.history.internal.file.",
+              "schema.history.internal.producer.", "schema.history.internal.consumer.",
               "column.truncate.to.", "column.mask.with.", "column.mask.hash.",
               "snapshot.select.statement.overrides."),
 )

@@ -20,8 +20,6 @@ _FORMAT_KEYS = {
 }
 _BOOLEAN_FORMAT_KEYS = frozenset({"key_schemas_enable", "value_schemas_enable", "key_replace_null_with_default",
                                   "value_replace_null_with_default"})
-# Other Debezium Server settings accepted and not used: Quarkus' own.
-_IGNORED_PREFIXES = ("quarkus.", "debezium.api.")
 
 
 @dataclass
@@ -38,8 +36,13 @@ class ServerConfig:
     key_replace_null_with_default: bool = True
     value_replace_null_with_default: bool = True
     problems: list[str] = field(default_factory=list)
-    #: Properties under ``debezium.`` the service does not know (reported by validation).
+    #: Properties nobody documents, one line each with a suggestion (reported by validation).
     unknown: list[str] = field(default_factory=list)
+    #: Documented server properties cdc does not implement and refuses (one line each, naming why).
+    refused: list[str] = field(default_factory=list)
+    #: Documented server properties cdc accepts without effect (names), and why.
+    ignored: list[str] = field(default_factory=list)
+    reasons: dict[str, str] = field(default_factory=dict)
     #: True for the Debezium Server layout; False for plain connector properties.
     server_layout: bool = True
     #: Every ``debezium.format.*`` property as written (``cdc_core.serializers.formats`` reads them).
@@ -67,6 +70,7 @@ def server_config(props: Mapping[str, Any]) -> ServerConfig:
     else:
         out.sink_type = str(sink_type).strip()
     sink_prefix = f"debezium.sink.{out.sink_type}."
+    rest: dict[str, Any] = {}
     for key, value in props.items():
         key = str(key)
         if key.startswith("debezium.source."):
@@ -87,12 +91,49 @@ def server_config(props: Mapping[str, Any]) -> ServerConfig:
                     out.problems.append(f"{key}: {e}")
             else:  # the format's name: checked by cdc_core.serializers.formats
                 setattr(out, attr, str(value).strip().lower())
-        elif key.startswith(_IGNORED_PREFIXES) or not key.startswith("debezium."):
-            continue
-        elif key.startswith("debezium.sink."):
-            out.unknown.append(f"{key}: not a property of sink {out.sink_type!r}")
         else:
-            out.unknown.append(f"{key}: unknown property")
+            rest[key] = value
+    _classify_rest(out, rest)
     out.source = Config(source)
     out.sink = Config(sink_props)
     return out
+
+
+_SECTIONS = ("source", "sink", "format", "transforms", "predicates", "api")
+
+
+def _section_suggestion(line: str) -> str:
+    """Add ``did you mean debezium.source.X?`` to an unknown ``debezium.sourse.X`` that has no suggestion yet."""
+    import difflib
+
+    key = line.split(":", 1)[0]
+    parts = key.split(".", 2)
+    if "did you mean" in line or len(parts) < 3 or parts[0] != "debezium":
+        return line
+    close = difflib.get_close_matches(parts[1], _SECTIONS, n=1, cutoff=0.6)
+    return f"{line}; did you mean debezium.{close[0]}.{parts[2]}?" if close else line
+
+
+def _classify_rest(out: ServerConfig, rest: dict[str, Any]) -> None:
+    """Sort the server properties the layout does not consume by the server's catalogue.
+
+    Another sink type's properties are accepted without effect when that sink documents them (a
+    configuration kept from another sink); the transforms, predicates and formats are their owners'.
+    """
+    from cdc_core.config.catalogue import Catalogue, classify, suggestion
+    from cdc_core.config.fields import Fields
+
+    catalogue = Catalogue.load("server")
+    sink_props = {k: v for k, v in rest.items() if k.startswith("debezium.sink.")}
+    for key in sink_props:
+        if catalogue is not None and catalogue.find(key) is not None:
+            out.ignored.append(key)
+            out.reasons[key] = f"a property of another sink; debezium.sink.type is {out.sink_type}"
+        else:
+            names = [n for n in (catalogue.names() if catalogue else []) if n.startswith("debezium.sink.")]
+            out.unknown.append(f"{key}: not a property of sink {out.sink_type!r}{suggestion(key, names)}")
+    report = classify({k: v for k, v in rest.items() if k not in sink_props}, Fields(), catalogue)
+    out.unknown += [_section_suggestion(line) for line in report.errors]
+    out.refused += report.refused
+    out.ignored += report.ignored
+    out.reasons.update(report.reasons)

@@ -22,10 +22,20 @@ WATERMARKING = F("incremental.snapshot.watermarking.strategy", "enum", "insert_i
 MAX_THREADS = F("snapshot.max.threads", "int", 1, minimum=1,
                 doc="Tables whose incremental snapshot chunks are read at the same time.")
 
+# The kafka signal channel (cdc_core.signals.kafka_channel); signal.consumer.* goes to its consumer.
+SIGNAL_KAFKA_TOPIC = F("signal.kafka.topic", "string", doc="The signal topic (default <topic.prefix>-signal); one partition.")
+SIGNAL_KAFKA_BOOTSTRAP = F("signal.kafka.bootstrap.servers", "string", doc="The Kafka cluster of the signal topic.")
+SIGNAL_KAFKA_GROUP = F("signal.kafka.groupId", "string", "kafka-signal", doc="The signal consumer's group id.")
+SIGNAL_KAFKA_POLL_MS = F("signal.kafka.poll.timeout.ms", "int", 100, minimum=0,
+                         doc="Accepted; the channel never waits (it is polled between batches).")
+SIGNAL_KAFKA_COMMIT = F("signal.kafka.consumer.offset.commit.enabled", "boolean", False,
+                        doc="Commit the signal consumer's offset, so signals sent while stopped run after the restart.")
+
 SIGNAL_FIELDS = Fields([
     SIGNAL_CHANNELS, SIGNAL_DATA_COLLECTION, SIGNAL_FILE, SIGNAL_POLL_INTERVAL_MS,
     NOTIFICATION_CHANNELS, NOTIFICATION_TOPIC, CHUNK_SIZE, WATERMARKING, MAX_THREADS,
-])
+    SIGNAL_KAFKA_TOPIC, SIGNAL_KAFKA_BOOTSTRAP, SIGNAL_KAFKA_GROUP, SIGNAL_KAFKA_POLL_MS, SIGNAL_KAFKA_COMMIT,
+], prefixes=("signal.consumer.",))
 
 
 def signal_problems(config: Config, plugins) -> list[str]:
@@ -45,6 +55,8 @@ def signal_problems(config: Config, plugins) -> list[str]:
         if name not in known:
             out.append(f"{NOTIFICATION_CHANNELS.name}: no notification channel called {name!r}; "
                        f"available: {', '.join(sorted(known))}")
+    if "kafka" in signal_channels and not config.get(SIGNAL_KAFKA_BOOTSTRAP):
+        out.append(f"{SIGNAL_KAFKA_BOOTSTRAP.name}: is required when the kafka signal channel is enabled")
     if "sink" in notification_channels and not config.get(NOTIFICATION_TOPIC):
         out.append(f"{NOTIFICATION_TOPIC.name}: is required when the sink notification channel is enabled")
     return out

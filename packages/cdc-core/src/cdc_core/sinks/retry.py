@@ -16,6 +16,10 @@ class TransientSinkError(SinkError):
     """A delivery failure worth retrying (broker unreachable, timeout, 5xx, 429); a plain SinkError is permanent."""
 
 
+class SinkStopped(SinkError):
+    """The engine was asked to stop while the sink was retrying: the batch is unacknowledged, nothing is wrong."""
+
+
 class Backoff:
     """Retries a delivery: waits ``initial_ms``, doubling up to ``max_ms``, at most ``max_retries`` times (-1: forever).
 
@@ -41,10 +45,12 @@ class Backoff:
                 return deliver()
             except TransientSinkError as e:
                 attempt += 1
-                if 0 <= self.max_retries < attempt or self.stopping.is_set():
+                if self.stopping.is_set():
+                    raise SinkStopped(f"{self.what}: stopped while retrying: {e}") from e
+                if 0 <= self.max_retries < attempt:
                     raise SinkError(f"{self.what}: giving up after {attempt} attempt(s): {e}") from e
                 self.log.warning("%s: %s; retrying in %.1fs (attempt %d%s)", self.what, e, delay, attempt,
                                  "" if self.max_retries < 0 else f" of {self.max_retries}")
                 if self.stopping.wait(delay):
-                    raise SinkError(f"{self.what}: stopped while retrying: {e}") from e
+                    raise SinkStopped(f"{self.what}: stopped while retrying: {e}") from e
                 delay = min(delay * 2, self.max_ms / 1000.0)

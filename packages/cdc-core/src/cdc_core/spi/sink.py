@@ -31,3 +31,6 @@ class Sink(Protocol):
 
     def close(self) -> None:
         """Flush and release resources."""
+
+    # Optional: ``stop()``, called (from any thread) when the engine is asked to stop, cuts a retry wait
+    # short so that a broker that is down does not hold up a shutdown; the batch then fails unacknowledged.

@@ -1,0 +1,185 @@
+"""Sink benchmark: events/s draining a PostgreSQL backlog into each sink, beside the file sink in the same run.
+
+Every target reads the same WAL (200k single-row inserts into a 5-column table, one transaction,
+written while nothing reads) through its own slot made beforehand, serialized by the same
+JsonSerializer, written by the sink's own ``write`` (which returns only once the batch is
+acknowledged). A second measurement streams single-row transactions at about ``--tx-rate`` per
+second and reports p50/p99 of commit-to-acknowledgement latency (the writer's clock after COMMIT
+to the sink's ``write`` returning). A sink is one entry of ``TARGETS``: a function that starts
+its broker (or takes one from the environment) and returns the sink's ``debezium.sink.<name>.*``
+properties. Kafka runs on Tansu (memory storage) unless ``CDC_TEST_KAFKA_BOOTSTRAP`` names a Kafka.
+Usage: ``uv run python benchmarks/sinks.py [--rows N] [--sinks kafka,...] [--tx-rate N] [--seconds S]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cdc_core.config import Config
+from cdc_core.engine import Engine
+from cdc_core.plugins import registry
+from cdc_core.serializers.json import JsonSerializer
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_postgres.embedded import EmbeddedPostgres
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+TABLE = "CREATE TABLE bench (id int PRIMARY KEY, name text, amount numeric(12,2), qty bigint, created timestamptz)"
+INSERT = ("INSERT INTO bench SELECT g, 'name-' || g, g * 1.25, g * 7, "
+          "timestamptz '2024-01-01 00:00:00+00' + g * interval '1 second' FROM generate_series(1, %s) g")
+
+
+def _file(stack: contextlib.ExitStack, tmp: Path) -> dict[str, Any]:
+    return {"dir": str(tmp / "file-sink")}
+
+
+def _kafka(stack: contextlib.ExitStack, tmp: Path) -> dict[str, Any]:
+    bootstrap = os.environ.get("CDC_TEST_KAFKA_BOOTSTRAP")
+    if not bootstrap:
+        from brokers.kafka import EmbeddedKafka
+
+        bootstrap = stack.enter_context(EmbeddedKafka()).bootstrap
+    return {"producer.bootstrap.servers": bootstrap}
+
+
+#: Sink name -> a function starting what it needs (registered on the ExitStack) and returning its properties.
+TARGETS: dict[str, Callable[[contextlib.ExitStack, Path], dict[str, Any]]] = {
+    "file": _file,
+    "kafka": _kafka,
+}
+
+
+def _config(pg: Any, slot: str, prefix: str) -> Config:
+    return Config({
+        "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
+        "database.user": pg.user, "database.dbname": "bench", "topic.prefix": prefix, "slot.name": slot,
+        "publication.name": "bench_pub", "snapshot.mode": "no_data", "poll.interval.ms": 10,
+    })
+
+
+def drain_rate(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, rows: int) -> float:
+    """Events/s of the whole engine into ``sink_name`` until ``rows`` events were acknowledged."""
+    sink = registry().get("sink", sink_name)(Config(sink_props))
+    serializer = JsonSerializer()
+    store = MemoryOffsetStore()
+    store.commit([({"server": f"bench_{sink_name}"}, {"lsn_commit": 0, "lsn_proc": None, "lsn": 0})])
+    engine = Engine(_config(pg, slot, f"bench_{sink_name}"), offset_store=store)
+    count = 0
+    done = threading.Event()
+
+    def handler(records: list[Any]) -> None:
+        nonlocal count
+        sink.write(serializer.serialize(records))
+        count += len(records)
+        if count >= rows:
+            done.set()
+            engine.stop()
+
+    started = time.perf_counter()
+    runner = threading.Thread(target=engine.run, args=(handler,))
+    runner.start()
+    done.wait(900)
+    elapsed = time.perf_counter() - started
+    runner.join()
+    sink.close()
+    return count / elapsed
+
+
+def latency(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, tx_rate: int, seconds: float) -> list[float]:
+    """Commit-to-acknowledgement latencies (ms) of single-row transactions written at ``tx_rate`` per second."""
+    sink = registry().get("sink", sink_name)(Config(sink_props))
+    serializer = JsonSerializer()
+    store = MemoryOffsetStore()
+    prefix = f"lat_{sink_name}"
+    committed: dict[int, float] = {}
+    acked: dict[int, float] = {}
+    engine = Engine(_config(pg, slot, prefix), offset_store=store)
+    streaming = threading.Event()
+
+    def handler(records: list[Any]) -> None:
+        sink.write(serializer.serialize(records))
+        now = time.perf_counter()
+        for r in records:
+            if r.value is not None and r.value.get("after"):
+                acked[r.value["after"]["id"]] = now
+        streaming.set()
+
+    runner = threading.Thread(target=engine.run, args=(handler,))
+    runner.start()
+    base = 10_000_000
+    with pg.connect("bench") as conn:
+        conn.autocommit = True
+        conn.execute(f"INSERT INTO bench (id) VALUES ({base})")  # the stream is up once this arrives
+        streaming.wait(60)
+        n = int(tx_rate * seconds)
+        start = time.perf_counter()
+        for i in range(1, n + 1):
+            conn.execute(f"INSERT INTO bench (id, name) VALUES ({base + i}, 'x')")
+            committed[base + i] = time.perf_counter()
+            pause = start + i / tx_rate - time.perf_counter()
+            if pause > 0:
+                time.sleep(pause)
+        achieved = n / (time.perf_counter() - start)
+    deadline = time.monotonic() + 60
+    while len([k for k in committed if k in acked]) < len(committed) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    engine.stop()
+    runner.join()
+    sink.close()
+    print(f"  {sink_name}: wrote {achieved:,.0f} tx/s for {seconds:.0f}s")
+    return [(acked[k] - t) * 1000 for k, t in committed.items() if k in acked]
+
+
+def main() -> None:
+    """Run the benchmark and print the numbers."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--sinks", default=",".join(n for n in TARGETS if n != "file"),
+                        help=f"sinks to measure beside the file sink (available: {', '.join(TARGETS)})")
+    parser.add_argument("--tx-rate", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    args = parser.parse_args()
+    names = ["file"] + [n for n in args.sinks.split(",") if n and n != "file"]
+    rates: dict[str, float] = {}
+    lat: dict[str, list[float]] = {}
+    with EmbeddedPostgres() as pg, tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        pg.create_database("bench")
+        pg.execute(TABLE, dbname="bench")
+        pg.execute("CREATE PUBLICATION bench_pub FOR TABLE bench", dbname="bench")
+        props = {n: TARGETS[n](stack, Path(tmp)) for n in names}
+        for n in names:
+            pg.execute(f"SELECT pg_create_logical_replication_slot('bench_{n}', 'pgoutput')", dbname="bench")
+        t = time.perf_counter()
+        pg.execute(INSERT % args.rows, dbname="bench")
+        print(f"inserted {args.rows} rows in {time.perf_counter() - t:.2f}s")
+        for n in names:
+            rates[n] = drain_rate(pg, n, props[n], f"bench_{n}", args.rows)
+        for n in names:
+            if n == "file":
+                continue
+            pg.execute(f"SELECT pg_create_logical_replication_slot('lat_{n}', 'pgoutput')", dbname="bench")
+            lat[n] = latency(pg, n, props[n], f"lat_{n}", args.tx_rate, args.seconds)
+    print(f"drain a {args.rows:,}-row backlog (PostgreSQL, pgoutput), JSON with schemas:")
+    for n in names:
+        ratio = "" if n == "file" else f"   ratio to file sink {rates[n] / rates['file']:.2f}"
+        print(f"  {n:<8} sink: {rates[n]:>10,.0f} events/s{ratio}")
+    print(f"commit-to-acknowledgement latency at ~{args.tx_rate:,} tx/s:")
+    for n, values in lat.items():
+        values.sort()
+        p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
+        print(f"  {n:<8} sink: p50 {statistics.median(values):6.1f} ms   p99 {p99:6.1f} ms   ({len(values)} tx)")
+    print("targets (issue 12): Kafka >= 0.8x the file sink's rate; Kafka p99 commit-to-ack < 50 ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""The Kafka sink: Debezium Server's ``debezium.sink.kafka.*`` on confluent-kafka (librdkafka), at least once.
+
+A batch is produced whole, then flushed; ``write`` returns only when every record's delivery was
+acknowledged by the broker (``acks=all``, idempotent producer), so offsets move only past records
+that are durably in Kafka. Failed deliveries are retried with back-off when transient (broker down,
+timeouts, leader changes) and stop the run with one line when permanent (authorization, unknown
+topic with auto-creation off, a record too large).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Any, ClassVar
+
+import orjson
+
+from cdc_core.config import Config, ConfigField, Fields
+from cdc_core.errors import ConfigError, SinkError
+from cdc_core.sinks.retry import Backoff, TransientSinkError
+from cdc_core.spi.sink import SinkRecord
+from cdc_core.stores.kafka_client import check_hosts, client_config, describe, import_kafka, new_client, redact
+
+PREFIX = "debezium.sink.kafka."
+WAIT_TIMEOUT = ConfigField(
+    "wait.message.delivery.timeout.ms", "int", 30000, minimum=0,
+    doc="How long one delivery attempt of a batch may take (0: no limit); then undelivered records are retried.")
+#: How long the start waits for a broker to answer before giving up (runtime error, exit 1).
+CONNECT_TIMEOUT_S = 10.0
+
+log = logging.getLogger("cdc.sinks.kafka")
+
+#: Error names that no retry can fix: the batch fails and the run stops.
+PERMANENT = frozenset({
+    "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "INVALID_RECORD", "RECORD_LIST_TOO_LARGE", "INVALID_MSG_SIZE",
+    "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+    "SASL_AUTHENTICATION_FAILED", "_AUTHENTICATION", "_SSL", "_UNKNOWN_TOPIC", "UNKNOWN_TOPIC_OR_PART",
+    "TOPIC_EXCEPTION", "INVALID_TOPIC_EXCEPTION", "_INVALID_ARG", "POLICY_VIOLATION", "_UNKNOWN_PARTITION",
+    "INVALID_REQUIRED_ACKS", "UNSUPPORTED_VERSION", "UNSUPPORTED_FOR_MESSAGE_FORMAT",
+})
+_HINTS = {
+    "_UNKNOWN_TOPIC": "the topic does not exist and the broker does not create topics (auto.create.topics.enable)",
+    "UNKNOWN_TOPIC_OR_PART": "the topic does not exist and the broker does not create topics (auto.create.topics.enable)",
+    "MSG_SIZE_TOO_LARGE": "raise the broker's message.max.bytes / the topic's max.message.bytes, "
+                          "and debezium.sink.kafka.producer.max.request.size",
+    "_MSG_SIZE_TOO_LARGE": "raise debezium.sink.kafka.producer.max.request.size (librdkafka message.max.bytes)",
+}
+
+
+def _headers(headers: dict[str, Any]) -> list[tuple[str, bytes]] | None:
+    """Record headers as Kafka headers: bytes as they are, any other value as its JSON text (as the file sink shows it)."""
+    if not headers:
+        return None
+    return [(k, v if isinstance(v, bytes) else orjson.dumps(v)) for k, v in headers.items()]
+
+
+class KafkaSink:
+    """Produces each record to its topic: key = the record key (murmur2 partitioning, as Java's client), null value = tombstone."""
+
+    name: ClassVar[str] = "kafka"
+    fields: ClassVar[Fields] = Fields([WAIT_TIMEOUT], prefixes=("producer.",))
+
+    def __init__(self, config: Config):
+        config.validate(self.fields)
+        self._ck = import_kafka()
+        given = config.subset("producer")
+        if not given.get("bootstrap.servers"):
+            raise ConfigError([f"{PREFIX}producer.bootstrap.servers: is required by the kafka sink"])
+        check_hosts(given["bootstrap.servers"], f"{PREFIX}producer.bootstrap.servers")
+        self.wait_ms = config.get(WAIT_TIMEOUT)
+        self._conf: dict[str, Any] = {
+            "acks": "all",
+            "enable.idempotence": "true",
+            "partitioner": "murmur2_random",  # the Java client's default partitioner for keyed records
+            "delivery.report.only.error": True,  # no Python call per delivered record
+            "message.timeout.ms": str(self.wait_ms),
+            "error_cb": self._on_error,
+        }
+        mapped = client_config(given, f"{PREFIX}producer.")
+        if str(mapped.get("acks", "all")).lower() not in ("all", "-1") and "enable.idempotence" not in mapped:
+            # An explicit weaker acks asks for the Java client's behaviour: idempotence needs acks=all.
+            self._conf["enable.idempotence"] = "false"
+        self._conf.update(mapped)
+        self._given = given
+        self._stopping = threading.Event()
+        self._backoff = Backoff("kafka sink", log, stopping=self._stopping)
+        self._last_error = ""
+        self._producer = self._new_producer()
+        self._check_reachable()
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    def _new_producer(self) -> Any:
+        return new_client("Producer", self._conf, f"{PREFIX}producer.", self._given)
+
+    def _on_error(self, err: Any) -> None:
+        """librdkafka's client-wide errors (brokers down, ...): remembered for the next message, logged at debug."""
+        self._last_error = describe(err, self._conf)
+        log.debug("kafka sink: %s", self._last_error)
+
+    def _check_reachable(self) -> None:
+        """Fail the start (runtime error) if no broker answers within CONNECT_TIMEOUT_S."""
+        timeout = CONNECT_TIMEOUT_S if not self.wait_ms else min(CONNECT_TIMEOUT_S, self.wait_ms / 1000.0)
+        try:
+            self._producer.list_topics(timeout=max(timeout, 1.0))
+        except self._ck.KafkaException as e:
+            raise SinkError(f"{PREFIX}producer.bootstrap.servers: no Kafka broker answered at "
+                            f"{self._given['bootstrap.servers']} within {timeout:.0f}s ({describe(e, self._conf)})") from None
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def write(self, batch: list[SinkRecord]) -> None:
+        """Produce the batch and wait until the broker acknowledged every record; retry what failed transiently."""
+        todo: list[Any] = batch
+        first = True
+
+        def attempt() -> None:
+            nonlocal todo, first
+            todo = self._send(todo, first)
+            first = False
+            if todo:
+                raise TransientSinkError(f"{len(todo)} record(s) not delivered: {self._last_error}")
+
+        self._backoff.call(attempt)
+
+    def _send(self, records: list[Any], fresh: bool) -> list[Any]:
+        """One delivery attempt; returns the records to send again (transient failures), raises on permanent ones."""
+        try:
+            return self._attempt(records, fresh)
+        except self._ck.KafkaException as e:
+            err = e.args[0] if e.args else None
+            if err is None or not hasattr(err, "fatal") or not err.fatal():
+                raise SinkError(f"kafka sink: {describe(e, self._conf)}") from None
+            # A fatal producer error (e.g. the broker forgot the idempotent producer's id): a new producer
+            # sends the whole attempt again (at least once; what was delivered comes twice).
+            self._last_error = describe(e, self._conf)
+            log.warning("kafka sink: the producer hit a fatal error (%s); starting a new one", self._last_error)
+            self._producer = self._new_producer()
+            return [(r.topic, r.key, r.value, _headers(r.headers)) if fresh else r for r in records]
+
+    def _attempt(self, records: list[Any], fresh: bool) -> list[Any]:
+        failures: list[tuple[Any, Any]] = []
+        on_delivery = lambda err, msg: failures.append((err, msg))  # noqa: E731 - called for failures only
+        producer = self._producer
+        produce, poll = producer.produce, producer.poll
+        for r in records:
+            topic, key, value, headers = r if not fresh else (r.topic, r.key, r.value, _headers(r.headers))
+            while True:
+                try:
+                    produce(topic, value, key, headers=headers, on_delivery=on_delivery)
+                    break
+                except BufferError:  # librdkafka's queue is full: let it send, then go on
+                    poll(0.05)
+        deadline = time.monotonic() + self.wait_ms / 1000.0 if self.wait_ms else None
+        while producer.flush(0.2) > 0:
+            if deadline is not None and time.monotonic() > deadline:
+                # Give up this attempt: what is still queued fails with _PURGE_* and is sent again.
+                producer.purge(in_queue=True, in_flight=True, blocking=False)
+                producer.flush(5.0)
+                if producer.flush(0) > 0:  # still not reported: start over with a new producer
+                    self._producer = self._new_producer()
+                    return [(r.topic, r.key, r.value, _headers(r.headers)) if fresh else r for r in records]
+                break
+        retry = []
+        fatal = False
+        for err, msg in failures:
+            name = err.name()
+            if name in PERMANENT:
+                hint = _HINTS.get(name)
+                raise SinkError(f"kafka sink: cannot deliver to topic {msg.topic()!r}: {describe(err, self._conf)}"
+                                + (f" ({hint})" if hint else ""))
+            fatal = fatal or err.fatal()
+            self._last_error = describe(err, self._conf)
+            retry.append((msg.topic(), msg.key(), msg.value(), msg.headers()))
+        if fatal:
+            log.warning("kafka sink: the producer hit a fatal error (%s); starting a new one", self._last_error)
+            self._producer = self._new_producer()
+        return retry
+
+    def stop(self) -> None:
+        """Cut a back-off wait short (the engine is stopping): a failing batch fails unacknowledged instead of retrying."""
+        self._stopping.set()
+
+    def close(self) -> None:
+        """Flush what librdkafka still holds (nothing after an acknowledged ``write``) and let the producer go."""
+        try:
+            left = self._producer.flush(5.0)
+        except Exception as e:  # noqa: BLE001 - every acknowledged batch is already in Kafka
+            log.warning("kafka sink: closing the producer failed: %s", redact(str(e), self._conf))
+            return
+        if left:
+            log.warning("kafka sink: %d unacknowledged record(s) dropped at close; they come again after a restart", left)

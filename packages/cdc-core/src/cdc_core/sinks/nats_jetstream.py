@@ -1,0 +1,374 @@
+"""The NATS JetStream sink: Debezium Server's ``nats-jetstream`` sink on nats-py (imported only when configured).
+
+Each record's value is published to the subject named after its topic; a tombstone (null value) is
+not published, as in Debezium Server. nats-py runs on asyncio, so the sink owns one event loop in a
+thread of its own; ``write`` publishes a whole batch in order without waiting in between and returns
+once every record's PubAck came back (``async.enabled=false``: one record at a time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import socket
+import ssl
+import threading
+import uuid
+from collections.abc import Coroutine
+from typing import Any, ClassVar, TypeVar
+from urllib.parse import urlsplit
+
+import orjson
+
+from cdc_core.config import Config, ConfigField, Fields
+from cdc_core.errors import ConfigError, SinkError
+from cdc_core.sinks.retry import Backoff, TransientSinkError
+from cdc_core.spi.sink import SinkRecord
+
+T = TypeVar("T")
+P = "debezium.sink.nats-jetstream."
+
+URL = ConfigField("url", "string", required=True, allow_blank=False, doc="NATS server URL(s), comma-separated.")
+STREAM_NAME = ConfigField("stream-name", "string", "DebeziumStream", allow_blank=False,
+                          doc="The stream created when create-stream is true.")
+CREATE_STREAM = ConfigField("create-stream", "boolean", False, doc="Create the stream at start.")
+SUBJECTS = ConfigField("subjects", "list", ["*.*.*"], doc="Subjects of the created stream, comma-separated.")
+STORAGE = ConfigField("storage", "enum", "memory", allowed=("memory", "file"), doc="Storage of the created stream.")
+AUTH_JWT = ConfigField("auth.jwt", "string", doc="User JWT (with auth.seed).")
+AUTH_SEED = ConfigField("auth.seed", "password", doc="NKey seed signing the server's nonce (with auth.jwt).")
+AUTH_USER = ConfigField("auth.user", "string", doc="User name (with auth.password).")
+AUTH_PASSWORD = ConfigField("auth.password", "password", doc="Password (with auth.user).")
+TLS_KEYSTORE = ConfigField("auth.tls.keystore", "string", doc="Client certificate: a PEM file with key and chain.")
+TLS_KEYSTORE_PASSWORD = ConfigField("auth.tls.keystore.password", "password", doc="Accepted; see auth.tls.password.")
+TLS_PASSWORD = ConfigField("auth.tls.password", "password", doc="Password of the PEM file's private key.")
+ASYNC_ENABLED = ConfigField("async.enabled", "boolean", True, doc="Publish a batch without waiting between records.")
+ASYNC_TIMEOUT_MS = ConfigField("async.timeout.ms", "long", 5000, minimum=1, doc="Wait this long for a batch's PubAcks.")
+SYNC_RETRIES = ConfigField("sync.retries", "int", 5, minimum=-1, doc="Retries of a failed batch (-1: forever).")
+SYNC_RETRY_INTERVAL_MS = ConfigField("sync.retry.interval.ms", "long", 1000, minimum=1, doc="First retry delay.")
+SYNC_RETRY_MAX_INTERVAL_MS = ConfigField("sync.retry.max.interval.ms", "long", 60000, minimum=1, doc="Longest delay.")
+SYNC_RETRY_BACKOFF_MULTIPLIER = ConfigField("sync.retry.backoff.multiplier", "double", 2.0, minimum=1.0,
+                                            doc="Accepted; the delay always doubles.")
+
+#: JetStream API error codes that no retry can fix (Debezium Server's list): stream not found, bad
+#: request, JetStream not enabled for the account, JetStream not enabled.
+PERMANENT_API_CODES = frozenset({10059, 10003, 10039, 10076})
+#: The stream already exists with another configuration (create-stream on an existing stream).
+STREAM_NAME_IN_USE = 10058
+
+log = logging.getLogger("cdc.sinks.nats-jetstream")
+
+
+def _sign(seed: str, nonce: str) -> bytes:
+    """The server's nonce signed with the NKey seed (JWT authentication, as Java's staticCredentials)."""
+    import base64
+
+    import nkeys
+
+    key = nkeys.from_seed(bytearray(seed.strip().encode()))
+    try:
+        return base64.b64encode(key.sign(nonce.encode()))
+    finally:
+        key.wipe()
+
+
+class _Nack(Exception):
+    """A publish answered with an error (``code``/``err_code`` from the server) or by no stream at all."""
+
+    def __init__(self, subject: str, code: int = 0, err_code: int = 0, description: str = "no stream answered"):
+        super().__init__(description)
+        self.subject, self.code, self.err_code, self.description = subject, code, err_code, description
+
+
+def _header_value(value: Any) -> str:
+    """A header value as Debezium Server's JSON header converter writes it (without the schema)."""
+    return value if isinstance(value, str) else orjson.dumps(value).decode()
+
+
+class NatsJetStreamSink:
+    """Publishes each record's value to JetStream on the subject named after its topic; acknowledged per PubAck."""
+
+    name: ClassVar[str] = "nats-jetstream"
+    fields: ClassVar[Fields] = Fields([
+        URL, STREAM_NAME, CREATE_STREAM, SUBJECTS, STORAGE, AUTH_JWT, AUTH_SEED, AUTH_USER, AUTH_PASSWORD,
+        TLS_KEYSTORE, TLS_KEYSTORE_PASSWORD, TLS_PASSWORD, ASYNC_ENABLED, ASYNC_TIMEOUT_MS, SYNC_RETRIES,
+        SYNC_RETRY_INTERVAL_MS, SYNC_RETRY_MAX_INTERVAL_MS, SYNC_RETRY_BACKOFF_MULTIPLIER,
+    ])
+
+    def __init__(self, config: Config):
+        config.validate(self.fields)
+        try:
+            import nats  # noqa: F401 - only to say what is missing
+        except ImportError:
+            raise ConfigError([f"{P}url: the nats-jetstream sink needs nats-py (pip install 'cdc-core[nats]')"]) from None
+        self.config = config
+        self.servers = [s.strip() for s in config.get(URL).split(",") if s.strip()]
+        self._async = config.get(ASYNC_ENABLED)
+        self._timeout = config.get(ASYNC_TIMEOUT_MS) / 1000.0
+        self._connect_options = self._auth_options(config)
+        multiplier = config.get(SYNC_RETRY_BACKOFF_MULTIPLIER)
+        if multiplier != 2.0:
+            log.warning("%s%s=%s: cdc doubles each retry delay (2.0)", P, SYNC_RETRY_BACKOFF_MULTIPLIER.name, multiplier)
+        self._stopping = threading.Event()
+        self.backoff = Backoff("nats-jetstream sink", log, config.get(SYNC_RETRY_INTERVAL_MS),
+                               config.get(SYNC_RETRY_MAX_INTERVAL_MS), config.get(SYNC_RETRIES), self._stopping)
+        # One id per record, the same on every retry of its batch: JetStream drops a re-sent copy (Nats-Msg-Id).
+        self._run_id = uuid.uuid4().hex[:12]
+        self._sequence = itertools.count(1)
+        self._nc: Any = None
+        self._js: Any = None
+        self._reply_prefix = ""
+        self._pending: dict[str, tuple[asyncio.Future[Any], str]] = {}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="cdc-nats-jetstream", daemon=True)
+        self._thread.start()
+        try:
+            self._check_hosts()
+            self._run(self._connect())
+        except TransientSinkError as e:  # the server may come later: write() retries
+            log.warning("nats-jetstream sink: %s; will retry when the first batch comes", e)
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ configuration
+    def _auth_options(self, config: Config) -> dict[str, Any]:
+        """nats-py's connect options for the configured credentials (Debezium Server's order: JWT, user, TLS)."""
+        jwt, seed = config.get(AUTH_JWT), config.get(AUTH_SEED)
+        user, password = config.get(AUTH_USER), config.get(AUTH_PASSWORD)
+        keystore = config.get(TLS_KEYSTORE)
+        options: dict[str, Any] = {}
+        if jwt and seed:
+            try:
+                import nkeys  # noqa: F401
+            except ImportError:
+                raise ConfigError([f"{P}auth.jwt: JWT authentication needs the Python package nkeys (pip install nkeys)"]
+                                  ) from None
+            options.update(user_jwt_cb=lambda: bytearray(jwt.encode()), signature_cb=lambda nonce: _sign(seed, nonce))
+        elif user and password:
+            options.update(user=user, password=password)
+        elif keystore:
+            context = ssl.create_default_context()
+            try:
+                context.load_cert_chain(keystore, password=config.get(TLS_PASSWORD) or None)
+            except (OSError, ssl.SSLError, ValueError) as e:
+                reason = e.strerror if isinstance(e, OSError) and e.strerror else "not a PEM file with a key and its chain"
+                raise ConfigError([f"{P}{TLS_KEYSTORE.name}: cannot load {keystore}: {reason}"]) from None
+            options["tls"] = context
+        if any(urlsplit(s).scheme == "tls" for s in self.servers) and "tls" not in options:
+            options["tls"] = ssl.create_default_context()
+        return options
+
+    def _check_hosts(self) -> None:
+        """A host name that does not resolve is a configuration error, not something to wait for."""
+        for server in self.servers:
+            host = urlsplit(server if "://" in server else f"nats://{server}").hostname
+            if not host:
+                raise SinkError(f"nats-jetstream sink: {P}{URL.name}: {server!r} names no host")
+            try:
+                socket.getaddrinfo(host, None)
+            except socket.gaierror as e:
+                if e.errno in (socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)):
+                    raise SinkError(f"nats-jetstream sink: {P}{URL.name}: host {host!r} is unknown") from None
+                raise TransientSinkError(f"cannot resolve {host!r}: {e.strerror}") from None
+
+    # ------------------------------------------------------------------ the event loop thread
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run a coroutine on the sink's event loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    async def _connect(self) -> None:
+        """Connect (no automatic reconnect, as Debezium Server), create the stream if asked, subscribe to PubAcks."""
+        import nats
+        import nats.errors
+
+        await self._disconnect()
+
+        errors: list[Exception] = []
+
+        async def quiet(e: Exception) -> None:
+            errors.append(e)
+            log.debug("nats-jetstream sink: connection error: %s", e)
+
+        try:
+            # One attempt per server (nats-py counts attempts beyond the first); cdc's back-off does the waiting.
+            nc = await nats.connect(servers=self.servers, allow_reconnect=False, max_reconnect_attempts=1,
+                                    reconnect_time_wait=0.05, connect_timeout=max(1, int(self._timeout)),
+                                    error_cb=quiet, name="cdc", **self._connect_options)
+        except nats.errors.NoServersError:
+            raise self._classify_connect_error(errors[-1] if errors else OSError("no server answered")) from None
+        except Exception as e:  # noqa: BLE001 - sorted into permanent and transient below
+            raise self._classify_connect_error(e) from None
+        self._nc, self._js = nc, nc.jetstream(timeout=self._timeout)
+        if self.config.get(CREATE_STREAM):
+            await self._create_stream()
+        self._reply_prefix = nc.new_inbox() + "."
+        await nc.subscribe(self._reply_prefix + "*", cb=self._on_reply)
+        log.info("nats-jetstream sink: connected to %s", self._where())
+
+    def _classify_connect_error(self, e: BaseException) -> SinkError:
+        """Authentication and TLS failures are permanent; anything about the network is transient."""
+        text = str(e).lower()
+        if "authorization" in text or "authentication" in text or "credentials" in text:
+            prop = AUTH_JWT.name if self._connect_options.get("user_jwt_cb") else AUTH_USER.name
+            return SinkError(f"nats-jetstream sink: {self._where()} refused the credentials "
+                             f"({P}{prop}): authorization violation")
+        if isinstance(e, ssl.SSLError):
+            return SinkError(f"nats-jetstream sink: TLS with {self._where()} failed ({P}{TLS_KEYSTORE.name}): "
+                             f"{e.reason or type(e).__name__}")
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else f"{type(e).__name__} {e}".rstrip()
+        return TransientSinkError(f"cannot connect to {self._where()}: {reason}")
+
+    async def _create_stream(self) -> None:
+        """Debezium Server's stream: ``stream-name`` with ``subjects`` and ``storage`` (kept if it exists)."""
+        from nats.js.api import StorageType, StreamConfig
+        from nats.js.errors import APIError
+
+        name = self.config.get(STREAM_NAME)
+        stream = StreamConfig(name=name, subjects=self.config.get(SUBJECTS),
+                              description="The debezium stream, contains messages which are coming from debezium",
+                              storage=StorageType.FILE if self.config.get(STORAGE) == "file" else StorageType.MEMORY)
+        try:
+            await self._js.add_stream(stream)
+        except APIError as e:
+            if e.err_code != STREAM_NAME_IN_USE:
+                raise SinkError(f"nats-jetstream sink: cannot create stream {name!r} ({P}{CREATE_STREAM.name}, "
+                                f"{P}{SUBJECTS.name}): {e.description}") from None
+            log.info("nats-jetstream sink: stream %r exists with another configuration; left as it is", name)
+
+    async def _disconnect(self) -> None:
+        nc, self._nc, self._js = self._nc, None, None
+        for future, subject in self._pending.values():
+            if not future.done():
+                future.set_exception(_Nack(subject, 503, 0, "connection lost"))
+        self._pending.clear()
+        if nc is not None:
+            try:
+                await nc.close()
+            except Exception as e:  # noqa: BLE001 - a broken connection is being dropped anyway
+                log.debug("nats-jetstream sink: closing the connection: %s", e)
+
+    async def _on_reply(self, msg: Any) -> None:
+        """A PubAck, an API error, or the server's "no responders" status (no stream takes the subject)."""
+        entry = self._pending.pop(msg.subject[len(self._reply_prefix):], None)
+        if entry is None or entry[0].done():
+            return
+        future, subject = entry
+        if msg.headers and msg.headers.get("Status") == "503":
+            future.set_exception(_Nack(subject))
+            return
+        try:
+            reply = orjson.loads(msg.data)
+        except orjson.JSONDecodeError:
+            future.set_exception(_Nack(subject, 500, 0, "unreadable PubAck"))
+            return
+        error = reply.get("error")
+        if error:
+            future.set_exception(_Nack(subject, error.get("code", 0), error.get("err_code", 0),
+                                       error.get("description", "")))
+        else:
+            future.set_result(reply.get("seq"))
+
+    # ------------------------------------------------------------------ publishing
+    def _where(self) -> str:
+        """The configured servers as host:port, without any credentials a URL may hold."""
+        out = []
+        for server in self.servers:
+            parts = urlsplit(server if "://" in server else f"nats://{server}")
+            out.append(f"{parts.hostname}:{parts.port or 4222}")
+        return ",".join(out)
+
+    def write(self, batch: list[SinkRecord]) -> None:
+        """Publish every record with a value; return once each has its PubAck (retrying transient failures)."""
+        messages = []
+        for r in batch:
+            if r.value is None:
+                continue  # Debezium Server does not publish tombstones to NATS
+            headers = {k: _header_value(v) for k, v in r.headers.items() if v is not None}
+            headers["Nats-Msg-Id"] = f"cdc-{self._run_id}-{next(self._sequence)}"
+            messages.append((r.topic, r.value, headers))
+        if messages:
+            self.backoff.call(lambda: self._run(self._publish(messages)))
+
+    async def _publish(self, messages: list[tuple[str, bytes, dict[str, str]]]) -> None:
+        import nats.errors
+
+        if self._nc is None or not self._nc.is_connected:
+            await self._connect()
+        loop = asyncio.get_running_loop()
+        futures: list[asyncio.Future[Any]] = []
+        try:
+            for subject, payload, headers in messages:
+                token = headers["Nats-Msg-Id"]
+                future = loop.create_future()
+                self._pending[token] = (future, subject)
+                futures.append(future)
+                await self._nc.publish(subject, payload, reply=self._reply_prefix + token, headers=headers)
+                if not self._async:  # one record at a time
+                    await asyncio.wait([future], timeout=self._timeout)
+                    if not future.done() or future.exception() is not None:
+                        break
+            await self._nc.flush(timeout=max(1, int(self._timeout)))
+            _, waiting = await asyncio.wait(futures, timeout=self._timeout)
+        except nats.errors.MaxPayloadError:
+            subject, payload, _ = messages[len(futures) - 1]
+            raise SinkError(f"nats-jetstream sink: a record of {len(payload)} bytes for subject {subject!r} is "
+                            f"larger than the server's max_payload") from None
+        except (nats.errors.Error, OSError, TimeoutError) as e:
+            await self._disconnect()
+            raise TransientSinkError(f"publishing to {self._where()} failed: {type(e).__name__} {e}".rstrip()) from None
+        finally:
+            for token in [h["Nats-Msg-Id"] for _, _, h in messages]:
+                entry = self._pending.get(token)
+                if entry is not None and entry[0].done():
+                    self._pending.pop(token, None)
+        if waiting:
+            for f in waiting:
+                f.cancel()
+            await self._disconnect()
+            raise TransientSinkError(f"{len(waiting)} of {len(futures)} PubAcks did not come within "
+                                     f"{self._timeout * 1000:.0f} ms ({P}{ASYNC_TIMEOUT_MS.name})")
+        for f in futures:
+            error = f.exception()
+            if error is not None:
+                await self._nack(error)
+
+    async def _nack(self, e: BaseException) -> None:
+        """Raise the error a refused publish means: permanent for a missing stream or bad request, else transient."""
+        if not isinstance(e, _Nack):
+            raise TransientSinkError(f"publishing failed: {e}")
+        if e.code == 0:  # nobody answered: is there a stream for the subject at all?
+            import nats.errors
+            from nats.js.errors import NotFoundError, ServiceUnavailableError
+
+            try:
+                await self._js.find_stream_name_by_subject(e.subject)
+            except NotFoundError:
+                raise SinkError(f"nats-jetstream sink: no JetStream stream takes subject {e.subject!r}: create one "
+                                f"or set {P}{CREATE_STREAM.name}=true with {P}{SUBJECTS.name} covering it") from None
+            except (nats.errors.NoRespondersError, ServiceUnavailableError):
+                raise TransientSinkError(f"JetStream on {self._where()} does not answer (is it enabled: nats-server "
+                                         "-js?)") from None
+            except Exception as lookup:  # noqa: BLE001 - the connection went: try again
+                raise TransientSinkError(f"no stream answered for subject {e.subject!r} ({lookup!r})") from None
+            raise TransientSinkError(f"the stream for subject {e.subject!r} did not answer")
+        if e.err_code in PERMANENT_API_CODES:
+            raise SinkError(f"nats-jetstream sink: publishing to subject {e.subject!r} refused: {e.description} "
+                            f"(error {e.err_code})")
+        raise TransientSinkError(f"publishing to subject {e.subject!r} refused: {e.description} (error {e.err_code})")
+
+    def stop(self) -> None:
+        """Cut a retry wait short (the batch then fails unacknowledged)."""
+        self._stopping.set()
+
+    def close(self) -> None:
+        """Close the connection and stop the event loop thread."""
+        if not self._loop.is_closed():
+            try:
+                asyncio.run_coroutine_threadsafe(self._disconnect(), self._loop).result(10)
+            except Exception as e:  # noqa: BLE001 - every acknowledged batch is already stored
+                log.warning("nats-jetstream sink: closing the connection failed: %s", e)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            if not self._thread.is_alive():
+                self._loop.close()

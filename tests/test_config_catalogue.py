@@ -1,0 +1,174 @@
+"""The property catalogue: generated from the specification, and how a configuration's properties are sorted.
+
+Every example configuration of the specification validates; Debezium Server configurations in the
+shapes users write them (Kafka sink, a transforms chain, Avro, Kafka offsets and history, Redis)
+have no property reported unknown; an undocumented name gets a suggestion; the README's table is
+the catalogue's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import runpy
+from pathlib import Path
+
+import pytest
+
+from cdc_core.cli import main
+from cdc_core.config import Config
+from cdc_core.config.catalogue import Catalogue
+from cdc_core.engine import connector_report
+
+ROOT = Path(__file__).resolve().parent.parent
+SPEC_CONFIGS = sorted((ROOT / "tests/data/spec_configs").glob("*.json"))
+SERVER_CONFIGS = sorted((ROOT / "tests/data/server_configs").glob("*.properties"))
+SEEDS = Path("/work/shared/seeds/000_a4d1630084142ba0.txt")
+
+
+@pytest.fixture(autouse=True)
+def _logging():
+    """main() configures logging; put the root logger back afterwards."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def _script(name: str) -> dict:
+    return runpy.run_path(str(ROOT / "scripts" / name))
+
+
+@pytest.mark.skipif(not SEEDS.exists(), reason=f"the specification's seed {SEEDS} is not on this machine")
+def test_the_catalogue_is_what_the_specification_and_the_code_say() -> None:
+    """Regenerating the catalogue from the seeds, the decisions and the code's fields changes nothing."""
+    assert _script("generate_catalogue.py")["main"](["--check"]) == 0, "run scripts/generate_catalogue.py"
+
+
+def test_the_readme_table_is_the_catalogues() -> None:
+    assert _script("generate_readme_properties.py")["main"](["--check"]) == 0, (
+        "README.md is stale: run scripts/generate_readme_properties.py")
+
+
+def test_the_catalogue_knows_the_documented_properties_and_defaults() -> None:
+    pg, mysql = Catalogue.load("postgres"), Catalogue.load("mysql")
+    assert pg is not None and mysql is not None
+    assert pg.find("topic.naming.strategy").default == "io.debezium.schema.SchemaTopicNamingStrategy"
+    assert mysql.find("topic.naming.strategy").default == "io.debezium.schema.DefaultTopicNamingStrategy"
+    assert pg.find("retriable.restart.connector.wait.ms").default.startswith("10000")
+    for name in ("topic.naming.strategy", "max.queue.size.in.bytes", "custom.metric.tags", "topic.cache.size"):
+        assert pg.find(name).status == mysql.find(name).status == "implemented", name
+    assert mysql.find("column.mask.hash.SHA-256.with.salt.CzQMA0cB5K").status == "implemented"
+    assert pg.find("driver.loginTimeout").status == "accepted"
+    assert pg.find("slot.stream.params").status == "refused"
+    assert pg.find("replica.identity.autoset.values").status == "implemented"
+    assert pg.find("transforms") is None  # not a connector chapter's table: owned by the transforms
+    for name in ("snapshot.delay.ms", "streaming.delay.ms", "database.sslmode", "database.sslrootcert"):
+        assert pg.find(name).status == "implemented", name
+
+
+@pytest.mark.parametrize("path", SPEC_CONFIGS, ids=[p.name for p in SPEC_CONFIGS])
+def test_every_example_configuration_of_the_specification_validates(path: Path) -> None:
+    report = connector_report(Config(json.loads(path.read_text())))
+    assert report.problems == []
+
+
+def test_the_examples_were_extracted() -> None:
+    names = [p.name for p in SPEC_CONFIGS]
+    for connector in ("mysql", "mariadb", "postgres"):
+        assert any(n.startswith(f"{connector}_example_") for n in names), connector
+    assert len(names) >= 10
+
+
+def _base(**extra: str) -> Config:
+    return Config({"connector.class": "postgres", "topic.prefix": "shop", "database.hostname": "localhost",
+                   "database.dbname": "db", **extra})
+
+
+def test_documented_properties_cdc_does_not_implement_are_accepted_or_refused() -> None:
+    report = connector_report(_base(**{"xmin.fetch.interval.ms": "100", "driver.ssl": "true",
+                                       "slot.stream.params": "add-tables=public.t"}))
+    assert report.ignored == ["xmin.fetch.interval.ms", "driver.ssl"]
+    assert report.warning() == "accepted, no effect in cdc: xmin.fetch.interval.ms, driver.ssl"
+    assert len(report.refused) == 1 and report.refused[0].startswith(
+        "slot.stream.params: documented, but cdc does not implement it, and ignoring it would change the data")
+    assert report.errors == []
+
+
+def test_a_refused_property_at_its_documented_default_is_harmless() -> None:
+    mysql = {"connector.class": "mysql", "topic.prefix": "shop", "database.hostname": "localhost"}
+    off = connector_report(Config({**mysql, "incremental.snapshot.allow.schema.changes": "false"}))
+    on = connector_report(Config({**mysql, "incremental.snapshot.allow.schema.changes": "true"}))
+    assert off.problems == [] and off.ignored == ["incremental.snapshot.allow.schema.changes"]
+    assert [p.split(":")[0] for p in on.refused] == ["incremental.snapshot.allow.schema.changes"]
+
+
+@pytest.mark.parametrize(("name", "message"), [
+    ("tabel.include.list", "tabel.include.list: unknown property; did you mean table.include.list?"),
+    ("topic.naming.stratgey", "topic.naming.stratgey: unknown property; did you mean topic.naming.strategy?"),
+    ("database.server.name", "database.server.name: renamed topic.prefix in Debezium 2.0"),
+    ("database.history.kafka.topic", "database.history.kafka.topic: renamed schema.history.internal.kafka.topic in Debezium 2.0"),
+    ("completely.made.up", "completely.made.up: unknown property"),
+])
+def test_an_undocumented_name_is_an_error_with_a_suggestion(name: str, message: str) -> None:
+    assert connector_report(_base(**{name: "x"})).errors == [message]
+
+
+def test_properties_owned_by_other_parts_stay_accepted() -> None:
+    owned = {"transforms": "unwrap", "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+             "predicates": "p", "predicates.p.type": "x", "signal.kafka.topic": "s", "notification.sink.topic.name": "n",
+             "offset.storage.redis.address": "r:6379", "schema.history.internal.redis.key": "k",
+             "converters": "c", "c.type": "com.example.Converter", "c.param": "1"}
+    report = connector_report(_base(**owned))
+    assert [p for p in report.problems if "unknown property" in p or "documented" in p] == []
+    assert report.ignored == []
+
+
+@pytest.mark.parametrize("path", SERVER_CONFIGS, ids=[p.name for p in SERVER_CONFIGS])
+def test_debezium_server_configurations_have_no_unknown_property(path: Path, capsys) -> None:
+    """``cdc validate`` on Debezium Server files as users write them. Sinks, formats, transforms and stores
+    built elsewhere may be missing from this build: then only those may be reported, never an unknown name."""
+    code = main(["validate", str(path)])
+    out, err = capsys.readouterr()
+    lines = [line.strip() for line in err.splitlines()[1:]]
+    for line in lines:
+        assert "unknown property" not in line and "not a property of" not in line and "renamed" not in line, line
+        assert "documented, but cdc does not implement" not in line, line
+    allowed = ("debezium.sink.type: no sink called", "debezium.format.key:", "debezium.format.value:",
+               "debezium.transforms", "debezium.predicates", "debezium.source.offset.storage",
+               "debezium.source.schema.history.internal")
+    assert all(line.startswith(allowed) for line in lines), lines
+    if code == 0:
+        assert out.rstrip().endswith("configuration is valid")
+
+
+def test_validate_prints_the_three_groups(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "app.properties"
+    path.write_text("\n".join([
+        "debezium.sink.type=stdout",
+        "debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector",
+        "debezium.source.topic.prefix=shop", "debezium.source.database.hostname=localhost",
+        "debezium.source.database.dbname=db", "debezium.source.databse.user=x",
+        "debezium.source.slot.stream.params=add-tables=public.t", "debezium.source.xmin.fetch.interval.ms=5",
+        "debezium.sink.kinesis.region=eu-central-1", "quarkus.log.level=INFO", ""]))
+    assert main(["validate", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert err.splitlines()[:3] == [
+        "invalid configuration:",
+        "  debezium.source.databse.user: unknown property; did you mean debezium.source.database.user?",
+        "refused (documented, but cdc does not implement them and ignoring them would change the data):",
+    ]
+    assert err.splitlines()[3].startswith("  debezium.source.slot.stream.params: documented, but cdc does not")
+    assert out.splitlines() == [
+        "accepted, no effect in cdc:",
+        "  debezium.sink.kinesis.region (a property of another sink; debezium.sink.type is stdout)",
+        "  quarkus.log.level (set the level with cdc --log-level)",
+        "  debezium.source.xmin.fetch.interval.ms (cdc does not track the slot's xmin in offsets; the events are the same)",
+    ]
+
+
+@pytest.mark.parametrize("name", ["topic.delimiter", "topic.transaction", "topic.heartbeat.prefix"])
+def test_topic_name_parts_are_checked_as_debezium_checks_them(name: str) -> None:
+    assert connector_report(_base(**{name: "a:b"})).errors == [
+        f"{name}: 'a:b' may contain only letters, digits, '.', '_' and '-'"]
