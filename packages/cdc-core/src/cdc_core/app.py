@@ -23,10 +23,9 @@ class Application:
     def report(self) -> Report:
         """The configuration's errors, refused properties and those accepted without effect, with full names."""
         source = connector_report(self.server.source, self.plugins, self.server.source_name)
-        out = Report(errors=[*self.server.problems, *self.server.unknown, *source.errors],
+        out = Report(errors=[*self.server.problems, *self._format_problems(), *self.server.unknown, *source.errors],
                      refused=[*self.server.refused, *source.refused], ignored=[*self.server.ignored, *source.ignored],
                      reasons={**self.server.reasons, **source.reasons})
-        out.errors += self._format_problems()
         out.errors += self._sink_problems()
         return out
 
