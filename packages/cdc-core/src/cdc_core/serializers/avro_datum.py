@@ -4,7 +4,8 @@ cdc's payloads are already in JsonConverter's form; only a few kinds differ in A
 infinities, which JSON holds as the strings ``NaN``/``Infinity``/``-Infinity``; ``bytes``
 (and Connect ``Decimal``'s unscaled bytes) are base64 text in JSON and raw bytes in Avro; a map
 with non-string keys is a list of ``[key, value]`` pairs in JSON and a list of ``{key, value}``
-records in Avro; field names change where ``scrub.invalid.names`` renamed them. Everything else
+records in Avro; field names change where ``scrub.invalid.names`` renamed them; an optional
+struct's value names its union branch (fastavro's tuple notation). Everything else
 (ints of temporal types, strings, floats, nested dicts) is written as it is: fastavro takes the
 plain int of a ``date``/``time-millis``/``timestamp-millis`` and the raw bytes of a ``decimal``.
 
@@ -69,12 +70,34 @@ def _special_float(value: Any) -> Any:
     return float(value) if isinstance(value, str) else value
 
 
+def _valid_full_name(name: str) -> bool:
+    return all(_AVRO_NAME.match(part) for part in name.split("."))
+
+
 def _same(value: Any) -> Any:
     return value
 
 
+def _branch(schema: Schema, fn: Datum | None) -> Datum:
+    """A value of an optional named struct as fastavro's ``(record name, value)`` union notation.
+
+    fastavro otherwise finds a union's branch by validating the value against each one, which
+    for ``before``/``after`` costs a third of the whole write.
+    """
+    name = schema.name
+    if fn is None:
+        return lambda value: (name, value)
+    return lambda value: (name, fn(value))
+
+
 def _struct(schema: Schema, rename: Callable[[str], str] | None) -> Datum | None:
-    changes = [(f.name, fn) for f in schema.fields if (fn := _build(f.schema, rename)) is not None]
+    changes = []
+    for f in schema.fields:
+        fn = _build(f.schema, rename)
+        if f.schema.type == "struct" and f.schema.optional and f.schema.name and _valid_full_name(f.schema.name):
+            fn = _branch(f.schema, fn)
+        if fn is not None:
+            changes.append((f.name, fn))
     renamed = []
     if rename is not None:
         renamed = [(f.name, rename(f.name)) for f in schema.fields if not _AVRO_NAME.match(f.name)]
