@@ -344,3 +344,16 @@ def test_avro_service_end_to_end(pg_server, pg_db, test_registry) -> None:
     assert values[0]["after"]["data"] == b"\x00\xff" and values[1]["after"]["data"] is None
     assert {"av.public.avro_t-key", "av.public.avro_t-value"} <= set(test_registry.subjects)
     assert json.loads(test_registry.schemas[0])["type"] == "record"
+
+
+def test_other_converter_classes_are_refused_and_header_converters_accepted() -> None:
+    """A key/value converter cdc does not have would change the data: refused naming the classes it has."""
+    from cdc_core.serializers.formats import format_problems
+
+    problems = format_problems(settings_from_connect({
+        "value.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "header.converter": "org.apache.kafka.connect.storage.SimpleHeaderConverter"}))
+    assert len(problems) == 1 and problems[0].startswith(
+        "value.converter: 'org.apache.kafka.connect.storage.StringConverter' is not a supported converter class; "
+        "choose json, cloudevents, avro (org.apache.kafka.connect.json.JsonConverter, "
+        "io.debezium.converters.CloudEventsConverter, io.confluent.connect.avro.AvroConverter"), problems

@@ -101,13 +101,17 @@ def _known_option(name: str) -> bool:
 
 
 def settings_from_connect(config: Mapping[str, Any]) -> FormatSettings:
-    """The formats of connector properties: ``key.converter`` / ``value.converter`` / ``header.converter`` classes."""
+    """The formats of connector properties: ``key.converter`` / ``value.converter`` classes and their options.
+
+    ``header.converter`` (Kafka Connect's SimpleHeaderConverter by default) is accepted as before and
+    headers stay JSON values; ``header.converter.schemas.enable=true`` frames them.
+    """
     out = FormatSettings(prefixes={s: f"{s}.converter." for s in CHOICES}, names={s: f"{s}.converter" for s in CHOICES})
     options: dict[str, dict[str, Any]] = {s: {} for s in CHOICES}
     for key, value in config.items():
         key = str(key)
         for side in CHOICES:
-            if key == f"{side}.converter":
+            if key == f"{side}.converter" and side != "header":
                 name = str(value).strip()
                 setattr(out, side, CONVERTER_CLASSES.get(name, name))
             elif key.startswith(f"{side}.converter."):
