@@ -7,7 +7,10 @@ ratio. The same run drains the same WAL with Debezium's embedded engine (Postgre
 memory, JsonConverter with schemas into a file fsynced per batch) and prints its rate, CPU per
 record and peak RSS beside cdc's file-sink run, which runs alone in a fresh Python process for
 its CPU and memory figures (``debezium_baseline``). ``--no-debezium`` leaves Debezium out.
-Usage: ``uv run python benchmarks/pg_streaming.py [--rows N] [--no-debezium]``.
+``--transforms`` instead runs only JSON-serialized runs without and with a transform chain
+(ExtractNewRecordState + RegexRouter, issue 13; and RegexRouter behind a TopicNameMatches predicate,
+which leaves the value as it is), alternating, each on its own slot, and prints the ratios.
+Usage: ``uv run python benchmarks/pg_streaming.py [--rows N] [--no-debezium] [--transforms]``.
 """
 
 from __future__ import annotations
@@ -51,8 +54,28 @@ def bare_receive_rate(pg: EmbeddedPostgres, db: str, slot: str, rows: int) -> fl
     return rows / elapsed
 
 
+#: The chain of ``--transforms``: flatten, then rename the topic.
+TRANSFORMS = {
+    "transforms": "unwrap,route",
+    "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+    "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+    "transforms.route.regex": r"bench\.public\.(.*)",
+    "transforms.route.replacement": "flat.$1",
+}
+
+
+#: A chain that leaves the value as it is (only the topic changes): the chain's own cost, with no smaller output.
+ROUTE_ONLY = {
+    "transforms": "route", "predicates": "data",
+    "predicates.data.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+    "predicates.data.pattern": r"bench\..*",
+    "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter", "transforms.route.predicate": "data",
+    "transforms.route.regex": r"bench\.public\.(.*)", "transforms.route.replacement": "flat.$1",
+}
+
+
 def engine_rate(pg: Any, db: str, slot: str, rows: int, out_dir: Path | None,
-                extra: dict | None = None) -> float:
+                extra: dict | None = None, topic: str = "bench.public.bench") -> float:
     """Events/s through the whole engine: decode, convert, envelope, JSON, file sink, offsets."""
     config = Config({
         "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
@@ -74,7 +97,7 @@ def engine_rate(pg: Any, db: str, slot: str, rows: int, out_dir: Path | None,
         serialized = serializer.serialize(records)
         if sink is not None:
             sink.write(serialized)
-        count += sum(1 for r in records if r.topic == "bench.public.bench")
+        count += sum(1 for r in records if r.topic == topic)
         if count >= rows:
             done.set()
             engine.stop()
@@ -95,7 +118,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--no-debezium", action="store_true", help="do not run Debezium's engine beside cdc")
+    parser.add_argument("--transforms", action="store_true",
+                        help="only the paired runs without / with ExtractNewRecordState + RegexRouter")
+    parser.add_argument("--pairs", type=int, default=3, help="paired runs of --transforms (the best of each side counts)")
     args = parser.parse_args()
+    if args.transforms:
+        transforms_ratio(args.rows, args.pairs)
+        return
     why_not = "--no-debezium" if args.no_debezium else debezium_baseline.missing()
     dbz: Figures | None = None
     with EmbeddedPostgres() as pg, tempfile.TemporaryDirectory() as tmp:
@@ -130,6 +159,31 @@ def main() -> None:
     print(debezium_baseline.table(f"drain a {args.rows:,}-row backlog (PostgreSQL, pgoutput)",
                                   [("stream, file sink", cdc, dbz)], why_not))
     print("target: cdc >= 3x Debezium's rate, CPU per record <= 0.15x, peak RSS <= 150 MB (issue 20)")
+
+
+def transforms_ratio(rows: int, pairs: int) -> None:
+    """The rate without and with the transform chain on one backlog, in alternating runs; prints the ratio."""
+    with EmbeddedPostgres() as pg:
+        pg.create_database("bench")
+        pg.execute(TABLE, dbname="bench")
+        pg.execute("CREATE PUBLICATION bench_pub FOR TABLE bench", dbname="bench")
+        for i in range(pairs):
+            for side in ("plain", "smt", "route"):
+                pg.execute(f"SELECT pg_create_logical_replication_slot('bench_{side}_{i}', 'pgoutput')", dbname="bench")
+        pg.execute(INSERT % rows, dbname="bench")
+        plain, smt, route = [], [], []
+        for i in range(pairs):
+            plain.append(engine_rate(pg, "bench", f"bench_plain_{i}", rows, None))
+            smt.append(engine_rate(pg, "bench", f"bench_smt_{i}", rows, None, TRANSFORMS, topic="flat.bench"))
+            route.append(engine_rate(pg, "bench", f"bench_route_{i}", rows, None, ROUTE_ONLY, topic="flat.bench"))
+            print(f"round {i + 1}: without {plain[-1]:>10,.0f} events/s, unwrap+route {smt[-1]:>10,.0f} "
+                  f"({smt[-1] / plain[-1]:.3f}), predicate+route {route[-1]:>10,.0f} ({route[-1] / plain[-1]:.3f})")
+    print(f"end to end, JSON serialized, no sink, {rows:,} rows, best of {pairs}:")
+    print(f"  without transforms                 : {max(plain):>10,.0f} events/s")
+    print(f"  ExtractNewRecordState + RegexRouter: {max(smt):>10,.0f} events/s   ratio {max(smt) / max(plain):.3f}")
+    print(f"  TopicNameMatches + RegexRouter     : {max(route):>10,.0f} events/s   ratio {max(route) / max(plain):.3f}"
+          "  (value unchanged: the chain's own cost)")
+    print("target: ExtractNewRecordState + RegexRouter ratio >= 0.85 (issue 13)")
 
 
 if __name__ == "__main__":

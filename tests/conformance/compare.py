@@ -89,6 +89,8 @@ def _op(record: dict[str, Any]) -> str:
     if isinstance(payload, dict):
         if "op" in payload:
             return str(payload["op"])
+        if "__op" in payload:  # flattened by ExtractNewRecordState with add.fields=op
+            return str(payload["__op"])
         if "status" in payload:
             return str(payload["status"])
         if "ddl" in payload or "tableChanges" in payload:

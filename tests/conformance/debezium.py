@@ -209,6 +209,28 @@ def roundtrip(lines: list[dict[str, Any]], workdir: Path, converter: dict[str, A
     return [json.loads(line) for line in dst.read_bytes().splitlines()]
 
 
+def transform(runs: list[tuple[list[dict[str, Any]], dict[str, Any]]], workdir: Path) -> list[list[dict[str, Any]]]:
+    """Records through Kafka Connect's transforms, in Debezium's and Kafka's own classes (one JVM for all runs).
+
+    Each run is (records, chain): the lines ``{"topic", "key", "value", "headers"}`` and the
+    properties (``transforms=``, ``predicates=``, ...). Returns per run, per record, the result as
+    JsonConverter writes it (``{"topic", "key", "value", "headers"}``), ``{"dropped": true}`` or
+    ``{"error": ...}``.
+    """
+    workdir.mkdir(parents=True, exist_ok=True)
+    args, outs = ["transform"], []
+    for n, (lines, chain) in enumerate(runs):
+        src, dst, props = workdir / f"transform-{n}-in.jsonl", workdir / f"transform-{n}-out.jsonl", workdir / f"chain-{n}.properties"
+        src.write_bytes(b"".join(json.dumps(r).encode() + b"\n" for r in lines))
+        props.write_text("".join(f"{_escape(str(k))}={_escape(str(v))}\n" for k, v in chain.items()))
+        args += [str(src), str(dst), str(props)]
+        outs.append(dst)
+    done = subprocess.run(_java(*args), capture_output=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"the Kafka transform chain failed: {done.stderr.decode(errors='replace')[-2000:]}")
+    return [[json.loads(line) for line in dst.read_bytes().splitlines()] for dst in outs]
+
+
 def wait_for(predicate, timeout: float, what: str, *processes: DebeziumProcess) -> None:
     """Poll ``predicate`` until true; fail naming ``what`` (and a dead engine's log) at ``timeout``."""
     deadline = time.monotonic() + timeout

@@ -68,10 +68,11 @@ def test_formats(props: dict, attr: str, expected: object) -> None:
         ),
         (
             {"debezium.sink.type": "file", "debezium.sink.kafak.producer.bootstrap.servers": "k:9092",
-             "debezium.sourse.topic.prefix": "x", "debezium.transforms": "unwrap"},
+             "debezium.sourse.topic.prefix": "x", "debezium.transformations": "unwrap"},
             [],
             ["debezium.sink.kafak.producer.bootstrap.servers: not a property of sink 'file'",
-             "debezium.sourse.topic.prefix: unknown property; did you mean debezium.source.topic.prefix?"],
+             "debezium.sourse.topic.prefix: unknown property; did you mean debezium.source.topic.prefix?",
+             "debezium.transformations: unknown property; did you mean debezium.transforms?"],
         ),
     ],
 )

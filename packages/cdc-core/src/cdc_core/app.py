@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from cdc_core.config import ServerConfig, load_file, server_config
+from cdc_core.config import Config, ServerConfig, load_file, server_config
 from cdc_core.config.common import OFFSET_FILE
 from cdc_core.config.catalogue import Report, suggestion
 from cdc_core.engine import Engine, connector_report
@@ -19,6 +19,9 @@ class Application:
 
     server: ServerConfig
     plugins: PluginRegistry
+
+    def __post_init__(self) -> None:
+        self.server.source = inherit_sink_settings(self.server, self.plugins)
 
     def report(self) -> Report:
         """The configuration's errors, refused properties and those accepted without effect, with full names."""
@@ -82,6 +85,35 @@ class Application:
         if not self.server.source.get(OFFSET_FILE) and name == OFFSET_STORAGE.default:
             raise ConfigError([f"{self.server.source_name(OFFSET_FILE.name)}: is not set, so no offsets are stored"])
         return self.plugins.get("offset store", name)(self.server.source)
+
+
+def inherit_sink_settings(server: ServerConfig, plugins: PluginRegistry) -> Config:
+    """The connector properties plus, as Debezium Server passes them, the sink's settings for a store of its kind.
+
+    With ``debezium.sink.type=redis`` and a Redis offset store or schema history, an unset
+    ``offset.storage.redis.address`` (``user``, ``password``, ...) or ``schema.history.internal.redis.*``
+    takes the value of ``debezium.sink.redis.*``; only properties the store knows are passed.
+    """
+    from cdc_core.config.common import OFFSET_STORAGE, SCHEMA_HISTORY
+
+    source = server.source
+    if not server.server_layout:
+        return source
+    added: dict[str, Any] = {}
+    for kind, field, prefix in (("offset store", OFFSET_STORAGE, "offset.storage."),
+                                ("schema history store", SCHEMA_HISTORY, "schema.history.internal.")):
+        try:
+            cls = plugins.get(kind, source.get(field))
+        except CdcError:
+            continue
+        fields = getattr(cls, "fields", None)
+        if getattr(cls, "name", None) != server.sink_type or fields is None:
+            continue
+        for name, value in server.sink.items():
+            target = f"{prefix}{server.sink_type}.{name}"
+            if target not in source and fields.knows(target):
+                added[target] = value
+    return source.with_values(**added) if added else source
 
 
 def load_application(path: str, plugins: PluginRegistry | None = None) -> Application:

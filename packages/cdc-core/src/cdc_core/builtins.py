@@ -7,34 +7,38 @@ from cdc_core.hookspecs import hookimpl
 
 @hookimpl
 def register_sinks() -> list[type]:
-    """The stdout and file sinks, and the message brokers' (each imports its client library only when used)."""
+    """The stdout and file sinks, and the message brokers' and HTTP's (each imports its client library only when used)."""
     from cdc_core.sinks.file import FileSink
+    from cdc_core.sinks.http import HttpSink
     from cdc_core.sinks.kafka import KafkaSink
     from cdc_core.sinks.nats_jetstream import NatsJetStreamSink
     from cdc_core.sinks.rabbitmq import RabbitMqSink
+    from cdc_core.sinks.redis import RedisStreamSink
     from cdc_core.sinks.stdout import StdoutSink
 
-    return [StdoutSink, FileSink, KafkaSink, NatsJetStreamSink, RabbitMqSink]
+    return [StdoutSink, FileSink, KafkaSink, NatsJetStreamSink, RabbitMqSink, RedisStreamSink, HttpSink]
 
 
 @hookimpl
 def register_offset_stores() -> list[type]:
-    """The file, memory and Kafka offset stores."""
+    """The file, memory, Kafka and Redis offset stores."""
     from cdc_core.stores.file_offsets import FileOffsetStore
     from cdc_core.stores.kafka_offsets import KafkaOffsetStore
     from cdc_core.stores.memory_offsets import MemoryOffsetStore
+    from cdc_core.stores.redis_offsets import RedisOffsetStore
 
-    return [FileOffsetStore, MemoryOffsetStore, KafkaOffsetStore]
+    return [FileOffsetStore, MemoryOffsetStore, KafkaOffsetStore, RedisOffsetStore]
 
 
 @hookimpl
 def register_schema_history_stores() -> list[type]:
-    """The file, memory and Kafka schema history stores."""
+    """The file, memory, Kafka and Redis schema history stores."""
     from cdc_core.stores.file_history import FileSchemaHistoryStore
     from cdc_core.stores.kafka_history import KafkaSchemaHistoryStore
     from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+    from cdc_core.stores.redis_history import RedisSchemaHistoryStore
 
-    return [FileSchemaHistoryStore, MemorySchemaHistoryStore, KafkaSchemaHistoryStore]
+    return [FileSchemaHistoryStore, MemorySchemaHistoryStore, KafkaSchemaHistoryStore, RedisSchemaHistoryStore]
 
 
 @hookimpl
@@ -102,3 +106,23 @@ def register_cli_commands(subparsers: object) -> None:
     from cdc_core.signals.command import add_signal_command
 
     add_signal_command(subparsers)
+
+
+@hookimpl
+def register_transforms() -> list[type]:
+    """Debezium's ExtractNewRecordState, ByLogicalTableRouter, Filter, ContentBasedRouter and outbox EventRouter,
+    and Kafka Connect's transforms."""
+    from cdc_core.transforms.content_router import ContentBasedRouter
+    from cdc_core.transforms.filter import Filter
+    from cdc_core.transforms.outbox import EventRouter
+    from cdc_core.transforms.registry import BUILTIN_TRANSFORMS
+
+    return [*BUILTIN_TRANSFORMS, Filter, ContentBasedRouter, EventRouter]
+
+
+@hookimpl
+def register_predicates() -> list[type]:
+    """Kafka Connect's TopicNameMatches, HasHeaderKey and RecordIsTombstone."""
+    from cdc_core.transforms.predicates import HasHeaderKey, RecordIsTombstone, TopicNameMatches
+
+    return [TopicNameMatches, HasHeaderKey, RecordIsTombstone]

@@ -37,6 +37,7 @@ from cdc_core.signals.controller import SignalController
 from cdc_core.sinks.retry import SinkStopped
 from cdc_core.spi.connector import Connector, ConnectorContext
 from cdc_core.spi.sink import Sink
+from cdc_core.transforms.chain import TRANSFORM_FIELDS, build_chain, chain_problems
 
 Handler = Callable[[list[ChangeRecord]], None]
 
@@ -79,6 +80,18 @@ def _store_problems(config: Config, plugins: PluginRegistry) -> list[str]:
     return out
 
 
+def store_fields(config: Config, plugins: PluginRegistry | None = None) -> Fields:
+    """The properties of the configured offset store and schema history store (``offset.storage.redis.*``, ...)."""
+    out = Fields()
+    for kind, field in (("offset store", common.OFFSET_STORAGE), ("schema history store", common.SCHEMA_HISTORY)):
+        try:
+            cls = (plugins or registry()).get(kind, config.get(field))
+        except PluginError:
+            continue
+        out = out + getattr(cls, "fields", Fields())
+    return out
+
+
 def connector_report(config: Config, plugins: PluginRegistry | None = None,
                      display: Callable[[str], str] = lambda name: name) -> Report:
     """A connector configuration's problems in three groups: errors (bad values, undocumented names,
@@ -92,10 +105,12 @@ def connector_report(config: Config, plugins: PluginRegistry | None = None,
         problems = e.problems + config.problems(common.COMMON_FIELDS, check_unknown=False)
         return Report(errors=[display(p) for p in problems])
     converters = Fields(prefixes=[f"{name}." for name in converter_names(config)])
-    fields: Fields = common.COMMON_FIELDS + SIGNAL_FIELDS + cls.fields + converters
+    fields: Fields = (common.COMMON_FIELDS + SIGNAL_FIELDS + cls.fields + converters + store_fields(config, plugins)
+                      + TRANSFORM_FIELDS)
     report = classify(dict(config), fields, Catalogue.load(getattr(cls, "catalogue", cls.name)), display)
     problems = config.problems(fields, check_unknown=False)
     problems += exclusive(config, common.EXCLUSIVE_PAIRS)
+    problems += chain_problems(config, plugins or registry())
     if not problems and not report.problems:
         problems += signal_problems(config, plugins or registry())
         problems += _store_problems(config, plugins or registry())
@@ -198,6 +213,8 @@ class Engine:
         if unset:
             self.config = self.config.with_values(**unset)
         self.name = self.config.get(common.NAME) or self.config.get(common.TOPIC_PREFIX)
+        #: ``transforms=``: the single message transforms (None when there are none: no per-record cost).
+        self.transforms = build_chain(self.config, self.plugins)
         self.log: ConnectorLogger = connector_logger("cdc.engine", self.connector_class.name, self.name)
         if report.warning() is not None:
             self.log.warning("%s", report.warning())
@@ -297,6 +314,7 @@ class Engine:
         # retriable.restart.connector.wait.ms, when set: Debezium's constant wait before each restart.
         restart_wait = self.config.get(common.RETRIABLE_RESTART_WAIT_MS)
         started = False  # whether a connector ever started (connected) in this engine
+        chain = self.transforms
         try:
             while not self.stopping:
                 connector = self._new_connector()
@@ -329,6 +347,8 @@ class Engine:
                             continue
                         records = builder.build(raw)
                         self.metrics.record_batch(records)
+                        if chain is not None:
+                            records = chain.apply(records)
                         with self._progress:
                             self._produced += len(records)
                         if not self.queue.put(records, self._stopping.is_set):

@@ -30,6 +30,8 @@ from cdc_core.events import ChangeRecord, Checkpoint, RawChange
 from cdc_core.logs import connector_logger
 from cdc_core.spi.chunks import handoff_filter, snapshot_chunks_for
 from cdc_core.spi.connector import ConnectorContext
+from cdc_core.plugins import registry
+from cdc_core.transforms.chain import build_chain
 from cdc_spark.framing import Framer
 from cdc_spark.options import SourceOptions
 from cdc_spark.rows import EventRow
@@ -63,6 +65,8 @@ class ConnectorFeed:
         self._connector: Any = None
         self._pending_ack: dict[str, Any] | None = None
         self._topic: str | None = None
+        #: ``transforms=``: applied to each batch as the engine applies them (a dropped record leaves its offset).
+        self._chain = build_chain(options.config, registry()) if options is not None else None
         #: The JsonConverter frames the buffered keys and values refer to.
         self.framer = Framer()
         self._reached: Callable[[dict[str, Any]], bool] | None = None
@@ -297,6 +301,8 @@ class ConnectorFeed:
             if first is not None:
                 self._topic = builder.table_events(first.table).topic
         built = builder.build(raw)
+        if self._chain is not None:
+            built = self._chain.apply(built)
         if table is not None:  # one table's stream: no heartbeats or transaction records; their offsets stay
             built = [r if r.__class__ is Checkpoint or r.topic == self._topic else Checkpoint(r.offset)
                      for r in built if r.__class__ is Checkpoint or r.topic == self._topic or r.offset is not None]

@@ -110,6 +110,11 @@ def parse_options(options: Mapping[str, Any]) -> SourceOptions:
     config = Config(props)
     problems += connector_problems(config)
     table = lower.get(TABLE.lower())
+    if table is not None and str(config.get("transforms") or "").strip():
+        # One table's stream is picked by its topic and its typed before/after columns (and apply_changes) read
+        # the change event envelope: a chain that re-routes or flattens would break them.
+        problems.append("transforms: cannot be combined with table (its typed before/after columns and the "
+                        "one-table stream read the change event envelope); read without table to transform")
     if table is not None and (not str(table).strip() or str(table).count(".") < 1):
         problems.append(f"table: {table!r} must name one table as schema.table")
     max_events = _positive_int(lower, MAX_EVENTS_PER_TRIGGER, None, problems)

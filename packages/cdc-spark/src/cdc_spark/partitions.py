@@ -12,9 +12,11 @@ from cdc_core.config import common
 from cdc_core.envelope import EventBuilder
 from cdc_core.events import ChangeRecord
 from cdc_core.logs import connector_logger
+from cdc_core.plugins import registry
 from cdc_core.serializers.json import JsonSerializer
 from cdc_core.spi.chunks import Chunk, ChunkRead, snapshot_chunks_for
 from cdc_core.spi.connector import ConnectorContext
+from cdc_core.transforms.chain import build_chain
 from cdc_spark.options import SourceOptions
 from cdc_spark.encoding import RowEncoder
 from cdc_spark.rows import EventRow
@@ -66,6 +68,7 @@ def read_chunk(options: SourceOptions, chunk: Chunk, position: int, encoder: Row
     name = config.get(common.NAME) or config.get(common.TOPIC_PREFIX)
     connector = cls(config, ConnectorContext(log=connector_logger(f"cdc.{cls.name}", cls.name, name, "snapshot")))
     builder = EventBuilder(config, cls.source_schema, connector.partition())
+    chain = build_chain(config, registry())  # transforms=: applied as the engine applies them (None: none)
     serializer = JsonSerializer(options.key_schemas, options.value_schemas,
                                 key_replace_null_with_default=options.key_replace_null_with_default,
                                 value_replace_null_with_default=options.value_replace_null_with_default)
@@ -78,5 +81,7 @@ def read_chunk(options: SourceOptions, chunk: Chunk, position: int, encoder: Row
                     send_report(report, chunk.snapshot, read.table, read.index, read.position)
             continue
         records = [r for r in builder.build(raw) if r.__class__ is ChangeRecord]
+        if chain is not None:
+            records = chain.apply_records(records)
         if records:
             yield encoder.records_batch(records, serializer.serialize(records), position, chunk.snapshot)

@@ -20,6 +20,7 @@ _FORMAT_KEYS = {
 }
 _BOOLEAN_FORMAT_KEYS = frozenset({"key_schemas_enable", "value_schemas_enable", "key_replace_null_with_default",
                                   "value_replace_null_with_default"})
+_TRANSFORM_PREFIXES = ("debezium.transforms", "debezium.predicates")
 
 
 @dataclass
@@ -47,10 +48,16 @@ class ServerConfig:
     server_layout: bool = True
     #: Every ``debezium.format.*`` property as written (``cdc_core.serializers.formats`` reads them).
     format_props: dict[str, Any] = field(default_factory=dict)
+    #: True when the transforms came as ``debezium.transforms``/``debezium.predicates`` (Debezium Server's own keys).
+    server_transforms: bool = False
 
     def source_name(self, name: str) -> str:
         """A connector property's name as the user wrote it (with ``debezium.source.`` in the server layout)."""
-        return f"debezium.source.{name}" if self.server_layout else name
+        if not self.server_layout:
+            return name
+        if self.server_transforms and name.startswith(("transforms", "predicates")):
+            return f"debezium.{name}"
+        return f"debezium.source.{name}"
 
 
 def server_config(props: Mapping[str, Any]) -> ServerConfig:
@@ -77,6 +84,10 @@ def server_config(props: Mapping[str, Any]) -> ServerConfig:
             source[key[len("debezium.source.") :]] = value
         elif key == "debezium.sink.type":
             continue
+        elif key in _TRANSFORM_PREFIXES or key.startswith(tuple(f"{p}." for p in _TRANSFORM_PREFIXES)):
+            # Debezium Server passes debezium.transforms* / debezium.predicates* to the engine as transforms* / predicates*.
+            source[key[len("debezium.") :]] = value
+            out.server_transforms = True
         elif key.startswith(sink_prefix):
             sink_props[key[len(sink_prefix) :]] = value
         elif key.startswith("debezium.format."):
