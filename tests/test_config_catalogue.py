@@ -126,21 +126,13 @@ def test_properties_owned_by_other_parts_stay_accepted() -> None:
 
 
 @pytest.mark.parametrize("path", SERVER_CONFIGS, ids=[p.name for p in SERVER_CONFIGS])
-def test_debezium_server_configurations_have_no_unknown_property(path: Path, capsys) -> None:
-    """``cdc validate`` on Debezium Server files as users write them. Sinks, formats, transforms and stores
-    built elsewhere may be missing from this build: then only those may be reported, never an unknown name."""
+def test_debezium_server_configurations_validate(path: Path, capsys) -> None:
+    """``cdc validate`` on Debezium Server files as users write them (Kafka and Redis sinks, Kafka offsets and
+    history, a transforms chain, Avro): each is valid as it is."""
     code = main(["validate", str(path)])
     out, err = capsys.readouterr()
-    lines = [line.strip() for line in err.splitlines()[1:]]
-    for line in lines:
-        assert "unknown property" not in line and "not a property of" not in line and "renamed" not in line, line
-        assert "documented, but cdc does not implement" not in line, line
-    allowed = ("debezium.sink.type: no sink called", "debezium.format.key:", "debezium.format.value:",
-               "debezium.transforms", "debezium.predicates", "debezium.source.offset.storage",
-               "debezium.source.schema.history.internal")
-    assert all(line.startswith(allowed) for line in lines), lines
-    if code == 0:
-        assert out.rstrip().endswith("configuration is valid")
+    assert code == 0, err
+    assert out.rstrip().endswith("configuration is valid")
 
 
 def test_validate_prints_the_three_groups(tmp_path: Path, capsys) -> None:
