@@ -1,0 +1,1 @@
+"""cdc YugabyteDB connector: YugabyteDB's logical-replication differences on top of cdc-postgres."""

@@ -1,0 +1,33 @@
+"""Streaming with yboutput: PostgreSQL's StreamReader, with each table's columns written as cells."""
+
+from __future__ import annotations
+
+from cdc_postgres.pgoutput import Relation
+from cdc_postgres.relations import relation_table
+from cdc_postgres.streaming import StreamReader
+
+from cdc_yugabyte.yboutput import carried_columns, wrapped_table
+
+
+class YbOutputStreamReader(StreamReader):
+    """Decodes yboutput (pgoutput's protocol) into RawChanges of cell-wrapped tables."""
+
+    def _change(self, msg, lsn: int, append) -> None:
+        """A row change whose key tuple carries the key only."""
+        table = self.tables.get(msg.relation_oid)
+        if table is not None:
+            msg = carried_columns(msg, table)
+        super()._change(msg, lsn, append)
+
+    def _relation(self, rel: Relation) -> None:
+        """Encode the next changes with the Relation's columns, wrapped (a new version only if they changed)."""
+        plains = self.__dict__.setdefault("_plain_tables", {})
+        plain = plains.get(rel.oid)
+        fresh = relation_table(rel, plain, self.catalog)
+        if fresh is None or fresh is plain:
+            return
+        if plain is not None:
+            self.log.info("table %s changed; columns: %s", fresh.id,
+                          ", ".join(f"{c.name} {c.type_name}" for c in fresh.columns))
+        plains[rel.oid] = fresh
+        self.tables[rel.oid] = wrapped_table(fresh)
