@@ -159,3 +159,30 @@ def test_never_streams_without_snapshot(pg_server, pg_db):
     finally:
         run.stop()
     assert create["value"]["payload"]["op"] == "c"
+
+
+def test_replica_identity_nothing_refuses_updates_and_streaming_goes_on(pg_server, pg_db):
+    """AS-38: the INSERT is captured; UPDATE and DELETE fail in the database; no event; the connector carries on.
+
+    Also YB-17: a logical decoding message (pg_logical_emit_message) gives no event on YugabyteDB's connector.
+    """
+    import psycopg
+
+    pg_server.execute(EMPLOYEE, dbname=pg_db)
+    pg_server.execute("ALTER TABLE employee REPLICA IDENTITY NOTHING", dbname=pg_db)
+    run = Running(_config(pg_server, pg_db))
+    try:
+        run.wait_streaming()
+        pg_server.execute("INSERT INTO employee VALUES (1001, 'Alice', 'Packaging')", dbname=pg_db)
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState):
+            pg_server.execute("UPDATE employee SET employee_name = 'Bob' WHERE employee_id = 1001", dbname=pg_db)
+        with pytest.raises(psycopg.errors.ObjectNotInPrerequisiteState):
+            pg_server.execute("DELETE FROM employee WHERE employee_id = 1001", dbname=pg_db)
+        pg_server.execute("SELECT pg_logical_emit_message(true, 'prefix', 'content')", dbname=pg_db)
+        pg_server.execute("INSERT INTO employee VALUES (1002, 'Carol', 'Packaging')", dbname=pg_db)
+        first, second = run.wait_data(TOPIC, 2)
+        assert run.error is None
+    finally:
+        run.stop()
+    assert [e["value"]["payload"]["after"]["employee_id"] for e in (first, second)] == [1001, 1002]
+    assert not [r for r in run.records if r.topic.endswith(".message")]

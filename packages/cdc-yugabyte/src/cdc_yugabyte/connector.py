@@ -9,19 +9,18 @@ from psycopg import pq
 
 from cdc_core.config import Config, Fields
 from cdc_core.errors import ConfigError, ConnectorError
-from cdc_core.events import ChangeRecord, Checkpoint, RawChange
+from cdc_core.events import Checkpoint, RawChange
 from cdc_core.schema import Schema
 from cdc_core.spi.connector import ConnectorContext
 from cdc_postgres.connector import PostgresConnector
 from cdc_postgres.replica_identity import apply_autoset
 from cdc_postgres.replication import SlotCreated, parse_lsn, quote_ident
-from cdc_postgres.streaming import StreamReader
 
 from cdc_yugabyte import config as ybc
 from cdc_yugabyte.autoset import parse_autoset
 from cdc_yugabyte.incremental import YugabyteIncrementalSource
 from cdc_yugabyte.source import CONNECTOR, SOURCE_SCHEMA
-from cdc_yugabyte.streaming import YbOutputStreamReader
+from cdc_yugabyte.streaming import YbOutputStreamReader, YbStreamReader
 from cdc_yugabyte.yboutput import wrapped_table
 
 
@@ -49,7 +48,7 @@ class YugabyteDBConnector(PostgresConnector):
             raise ConfigError([f"{ybc.SNAPSHOT_CUSTOM_CLASS.name}: is required with snapshot.mode=custom (the name "
                                "of a cdc snapshotter plugin)"])
         super().__init__(ybc.for_postgres(config), context)
-        self.stream_reader = YbOutputStreamReader if self.yboutput else StreamReader
+        self.stream_reader = YbOutputStreamReader if self.yboutput else YbStreamReader
         #: Whether the server is YugabyteDB (else a PostgreSQL stand-in); known once started.
         self.is_yugabyte = False
 
@@ -96,16 +95,12 @@ class YugabyteDBConnector(PostgresConnector):
             self._tables = {oid: wrapped_table(t) for oid, t in self._tables.items()}
 
     def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
-        """PostgreSQL's stream, saying ``YugabyteDB``; YugabyteDB has no logical decoding message events."""
+        """PostgreSQL's stream; the snapshot's READs say ``YugabyteDB`` too (the reader's events already do)."""
         for batch in super().stream():
-            out = []
             for item in batch:
-                if isinstance(item, RawChange):
+                if isinstance(item, RawChange) and item.op == "r":
                     item.source["connector"] = CONNECTOR
-                elif isinstance(item, ChangeRecord):
-                    continue
-                out.append(item)
-            yield out
+            yield batch
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
         """As PostgreSQL; with HYBRID_TIME LSNs only at a transaction's end (every record carries its commit's)."""

@@ -1,16 +1,29 @@
-"""Streaming with yboutput: PostgreSQL's StreamReader, with each table's columns written as cells."""
+"""Streaming from a YugabyteDB slot: PostgreSQL's StreamReader with YugabyteDB's names, and yboutput's cells."""
 
 from __future__ import annotations
 
-from cdc_postgres.pgoutput import Relation
+from typing import Any
+
+from cdc_postgres.pgoutput import Message, Relation
 from cdc_postgres.relations import relation_table
 from cdc_postgres.streaming import StreamReader
 
+from cdc_yugabyte.source import renamed
 from cdc_yugabyte.yboutput import carried_columns, wrapped_table
 
 
-class YbOutputStreamReader(StreamReader):
-    """Decodes yboutput (pgoutput's protocol) into RawChanges of cell-wrapped tables."""
+class YbStreamReader(StreamReader):
+    """pgoutput from a YugabyteDB slot: events say ``YugabyteDB``; no logical decoding message events (YB-17)."""
+
+    def _source(self, schema: str, table: str, lsn: int, ts_us: int, tx: bool) -> dict[str, Any]:
+        return renamed(super()._source(schema, table, lsn, ts_us, tx))
+
+    def _message(self, msg: Message, lsn: int, append) -> None:
+        """YugabyteDB's connector emits no message events."""
+
+
+class YbOutputStreamReader(YbStreamReader):
+    """yboutput (pgoutput's protocol) into RawChanges of cell-wrapped tables."""
 
     def _change(self, msg, lsn: int, append) -> None:
         """A row change whose key tuple carries the key only."""
