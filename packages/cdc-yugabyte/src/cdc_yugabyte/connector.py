@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 from psycopg import pq
 
 from cdc_core.config import Config, Fields
-from cdc_core.errors import ConfigError, ConnectorError
+from cdc_core.errors import ConfigError, ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.schema import Schema
 from cdc_core.spi.connector import ConnectorContext
@@ -96,11 +96,14 @@ class YugabyteDBConnector(PostgresConnector):
 
     def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
         """PostgreSQL's stream; the snapshot's READs say ``YugabyteDB`` too (the reader's events already do)."""
-        for batch in super().stream():
-            for item in batch:
-                if isinstance(item, RawChange) and item.op == "r":
-                    item.source["connector"] = CONNECTOR
-            yield batch
+        try:
+            for batch in super().stream():
+                for item in batch:
+                    if isinstance(item, RawChange) and item.op == "r":
+                        item.source["connector"] = CONNECTOR
+                yield batch
+        except RetriableError as e:
+            raise self._node_error(e) from None
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
         """As PostgreSQL; with HYBRID_TIME LSNs only at a transaction's end (every record carries its commit's)."""
@@ -109,6 +112,20 @@ class YugabyteDBConnector(PostgresConnector):
         super().acknowledge(offset)
 
     # -- YugabyteDB's server ------------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        """A connection to the first node of ``database.hostname`` that answers (libpq tries them in order)."""
+        try:
+            return super()._connect()
+        except RetriableError as e:
+            raise self._node_error(e) from None
+
+    def _node_error(self, e: RetriableError) -> RetriableError:
+        """The error in YugabyteDB's words: which nodes were tried (the engine retries; errors.max.retries)."""
+        text = str(e).replace("PostgreSQL at", "YugabyteDB at", 1)
+        if "," in self.yb_config.get(ybc.HOSTNAME):
+            text += " (every node in database.hostname was tried; the next attempt tries them all again)"
+        return type(e)(text)
 
     def _check_server(self) -> None:
         """YugabyteDB has no wal_level; its replication role is checked as PostgreSQL's."""
