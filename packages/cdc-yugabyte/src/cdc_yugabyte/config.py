@@ -41,7 +41,7 @@ PLUGIN_NAME = F("plugin.name", "enum", "yboutput", allowed=("yboutput", "pgoutpu
 SNAPSHOT_MODE = F("snapshot.mode", "enum", "initial", allowed=("initial", "always", "never", "initial_only", "custom"))
 SNAPSHOT_CUSTOM_CLASS = F("snapshot.custom.class", "string",
                           doc="The custom Snapshotter (a cdc snapshotter plugin's name); required with snapshot.mode=custom.")
-SLOT_LSN_TYPE = F("slot.lsn.type", "enum", "SEQUENCE", allowed=("SEQUENCE", "HYBRID_TIME"),
+SLOT_LSN_TYPE = F("slot.lsn.type", "enum", "sequence", allowed=("sequence", "hybrid_time"),
                   doc="The LSN type a new slot is created with (YugabyteDB 2024.2+).")
 REPLICA_IDENTITY_AUTOSET = F("replica.identity.autoset.values", "string", validator=autoset_problem)
 

@@ -43,7 +43,7 @@ class YugabyteDBConnector(PostgresConnector):
     def __init__(self, config: Config, context: ConnectorContext):
         self.yb_config = config
         self.plugin = config.get(ybc.PLUGIN_NAME)
-        self.lsn_type = config.get(ybc.SLOT_LSN_TYPE)
+        self.lsn_type = config.get(ybc.SLOT_LSN_TYPE).upper()  # SEQUENCE or HYBRID_TIME, as YugabyteDB spells them
         if config.get(ybc.SNAPSHOT_MODE) == "custom" and not config.get(ybc.SNAPSHOT_CUSTOM_CLASS):
             raise ConfigError([f"{ybc.SNAPSHOT_CUSTOM_CLASS.name}: is required with snapshot.mode=custom (the name "
                                "of a cdc snapshotter plugin)"])
