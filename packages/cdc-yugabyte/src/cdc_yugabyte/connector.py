@@ -185,4 +185,6 @@ class YugabyteDBConnector(PostgresConnector):
 def create_slot_command(slot: str, plugin: str, export_snapshot: bool, lsn_type: str) -> str:
     """YugabyteDB's replication command for a new slot, with its LSN type (SEQUENCE or HYBRID_TIME)."""
     snapshot = "EXPORT_SNAPSHOT" if export_snapshot else "NOEXPORT_SNAPSHOT"
-    return f"CREATE_REPLICATION_SLOT {quote_ident(slot)} LOGICAL {quote_ident(plugin)} {snapshot} {lsn_type}"
+    # SEQUENCE is the server's default: left out, the command also suits 2024.1, which knows no LSN types.
+    kind = "" if lsn_type == "SEQUENCE" else f" {lsn_type}"
+    return f"CREATE_REPLICATION_SLOT {quote_ident(slot)} LOGICAL {quote_ident(plugin)} {snapshot}{kind}"
