@@ -186,3 +186,15 @@ def test_replica_identity_nothing_refuses_updates_and_streaming_goes_on(pg_serve
         run.stop()
     assert [e["value"]["payload"]["after"]["employee_id"] for e in (first, second)] == [1001, 1002]
     assert not [r for r in run.records if r.topic.endswith(".message")]
+
+
+def test_column_masks_are_refused_with_yboutput_cells(pg_server, pg_db):
+    """A mask would meet the cell, not the value (the core skips masks on non-string fields): refused, not leaked."""
+    from cdc_core.config import Config
+    from cdc_core.engine import connector_problems
+
+    masked = {"column.mask.with.5.chars": "public.employee.employee_name"}
+    problems = connector_problems(Config(yb_config(pg_server.host, pg_server.port, pg_server.user, pg_db, **masked)))
+    assert problems == ["column.mask.with.5.chars: not supported with plugin.name=yboutput (it would act on the "
+                        "{value, set} cell, not the value); use plugin.name=pgoutput"]
+    assert connector_problems(Config(_config(pg_server, pg_db, **masked))) == []

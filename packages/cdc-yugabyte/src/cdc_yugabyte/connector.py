@@ -65,7 +65,21 @@ class YugabyteDBConnector(PostgresConnector):
 
     def validate(self) -> list[str]:
         """Properties the chapter lacks whose effect cannot be had on YugabyteDB."""
-        return ybc.absent_property_problems(self.yb_config) + super().validate()
+        return ybc.absent_property_problems(self.yb_config) + self._cell_problems() + super().validate()
+
+    def _cell_problems(self) -> list[str]:
+        """Column masks and custom converters act on a column's value; under yboutput they would meet the cell.
+
+        The core skips a mask on a non-string field, so a masked column would go out in clear: refused.
+        """
+        if not self.yboutput:
+            return []
+        out = []
+        for name in self.yb_config:
+            if name.startswith(("column.mask.", "column.truncate.")) or name == "converters":
+                out.append(f"{name}: not supported with plugin.name=yboutput (it would act on the {{value, set}} "
+                           "cell, not the value); use plugin.name=pgoutput")
+        return out
 
     def start(self, offset: dict[str, Any] | None) -> None:
         """PostgreSQL's start, then YugabyteDB's rules: keyed tables only, CHANGE with yboutput, cells."""
