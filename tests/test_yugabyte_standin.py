@@ -198,3 +198,19 @@ def test_column_masks_are_refused_with_yboutput_cells(pg_server, pg_db):
     assert problems == ["column.mask.with.5.chars: not supported with plugin.name=yboutput (it would act on the "
                         "{value, set} cell, not the value); use plugin.name=pgoutput"]
     assert connector_problems(Config(_config(pg_server, pg_db, **masked))) == []
+
+
+def test_properties_the_chapter_lacks_start_with_a_warning(pg_server, pg_db, caplog):
+    """heartbeat.interval.ms is not in the chapter: accepted, applied as on PostgreSQL, and said so at start."""
+    import logging
+
+    pg_server.execute(EMPLOYEE, dbname=pg_db)
+    caplog.set_level(logging.WARNING)
+    run = Running(_config(pg_server, pg_db, **{"heartbeat.interval.ms": 500}))
+    try:
+        run.wait_streaming()
+        run.wait(lambda: any(r.topic == "__debezium-heartbeat.dbserver" for r in list(run.records)), "a heartbeat")
+    finally:
+        run.stop()
+    assert ("heartbeat.interval.ms is not a property of the YugabyteDB connector; cdc applies it as the PostgreSQL "
+            "connector does") in caplog.text
