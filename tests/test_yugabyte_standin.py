@@ -214,3 +214,51 @@ def test_properties_the_chapter_lacks_start_with_a_warning(pg_server, pg_db, cap
         run.stop()
     assert ("heartbeat.interval.ms is not a property of the YugabyteDB connector; cdc applies it as the PostgreSQL "
             "connector does") in caplog.text
+
+
+def test_incremental_snapshot_reads_are_cells_and_say_yugabytedb(pg_server, pg_db, monkeypatch):
+    """An execute-snapshot signal through the signal table: incremental READs in yboutput's cells, source YugabyteDB."""
+    monkeypatch.setattr(YugabyteDBConnector, "slot_plugin", lambda self: "pgoutput")  # the stand-in's plug-in
+    pg_server.execute(EMPLOYEE, dbname=pg_db)
+    pg_server.execute("CREATE TABLE debezium_signal (id varchar PRIMARY KEY, type varchar, data varchar)",
+                      dbname=pg_db)
+    pg_server.execute("INSERT INTO employee SELECT g, 'e' || g, 'Packaging' FROM generate_series(1, 5) g", dbname=pg_db)
+    run = Running(yb_config(pg_server.host, pg_server.port, pg_server.user, pg_db, **{
+        "snapshot.mode": "never", "signal.data.collection": "public.debezium_signal",
+        "incremental.snapshot.chunk.size": 2, "table.include.list": "public.employee"}))
+    try:
+        run.wait_streaming()
+        pg_server.execute("INSERT INTO debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', "
+                          "'{\"data-collections\": [\"public.employee\"], \"type\": \"incremental\"}')", dbname=pg_db)
+        reads = run.wait_data(TOPIC, 5)
+    finally:
+        run.stop()
+    assert {e["value"]["payload"]["source"]["snapshot"] for e in reads} == {"incremental"}
+    assert {e["value"]["payload"]["source"]["connector"] for e in reads} == {"YugabyteDB"}
+    assert sorted(e["value"]["payload"]["after"]["employee_id"]["value"] for e in reads) == [1, 2, 3, 4, 5]
+    assert reads[0]["value"]["payload"]["after"]["employee_dept"] == {"value": "Packaging", "set": True}
+
+
+def test_blocking_snapshot_signal_is_ignored_and_streaming_goes_on(pg_server, pg_db, caplog):
+    """YB-15: only incremental snapshots; a blocking one is logged and ignored, no READ, no stop."""
+    import logging
+
+    pg_server.execute(EMPLOYEE, dbname=pg_db)
+    pg_server.execute("CREATE TABLE debezium_signal (id varchar PRIMARY KEY, type varchar, data varchar)",
+                      dbname=pg_db)
+    pg_server.execute("INSERT INTO employee VALUES (1000, 'Zed', 'Shipping')", dbname=pg_db)
+    caplog.set_level(logging.WARNING)
+    run = Running(_config(pg_server, pg_db, **{"snapshot.mode": "never",
+                                               "signal.data.collection": "public.debezium_signal",
+                                               "table.include.list": "public.employee"}))
+    try:
+        run.wait_streaming()
+        pg_server.execute("INSERT INTO debezium_signal VALUES ('b-1', 'execute-snapshot', "
+                          "'{\"data-collections\": [\"public.employee\"], \"type\": \"blocking\"}')", dbname=pg_db)
+        run.wait(lambda: "blocking snapshots are not part of the YugabyteDB connector" in caplog.text, "the warning")
+        pg_server.execute("INSERT INTO employee VALUES (1001, 'Alice', 'Packaging')", dbname=pg_db)
+        [create] = run.wait_data(TOPIC, 1)
+        assert run.error is None
+    finally:
+        run.stop()
+    assert create["value"]["payload"]["op"] == "c"

@@ -18,7 +18,6 @@ from cdc_postgres.replication import SlotCreated, parse_lsn, quote_ident
 
 from cdc_yugabyte import config as ybc
 from cdc_yugabyte.autoset import parse_autoset
-from cdc_yugabyte.incremental import YugabyteIncrementalSource
 from cdc_yugabyte.source import CONNECTOR, SOURCE_SCHEMA
 from cdc_yugabyte.streaming import YbOutputStreamReader, YbStreamReader
 from cdc_yugabyte.yboutput import wrapped_table
@@ -38,7 +37,6 @@ class YugabyteDBConnector(PostgresConnector):
     source_schema: ClassVar[Schema] = SOURCE_SCHEMA
     #: No heartbeat properties in the chapter: Debezium's own default (off) rather than the PostgreSQL connector's.
     defaults: ClassVar[dict[str, Any]] = {"database.port": ybc.PORT.default, "plugin.name": ybc.PLUGIN_NAME.default}
-    incremental_snapshot_source: ClassVar[type] = YugabyteIncrementalSource
 
     def __init__(self, config: Config, context: ConnectorContext):
         self.yb_config = config

@@ -47,3 +47,7 @@ class YugabyteIncrementalSource(PostgresIncrementalSource):
         self.log.warning("blocking snapshots are not part of the YugabyteDB connector (only incremental ones); "
                          "the signal for %s is ignored", ", ".join(str(t.id) for t, _ in tables))
         return iter(())
+
+
+#: The capability, found by ``cdc_core.incremental.spi.incremental_source_for``.
+incremental_snapshot_source = YugabyteIncrementalSource
