@@ -15,7 +15,8 @@ from cdc_yugabyte.source import SOURCE_SCHEMA
 from yb_run import as_json, yb_config
 
 
-def _read_all(config: Config, for_streaming: bool) -> list[RawChange]:
+def _read_all(config: Config, for_streaming: bool) -> tuple[list[RawChange], object]:
+    """Plan and read every chunk; the READs and the plan."""
     cls = snapshot_chunks_for(YugabyteDBConnector)
     capability = cls(config, None)
     plan = capability.open(for_streaming=for_streaming, tables=None, chunk_rows=100)

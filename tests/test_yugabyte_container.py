@@ -96,6 +96,7 @@ def yb_db(yugabyte: YugabyteServer) -> Iterator[str]:
 
 
 def _run(yb: YugabyteServer, db: str, **extra) -> Running:
+    """The connector on ``db`` with its own slot and publication (names are cluster-wide)."""
     config = yb_config(yb.host, yb.port, yb.user, db, **{"slot.name": f"s_{db}", "publication.name": f"p_{db}",
                                                           "snapshot.mode": "never", **extra})
     if yb.password:
@@ -104,6 +105,7 @@ def _run(yb: YugabyteServer, db: str, **extra) -> Running:
 
 
 def _statements(yb: YugabyteServer, db: str, run: Running, n: int) -> list[dict]:
+    """The chapter's INSERT, UPDATE and DELETE; the first ``n`` events (tombstones left out)."""
     yb.execute("INSERT INTO employee VALUES (1001, 'Alice', 'Packaging')", db)
     yb.execute("UPDATE employee SET employee_name = 'Bob' WHERE employee_id = 1001", db)
     yb.execute("DELETE FROM employee WHERE employee_id = 1001", db)

@@ -23,6 +23,7 @@ ROWS = 300
 
 
 def _config(pg, db, nodes, **extra):
+    """The connector over the given nodes, retrying fast."""
     hosts = ",".join(f"127.0.0.1:{n.port}" for n in nodes)
     return yb_config(hosts, 1, pg.user, db, **{"plugin.name": "pgoutput", "errors.retry.delay.initial.ms": 100,
                                                  "errors.retry.delay.max.ms": 200, "connect.timeout.ms": 2000, **extra})

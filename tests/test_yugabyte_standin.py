@@ -19,6 +19,7 @@ TOPIC = "dbserver.public.employee"
 
 
 def _config(pg, db, **extra):
+    """The YugabyteDB connector on the stand-in with pgoutput."""
     return yb_config(pg.host, pg.port, pg.user, db, **{"plugin.name": "pgoutput", **extra})
 
 

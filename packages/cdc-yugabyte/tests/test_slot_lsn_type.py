@@ -18,12 +18,15 @@ from cdc_yugabyte.connector import YugabyteDBConnector, create_slot_command
 
 
 def _connector(**extra) -> YugabyteDBConnector:
+    """A connector, not started."""
     config = Config({"database.hostname": "h1:5433,h2:5433", "database.dbname": "yugabyte", "topic.prefix": "p",
                      **extra})
     return YugabyteDBConnector(config, ConnectorContext(log=connector_logger("cdc", "yugabytedb", "p")))
 
 
 class _Result:
+    """CREATE_REPLICATION_SLOT's answer row."""
+
     nfields = 4
 
     def get_value(self, row: int, col: int) -> bytes:
@@ -31,6 +34,8 @@ class _Result:
 
 
 class _RecordingReplication:
+    """A replication connection that records the commands it is sent."""
+
     def __init__(self) -> None:
         self.commands: list[str] = []
 

@@ -54,6 +54,7 @@ def _wire(identity: str, oid: int) -> list[bytes]:
 
 
 def _events(pg_server, pg_db, identity: str, plugin: str) -> list[dict]:
+    """The events the connector's reader and the core make of the wire for ``identity`` and ``plugin``."""
     pg_server.execute("CREATE TABLE employee (employee_id INT PRIMARY KEY, employee_name VARCHAR, employee_dept TEXT)",
                       dbname=pg_db)
     config = Config({"topic.prefix": "dbserver", "database.dbname": pg_db, "plugin.name": plugin})

@@ -43,6 +43,7 @@ class Running:
         self._thread.start()
 
     def _run(self) -> None:
+        """The engine's run; its error kept for the test."""
         try:
             self.engine.run(self.records.extend)
         except BaseException as e:  # noqa: BLE001  # the test reads it

@@ -16,6 +16,7 @@ INT4, VARCHAR, TEXT = 23, 1043, 25
 
 
 def _cstr(s: str) -> bytes:
+    """A NUL-terminated string."""
     return s.encode() + b"\0"
 
 
@@ -82,6 +83,7 @@ class WireConnection:
         self.server_wal_end = 0
 
     def read(self, timeout: float) -> list[XLogData]:
+        """Every frame not yet handed out."""
         out, self.data = self.data, []
         return out
 

@@ -15,6 +15,7 @@ _AUTOSET_ENTRY = re.compile(r"^\s*(?P<table>[^\s:]+):(?P<identity>DEFAULT|FULL|N
 
 
 def _plugin_supported(value: str) -> str | None:
+    """Why ``plugin.name`` cannot be used on YugabyteDB, or None."""
     if value == "decoderbufs":
         return ("'decoderbufs' is not available on YugabyteDB (the chapter's default is a copy of PostgreSQL's); "
                 "use plugin.name=yboutput (the default) or pgoutput")

@@ -16,6 +16,7 @@ class YbStreamReader(StreamReader):
     """pgoutput from a YugabyteDB slot: events say ``YugabyteDB``; no logical decoding message events (YB-17)."""
 
     def _source(self, schema: str, table: str, lsn: int, ts_us: int, tx: bool) -> dict[str, Any]:
+        """PostgreSQL's source block, saying ``YugabyteDB``."""
         return renamed(super()._source(schema, table, lsn, ts_us, tx))
 
     def _message(self, msg: Message, lsn: int, append) -> None:

@@ -41,6 +41,7 @@ def wrapped_column(column: Column, key: bool) -> Column:
     inner = column.convert
 
     def convert(raw: Any) -> Any:
+        """The cell of a value the change carries; null for one it does not."""
         return None if raw is UNAVAILABLE else {"value": inner(raw), "set": True}
 
     schema = cell_schema(column.name, column.schema, optional=not key)
