@@ -54,3 +54,14 @@ def test_streaming_plan_starts_the_yugabytedb_connector(pg_server, pg_db):
     pg_server.execute("DROP TABLE audit_log; INSERT INTO t SELECT generate_series(1, 10)", dbname=pg_db)
     changes, plan = _read_all(config, for_streaming=True)
     assert [c.after[0] for c in changes] == [str(i) for i in range(1, 11)] and plan.resume_offset["lsn"] > 0
+
+
+def test_log_position_uses_yugabytedb_defaults(pg_server, pg_db):
+    """Trigger.AvailableNow's position: the YugabyteDB connector's own capability (its config mapped for PostgreSQL)."""
+    from cdc_core.spi.position import log_position_for
+    from cdc_yugabyte.position import YugabyteLogPosition
+
+    cls = log_position_for(YugabyteDBConnector)
+    assert cls is YugabyteLogPosition
+    position = cls(Config(yb_config(pg_server.host, pg_server.port, pg_server.user, pg_db))).current_position()
+    assert position["lsn"] > 0

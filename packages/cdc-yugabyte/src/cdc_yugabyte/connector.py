@@ -18,6 +18,7 @@ from cdc_postgres.replication import SlotCreated, parse_lsn, quote_ident
 
 from cdc_yugabyte import config as ybc
 from cdc_yugabyte.autoset import parse_autoset
+from cdc_yugabyte.position import YugabyteLogPosition
 from cdc_yugabyte.source import CONNECTOR, SOURCE_SCHEMA
 from cdc_yugabyte.streaming import YbOutputStreamReader, YbStreamReader
 from cdc_yugabyte.yboutput import wrapped_table
@@ -35,6 +36,7 @@ class YugabyteDBConnector(PostgresConnector):
     )
     fields: ClassVar[Fields] = ybc.FIELDS
     source_schema: ClassVar[Schema] = SOURCE_SCHEMA
+    log_position: ClassVar[type] = YugabyteLogPosition  # cdc_core.spi.position (PostgreSQL's is inherited otherwise)
     #: No heartbeat properties in the chapter: Debezium's own default (off) rather than the PostgreSQL connector's.
     defaults: ClassVar[dict[str, Any]] = {"database.port": ybc.PORT.default, "plugin.name": ybc.PLUGIN_NAME.default}
 
