@@ -91,6 +91,10 @@ class YugabyteDBConnector(PostgresConnector):
             raise ConnectorError(f"plugin.name=yboutput needs a YugabyteDB server, but {self.address} is PostgreSQL "
                                  "(no yboutput plug-in there): set plugin.name=pgoutput")
         autoset = self.yb_config.get(ybc.REPLICA_IDENTITY_AUTOSET)
+        if autoset and self.is_yugabyte and self._slot_state()[0]:
+            self.log.warning("replica.identity.autoset.values: slot %s exists, and a YugabyteDB slot keeps the replica "
+                             "identities its tables had when it was created; a change reaches only a new slot",
+                             self.slot)
         if autoset:
             apply_autoset(self._conn, {oid: t.id for oid, t in self._tables.items()}, self._catalog.replica_identity,
                           parse_autoset(autoset), self.log)
