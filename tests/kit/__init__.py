@@ -19,6 +19,7 @@ from kit.workload import ITEMS, Writer, insert_rows, read_rows
 FIXTURES: dict[str, tuple[str, str, str, str]] = {
     "postgres": ("kit.postgres", "PostgresFixture", "pg_server", "pg_db"),
     "mariadb": ("kit.mariadb", "MariaDBFixture", "mariadb_server", "mariadb_db"),
+    "yugabyte": ("kit.yugabyte", "YugabyteFixture", "pg_server", "pg_db"),  # on the PostgreSQL stand-in
 }
 
 #: ``CDC_SOAK=1``: the full variants (long storms); otherwise the quick ones CI runs.

@@ -25,3 +25,17 @@ def connector(request: pytest.FixtureRequest) -> Iterator[Any]:
         close = getattr(fixture, "close", None)
         if close is not None:
             close()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect a connector's scenarios outside the kit modules its fixture class lists in ``scenarios`` (if any)."""
+    keep, dropped = [], []
+    for item in items:
+        name = getattr(getattr(item, "callspec", None), "params", {}).get("connector")
+        entry = FIXTURES.get(name) if isinstance(name, str) else None
+        scenarios = getattr(importlib.import_module(entry[0]), entry[1]).__dict__.get("scenarios") if entry else None
+        module = item.module.__name__.rpartition(".")[2] if getattr(item, "module", None) else ""
+        (dropped if scenarios is not None and module not in scenarios else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep

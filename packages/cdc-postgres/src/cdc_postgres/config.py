@@ -7,7 +7,7 @@ import re
 
 from cdc_core.config import ConfigField as F
 from cdc_core.config import Fields
-from cdc_core.config.formats import PORT_RANGE, hosts_problem, name_bytes_problem
+from cdc_core.config.formats import PORT_RANGE, host_problem, hosts_problem, name_bytes_problem
 
 from cdc_postgres.replica_identity import autoset_problem
 
@@ -22,13 +22,29 @@ def _slot_name_ok(value: str) -> str | None:
     return None
 
 
+def hosts_ports_problem(value: str) -> str | None:
+    """Why ``value`` is not ``host[:port][,host[:port]...]`` (libpq's multi-host list, ports inline), or None."""
+    for entry in value.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or ":" in host or not host or host.startswith("/"):
+            problem = hosts_problem(entry)  # a host, an IPv6 address or a Unix socket directory
+        elif not port.isdigit() or not PORT_RANGE[0] <= int(port) <= PORT_RANGE[1]:
+            problem = f"{entry.strip()!r}: the port after ':' must be a number from {PORT_RANGE[0]} to {PORT_RANGE[1]}"
+        else:
+            problem = host_problem(host)
+        if problem:
+            return problem
+    return None
+
+
 def _plugin_supported(value: str) -> str | None:
     if value != "pgoutput":
         return f"{value!r} is not supported: cdc decodes the pgoutput protocol only; set plugin.name=pgoutput"
     return None
 
 
-HOSTNAME = F("database.hostname", "string", "localhost", validator=hosts_problem, allow_blank=False)
+# A host, or host[:port] entries separated by commas: libpq tries them in order on every connect.
+HOSTNAME = F("database.hostname", "string", "localhost", validator=hosts_ports_problem, allow_blank=False)
 PORT = F("database.port", "int", 5432, minimum=PORT_RANGE[0], maximum=PORT_RANGE[1])
 USER = F("database.user", "string", "postgres", validator=name_bytes_problem, allow_blank=False)
 PASSWORD = F("database.password", "password")
@@ -104,9 +120,10 @@ def conninfo(config, **extra: str) -> str:
     """A libpq conninfo string for the configured server (the password included; never log it)."""
     from psycopg.conninfo import make_conninfo
 
+    hosts, ports = host_list(config.get(HOSTNAME), config.get(PORT))
     params = {
-        "host": config.get(HOSTNAME),
-        "port": str(config.get(PORT)),
+        "host": ",".join(hosts),
+        "port": ",".join(ports),
         "user": config.get(USER),
         "dbname": config.get(DBNAME),
         "sslmode": config.get(SSLMODE),
@@ -172,6 +189,25 @@ TLS_ERRORS = (
 )
 
 
+def host_list(hostname: str, port: int) -> tuple[list[str], list[str]]:
+    """libpq's host and port lists from ``host[:port],host[:port],...`` (a host without one gets ``port``).
+
+    libpq tries the hosts in order on every connect, so a lost node is passed over on reconnect.
+    """
+    hosts, ports = [], []
+    for entry in hostname.split(","):
+        entry = entry.strip()
+        host, sep, own = entry.rpartition(":")
+        if sep and own.isdigit() and host and ":" not in host and not host.startswith("/"):
+            hosts.append(host)
+            ports.append(own)
+        else:
+            hosts.append(entry)
+            ports.append(str(port))
+    return hosts, ports
+
+
 def server_address(config) -> str:
-    """``host:port`` of the configured server, for error messages."""
-    return f"{config.get(HOSTNAME)}:{config.get(PORT)}"
+    """``host:port`` of the configured server(s), for error messages."""
+    hosts, ports = host_list(config.get(HOSTNAME), config.get(PORT))
+    return ",".join(f"{h}:{p}" for h, p in zip(hosts, ports))

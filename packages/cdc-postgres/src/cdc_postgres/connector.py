@@ -46,6 +46,8 @@ class PostgresConnector:
     fields: ClassVar[Fields] = pgc.FIELDS
     source_schema = SOURCE_SCHEMA
     log_position: ClassVar[type] = PostgresLogPosition  # cdc_core.spi.position, for Trigger.AvailableNow
+    #: The class that turns the slot's messages into RawChanges (a subclass hook, e.g. cdc_yugabyte's).
+    stream_reader: ClassVar[type] = StreamReader
     #: Beyond Debezium (whose default is 0): heartbeats are on, once a minute, so a quiet slot's
     #: offset keeps moving and its position is visible downstream.
     defaults: ClassVar[dict[str, Any]] = {"heartbeat.interval.ms": 60000}
@@ -362,7 +364,7 @@ class PostgresConnector:
             if slot_exists:
                 self.log.info("dropping slot %s to export a fresh snapshot from a new one", self.slot)
                 self._repl.drop_slot(self.slot)
-            created = self._repl.create_slot(self.slot, "pgoutput", export_snapshot=snapshot)
+            created = self._create_slot(snapshot)
             self.log.info("created slot %s at %s", self.slot, created.consistent_point)
             start_lsn = created.consistent_point
             # As PostgresSnapshotChangeEventSource: a new offset context keeps the last commit LSN of a stored
@@ -383,6 +385,21 @@ class PostgresConnector:
         if not stream:
             return
         yield from self._stream(start_lsn, resume)
+
+    def _create_slot(self, export_snapshot: bool) -> Any:
+        """Create the slot on the replication connection (pgoutput; exporting a snapshot if one is due)."""
+        assert self._repl is not None
+        return self._repl.create_slot(self.slot, "pgoutput", export_snapshot=export_snapshot)
+
+    def _stream_options(self) -> dict[str, str]:
+        """START_REPLICATION's plugin options: pgoutput protocol 1, or 2 with in-progress streaming on 14+."""
+        assert self._repl is not None
+        options = {"proto_version": "1", "publication_names": f'"{self.publication}"', "messages": "true"}
+        if self._repl.server_version >= 140000:
+            # Beyond Debezium: large transactions arrive while still in progress (protocol v2) and
+            # are spilled to disk until they commit, so memory stays bounded whatever their size.
+            options.update(proto_version="2", streaming="on")
+        return options
 
     def _heartbeat_action(self, query: str, log) -> None:
         """Run ``heartbeat.action.query`` (e.g. an update of a heartbeat table) so the slot sees WAL."""
@@ -452,18 +469,13 @@ class PostgresConnector:
 
     def _stream(self, start_lsn: int, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
         assert self._repl is not None
-        options = {"proto_version": "1", "publication_names": f'"{self.publication}"', "messages": "true"}
-        if self._repl.server_version >= 140000:
-            # Beyond Debezium: large transactions arrive while still in progress (protocol v2) and
-            # are spilled to disk until they commit, so memory stays bounded whatever their size.
-            options.update(proto_version="2", streaming="on")
-        self._repl.start(self.slot, start_lsn, options)
+        self._repl.start(self.slot, start_lsn, self._stream_options())
         log = self.log.with_context("streaming")
         log.info("streaming from slot %s at LSN %d", self.slot, start_lsn)
         if self.metrics is not None:
             self.metrics.streaming.connected = True
             self.metrics.streaming.captured_tables = {t.id.identifier for t in self._tables.values()}
-        reader = StreamReader(self._repl, self._catalog, self._tables, self.server, self.db, resume, log)
+        reader = self.stream_reader(self._repl, self._catalog, self._tables, self.server, self.db, resume, log)
         reader.tables = {**self._tables, **self._signal_tables}  # the signal table too (cdc_postgres.incremental)
         reader.messages = MessageFilter(self.config.get(pgc.MESSAGE_PREFIX_INCLUDE), self.config.get(pgc.MESSAGE_PREFIX_EXCLUDE))
         reader.message_topic = f"{self.server}{self.config.get(common.TOPIC_DELIMITER)}message"
