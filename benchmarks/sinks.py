@@ -63,7 +63,7 @@ def _nats(stack: contextlib.ExitStack, tmp: Path) -> dict[str, Any]:
 
     # A file-storage stream: what survives a broker restart, as the file sink's fsynced files do.
     return {"url": stack.enter_context(EmbeddedNats()).url, "create-stream": "true", "stream-name": "BENCH",
-            "subjects": "bench_nats-jetstream.>", "storage": "file"}
+            "subjects": "bench_nats-jetstream.>,lat_nats-jetstream.>", "storage": "file"}
 
 
 def _rabbitmq(stack: contextlib.ExitStack, tmp: Path) -> dict[str, Any]:
@@ -143,26 +143,29 @@ def latency(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, tx_r
 
     runner = threading.Thread(target=engine.run, args=(handler,))
     runner.start()
-    base = 10_000_000
-    with pg.connect("bench") as conn:
-        conn.autocommit = True
-        conn.execute(f"INSERT INTO bench (id) VALUES ({base})")  # the stream is up once this arrives
-        streaming.wait(60)
-        n = int(tx_rate * seconds)
-        start = time.perf_counter()
-        for i in range(1, n + 1):
-            conn.execute(f"INSERT INTO bench (id, name) VALUES ({base + i}, 'x')")
-            committed[base + i] = time.perf_counter()
-            pause = start + i / tx_rate - time.perf_counter()
-            if pause > 0:
-                time.sleep(pause)
-        achieved = n / (time.perf_counter() - start)
-    deadline = time.monotonic() + 60
-    while len([k for k in committed if k in acked]) < len(committed) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    engine.stop()
-    runner.join()
-    sink.close()
+    try:
+        with pg.connect("bench") as conn:
+            conn.autocommit = True
+            # Keys above every earlier run's (each sink's latency run adds its own rows).
+            base = conn.execute("SELECT coalesce(max(id), 0) + 1000000 FROM bench").fetchone()[0]
+            conn.execute(f"INSERT INTO bench (id) VALUES ({base})")  # the stream is up once this arrives
+            streaming.wait(60)
+            n = int(tx_rate * seconds)
+            start = time.perf_counter()
+            for i in range(1, n + 1):
+                conn.execute(f"INSERT INTO bench (id, name) VALUES ({base + i}, 'x')")
+                committed[base + i] = time.perf_counter()
+                pause = start + i / tx_rate - time.perf_counter()
+                if pause > 0:
+                    time.sleep(pause)
+            achieved = n / (time.perf_counter() - start)
+        deadline = time.monotonic() + 60
+        while len([k for k in committed if k in acked]) < len(committed) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        engine.stop()
+        runner.join()
+        sink.close()
     print(f"  {sink_name}: wrote {achieved:,.0f} tx/s for {seconds:.0f}s")
     return [(acked[k] - t) * 1000 for k, t in committed.items() if k in acked]
 
@@ -207,6 +210,9 @@ def main() -> None:
         print(f"  {n:<14} sink: {rates[n]:>10,.0f} events/s{ratio}")
     print(f"commit-to-acknowledgement latency at ~{args.tx_rate:,} tx/s:")
     for n, values in lat.items():
+        if not values:
+            print(f"  {n:<14} sink: no transaction was acknowledged (see the error above)")
+            continue
         values.sort()
         p99 = values[min(len(values) - 1, int(len(values) * 0.99))]
         print(f"  {n:<14} sink: p50 {statistics.median(values):6.1f} ms   p99 {p99:6.1f} ms   ({len(values)} tx)")
