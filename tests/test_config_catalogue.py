@@ -87,10 +87,10 @@ def _base(**extra: str) -> Config:
 
 
 def test_documented_properties_cdc_does_not_implement_are_accepted_or_refused() -> None:
-    report = connector_report(_base(**{"xmin.fetch.interval.ms": "100", "driver.ssl": "true",
-                                       "slot.stream.params": "add-tables=public.t"}))
-    assert report.ignored == ["xmin.fetch.interval.ms", "driver.ssl"]
-    assert report.warning() == "accepted, no effect in cdc: xmin.fetch.interval.ms, driver.ssl"
+    report = connector_report(_base(**{"database.query.timeout.ms": "100", "driver.ssl": "true",
+                                       "slot.stream.params": "add-tables=public.t", "xmin.fetch.interval.ms": "100"}))
+    assert report.ignored == ["database.query.timeout.ms", "driver.ssl"]
+    assert report.warning() == "accepted, no effect in cdc: database.query.timeout.ms, driver.ssl"
     assert len(report.refused) == 1 and report.refused[0].startswith(
         "slot.stream.params: documented, but cdc does not implement it, and ignoring it would change the data")
     assert report.errors == []
@@ -150,7 +150,7 @@ def test_validate_prints_the_three_groups(tmp_path: Path, capsys) -> None:
         "debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector",
         "debezium.source.topic.prefix=shop", "debezium.source.database.hostname=localhost",
         "debezium.source.database.dbname=db", "debezium.source.databse.user=x",
-        "debezium.source.slot.stream.params=add-tables=public.t", "debezium.source.xmin.fetch.interval.ms=5",
+        "debezium.source.slot.stream.params=add-tables=public.t", "debezium.source.driver.ssl=true",
         "debezium.sink.kinesis.region=eu-central-1", "quarkus.log.level=INFO", ""]))
     assert main(["validate", str(path)]) == 2
     out, err = capsys.readouterr()
@@ -164,7 +164,8 @@ def test_validate_prints_the_three_groups(tmp_path: Path, capsys) -> None:
         "accepted, no effect in cdc:",
         "  debezium.sink.kinesis.region (a property of another sink; debezium.sink.type is stdout)",
         "  quarkus.log.level (set the level with cdc --log-level)",
-        "  debezium.source.xmin.fetch.interval.ms (cdc does not track the slot's xmin in offsets; the events are the same)",
+        "  debezium.source.driver.ssl (JDBC options; cdc connects through libpq (psycopg), whose settings have their own "
+        "properties)",
     ]
 
 

@@ -81,6 +81,9 @@ INCLUDE_SCHEMA_COMMENTS = F("include.schema.comments", "boolean", False)
 READ_ONLY = F("read.only", "boolean", False)
 # Captured tables' REPLICA IDENTITY set at start (cdc_postgres.replica_identity), as Debezium's ReplicaIdentityMapper.
 REPLICA_IDENTITY_AUTOSET = F("replica.identity.autoset.values", "string", validator=autoset_problem)
+# As PostgresTaskContext.getSlotXmin: the slot's catalog_xmin, re-read at most this often while streaming, is
+# written as source.xmin and the offsets' xmin (0: not tracked, source.xmin null).
+XMIN_FETCH_INTERVAL_MS = F("xmin.fetch.interval.ms", "long", 0, minimum=0)
 
 FIELDS = Fields(
     [
@@ -90,6 +93,7 @@ FIELDS = Fields(
         SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, SNAPSHOT_LOCK_TIMEOUT_MS, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
         HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY, REPLICA_IDENTITY_AUTOSET,
+        XMIN_FETCH_INTERVAL_MS,
     ]
 )
 

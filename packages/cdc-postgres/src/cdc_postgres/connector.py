@@ -53,7 +53,7 @@ class PostgresConnector:
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"lsn": "uint"},
         optional={"lsn_proc": "uint", "lsn_commit": "uint", "txId": "uint", "ts_usec": "uint", "snapshot": "snapshot",
-                  "last_snapshot_record": "bool"})
+                  "last_snapshot_record": "bool", "xmin": "uint"})
 
     def __init__(self, config: Config, context: ConnectorContext):
         self.config = config
@@ -394,6 +394,13 @@ class PostgresConnector:
         except psycopg.Error as e:
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
 
+    def _slot_xmin(self) -> int | None:
+        """The slot's ``catalog_xmin`` (as PostgresConnection.getReplicationSlotState reads it)."""
+        assert self._conn is not None
+        row = self._conn.execute("SELECT catalog_xmin::text::bigint FROM pg_replication_slots WHERE slot_name = %s",
+                                 (self.slot,)).fetchone()
+        return row[0] if row else None
+
     def _snapshot(self, snapshot_name: str | None, lsn: int) -> Iterator[list[RawChange | Checkpoint]]:
         snap_conn = self._connect()
         try:
@@ -479,11 +486,16 @@ class PostgresConnector:
             reader.moved_interval = MOVED_POSITION_S
         last_action = time.monotonic()
         timeout = min(self.config.get(common.POLL_INTERVAL_MS) / 1000.0, 0.5)
+        xmin_interval = self.config.get(pgc.XMIN_FETCH_INTERVAL_MS) / 1000.0
+        xmin_read = -float("inf")
         repl = self._repl
         try:
             while not self._stop.is_set():
                 if self._ack_lsn > repl.confirmed_lsn:
                     repl.confirm(self._ack_lsn)
+                if xmin_interval and time.monotonic() - xmin_read >= xmin_interval:
+                    xmin_read = time.monotonic()
+                    reader.xmin = self._slot_xmin()
                 if action and heartbeat and time.monotonic() - last_action >= heartbeat:
                     last_action = time.monotonic()
                     self._heartbeat_action(action, log)

@@ -96,6 +96,8 @@ class StreamReader:
         self._last_keepalive = time.monotonic()
         #: ``provide.transaction.metadata``: announce every transaction (BEGIN/END also without captured changes).
         self.transaction_metadata = False
+        #: The slot's catalog_xmin as last read (``xmin.fetch.interval.ms``): source.xmin and the offsets' xmin.
+        self.xmin: int | None = None
 
     def read(self, timeout: float) -> list[RawChange | Checkpoint]:
         """One batch: every message already received (waiting up to ``timeout`` for the first).
@@ -182,6 +184,8 @@ class StreamReader:
         ts_us = self._ts_us
         source = self._source(table.id.schema, table.id.table, lsn, ts_us, True)
         offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid, "ts_usec": ts_us}
+        if self.xmin is not None:
+            offset["xmin"] = self.xmin
         # As PostgresTransactionMonitor: the block's id is <txId>:<LSN of this change> (made only when written).
         event_id = f"{self._xid}:{lsn}" if self.transaction_metadata else None
         append(RawChange(table, op, before, after, source, offset, self._tx_id, event_id))
@@ -212,9 +216,9 @@ class StreamReader:
         """The COMMIT message, received at the commit's end LSN (Debezium's lastCommitLsn from now on)."""
         if self._changes_in_tx or self._skip_tx or self._begun:
             # The transaction is complete: once acknowledged, confirm past its commit.
-            append(Checkpoint({"lsn_proc": None, "lsn_commit": end_lsn, "lsn": end_lsn,
-                               "txId": self._xid, "ts_usec": self._ts_us}, self._tx_id, self._ts_us // 1000,
-                              f"{self._xid}:{end_lsn}"))
+            append(Checkpoint(self._with_xmin({"lsn_proc": None, "lsn_commit": end_lsn, "lsn": end_lsn,
+                                               "txId": self._xid, "ts_usec": self._ts_us}),
+                              self._tx_id, self._ts_us // 1000, f"{self._xid}:{end_lsn}"))
             self._checkpointed = max(self._checkpointed, end_lsn)
         self._last_commit_lsn = end_lsn
         self._skip_tx = self._begun = False
@@ -280,8 +284,14 @@ class StreamReader:
             "ts_ms": ts_us // 1000, "snapshot": "false", "db": self.db,
             "sequence": f'["{self._last_commit_lsn}","{lsn}"]' if self._last_commit_lsn else f'[null,"{lsn}"]',
             "ts_us": ts_us, "ts_ns": ts_us * 1000, "schema": schema, "table": table,
-            "txId": self._xid if tx else None, "lsn": lsn, "xmin": None,
+            "txId": self._xid if tx else None, "lsn": lsn, "xmin": self.xmin,
         }
+
+    def _with_xmin(self, offset: dict[str, Any]) -> dict[str, Any]:
+        """``offset`` with the slot's xmin, once one was read (as PostgresOffsetContext.getOffset)."""
+        if self.xmin is not None:
+            offset["xmin"] = self.xmin
+        return offset
 
     def _truncate(self, msg: Truncate, lsn: int, append) -> None:
         """One ``op: t`` change per captured table (skipped by default through ``skipped.operations=t``)."""
@@ -292,8 +302,8 @@ class StreamReader:
             if table is None:
                 continue
             source = self._source(table.id.schema or "", table.id.table, lsn, self._ts_us, True)
-            offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid,
-                      "ts_usec": self._ts_us}
+            offset = self._with_xmin({"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn,
+                                      "txId": self._xid, "ts_usec": self._ts_us})
             append(RawChange(table, "t", None, None, source, offset, self._tx_id,
                              f"{self._xid}:{lsn}" if self.transaction_metadata else None))
             self._changes_in_tx += 1
@@ -309,7 +319,8 @@ class StreamReader:
             if self.resume.skip_change(self._commit_lsn, lsn):
                 return
             ts_us = self._ts_us
-            offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid, "ts_usec": ts_us}
+            offset = self._with_xmin({"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn,
+                                      "txId": self._xid, "ts_usec": ts_us})
             self._changes_in_tx += 1
         else:
             ts_us = self._last_ts_us
@@ -334,8 +345,8 @@ class StreamReader:
         if moved or self.idle_interval != float("inf"):
             position = max(wal_end, self._checkpointed)
             self._checkpointed = position
-            out.append(Checkpoint({"lsn_proc": None, "lsn_commit": position, "lsn": position,
-                                   "txId": None, "ts_usec": None}))
+            out.append(Checkpoint(self._with_xmin({"lsn_proc": None, "lsn_commit": position, "lsn": position,
+                                                   "txId": None, "ts_usec": None})))
 
     def _relation(self, rel: Relation) -> None:
         """Encode the table's next changes with the Relation's column types (``cdc_postgres.relations``)."""

@@ -1,0 +1,76 @@
+"""PostgreSQL streaming options: ``xmin.fetch.interval.ms`` (``source.xmin``), ``schema.refresh.mode``,
+``slot.stream.params``, as a user of the events and offsets sees them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from cdc_core.engine import Engine
+from cdc_core.errors import ConfigError
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+
+
+def _config(pg, db, **extra) -> dict:
+    return {"connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
+            "database.user": pg.user, "database.dbname": db, "topic.prefix": "so", "poll.interval.ms": 50,
+            "table.include.list": "public.t", **extra}
+
+
+def _run(pg, db, config: dict, actions: list[tuple[str, Callable[[list], bool]]], store=None):
+    """Run the engine; after streaming starts run each statement and wait for its condition on the records."""
+    store = store if store is not None else MemoryOffsetStore()
+    engine = Engine(config, offset_store=store)
+    records: list = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            engine.run(records.extend)
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            errors.append(e)
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not engine.metrics.streaming.connected and time.monotonic() < deadline and runner.is_alive():
+            time.sleep(0.05)
+        for statement, done in actions:
+            pg.execute(statement, dbname=db)
+            while not done(records) and time.monotonic() < deadline and runner.is_alive():
+                time.sleep(0.05)
+    finally:
+        engine.stop()
+        runner.join(30)
+    return (errors[0] if errors else None), records, store
+
+
+def _changes(records: list, op: str) -> list[dict]:
+    return [r.value for r in records if r.value and r.value.get("op") == op]
+
+
+def test_xmin_fetch_interval_puts_the_slots_xmin_in_source_and_offsets(pg_server, pg_db):
+    pg_server.execute("CREATE TABLE t (id int PRIMARY KEY, v text); INSERT INTO t VALUES (1, 'a')", dbname=pg_db)
+    error, records, store = _run(pg_server, pg_db, _config(pg_server, pg_db, **{"xmin.fetch.interval.ms": 100}),
+                                  [("INSERT INTO t VALUES (2, 'b')", lambda rs: bool(_changes(rs, "c")))])
+    assert error is None
+    slot_xmin = pg_server.execute("SELECT catalog_xmin::text::bigint FROM pg_replication_slots "
+                                  "WHERE slot_name = 'debezium' AND database = %s", dbname=pg_db, params=(pg_db,))
+    read, created = _changes(records, "r")[0], _changes(records, "c")[0]
+    assert read["source"]["xmin"] is None, "snapshot records carry no xmin, as in Debezium"
+    assert isinstance(created["source"]["xmin"], int) and created["source"]["xmin"] > 0
+    assert created["source"]["xmin"] <= slot_xmin[0][0]
+    offset = store.get({"server": "so"})
+    assert offset["xmin"] >= created["source"]["xmin"], "the committed offset carries the slot's xmin"
+
+
+def test_without_xmin_fetch_interval_source_xmin_is_null(pg_server, pg_db):
+    pg_server.execute("CREATE TABLE t (id int PRIMARY KEY)", dbname=pg_db)
+    error, records, store = _run(pg_server, pg_db, _config(pg_server, pg_db),
+                                  [("INSERT INTO t VALUES (2)", lambda rs: bool(_changes(rs, "c")))])
+    assert _changes(records, "c")[0]["source"]["xmin"] is None
+    assert "xmin" not in store.get({"server": "so"})
