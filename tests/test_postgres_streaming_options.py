@@ -74,3 +74,29 @@ def test_without_xmin_fetch_interval_source_xmin_is_null(pg_server, pg_db):
                                   [("INSERT INTO t VALUES (2)", lambda rs: bool(_changes(rs, "c")))])
     assert _changes(records, "c")[0]["source"]["xmin"] is None
     assert "xmin" not in store.get({"server": "so"})
+
+
+def _toast_run(pg, db, mode: str) -> list:
+    pg.execute("CREATE TABLE t (id int PRIMARY KEY, big text, v int);"
+               "ALTER TABLE t ALTER COLUMN big SET STORAGE EXTERNAL", dbname=db)
+    big = "x" * 20000  # stored out of line: an update that leaves it alone sends it as unchanged TOAST
+    pg.execute("INSERT INTO t VALUES (1, %s, 0)", dbname=db, params=(big,))
+    error, records, _ = _run(pg, db, _config(pg, db, **{"schema.refresh.mode": mode}), [
+        ("UPDATE t SET v = 1 WHERE id = 1", lambda rs: len(_changes(rs, "u")) >= 1),
+        ("ALTER TABLE t DROP COLUMN big", lambda rs: True),
+        ("UPDATE t SET v = 2 WHERE id = 1", lambda rs: len(_changes(rs, "u")) >= 2),
+    ])
+    assert error is None
+    return [r for r in records if r.value and r.value.get("op") == "u"]
+
+
+@pytest.mark.parametrize("mode", ["columns_diff", "columns_diff_exclude_unchanged_toast"])
+def test_schema_refresh_mode_starts_and_changes_nothing_with_pgoutput(pg_server, pg_db, mode):
+    """Debezium compares a message's columns with its schema only for decoders that send no Relation messages
+    (PgOutputReplicationMessage.shouldSchemaBeSynchronized is false): with pgoutput both modes give the events
+    below, unchanged TOAST as the placeholder, and a dropped TOASTed column gone from the next event's schema."""
+    updates = _toast_run(pg_server, pg_db, mode)
+    assert [u.value["after"] for u in updates] == [
+        {"id": 1, "big": "__debezium_unavailable_value", "v": 1}, {"id": 1, "v": 2}]
+    assert [f.name for f in updates[1].value_schema.field("after").schema.fields] == ["id", "v"]
+
