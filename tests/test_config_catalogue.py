@@ -61,7 +61,7 @@ def test_the_catalogue_knows_the_documented_properties_and_defaults() -> None:
         assert pg.find(name).status == mysql.find(name).status == "implemented", name
     assert mysql.find("column.mask.hash.SHA-256.with.salt.CzQMA0cB5K").status == "implemented"
     assert pg.find("driver.loginTimeout").status == "accepted"
-    assert pg.find("slot.stream.params").status == "refused"
+    assert pg.find("slot.stream.params").status == "implemented"
     assert pg.find("replica.identity.autoset.values").status == "implemented"
     assert pg.find("transforms") is None  # not a connector chapter's table: owned by the transforms
     for name in ("snapshot.delay.ms", "streaming.delay.ms", "database.sslmode", "database.sslrootcert"):
@@ -87,13 +87,16 @@ def _base(**extra: str) -> Config:
 
 
 def test_documented_properties_cdc_does_not_implement_are_accepted_or_refused() -> None:
-    report = connector_report(_base(**{"database.query.timeout.ms": "100", "driver.ssl": "true",
-                                       "slot.stream.params": "add-tables=public.t", "xmin.fetch.interval.ms": "100"}))
-    assert report.ignored == ["database.query.timeout.ms", "driver.ssl"]
-    assert report.warning() == "accepted, no effect in cdc: database.query.timeout.ms, driver.ssl"
-    assert len(report.refused) == 1 and report.refused[0].startswith(
-        "slot.stream.params: documented, but cdc does not implement it, and ignoring it would change the data")
-    assert report.errors == []
+    report = connector_report(_base(**{"schema.refresh.mode": "columns_diff", "driver.ssl": "true",
+                                       "slot.stream.params": "origin=none", "xmin.fetch.interval.ms": "100"}))
+    assert report.ignored == ["schema.refresh.mode", "driver.ssl"]
+    assert report.warning() == "accepted, no effect in cdc: schema.refresh.mode, driver.ssl"
+    assert report.refused == [] and report.errors == []
+    mysql = connector_report(Config({"connector.class": "mysql", "topic.prefix": "shop", "database.hostname": "h",
+                                     "incremental.snapshot.allow.schema.changes": "true"}))
+    assert len(mysql.refused) == 1 and mysql.refused[0].startswith(
+        "incremental.snapshot.allow.schema.changes: documented, but cdc does not implement it, and ignoring it "
+        "would change the data")
 
 
 def test_a_refused_property_at_its_documented_default_is_harmless() -> None:
@@ -147,10 +150,10 @@ def test_validate_prints_the_three_groups(tmp_path: Path, capsys) -> None:
     path = tmp_path / "app.properties"
     path.write_text("\n".join([
         "debezium.sink.type=stdout",
-        "debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector",
+        "debezium.source.connector.class=io.debezium.connector.mysql.MySqlConnector",
         "debezium.source.topic.prefix=shop", "debezium.source.database.hostname=localhost",
-        "debezium.source.database.dbname=db", "debezium.source.databse.user=x",
-        "debezium.source.slot.stream.params=add-tables=public.t", "debezium.source.driver.ssl=true",
+        "debezium.source.databse.user=x", "debezium.source.incremental.snapshot.allow.schema.changes=true",
+        "debezium.source.database.jdbc.driver=com.mysql.cj.jdbc.Driver",
         "debezium.sink.kinesis.region=eu-central-1", "quarkus.log.level=INFO", ""]))
     assert main(["validate", str(path)]) == 2
     out, err = capsys.readouterr()
@@ -159,13 +162,13 @@ def test_validate_prints_the_three_groups(tmp_path: Path, capsys) -> None:
         "  debezium.source.databse.user: unknown property; did you mean debezium.source.database.user?",
         "refused (documented, but cdc does not implement them and ignoring them would change the data):",
     ]
-    assert err.splitlines()[3].startswith("  debezium.source.slot.stream.params: documented, but cdc does not")
+    assert err.splitlines()[3].startswith(
+        "  debezium.source.incremental.snapshot.allow.schema.changes: documented, but cdc does not")
     assert out.splitlines() == [
         "accepted, no effect in cdc:",
         "  debezium.sink.kinesis.region (a property of another sink; debezium.sink.type is stdout)",
         "  quarkus.log.level (set the level with cdc --log-level)",
-        "  debezium.source.driver.ssl (JDBC options; cdc connects through libpq (psycopg), whose settings have their own "
-        "properties)",
+        "  debezium.source.database.jdbc.driver (cdc connects through PyMySQL, not JDBC)",
     ]
 
 

@@ -100,3 +100,41 @@ def test_schema_refresh_mode_starts_and_changes_nothing_with_pgoutput(pg_server,
         {"id": 1, "big": "__debezium_unavailable_value", "v": 1}, {"id": 1, "v": 2}]
     assert [f.name for f in updates[1].value_schema.field("after").schema.fields] == ["id", "v"]
 
+
+
+def test_slot_stream_params_reach_pgoutput_and_a_refusal_names_the_property(pg_server, pg_db):
+    """The pairs go to START_REPLICATION: pgoutput refuses a decoder's option it does not know (wal2json's
+    ``add-tables``), and the connector stops naming slot.stream.params instead of retrying."""
+    pg_server.execute("CREATE TABLE t (id int PRIMARY KEY)", dbname=pg_db)
+    error, _, _ = _run(pg_server, pg_db, _config(pg_server, pg_db, **{
+        "slot.stream.params": "add-tables=public.t;include-lsn=true", "snapshot.mode": "no_data"}), [])
+    assert error is not None
+    assert "slot.stream.params" in str(error) and "add-tables" in str(error)
+
+
+@pytest.mark.parametrize(("value", "reason"), [
+    ("proto_version=1", "cdc chooses the protocol version"),
+    ("messages=false", "message.prefix.exclude.list"),
+    ("binary=true", "text format"),
+    ("origin=none;publication_names=other", "publication.name"),
+    ("origin", "is not key=value"),
+])
+def test_slot_stream_params_that_conflict_with_cdcs_own_are_refused(pg_server, pg_db, value, reason):
+    with pytest.raises(ConfigError) as e:
+        Engine(_config(pg_server, pg_db, **{"slot.stream.params": value}), offset_store=MemoryOffsetStore())
+    assert "slot.stream.params" in str(e.value) and reason in str(e.value)
+
+
+def test_slot_stream_param_origin_none_leaves_out_replicated_changes(pg_server, pg_db):
+    """PostgreSQL 16's pgoutput ``origin=none``: changes a session made under a replication origin (as a
+    subscriber applying another server's changes does) are not sent; local ones are."""
+    if pg_server.execute("SHOW server_version_num")[0][0] < "160000":
+        pytest.skip("pgoutput's origin option needs PostgreSQL 16; this server is older")
+    pg_server.execute("CREATE TABLE t (id int PRIMARY KEY); SELECT pg_replication_origin_create('elsewhere')",
+                      dbname=pg_db)
+    replicated = ("SELECT pg_replication_origin_session_setup('elsewhere'); INSERT INTO t VALUES (1);"
+                  "SELECT pg_replication_origin_session_reset(); INSERT INTO t VALUES (2)")
+    error, records, _ = _run(pg_server, pg_db, _config(pg_server, pg_db, **{"slot.stream.params": "origin=none"}),
+                             [(replicated, lambda rs: bool(_changes(rs, "c")))])
+    assert error is None
+    assert [c["after"]["id"] for c in _changes(records, "c")] == [2]

@@ -10,6 +10,7 @@ from cdc_core.config import Fields
 from cdc_core.config.formats import PORT_RANGE, hosts_problem, name_bytes_problem
 
 from cdc_postgres.replica_identity import autoset_problem
+from cdc_postgres.stream_params import stream_params_problem
 
 _SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
 
@@ -84,6 +85,8 @@ REPLICA_IDENTITY_AUTOSET = F("replica.identity.autoset.values", "string", valida
 # As PostgresTaskContext.getSlotXmin: the slot's catalog_xmin, re-read at most this often while streaming, is
 # written as source.xmin and the offsets' xmin (0: not tracked, source.xmin null).
 XMIN_FETCH_INTERVAL_MS = F("xmin.fetch.interval.ms", "long", 0, minimum=0)
+# key=value;... passed to pgoutput at START_REPLICATION (cdc_postgres.stream_params).
+SLOT_STREAM_PARAMS = F("slot.stream.params", "string", validator=stream_params_problem)
 
 FIELDS = Fields(
     [
@@ -93,7 +96,7 @@ FIELDS = Fields(
         SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, SNAPSHOT_LOCK_TIMEOUT_MS, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
         HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY, REPLICA_IDENTITY_AUTOSET,
-        XMIN_FETCH_INTERVAL_MS,
+        XMIN_FETCH_INTERVAL_MS, SLOT_STREAM_PARAMS,
     ]
 )
 

@@ -32,6 +32,7 @@ from cdc_postgres.position import PostgresLogPosition
 from cdc_postgres.replication import ReplicationConnection, ReplicationError, format_lsn, parse_lsn
 from cdc_postgres.snapshot import SnapshotReader
 from cdc_postgres.source import SOURCE_SCHEMA
+from cdc_postgres.stream_params import parse_stream_params
 from cdc_postgres.streaming import ResumePoint, StreamReader
 from cdc_postgres.modes import type_modes
 
@@ -464,7 +465,16 @@ class PostgresConnector:
             # Beyond Debezium: large transactions arrive while still in progress (protocol v2) and
             # are spilled to disk until they commit, so memory stays bounded whatever their size.
             options.update(proto_version="2", streaming="on")
-        self._repl.start(self.slot, start_lsn, options)
+        params = parse_stream_params(self.config.get(pgc.SLOT_STREAM_PARAMS))
+        try:
+            self._repl.start(self.slot, start_lsn, {**params, **options})
+        except ReplicationError as e:
+            # pgoutput's refusal: "unrecognized pgoutput option" (XX000 before 16), invalid values (22023).
+            if params and (e.sqlstate in ("22023", "42601", "0A000") or "option" in str(e)):
+                raise ConnectorError(f"slot.stream.params={self.config.get(pgc.SLOT_STREAM_PARAMS)!r}: PostgreSQL "
+                                     f"at {self.address} refused the options passed to pgoutput: {_first_line(e)}; "
+                                     "remove or fix them") from None
+            raise
         log = self.log.with_context("streaming")
         log.info("streaming from slot %s at LSN %d", self.slot, start_lsn)
         if self.metrics is not None:
