@@ -86,6 +86,8 @@ REPLICA_IDENTITY_AUTOSET = F("replica.identity.autoset.values", "string", valida
 # written as source.xmin and the offsets' xmin (0: not tracked, source.xmin null).
 XMIN_FETCH_INTERVAL_MS = F("xmin.fetch.interval.ms", "long", 0, minimum=0)
 # key=value;... passed to pgoutput at START_REPLICATION (cdc_postgres.stream_params).
+# statement_timeout of cdc's query connections (cdc_postgres.query_timeout); an int of milliseconds in PostgreSQL.
+QUERY_TIMEOUT_MS = F("database.query.timeout.ms", "long", 600000, minimum=0, maximum=2**31 - 1)
 SLOT_STREAM_PARAMS = F("slot.stream.params", "string", validator=stream_params_problem)
 
 FIELDS = Fields(
@@ -96,7 +98,7 @@ FIELDS = Fields(
         SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, SNAPSHOT_LOCK_TIMEOUT_MS, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
         HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY, REPLICA_IDENTITY_AUTOSET,
-        XMIN_FETCH_INTERVAL_MS, SLOT_STREAM_PARAMS,
+        XMIN_FETCH_INTERVAL_MS, SLOT_STREAM_PARAMS, QUERY_TIMEOUT_MS,
     ]
 )
 
@@ -131,6 +133,11 @@ def conninfo(config, **extra: str) -> str:
     params["keepalives"] = "1" if config.get(TCP_KEEPALIVE) else "0"
     params.update(extra)
     return make_conninfo("", **params)
+
+
+def query_options(config) -> str:
+    """The session options of a query (not replication) connection: ``database.query.timeout.ms`` added."""
+    return f"{SESSION_OPTIONS} -c statement_timeout={int(config.get(QUERY_TIMEOUT_MS))}"
 
 
 def tls_params(config) -> dict[str, str]:

@@ -32,6 +32,7 @@ from cdc_postgres.position import PostgresLogPosition
 from cdc_postgres.replication import ReplicationConnection, ReplicationError, format_lsn, parse_lsn
 from cdc_postgres.snapshot import SnapshotReader
 from cdc_postgres.source import SOURCE_SCHEMA
+from cdc_postgres.query_timeout import is_statement_timeout, statement_timeouts, timeout_error
 from cdc_postgres.stream_params import parse_stream_params
 from cdc_postgres.streaming import ResumePoint, StreamReader
 from cdc_postgres.modes import type_modes
@@ -91,6 +92,10 @@ class PostgresConnector:
 
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect, check the server's prerequisites and prepare the publication."""
+        with statement_timeouts(self.config.get(pgc.QUERY_TIMEOUT_MS), self.address):
+            self._start(offset)
+
+    def _start(self, offset: dict[str, Any] | None) -> None:
         self._offset = offset
         if self.config.get(pgc.SSLFACTORY):
             self.log.warning("database.sslfactory=%s is ignored: cdc connects through libpq, whose certificate "
@@ -114,7 +119,8 @@ class PostgresConnector:
     def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Snapshot if the mode and offsets ask for it, then stream from the slot."""
         try:
-            yield from self._run()
+            with statement_timeouts(self.config.get(pgc.QUERY_TIMEOUT_MS), self.address):
+                yield from self._run()
         except (psycopg.OperationalError, ReplicationError) as e:
             if self._stop.is_set():
                 return
@@ -168,7 +174,7 @@ class PostgresConnector:
     def _connect(self) -> psycopg.Connection:
         """A regular connection, with ``database.initial.statements`` run on it (separated by ``;;``)."""
         try:
-            conn = psycopg.connect(pgc.conninfo(self.config), autocommit=True)
+            conn = psycopg.connect(pgc.conninfo(self.config, options=pgc.query_options(self.config)), autocommit=True)
         except psycopg.OperationalError as e:
             reason = _server_reason(e)
             for pattern, properties in _PERMANENT_CONNECT_ERRORS:
@@ -189,6 +195,9 @@ class PostgresConnector:
             except psycopg.Error as e:
                 lost = conn.closed
                 conn.close()
+                if is_statement_timeout(e):
+                    raise timeout_error(self.config.get(pgc.QUERY_TIMEOUT_MS), self.address,
+                                        f"database.initial.statements statement {n} ({_excerpt(statement)})") from None
                 if lost:
                     raise RetriableError(f"lost the connection to PostgreSQL at {self.address} while running "
                                          f"database.initial.statements: {_first_line(e)}") from None
@@ -390,6 +399,9 @@ class PostgresConnector:
         assert self._conn is not None
         try:
             self._conn.execute(query)
+        except psycopg.errors.QueryCanceled as e:
+            log.warning("heartbeat.action.query failed: %s (database.query.timeout.ms=%d)", _first_line(e),
+                        self.config.get(pgc.QUERY_TIMEOUT_MS))
         except psycopg.OperationalError:
             raise
         except psycopg.Error as e:
@@ -409,6 +421,7 @@ class PostgresConnector:
                 snap_conn, self.server, self.db, lsn, min(self.config.get(pgc.SNAPSHOT_FETCH_SIZE), 2048),
                 self.log.with_context("snapshot"),
             )
+            reader.query_timeout_ms = self.config.get(pgc.QUERY_TIMEOUT_MS)
             reader.begin(snapshot_name)
             tables = self._snapshot_tables()
             reader.lock([st for t, _ in tables if (st := self.snapshot_lock.table_lock_statement(
