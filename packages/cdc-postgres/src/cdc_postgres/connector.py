@@ -28,6 +28,7 @@ from cdc_postgres.replica_identity import apply_autoset, parse_autoset
 from cdc_postgres.incremental import signal_tables
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
+from cdc_postgres.metrics import postgres_metrics
 from cdc_postgres.position import PostgresLogPosition
 from cdc_postgres.replication import ReplicationConnection, ReplicationError, format_lsn, parse_lsn
 from cdc_postgres.snapshot import SnapshotReader
@@ -78,6 +79,7 @@ class PostgresConnector:
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self.metrics = context.metrics
+        self._pg_metrics = postgres_metrics(self.metrics)
         self.flush_lsn = config.get(pgc.FLUSH_LSN_SOURCE)
 
     # -- SPI ---------------------------------------------------------------------------------
@@ -124,6 +126,9 @@ class PostgresConnector:
         except (psycopg.OperationalError, ReplicationError) as e:
             if self._stop.is_set():
                 return
+            if self.metrics is not None and self.metrics.streaming.connected:
+                self.metrics.streaming.connected = False
+                self._pg_metrics.disconnects += 1
             raise RetriableError(f"lost the connection to PostgreSQL at {self.address}: {_first_line(e)}") from None
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
@@ -407,6 +412,12 @@ class PostgresConnector:
         except psycopg.Error as e:
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
 
+    def _count(self, reader: StreamReader) -> None:
+        """Move the reader's filtered and skipped counts to the metrics (this thread is their only writer)."""
+        self.metrics.streaming.filtered += reader.filtered
+        self._pg_metrics.skipped_events += reader.skipped
+        reader.filtered = reader.skipped = 0
+
     def _slot_xmin(self) -> int | None:
         """The slot's ``catalog_xmin`` (as PostgresConnection.getReplicationSlotState reads it)."""
         assert self._conn is not None
@@ -522,7 +533,10 @@ class PostgresConnector:
                 if action and heartbeat and time.monotonic() - last_action >= heartbeat:
                     last_action = time.monotonic()
                     self._heartbeat_action(action, log)
-                yield reader.read(timeout)
+                batch = reader.read(timeout)
+                if (reader.filtered or reader.skipped) and self.metrics is not None:
+                    self._count(reader)
+                yield batch
         finally:
             reader.close()
         if self._ack_lsn > repl.confirmed_lsn:

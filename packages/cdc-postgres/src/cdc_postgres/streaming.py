@@ -96,6 +96,10 @@ class StreamReader:
         self._last_keepalive = time.monotonic()
         #: ``provide.transaction.metadata``: announce every transaction (BEGIN/END also without captured changes).
         self.transaction_metadata = False
+        #: Changes and messages outside the table filters and message prefix lists (NumberOfEventsFiltered), and
+        #: those skipped as already delivered (NumberOfSkippedEvents), since the connector last took them.
+        self.filtered = 0
+        self.skipped = 0
         #: The slot's catalog_xmin as last read (``xmin.fetch.interval.ms``): source.xmin and the offsets' xmin.
         self.xmin: int | None = None
 
@@ -127,6 +131,8 @@ class StreamReader:
             if cls is Insert or cls is Update or cls is Delete:
                 if not self._skip_tx:
                     self._change(msg, x.data_start, append)
+                else:
+                    self.skipped += 1
             elif cls is Begin:
                 self._begin(msg.xid, msg.final_lsn, msg.commit_ts_us)
                 self._announce(x.data_start, append)
@@ -138,8 +144,11 @@ class StreamReader:
             elif cls is Message:
                 if not msg.transactional:
                     self._last_commit_lsn = x.data_start
-                if self.messages is not None and self.messages.includes(msg.prefix) and not (
-                        msg.transactional and self._skip_tx):
+                if self.messages is None or not self.messages.includes(msg.prefix):
+                    self.filtered += 1
+                elif msg.transactional and self._skip_tx:
+                    self.skipped += 1
+                else:
                     self._message(msg, x.data_start, append)
             elif cls is Relation:
                 self._relation(msg)
@@ -169,7 +178,11 @@ class StreamReader:
     def _change(self, msg: Insert | Update | Delete, lsn: int, append) -> None:
         """One row change of the current transaction, unless acknowledged before a restart."""
         table = self.tables.get(msg.relation_oid)
-        if table is None or self.resume.skip_change(self._commit_lsn, lsn):
+        if table is None:
+            self.filtered += 1
+            return
+        if self.resume.skip_change(self._commit_lsn, lsn):
+            self.skipped += 1
             return
         cls = msg.__class__
         if cls is Insert:
@@ -247,7 +260,10 @@ class StreamReader:
                     self._announce(lsn, out.append)
                     first = False
                 subxid, msg = decode_streamed(payload)
-                if subxid in spill.aborted or self._skip_tx:
+                if subxid in spill.aborted:
+                    continue
+                if self._skip_tx:
+                    self.skipped += 1
                     continue
                 cls = msg.__class__
                 if cls is Insert or cls is Update or cls is Delete:
@@ -257,6 +273,8 @@ class StreamReader:
                 elif cls is Message:
                     if self.messages is not None and self.messages.includes(msg.prefix):
                         self._message(msg, lsn, out.append)
+                    else:
+                        self.filtered += 1
                 if len(out) >= REPLAY_CHUNK:
                     yield out
                     out = []
@@ -317,6 +335,7 @@ class StreamReader:
         """
         if msg.transactional:
             if self.resume.skip_change(self._commit_lsn, lsn):
+                self.skipped += 1
                 return
             ts_us = self._ts_us
             offset = self._with_xmin({"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn,
