@@ -8,6 +8,7 @@ the catalogue's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import runpy
@@ -86,25 +87,44 @@ def _base(**extra: str) -> Config:
                    "database.dbname": "db", **extra})
 
 
-def test_documented_properties_cdc_does_not_implement_are_accepted_or_refused() -> None:
-    report = connector_report(_base(**{"schema.refresh.mode": "columns_diff", "driver.ssl": "true",
-                                       "slot.stream.params": "origin=none", "xmin.fetch.interval.ms": "100"}))
-    assert report.ignored == ["schema.refresh.mode", "driver.ssl"]
-    assert report.warning() == "accepted, no effect in cdc: schema.refresh.mode, driver.ssl"
-    assert report.refused == [] and report.errors == []
-    mysql = connector_report(Config({"connector.class": "mysql", "topic.prefix": "shop", "database.hostname": "h",
-                                     "incremental.snapshot.allow.schema.changes": "true"}))
-    assert len(mysql.refused) == 1 and mysql.refused[0].startswith(
-        "incremental.snapshot.allow.schema.changes: documented, but cdc does not implement it, and ignoring it "
-        "would change the data")
+@pytest.fixture
+def refused_example(monkeypatch) -> str:
+    """PostgreSQL's ``schema.refresh.mode`` made a refused property (default ``columns_diff``): every refusal the
+    catalogue had so far has since been implemented or accepted, and the mechanism must keep working."""
+    original = Catalogue.load
+
+    def load(cls, connector: str):
+        found = original(connector)
+        if found is None or connector != "postgres":
+            return found
+        return Catalogue(connector, [dataclasses.replace(e, status="refused", reason="an example refusal")
+                                     if e.name == "schema.refresh.mode" else e for e in found.entries])
+
+    monkeypatch.setattr(Catalogue, "load", classmethod(load))
+    return "schema.refresh.mode"
 
 
-def test_a_refused_property_at_its_documented_default_is_harmless() -> None:
-    mysql = {"connector.class": "mysql", "topic.prefix": "shop", "database.hostname": "localhost"}
-    off = connector_report(Config({**mysql, "incremental.snapshot.allow.schema.changes": "false"}))
-    on = connector_report(Config({**mysql, "incremental.snapshot.allow.schema.changes": "true"}))
-    assert off.problems == [] and off.ignored == ["incremental.snapshot.allow.schema.changes"]
-    assert [p.split(":")[0] for p in on.refused] == ["incremental.snapshot.allow.schema.changes"]
+def test_documented_properties_cdc_does_not_implement_are_accepted_or_refused(refused_example) -> None:
+    report = connector_report(_base(**{"schema.refresh.mode": "columns_diff_exclude_unchanged_toast",
+                                       "driver.ssl": "true", "slot.stream.params": "origin=none",
+                                       "xmin.fetch.interval.ms": "100"}))
+    assert report.ignored == ["driver.ssl"]
+    assert report.warning() == "accepted, no effect in cdc: driver.ssl"
+    assert report.refused == ["schema.refresh.mode: documented, but cdc does not implement it, and ignoring it would "
+                              "change the data delivered (an example refusal)"]
+    assert report.errors == []
+
+
+def test_an_accepted_property_starts_with_the_warning() -> None:
+    report = connector_report(_base(**{"schema.refresh.mode": "columns_diff_exclude_unchanged_toast"}))
+    assert report.problems == [] and report.warning() == "accepted, no effect in cdc: schema.refresh.mode"
+
+
+def test_a_refused_property_at_its_documented_default_is_harmless(refused_example) -> None:
+    off = connector_report(_base(**{"schema.refresh.mode": "columns_diff"}))
+    on = connector_report(_base(**{"schema.refresh.mode": "columns_diff_exclude_unchanged_toast"}))
+    assert off.problems == [] and off.ignored == ["schema.refresh.mode"]
+    assert [p.split(":")[0] for p in on.refused] == ["schema.refresh.mode"]
 
 
 @pytest.mark.parametrize(("name", "message"), [
@@ -146,14 +166,14 @@ def test_debezium_server_configurations_have_no_unknown_property(path: Path, cap
         assert out.rstrip().endswith("configuration is valid")
 
 
-def test_validate_prints_the_three_groups(tmp_path: Path, capsys) -> None:
+def test_validate_prints_the_three_groups(tmp_path: Path, capsys, refused_example) -> None:
     path = tmp_path / "app.properties"
     path.write_text("\n".join([
         "debezium.sink.type=stdout",
-        "debezium.source.connector.class=io.debezium.connector.mysql.MySqlConnector",
+        "debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector",
         "debezium.source.topic.prefix=shop", "debezium.source.database.hostname=localhost",
-        "debezium.source.databse.user=x", "debezium.source.incremental.snapshot.allow.schema.changes=true",
-        "debezium.source.database.jdbc.driver=com.mysql.cj.jdbc.Driver",
+        "debezium.source.database.dbname=db", "debezium.source.databse.user=x",
+        "debezium.source.schema.refresh.mode=columns_diff_exclude_unchanged_toast", "debezium.source.driver.ssl=true",
         "debezium.sink.kinesis.region=eu-central-1", "quarkus.log.level=INFO", ""]))
     assert main(["validate", str(path)]) == 2
     out, err = capsys.readouterr()
@@ -162,13 +182,13 @@ def test_validate_prints_the_three_groups(tmp_path: Path, capsys) -> None:
         "  debezium.source.databse.user: unknown property; did you mean debezium.source.database.user?",
         "refused (documented, but cdc does not implement them and ignoring them would change the data):",
     ]
-    assert err.splitlines()[3].startswith(
-        "  debezium.source.incremental.snapshot.allow.schema.changes: documented, but cdc does not")
+    assert err.splitlines()[3].startswith("  debezium.source.schema.refresh.mode: documented, but cdc does not")
     assert out.splitlines() == [
         "accepted, no effect in cdc:",
         "  debezium.sink.kinesis.region (a property of another sink; debezium.sink.type is stdout)",
         "  quarkus.log.level (set the level with cdc --log-level)",
-        "  debezium.source.database.jdbc.driver (cdc connects through PyMySQL, not JDBC)",
+        "  debezium.source.driver.ssl (JDBC options; cdc connects through libpq (psycopg), whose settings have their own "
+        "properties)",
     ]
 
 
