@@ -29,7 +29,6 @@ class CommonMetrics:
     def __init__(self, queue: Any = None):
         self.queue = queue
         self.total_events = 0
-        #: Events dropped by include/exclude filters; a connector's streaming thread is its only writer.
         self.filtered = 0
         self.erroneous = 0
         self.last_event: str | None = None
@@ -58,8 +57,7 @@ class CommonMetrics:
         capacity = self.queue.capacity if self.queue is not None else 0
         remaining = self.queue.remaining_capacity if self.queue is not None else 0
         return {
-            # As Debezium's CommonEventMeter, a filtered event was seen too.
-            "TotalNumberOfEventsSeen": self.total_events + self.filtered,
+            "TotalNumberOfEventsSeen": self.total_events,
             "NumberOfEventsFiltered": self.filtered,
             "NumberOfErroneousEvents": self.erroneous,
             "LastEvent": self.last_event or "",

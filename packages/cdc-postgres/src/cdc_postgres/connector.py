@@ -413,8 +413,13 @@ class PostgresConnector:
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
 
     def _count(self, reader: StreamReader) -> None:
-        """Move the reader's filtered and skipped counts to the metrics (this thread is their only writer)."""
-        self.metrics.streaming.filtered += reader.filtered
+        """Move the reader's filtered and skipped counts to the metrics (on the thread that records batches).
+
+        A filtered event counts as seen too, as Debezium's ``onFilteredEvent``.
+        """
+        streaming = self.metrics.streaming
+        streaming.filtered += reader.filtered
+        streaming.total_events += reader.filtered
         self._pg_metrics.skipped_events += reader.skipped
         reader.filtered = reader.skipped = 0
 
