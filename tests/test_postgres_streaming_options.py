@@ -138,3 +138,32 @@ def test_slot_stream_param_origin_none_leaves_out_replicated_changes(pg_server, 
                              [(replicated, lambda rs: bool(_changes(rs, "c")))])
     assert error is None
     assert [c["after"]["id"] for c in _changes(records, "c")] == [2]
+
+
+def test_initial_statements_split_at_semicolons_with_doubled_ones_escaped(pg_server, pg_db):
+    """As Debezium's parseSqlStatementString: ``;`` separates, ``;;`` is a semicolon inside a statement."""
+    pg_server.execute("CREATE TABLE t (id int PRIMARY KEY)", dbname=pg_db)
+    seen: list = []
+
+    def sessions(records) -> bool:
+        seen[:] = pg_server.execute("SELECT application_name FROM pg_stat_activity WHERE datname = %s "
+                                    "AND application_name LIKE 'cdc %%'", params=(pg_db,))
+        return bool(seen)
+
+    error, _, _ = _run(pg_server, pg_db, _config(pg_server, pg_db, **{
+        "database.initial.statements": "SET application_name = 'cdc a;;b';  ;SET lock_timeout = '7s';"}),
+        [("SELECT 1", sessions)])
+    assert error is None
+    assert ("cdc a;b",) in seen
+
+
+def test_initial_statements_parse_as_debezium():
+    from cdc_core.config import Config
+    from cdc_postgres.config import initial_statements
+
+    def split(text: str) -> list[str]:
+        return initial_statements(Config({"database.initial.statements": text}))
+
+    assert split("SET a = 1; SET b = 2;") == ["SET a = 1", "SET b = 2"]
+    assert split("SELECT ';;' ;; x;;") == ["SELECT ';' ; x;"]
+    assert split(" ; ;") == [] and split("") == []

@@ -135,6 +135,32 @@ def conninfo(config, **extra: str) -> str:
     return make_conninfo("", **params)
 
 
+def initial_statements(config) -> list[str]:
+    """``database.initial.statements`` split as Debezium's JdbcConnection.parseSqlStatementString does.
+
+    ``;`` ends a statement and ``;;`` is a literal semicolon; statements are trimmed, empty ones dropped.
+    """
+    text = config.get(DATABASE_INITIAL_STATEMENTS) or ""
+    out: list[str] = []
+    current: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != ";":
+            current.append(c)
+        elif i + 1 < n and text[i + 1] == ";":
+            current.append(";")
+            i += 1
+        elif i + 1 < n:
+            if stmt := "".join(current).strip():
+                out.append(stmt)
+            current = []
+        i += 1
+    if stmt := "".join(current).strip():
+        out.append(stmt)
+    return out
+
+
 def query_options(config) -> str:
     """The session options of a query (not replication) connection: ``database.query.timeout.ms`` added."""
     return f"{SESSION_OPTIONS} -c statement_timeout={int(config.get(QUERY_TIMEOUT_MS))}"

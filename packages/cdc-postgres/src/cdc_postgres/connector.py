@@ -177,7 +177,7 @@ class PostgresConnector:
             raise
 
     def _connect(self) -> psycopg.Connection:
-        """A regular connection, with ``database.initial.statements`` run on it (separated by ``;;``)."""
+        """A regular connection, with ``database.initial.statements`` run on it (``;`` separated, ``;;`` escaped)."""
         try:
             conn = psycopg.connect(pgc.conninfo(self.config, options=pgc.query_options(self.config)), autocommit=True)
         except psycopg.OperationalError as e:
@@ -193,8 +193,7 @@ class PostgresConnector:
                                        f"{self.config.get(pgc.HOSTNAME)!r} does not resolve; check "
                                        "database.hostname") from None
             raise RetriableError(f"cannot connect to PostgreSQL at {self.address}: {_first_line(e)}") from None
-        initial = self.config.get(pgc.DATABASE_INITIAL_STATEMENTS)
-        for n, statement in enumerate([s for s in (initial or "").split(";;") if s.strip()], 1):
+        for n, statement in enumerate(pgc.initial_statements(self.config), 1):
             try:
                 conn.execute(statement)
             except psycopg.Error as e:
