@@ -128,7 +128,7 @@ def test_slot_stream_params_that_conflict_with_cdcs_own_are_refused(pg_server, p
 def test_slot_stream_param_origin_none_leaves_out_replicated_changes(pg_server, pg_db):
     """PostgreSQL 16's pgoutput ``origin=none``: changes a session made under a replication origin (as a
     subscriber applying another server's changes does) are not sent; local ones are."""
-    if pg_server.execute("SHOW server_version_num")[0][0] < "160000":
+    if int(pg_server.execute("SHOW server_version_num")[0][0]) < 160000:
         pytest.skip("pgoutput's origin option needs PostgreSQL 16; this server is older")
     pg_server.execute("CREATE TABLE t (id int PRIMARY KEY); SELECT pg_replication_origin_create('elsewhere')",
                       dbname=pg_db)
