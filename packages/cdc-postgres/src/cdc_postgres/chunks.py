@@ -43,9 +43,8 @@ _BATCH = 2048
 def _connect(config: Config) -> psycopg.Connection:
     """A regular autocommit connection with ``database.initial.statements`` run on it."""
     conn = psycopg.connect(pgc.conninfo(config), autocommit=True)
-    for statement in (config.get(pgc.DATABASE_INITIAL_STATEMENTS) or "").split(";;"):
-        if statement.strip():
-            conn.execute(statement)
+    for statement in pgc.initial_statements(config):
+        conn.execute(statement)
     return conn
 
 

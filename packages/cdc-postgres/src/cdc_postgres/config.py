@@ -10,6 +10,7 @@ from cdc_core.config import Fields
 from cdc_core.config.formats import PORT_RANGE, host_problem, hosts_problem, name_bytes_problem
 
 from cdc_postgres.replica_identity import autoset_problem
+from cdc_postgres.stream_params import stream_params_problem
 
 _SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
 
@@ -97,6 +98,13 @@ INCLUDE_SCHEMA_COMMENTS = F("include.schema.comments", "boolean", False)
 READ_ONLY = F("read.only", "boolean", False)
 # Captured tables' REPLICA IDENTITY set at start (cdc_postgres.replica_identity), as Debezium's ReplicaIdentityMapper.
 REPLICA_IDENTITY_AUTOSET = F("replica.identity.autoset.values", "string", validator=autoset_problem)
+# As PostgresTaskContext.getSlotXmin: the slot's catalog_xmin, re-read at most this often while streaming, is
+# written as source.xmin and the offsets' xmin (0: not tracked, source.xmin null).
+XMIN_FETCH_INTERVAL_MS = F("xmin.fetch.interval.ms", "long", 0, minimum=0)
+# key=value;... passed to pgoutput at START_REPLICATION (cdc_postgres.stream_params).
+# statement_timeout of cdc's query connections (cdc_postgres.query_timeout); an int of milliseconds in PostgreSQL.
+QUERY_TIMEOUT_MS = F("database.query.timeout.ms", "long", 600000, minimum=0, maximum=2**31 - 1)
+SLOT_STREAM_PARAMS = F("slot.stream.params", "string", validator=stream_params_problem)
 
 FIELDS = Fields(
     [
@@ -106,6 +114,7 @@ FIELDS = Fields(
         SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, SNAPSHOT_LOCK_TIMEOUT_MS, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
         HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY, REPLICA_IDENTITY_AUTOSET,
+        XMIN_FETCH_INTERVAL_MS, SLOT_STREAM_PARAMS, QUERY_TIMEOUT_MS,
     ]
 )
 
@@ -141,6 +150,37 @@ def conninfo(config, **extra: str) -> str:
     params["keepalives"] = "1" if config.get(TCP_KEEPALIVE) else "0"
     params.update(extra)
     return make_conninfo("", **params)
+
+
+def initial_statements(config) -> list[str]:
+    """``database.initial.statements`` split as Debezium's JdbcConnection.parseSqlStatementString does.
+
+    ``;`` ends a statement and ``;;`` is a literal semicolon; statements are trimmed, empty ones dropped.
+    """
+    text = config.get(DATABASE_INITIAL_STATEMENTS) or ""
+    out: list[str] = []
+    current: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != ";":
+            current.append(c)
+        elif i + 1 < n and text[i + 1] == ";":
+            current.append(";")
+            i += 1
+        elif i + 1 < n:
+            if stmt := "".join(current).strip():
+                out.append(stmt)
+            current = []
+        i += 1
+    if stmt := "".join(current).strip():
+        out.append(stmt)
+    return out
+
+
+def query_options(config) -> str:
+    """The session options of a query (not replication) connection: ``database.query.timeout.ms`` added."""
+    return f"{SESSION_OPTIONS} -c statement_timeout={int(config.get(QUERY_TIMEOUT_MS))}"
 
 
 def tls_params(config) -> dict[str, str]:

@@ -28,10 +28,13 @@ from cdc_postgres.replica_identity import apply_autoset, parse_autoset
 from cdc_postgres.incremental import signal_tables
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
+from cdc_postgres.metrics import postgres_metrics
 from cdc_postgres.position import PostgresLogPosition
 from cdc_postgres.replication import ReplicationConnection, ReplicationError, format_lsn, parse_lsn
 from cdc_postgres.snapshot import SnapshotReader
 from cdc_postgres.source import SOURCE_SCHEMA
+from cdc_postgres.query_timeout import is_statement_timeout, statement_timeouts, timeout_error
+from cdc_postgres.stream_params import parse_stream_params
 from cdc_postgres.streaming import ResumePoint, StreamReader
 from cdc_postgres.modes import type_modes
 
@@ -55,7 +58,7 @@ class PostgresConnector:
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"lsn": "uint"},
         optional={"lsn_proc": "uint", "lsn_commit": "uint", "txId": "uint", "ts_usec": "uint", "snapshot": "snapshot",
-                  "last_snapshot_record": "bool"})
+                  "last_snapshot_record": "bool", "xmin": "uint"})
 
     def __init__(self, config: Config, context: ConnectorContext):
         self.config = config
@@ -78,6 +81,7 @@ class PostgresConnector:
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self.metrics = context.metrics
+        self._pg_metrics = postgres_metrics(self.metrics)
         self.flush_lsn = config.get(pgc.FLUSH_LSN_SOURCE)
 
     # -- SPI ---------------------------------------------------------------------------------
@@ -92,6 +96,10 @@ class PostgresConnector:
 
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect, check the server's prerequisites and prepare the publication."""
+        with statement_timeouts(self.config.get(pgc.QUERY_TIMEOUT_MS), self.address):
+            self._start(offset)
+
+    def _start(self, offset: dict[str, Any] | None) -> None:
         self._offset = offset
         if self.config.get(pgc.SSLFACTORY):
             self.log.warning("database.sslfactory=%s is ignored: cdc connects through libpq, whose certificate "
@@ -115,10 +123,14 @@ class PostgresConnector:
     def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Snapshot if the mode and offsets ask for it, then stream from the slot."""
         try:
-            yield from self._run()
+            with statement_timeouts(self.config.get(pgc.QUERY_TIMEOUT_MS), self.address):
+                yield from self._run()
         except (psycopg.OperationalError, ReplicationError) as e:
             if self._stop.is_set():
                 return
+            if self.metrics is not None and self.metrics.streaming.connected:
+                self.metrics.streaming.connected = False
+                self._pg_metrics.disconnects += 1
             raise RetriableError(f"lost the connection to PostgreSQL at {self.address}: {_first_line(e)}") from None
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
@@ -167,9 +179,9 @@ class PostgresConnector:
             raise
 
     def _connect(self) -> psycopg.Connection:
-        """A regular connection, with ``database.initial.statements`` run on it (separated by ``;;``)."""
+        """A regular connection, with ``database.initial.statements`` run on it (``;`` separated, ``;;`` escaped)."""
         try:
-            conn = psycopg.connect(pgc.conninfo(self.config), autocommit=True)
+            conn = psycopg.connect(pgc.conninfo(self.config, options=pgc.query_options(self.config)), autocommit=True)
         except psycopg.OperationalError as e:
             reason = _server_reason(e)
             for pattern, properties in _PERMANENT_CONNECT_ERRORS:
@@ -183,13 +195,15 @@ class PostgresConnector:
                                        f"{self.config.get(pgc.HOSTNAME)!r} does not resolve; check "
                                        "database.hostname") from None
             raise RetriableError(f"cannot connect to PostgreSQL at {self.address}: {_first_line(e)}") from None
-        initial = self.config.get(pgc.DATABASE_INITIAL_STATEMENTS)
-        for n, statement in enumerate([s for s in (initial or "").split(";;") if s.strip()], 1):
+        for n, statement in enumerate(pgc.initial_statements(self.config), 1):
             try:
                 conn.execute(statement)
             except psycopg.Error as e:
                 lost = conn.closed
                 conn.close()
+                if is_statement_timeout(e):
+                    raise timeout_error(self.config.get(pgc.QUERY_TIMEOUT_MS), self.address,
+                                        f"database.initial.statements statement {n} ({_excerpt(statement)})") from None
                 if lost:
                     raise RetriableError(f"lost the connection to PostgreSQL at {self.address} while running "
                                          f"database.initial.statements: {_first_line(e)}") from None
@@ -406,10 +420,31 @@ class PostgresConnector:
         assert self._conn is not None
         try:
             self._conn.execute(query)
+        except psycopg.errors.QueryCanceled as e:
+            log.warning("heartbeat.action.query failed: %s (database.query.timeout.ms=%d)", _first_line(e),
+                        self.config.get(pgc.QUERY_TIMEOUT_MS))
         except psycopg.OperationalError:
             raise
         except psycopg.Error as e:
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
+
+    def _count(self, reader: StreamReader) -> None:
+        """Move the reader's filtered and skipped counts to the metrics (on the thread that records batches).
+
+        A filtered event counts as seen too, as Debezium's ``onFilteredEvent``.
+        """
+        streaming = self.metrics.streaming
+        streaming.filtered += reader.filtered
+        streaming.total_events += reader.filtered
+        self._pg_metrics.skipped_events += reader.skipped
+        reader.filtered = reader.skipped = 0
+
+    def _slot_xmin(self) -> int | None:
+        """The slot's ``catalog_xmin`` (as PostgresConnection.getReplicationSlotState reads it)."""
+        assert self._conn is not None
+        row = self._conn.execute("SELECT catalog_xmin::text::bigint FROM pg_replication_slots WHERE slot_name = %s",
+                                 (self.slot,)).fetchone()
+        return row[0] if row else None
 
     def _snapshot(self, snapshot_name: str | None, lsn: int) -> Iterator[list[RawChange | Checkpoint]]:
         snap_conn = self._connect()
@@ -418,6 +453,7 @@ class PostgresConnector:
                 snap_conn, self.server, self.db, lsn, min(self.config.get(pgc.SNAPSHOT_FETCH_SIZE), 2048),
                 self.log.with_context("snapshot"),
             )
+            reader.query_timeout_ms = self.config.get(pgc.QUERY_TIMEOUT_MS)
             reader.begin(snapshot_name)
             tables = self._snapshot_tables()
             reader.lock([st for t, _ in tables if (st := self.snapshot_lock.table_lock_statement(
@@ -469,7 +505,16 @@ class PostgresConnector:
 
     def _stream(self, start_lsn: int, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
         assert self._repl is not None
-        self._repl.start(self.slot, start_lsn, self._stream_options())
+        params = parse_stream_params(self.config.get(pgc.SLOT_STREAM_PARAMS))
+        try:
+            self._repl.start(self.slot, start_lsn, {**params, **self._stream_options()})
+        except ReplicationError as e:
+            # pgoutput's refusal: "unrecognized pgoutput option" (XX000 before 16), invalid values (22023).
+            if params and (e.sqlstate in ("22023", "42601", "0A000") or "option" in str(e)):
+                raise ConnectorError(f"slot.stream.params={self.config.get(pgc.SLOT_STREAM_PARAMS)!r}: PostgreSQL "
+                                     f"at {self.address} refused the options passed to pgoutput: {_first_line(e)}; "
+                                     "remove or fix them") from None
+            raise
         log = self.log.with_context("streaming")
         log.info("streaming from slot %s at LSN %d", self.slot, start_lsn)
         if self.metrics is not None:
@@ -491,15 +536,23 @@ class PostgresConnector:
             reader.moved_interval = MOVED_POSITION_S
         last_action = time.monotonic()
         timeout = min(self.config.get(common.POLL_INTERVAL_MS) / 1000.0, 0.5)
+        xmin_interval = self.config.get(pgc.XMIN_FETCH_INTERVAL_MS) / 1000.0
+        xmin_read = -float("inf")
         repl = self._repl
         try:
             while not self._stop.is_set():
                 if self._ack_lsn > repl.confirmed_lsn:
                     repl.confirm(self._ack_lsn)
+                if xmin_interval and time.monotonic() - xmin_read >= xmin_interval:
+                    xmin_read = time.monotonic()
+                    reader.xmin = self._slot_xmin()
                 if action and heartbeat and time.monotonic() - last_action >= heartbeat:
                     last_action = time.monotonic()
                     self._heartbeat_action(action, log)
-                yield reader.read(timeout)
+                batch = reader.read(timeout)
+                if (reader.filtered or reader.skipped) and self.metrics is not None:
+                    self._count(reader)
+                yield batch
         finally:
             reader.close()
         if self._ack_lsn > repl.confirmed_lsn:
