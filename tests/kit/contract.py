@@ -129,6 +129,9 @@ class ConnectorFixture(Protocol):
     def position(self, offset: dict[str, Any]) -> tuple[Any, ...]:
         """A comparable position from one committed offset (what this connector's offsets look like)."""
 
+    def resumes_before(self, offset: dict[str, Any], source: dict[str, Any]) -> bool:
+        """Whether a restart from the committed ``offset`` reads the event ``source`` names again (offset before it)."""
+
     def cut_connections(self) -> None:
         """End every server session of the connector (not of the test's own writers)."""
 

@@ -101,6 +101,10 @@ class MariaDBFixture:
         """A MariaDB offset: binlog file, position, events and rows to skip."""
         return (offset.get("file", ""), offset.get("pos", 0), offset.get("event", 0), offset.get("row", 0))
 
+    def resumes_before(self, offset: dict[str, Any], source: dict[str, Any]) -> bool:
+        """The offset's restart position (a transaction's start) lies at or before the event's binlog position."""
+        return (offset.get("file", ""), offset.get("pos", 0)) <= (source["file"], source["pos"])
+
     def cut_connections(self) -> None:
         """Kill the connector's binlog dump sessions (what a dropped connection ends)."""
         with self.server.connect() as conn, conn.cursor() as cur:

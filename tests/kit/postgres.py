@@ -96,6 +96,10 @@ class PostgresFixture:
         """A PostgreSQL offset: the last commit's LSN, then the last processed LSN."""
         return (offset.get("lsn_commit") or 0, offset.get("lsn_proc") or offset.get("lsn") or 0)
 
+    def resumes_before(self, offset: dict[str, Any], source: dict[str, Any]) -> bool:
+        """The offset's last processed LSN (or, at a transaction's end, its commit LSN) lies below the event's LSN."""
+        return self.position(offset)[1] < source["lsn"]
+
     def cut_connections(self) -> None:
         """Terminate every session on the test database but the kit's own writers."""
         self.server.execute(
