@@ -132,6 +132,12 @@ class ConnectorFixture(Protocol):
     def resumes_before(self, offset: dict[str, Any], source: dict[str, Any]) -> bool:
         """Whether a restart from the committed ``offset`` reads the event ``source`` names again (offset before it)."""
 
+    def offsets_ahead(self, offset: dict[str, Any]) -> dict[str, tuple[dict[str, Any], str]]:
+        """Ways to put ``offset`` ahead of anything the server has written: name -> (offset, position as errors show it)."""
+
+    def confirmed_position(self) -> Any:
+        """What the server keeps as confirmed by the connector (PostgreSQL's slot), or None if it keeps nothing."""
+
     def cut_connections(self) -> None:
         """End every server session of the connector (not of the test's own writers)."""
 

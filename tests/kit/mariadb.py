@@ -105,6 +105,18 @@ class MariaDBFixture:
         """The offset's restart position (a transaction's start) lies at or before the event's binlog position."""
         return (offset.get("file", ""), offset.get("pos", 0)) <= (source["file"], source["pos"])
 
+    def offsets_ahead(self, offset: dict[str, Any]) -> dict[str, tuple[dict[str, Any], str]]:
+        """A position 1 GiB past the binlog's end, and a binlog file 1000 files later (shown as ``file:pos``)."""
+        base, number = offset["file"].rsplit(".", 1)
+        later = {**offset, "file": f"{base}.{int(number) + 1000:0{len(number)}d}"}
+        further = {**offset, "pos": offset["pos"] + (1 << 30)}
+        return {"position": (further, f"{further['file']}:{further['pos']}"),
+                "file": (later, f"{later['file']}:{later['pos']}")}
+
+    def confirmed_position(self) -> Any:
+        """Nothing: a binlog reader confirms nothing to the server."""
+        return None
+
     def cut_connections(self) -> None:
         """Kill the connector's binlog dump sessions (what a dropped connection ends)."""
         with self.server.connect() as conn, conn.cursor() as cur:
