@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
-import pytest
-
 from brokers.http import RecordingHttpServer
 from cdc_process import CdcProcess
 from kit import ITEMS, SOAK, ConnectorFixture, Workdir, Writer, payload, start_cdc, wait_replayed
@@ -152,20 +149,6 @@ def test_slow_and_failing_sink_back_pressure_and_offsets(connector, tmp_path):
     assert max(rss) - rss[0] < RSS_GROWTH_MB, f"memory grew while the sink stalled: {summary}"
     assert "answered 500" in log and "answered 429" in log and "retrying" in log, log[-3000:]
     assert "Traceback" not in log, log
-
-
-@pytest.fixture
-def small_disk(tmp_path) -> Iterator[Path]:
-    """A 1 MiB tmpfs mounted at the work directory's ``events`` (needs root and a working ``mount``)."""
-    mountpoint = tmp_path / "events"
-    mountpoint.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mountpoint)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs to fill (needs root): {done.stderr.decode().strip()}")
-    try:
-        yield mountpoint
-    finally:
-        subprocess.run(["umount", "-l", str(mountpoint)], check=False)
 
 
 def test_file_sink_directory_full_mid_stream_stops_clearly_and_resumes(connector, tmp_path, small_disk):
