@@ -179,10 +179,26 @@ def run_scenario(scenario: dict[str, Any], pg, db: str, tmp_path: Path) -> None:
             cleanup()
 
 
-def _hold_slot(pg, db: str, slot: str):
-    """A replication client that keeps ``slot`` active, as another connector would."""
-    from cdc_postgres.replication import ReplicationConnection
+def _hold_slot(pg, db: str, slot: str, timeout: float = 30.0):
+    """A replication client that keeps ``slot`` active, as another connector would.
 
-    holder = ReplicationConnection(pg.conninfo(db))
-    holder.start(slot, 0, {"proto_version": "1", "publication_names": '"dbz_publication"'})
-    return holder
+    The server lets a slot go a moment after its client disconnects (its walsender ends on its own
+    time): a just-stopped connector's slot is waited for until it is free, then taken.
+    """
+    from cdc_postgres.replication import ReplicationConnection, ReplicationError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        holder = ReplicationConnection(pg.conninfo(db))
+        try:
+            holder.start(slot, 0, {"proto_version": "1", "publication_names": '"dbz_publication"'})
+        except ReplicationError as e:
+            holder.close()
+            if "is active for PID" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+            continue
+        active = pg.execute("SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", dbname=db,
+                            params=(slot,))
+        assert active and active[0][0] is not None, f"slot {slot} is not active while held: {active}"
+        return holder
