@@ -85,6 +85,10 @@ class ConnectorFixture(Protocol):
     has_history: ClassVar[bool]
     #: Whether text columns may hold NUL characters.
     text_allows_nul: ClassVar[bool]
+    #: The data-driven scenarios (``kit.scenarios``): a glob of their files under tests/, and the
+    #: ``module:Class`` of the connector's ``ScenarioRun`` (its configuration, topic names, own steps).
+    scenario_files: ClassVar[str]
+    scenario_run: ClassVar[str]
     #: The default schema's name as topics carry it.
     default_schema: str
     #: The throwaway server (``ThrowawayServer``: ``restart()``, ``kill()``, ``start()``).
