@@ -26,8 +26,8 @@ STALL_S = 45 if SOAK else 6  # how long the sink holds requests
 FAIL_S = 40 if SOAK else 4  # how long it answers 500 (and 429)
 HOLD_S = 1.0  # each request held this long while stalled
 LARGE = 1_000_000  # the writer's large values (5% of writes): without back-pressure memory would grow by megabytes a second
-QUEUE_BYTES = 4 << 20
-RSS_GROWTH_MB = 32  # what the queue (4 MiB of serialized records, more as objects) and one batch may add
+QUEUE_BYTES = 2 << 20
+RSS_GROWTH_MB = 12  # the queue (2 MiB of serialized records, more as objects) and one batch; unbounded: +31 MiB in 6 s
 
 
 def _rss_mb(pid: int) -> float:
