@@ -3,7 +3,8 @@
 ``contract.ConnectorFixture`` is what a connector provides (``postgres.PostgresFixture``,
 ``mariadb.MariaDBFixture``); ``FIXTURES`` lists them, and the ``connector`` pytest fixture
 (``kit.plugin``) runs each ``tests/test_kit_*.py`` scenario once per entry. ``workload`` writes,
-``replay`` checks what was captured, ``run`` drives ``cdc run`` as a subprocess.
+``replay`` checks what was captured, ``run`` drives ``cdc run`` as a subprocess; ``scenarios`` plays
+each connector's data-driven acceptance scenarios (its differences in ``scenarios_<connector>``).
 """
 
 from __future__ import annotations

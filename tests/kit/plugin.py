@@ -1,9 +1,11 @@
-"""The ``connector`` pytest fixture: a ``ConnectorFixture`` per entry of ``kit.FIXTURES`` (loaded by the root conftest)."""
+"""The kit's pytest fixtures (loaded by the root conftest): ``connector``, one per entry of ``kit.FIXTURES``; ``small_disk``."""
 
 from __future__ import annotations
 
 import importlib
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,3 +41,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 1 MiB tmpfs mounted at ``tmp_path/events`` (the kit's file sink directory; needs root and ``mount``)."""
+    mountpoint = tmp_path / "events"
+    mountpoint.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mountpoint)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs to fill (needs root): {done.stderr.decode().strip()}")
+    try:
+        yield mountpoint
+    finally:
+        subprocess.run(["umount", "-l", str(mountpoint)], check=False)

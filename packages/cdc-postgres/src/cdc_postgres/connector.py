@@ -157,12 +157,30 @@ class PostgresConnector:
         if self._conn is not None:
             try:
                 if self.config.get(pgc.SLOT_DROP_ON_STOP) and not self._conn.closed:
-                    self._conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                                       "WHERE slot_name = %s AND NOT active", (self.slot,))
+                    self._drop_slot()
             except psycopg.Error as e:
                 self.log.warning("could not drop slot %s: %s", self.slot, _first_line(e))
             self._conn.close()
             self._conn = None
+
+    def _drop_slot(self, wait_s: float = 10.0) -> None:
+        """Drop the slot once the server has let it go: its walsender outlives our closed connection a moment."""
+        assert self._conn is not None
+        deadline = time.monotonic() + wait_s
+        while True:
+            row = self._conn.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s",
+                                     (self.slot,)).fetchone()
+            if row is None:
+                return
+            if not row[0]:
+                self._conn.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
+                self.log.info("dropped slot %s (slot.drop.on.stop)", self.slot)
+                return
+            if time.monotonic() > deadline:
+                self.log.warning("slot %s not dropped (slot.drop.on.stop): still in use by another connection "
+                                 "after %gs", self.slot, wait_s)
+                return
+            time.sleep(0.05)
 
     def _replication_connection(self) -> ReplicationConnection:
         """The replication connection; a refusal retrying cannot fix (TLS, login) is a ConnectorError."""
