@@ -1,0 +1,13 @@
+"""Registers the SQL Server connector through cdc's plugin hooks."""
+
+from __future__ import annotations
+
+from cdc_core.hookspecs import hookimpl
+
+
+@hookimpl
+def register_connectors() -> list[type]:
+    """The SQL Server connector."""
+    from cdc_sqlserver.connector import SqlServerConnector
+
+    return [SqlServerConnector]
