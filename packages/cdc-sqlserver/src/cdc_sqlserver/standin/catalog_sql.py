@@ -74,7 +74,7 @@ CREATE TABLE cdc.lsn_time_mapping (start_lsn bytea PRIMARY KEY, tran_begin_time 
 GRANT USAGE ON SCHEMA cdc TO PUBLIC;
 GRANT SELECT ON cdc.change_tables, cdc.captured_columns, cdc.lsn_time_mapping TO PUBLIC;
 CREATE FUNCTION sys.fn_cdc_get_max_lsn() RETURNS bytea LANGUAGE sql STABLE
-    AS $$ SELECT max(start_lsn) FROM cdc.lsn_time_mapping $$;
+    AS $$ SELECT start_lsn FROM cdc.lsn_time_mapping ORDER BY start_lsn DESC LIMIT 1 $$;
 CREATE FUNCTION sys.fn_cdc_get_min_lsn(capture_instance text) RETURNS bytea LANGUAGE sql STABLE
     AS $$ SELECT coalesce((SELECT ct.start_lsn FROM cdc.change_tables ct
                            WHERE ct.capture_instance = fn_cdc_get_min_lsn.capture_instance),
