@@ -22,19 +22,17 @@ SNAPSHOT_MODE = F(
 SNAPSHOT_ISOLATION_MODE = F("snapshot.isolation.mode", "enum", "repeatable_read",
                             allowed=("read_uncommitted", "read_committed", "repeatable_read", "snapshot", "exclusive"))
 SNAPSHOT_FETCH_SIZE = F("snapshot.fetch.size", "int", 2000, minimum=1)
-SNAPSHOT_LOCKING_MODE = F("snapshot.locking.mode", "enum", "exclusive", allowed=("exclusive", "none", "custom"))
 DATA_QUERY_MODE = F("data.query.mode", "enum", "function", allowed=("function", "direct"))
 MAX_ITERATION_TRANSACTIONS = F("max.iteration.transactions", "int", 500, minimum=0)
 STREAMING_FETCH_SIZE = F("streaming.fetch.size", "int", 0, minimum=0)
 QUERY_TIMEOUT_MS = F("database.query.timeout.ms", "long", 600000, minimum=0)
-SKIPPED_OPERATIONS = F("skipped.operations", "string", "t")
 INCLUDE_SCHEMA_CHANGES = F("include.schema.changes", "boolean", True)
 SOURCE_STRUCT_VERSION = F("source.struct.version", "enum", "v2", allowed=("v2",))
 
 FIELDS = Fields(
     [HOSTNAME, PORT, INSTANCE, USER, PASSWORD, NAMES, ENCRYPT, TRUST_SERVER_CERTIFICATE, APPLICATION_INTENT,
-     SNAPSHOT_MODE, SNAPSHOT_ISOLATION_MODE, SNAPSHOT_FETCH_SIZE, SNAPSHOT_LOCKING_MODE, DATA_QUERY_MODE,
-     MAX_ITERATION_TRANSACTIONS, STREAMING_FETCH_SIZE, QUERY_TIMEOUT_MS, SKIPPED_OPERATIONS, INCLUDE_SCHEMA_CHANGES,
+     SNAPSHOT_MODE, SNAPSHOT_ISOLATION_MODE, SNAPSHOT_FETCH_SIZE, DATA_QUERY_MODE,
+     MAX_ITERATION_TRANSACTIONS, STREAMING_FETCH_SIZE, QUERY_TIMEOUT_MS, INCLUDE_SCHEMA_CHANGES,
      SOURCE_STRUCT_VERSION],
     prefixes=("driver.", "snapshot.select.statement.overrides.", "schema.history.internal."),
 )

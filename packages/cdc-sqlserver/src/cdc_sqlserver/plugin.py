@@ -11,3 +11,11 @@ def register_connectors() -> list[type]:
     from cdc_sqlserver.connector import SqlServerConnector
 
     return [SqlServerConnector]
+
+
+@hookimpl
+def register_topic_naming_strategies() -> list[type]:
+    """``<prefix>.<database>.<schema>.<table>``: the SQL Server connector's default topic names."""
+    from cdc_sqlserver.topics import SqlServerTopicNamingStrategy
+
+    return [SqlServerTopicNamingStrategy]

@@ -1,0 +1,190 @@
+"""Streaming from the change tables: windows up to the max LSN, merged across tables in commit order.
+
+As SqlServerStreamingChangeEventSource: each iteration reads the maximum LSN, queries every
+capture instance for ``(from, to]`` (``fn_cdc_get_all_changes_<instance>(..., N'all update old')``
+or the change table itself), merges the rows on ``(__$start_lsn, __$seqval, __$operation)``, pairs
+op 3 with the following op 4 into one update, and numbers events sharing a position with
+``event_serial_no``. After a restart the first window starts at the stored commit LSN itself and
+skips what the offset says was already delivered.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any, NamedTuple
+
+from cdc_core.errors import ConnectorError
+from cdc_core.events import RawChange
+from cdc_sqlserver.catalog import CaptureInstance, quote
+from cdc_sqlserver.lsn import NULL, Lsn, from_value
+from cdc_sqlserver.source import source_block
+
+_EPOCH = datetime(1970, 1, 1)
+_MICRO = timedelta(microseconds=1)
+_OPS = {1: "d", 2: "c", 3: "u", 4: "u"}
+_SKIPPED_CODES = {"c": (2,), "u": (3, 4), "d": (1,)}
+
+
+class Position(NamedTuple):
+    """Debezium's TxLogPosition: ``(commit LSN, change LSN)``, compared byte-wise with NULL first."""
+
+    commit: Lsn
+    change: Lsn
+
+    def key(self) -> tuple[bytes, bytes]:
+        """The sort key."""
+        return self.commit.key(), self.change.key()
+
+
+class ResumePoint:
+    """Where streaming starts, from a stored offset (or a snapshot's)."""
+
+    def __init__(self, offset: dict[str, Any] | None):
+        offset = offset or {}
+        self.offset = offset
+        self.position = Position(Lsn.parse(offset.get("commit_lsn")), Lsn.parse(offset.get("change_lsn")))
+        self.serial = int(offset.get("event_serial_no") or 0)
+        #: Only right after a completed snapshot is the window's start moved past the stored commit LSN.
+        self.increase_from = bool(offset.get("snapshot_completed"))
+
+
+def function_query(inst: CaptureInstance) -> str:
+    """The ``function`` mode query of one capture instance (two LSN parameters)."""
+    cols = ", ".join(quote(c.name) for c in inst.table.columns)
+    return (f"SELECT [__$start_lsn], [__$seqval], [__$operation], sys.fn_cdc_map_lsn_to_time([__$start_lsn]), "
+            f"{cols} FROM cdc.{quote('fn_cdc_get_all_changes_' + inst.name)}(?, ?, N'all update old') "
+            "ORDER BY [__$start_lsn] ASC, [__$seqval] ASC, [__$operation] ASC")
+
+
+def direct_query(inst: CaptureInstance) -> str:
+    """The ``direct`` mode query: the change table joined to ``cdc.lsn_time_mapping`` for the commit time."""
+    cols = ", ".join("ct." + quote(c.name) for c in inst.table.columns)
+    return (f"SELECT ct.[__$start_lsn], ct.[__$seqval], ct.[__$operation], m.tran_end_time, {cols} "
+            f"FROM {inst.change_table} AS ct LEFT JOIN cdc.lsn_time_mapping AS m ON m.start_lsn = ct.[__$start_lsn] "
+            "WHERE ct.[__$start_lsn] BETWEEN ? AND ? "
+            "ORDER BY ct.[__$start_lsn] ASC, ct.[__$seqval] ASC, ct.[__$operation] ASC")
+
+
+class StreamReader:
+    """One database's change tables, read window by window."""
+
+    def __init__(self, conn: Any, server: str, db: str, instances: list[CaptureInstance], resume: ResumePoint,
+                 mode: str, skipped: set[str], log: Any):
+        self.conn = conn
+        self.server = server
+        self.db = db
+        self.instances = instances
+        self.log = log
+        self.mode = mode
+        self.skipped_codes = {code for op in skipped for code in _SKIPPED_CODES.get(op, ())}
+        self.last = resume.position
+        self.serial = resume.serial
+        self.increase_from = resume.increase_from
+        self.on_start = resume.position
+        self.on_start_serial = resume.serial
+        self.first_window = True
+        self._resume_offset = dict(resume.offset)
+        self._emitted = False
+        self.queries = {inst.name: (function_query if mode == "function" else direct_query)(inst) for inst in instances}
+
+    def offset(self) -> dict[str, Any]:
+        """The offset of the last event, or the one streaming resumed from if none was read yet."""
+        if not self._emitted:
+            return self._resume_offset
+        return {"commit_lsn": str(self.last.commit), "change_lsn": str(self.last.change), "event_serial_no": self.serial}
+
+    def window(self) -> Iterator[list[RawChange]] | None:
+        """The changes of the next window, or None when there is nothing new (a heartbeat may be due)."""
+        row = self.conn.execute("SELECT sys.fn_cdc_get_max_lsn(), DATEDIFF(MINUTE, SYSUTCDATETIME(), SYSDATETIME())"
+                                ).fetchone()
+        to_lsn = from_value(row[0]) if row else NULL
+        tz = timedelta(minutes=int(row[1] or 0)) if row else timedelta(0)
+        if not to_lsn.available:
+            return None
+        if self.increase_from and to_lsn.key() <= self.last.commit.key():
+            return None
+        if self.last.commit.available and self.increase_from:
+            from_lsn = from_value(self.conn.execute("SELECT sys.fn_cdc_increment_lsn(?)", self.last.commit.raw)
+                                  .fetchone()[0])
+        else:
+            from_lsn = self.last.commit
+        self.increase_from = True
+        return self._read(from_lsn, to_lsn, tz)
+
+    def _rows(self, inst: CaptureInstance, from_lsn: Lsn, to_lsn: Lsn) -> list[tuple[Any, ...]]:
+        start = max(from_lsn, inst.start_lsn, key=Lsn.key)  # an instance never reads below its start LSN
+        if start.key() > to_lsn.key():
+            return []
+        cur = self.conn.execute(self.queries[inst.name], start.raw, to_lsn.raw)
+        return cur.fetchall()
+
+    def _read(self, from_lsn: Lsn, to_lsn: Lsn, tz: timedelta) -> Iterator[list[RawChange]]:
+        streams = []
+        for n, inst in enumerate(self.instances):
+            rows = self._rows(inst, from_lsn, to_lsn)
+            if self.skipped_codes:
+                rows = [r for r in rows if r[2] not in self.skipped_codes]
+            streams.append(((bytes(r[0]), bytes(r[1]), int(r[2]), n, i, r) for i, r in enumerate(rows)))
+        merged = heapq.merge(*streams)
+        batch: list[RawChange] = []
+        serial_in_start_tx = 1
+        pending_before: tuple[Any, ...] | None = None
+        for commit, change, op, n, _i, row in merged:
+            inst = self.instances[n]
+            position = Position(Lsn(commit), Lsn(change))
+            if pending_before is not None:
+                if op != 4:
+                    raise ConnectorError(f"the update before image at {position.commit}:{position.change} of table "
+                                         f"{inst.table.id} was not followed by its after image (__$operation 4)")
+                before, pending_before = pending_before, None
+                self._emit(batch, inst, position, 2, before, row, tz)
+                continue
+            if self.first_window:
+                key, start_key = position.key(), self.on_start.key()
+                if key < start_key:
+                    continue
+                if key == start_key and serial_in_start_tx <= self.on_start_serial:
+                    serial_in_start_tx += 1
+                    continue
+            if op == 3:
+                pending_before = row
+                continue
+            self._emit(batch, inst, position, 1, None, row, tz)
+            if len(batch) >= 1024:
+                yield batch
+                batch = []
+        if pending_before is not None:
+            raise ConnectorError(f"the update before image of a change at the end of window {to_lsn} was not "
+                                 "followed by its after image (__$operation 4)")
+        self.first_window = False
+        if batch:
+            yield batch
+
+    def _emit(self, batch: list[RawChange], inst: CaptureInstance, position: Position, count: int,
+              before: tuple[Any, ...] | None, row: tuple[Any, ...], tz: timedelta) -> None:
+        if position == self.last:
+            self.serial += count
+        else:
+            self.serial = count
+        self.last = position
+        self._emitted = True
+        op = _OPS[int(row[2])]
+        values = list(row[4:])
+        when = row[3]
+        if isinstance(when, datetime):
+            ts_us = (when - tz - _EPOCH) // _MICRO
+        else:
+            ts_us = 0
+        commit, change = str(position.commit), str(position.change)
+        table = inst.table
+        source = source_block(self.server, self.db, ts_us, "false", table.id.schema or "", table.id.table, change,
+                              commit, self.serial)
+        offset = {"commit_lsn": commit, "change_lsn": change, "event_serial_no": self.serial}
+        if op == "u":
+            batch.append(RawChange(table, "u", list(before[4:]) if before else None, values, source, offset, commit))
+        elif op == "d":
+            batch.append(RawChange(table, "d", values, None, source, offset, commit))
+        else:
+            batch.append(RawChange(table, "c", None, values, source, offset, commit))
