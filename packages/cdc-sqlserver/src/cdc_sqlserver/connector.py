@@ -78,6 +78,19 @@ class SqlServerConnector:
         """Connect and check that CDC is enabled and readable for the captured tables."""
         self._offset = offset
         self._conn = self._connect()
+        try:
+            self._check()
+        except (ConnectorError, RetriableError):
+            raise
+        except Exception as e:
+            if _is_connection_error(e):
+                raise RetriableError(f"lost the connection to SQL Server at {self.address}: {_first_line(e)}") from None
+            raise ConnectorError(f"SQL Server at {self.address} refused a start-up query on database {self.db!r} as "
+                                 f"user {self.config.get(msc.USER)!r}: {_first_line(e)}; check the user's "
+                                 "permissions (it needs to read the sys catalog views and the cdc schema)") from None
+
+    def _check(self) -> None:
+        """Read the catalog and the capture instances, checking CDC is enabled and readable."""
         self._check_cdc_enabled()
         tables = read_tables(self._conn, self.db, self.modes)
         included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table)}

@@ -57,6 +57,8 @@ CREATE FUNCTION public.object_name(id int) RETURNS text LANGUAGE sql STABLE
     AS $$ SELECT relname::text FROM pg_class WHERE oid = id::oid $$;
 CREATE FUNCTION public.object_schema_name(id int) RETURNS text LANGUAGE sql STABLE
     AS $$ SELECT n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = id::oid $$;
+GRANT USAGE ON SCHEMA sys TO PUBLIC;
+GRANT SELECT ON ALL TABLES IN SCHEMA sys TO PUBLIC;
 CREATE FUNCTION public.suser_sname() RETURNS text LANGUAGE sql STABLE AS $$ SELECT current_user::text $$;
 """
 
