@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_sqlserver.standin.testing import inventory, standin  # noqa: F401  (fixtures)
@@ -32,9 +34,10 @@ def _data(records):
     return [r for r in records if r.topic.endswith(".customers")]
 
 
-def test_snapshot_then_streaming_in_commit_order(inventory):
+@pytest.mark.parametrize("mode", ["function", "direct"])
+def test_snapshot_then_streaming_in_commit_order(inventory, mode):
     store = MemoryOffsetStore()
-    config = inventory.properties()
+    config = inventory.properties(**{"data.query.mode": mode})
     first = _run(config, store, lambda rs: len(_data(rs)) >= 4)
     snap = _data(first)
     assert [r.value["op"] for r in snap] == ["r"] * 4
@@ -60,3 +63,34 @@ def test_snapshot_then_streaming_in_commit_order(inventory):
     assert (key_delete["event_serial_no"], key_create["event_serial_no"]) == (1, 2)
     assert second[-1].offset == {"commit_lsn": second[-2].value["source"]["commit_lsn"],
                                  "change_lsn": second[-2].value["source"]["change_lsn"], "event_serial_no": 1}
+
+
+def test_a_stored_offset_inside_a_transaction_resumes_at_the_next_change(inventory):
+    """An offset at the 2nd change of a 4-row transaction (and inside an update pair's transaction): exactly the rest."""
+    store = MemoryOffsetStore()
+    config = inventory.properties(**{"snapshot.mode": "no_data"})
+    inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES "
+                      "('a', 'a', 'a@x'), ('b', 'b', 'b@x'), ('c', 'c', 'c@x'), ('d', 'd', 'd@x')")
+    inventory.execute("UPDATE dbo.customers SET last_name = 'z' WHERE id IN (1001, 1002)")
+    inventory.wait_captured()
+    # Read every change once from the start of the capture instance (a stored offset at its start LSN).
+    start = inventory.execute("SELECT start_lsn FROM cdc.change_tables")[0][0]
+    from cdc_sqlserver.lsn import from_value
+
+    origin = {"commit_lsn": str(from_value(bytes(start))), "change_lsn": "NULL", "event_serial_no": 0}
+    partition = {"server": "server1", "database": inventory.dbname}
+    full_store = MemoryOffsetStore()
+    full_store.commit([(partition, origin)])
+    everything = _run(config, full_store, lambda rs: len(_data(rs)) >= 6)
+    assert [(r.value["op"], r.value["after"]["id"]) for r in everything] == [
+        ("c", 1005), ("c", 1006), ("c", 1007), ("c", 1008), ("u", 1001), ("u", 1002)]
+    # Resume after the second insert: the third and fourth, then the updates; nothing before, nothing twice.
+    store.commit([(partition, everything[1].offset)])
+    rest = _run(config, store, lambda rs: len(_data(rs)) >= 4)
+    assert [(r.value["op"], r.value["after"]["id"]) for r in rest] == [("c", 1007), ("c", 1008), ("u", 1001),
+                                                                       ("u", 1002)]
+    # Resume after the first update (its offset has event_serial_no 2): the second update only.
+    store.commit([(partition, everything[4].offset)])
+    assert everything[4].offset["event_serial_no"] == 2
+    last = _run(config, store, lambda rs: len(_data(rs)) >= 1)
+    assert [(r.value["op"], r.value["after"]["id"]) for r in last] == [("u", 1002)]
