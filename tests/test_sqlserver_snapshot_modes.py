@@ -34,7 +34,7 @@ def _fold(records) -> dict[int, int]:
     return state
 
 
-@pytest.mark.parametrize("isolation", ["snapshot", "read_committed"])
+@pytest.mark.parametrize("isolation", ["snapshot", "read_committed", "exclusive"])
 def test_handoff_under_concurrent_writes_loses_and_repeats_nothing_that_matters(standin, isolation):
     _setup(standin)
     stop = threading.Event()
