@@ -34,10 +34,10 @@ def _data(records):
     return [r for r in records if r.topic.endswith(".customers")]
 
 
-@pytest.mark.parametrize("mode", ["function", "direct"])
-def test_snapshot_then_streaming_in_commit_order(inventory, mode):
+@pytest.mark.parametrize("mode,transactions", [("function", 500), ("direct", 0), ("function", 1)])
+def test_snapshot_then_streaming_in_commit_order(inventory, mode, transactions):
     store = MemoryOffsetStore()
-    config = inventory.properties(**{"data.query.mode": mode})
+    config = inventory.properties(**{"data.query.mode": mode, "max.iteration.transactions": transactions})
     first = _run(config, store, lambda rs: len(_data(rs)) >= 4)
     snap = _data(first)
     assert [r.value["op"] for r in snap] == ["r"] * 4

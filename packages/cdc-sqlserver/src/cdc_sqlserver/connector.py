@@ -266,7 +266,8 @@ class SqlServerConnector:
         # The core drops skipped operations; leaving them out of the query as well saves the round trips.
         skipped = {s.strip() for s in self.config.get(common.SKIPPED_OPERATIONS) or [] if s.strip() != "none"}
         reader = StreamReader(self._conn, self.server, self.db, self._instances, resume,
-                              self.config.get(msc.DATA_QUERY_MODE), skipped, log)
+                              self.config.get(msc.DATA_QUERY_MODE), skipped, log,
+                              self.config.get(msc.MAX_ITERATION_TRANSACTIONS))
         log.info("streaming from commit LSN %s (change LSN %s, event %d)", resume.position.commit,
                  resume.position.change, resume.serial)
         if self.metrics is not None:

@@ -27,6 +27,13 @@ _OPS = {1: "d", 2: "c", 3: "u", 4: "u"}
 _SKIPPED_CODES = {"c": (2,), "u": (3, 4), "d": (1,)}
 
 
+#: The n-th transaction's commit LSN after a position, and from the beginning (``max.iteration.transactions``).
+NTH_FROM_LAST = ("SELECT MAX(start_lsn) FROM (SELECT TOP (?) start_lsn FROM cdc.lsn_time_mapping "
+                 "WHERE start_lsn > ? AND tran_id <> 0x00 ORDER BY start_lsn) AS next_lsns")
+NTH_FROM_BEGINNING = ("SELECT MAX(start_lsn) FROM (SELECT TOP (?) start_lsn FROM cdc.lsn_time_mapping "
+                      "WHERE tran_id <> 0x00 ORDER BY start_lsn) AS next_lsns")
+
+
 class Position(NamedTuple):
     """Debezium's TxLogPosition: ``(commit LSN, change LSN)``, compared byte-wise with NULL first."""
 
@@ -71,13 +78,14 @@ class StreamReader:
     """One database's change tables, read window by window."""
 
     def __init__(self, conn: Any, server: str, db: str, instances: list[CaptureInstance], resume: ResumePoint,
-                 mode: str, skipped: set[str], log: Any):
+                 mode: str, skipped: set[str], log: Any, max_transactions: int = 0):
         self.conn = conn
         self.server = server
         self.db = db
         self.instances = instances
         self.log = log
         self.mode = mode
+        self.max_transactions = max_transactions
         self.skipped_codes = {code for op in skipped for code in _SKIPPED_CODES.get(op, ())}
         self.last = resume.position
         self.serial = resume.serial
@@ -103,6 +111,14 @@ class StreamReader:
         tz = timedelta(minutes=int(row[1] or 0)) if row else timedelta(0)
         if not to_lsn.available:
             return None
+        if self.max_transactions:
+            # As Debezium's getToLsn: the window ends at the n-th transaction after the last position.
+            if self.last.commit.available:
+                nth = self.conn.execute(NTH_FROM_LAST, self.max_transactions, self.last.commit.raw).fetchone()
+            else:
+                nth = self.conn.execute(NTH_FROM_BEGINNING, self.max_transactions).fetchone()
+            if nth is not None and nth[0] is not None:
+                to_lsn = from_value(nth[0])
         if self.increase_from and to_lsn.key() <= self.last.commit.key():
             return None
         if self.last.commit.available and self.increase_from:

@@ -59,6 +59,21 @@ CREATE FUNCTION public.object_schema_name(id int) RETURNS text LANGUAGE sql STAB
     AS $$ SELECT n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = id::oid $$;
 GRANT USAGE ON SCHEMA sys TO PUBLIC;
 GRANT SELECT ON ALL TABLES IN SCHEMA sys TO PUBLIC;
+-- T-SQL's binary literals (0x00) arrive as PostgreSQL bit strings (x'00'): compare them with bytea.
+CREATE FUNCTION standin.bit_bytes(b bit varying) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
+    SELECT coalesce(decode(string_agg(lpad(to_hex(substring(b FROM i * 8 + 1 FOR 8)::bit(8)::int), 2, '0'), ''
+                                      ORDER BY i), 'hex'), ''::bytea)
+    FROM generate_series(0, length(b) / 8 - 1) AS i $$;
+CREATE FUNCTION standin.bytea_ne_bit(a bytea, b bit varying) RETURNS boolean LANGUAGE sql IMMUTABLE
+    AS $$ SELECT a <> standin.bit_bytes(b) $$;
+CREATE FUNCTION standin.bytea_eq_bit(a bytea, b bit varying) RETURNS boolean LANGUAGE sql IMMUTABLE
+    AS $$ SELECT a = standin.bit_bytes(b) $$;
+CREATE OPERATOR public.<> (LEFTARG = bytea, RIGHTARG = bit varying, FUNCTION = standin.bytea_ne_bit);
+CREATE OPERATOR public.= (LEFTARG = bytea, RIGHTARG = bit varying, FUNCTION = standin.bytea_eq_bit);
+-- SQL Server compares binary values byte by byte; MAX over binary(10) LSNs.
+CREATE FUNCTION standin.bytea_larger(a bytea, b bytea) RETURNS bytea LANGUAGE sql IMMUTABLE
+    AS $$ SELECT CASE WHEN a IS NULL OR b > a THEN b ELSE a END $$;
+CREATE AGGREGATE public.max(bytea) (SFUNC = standin.bytea_larger, STYPE = bytea);
 CREATE FUNCTION public.suser_sname() RETURNS text LANGUAGE sql STABLE AS $$ SELECT current_user::text $$;
 """
 

@@ -103,7 +103,8 @@ class Cursor:
                 return self
             for table in locks:
                 self._cur.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
-            self._cur.execute(pg_sql, [bytes(p) if isinstance(p, bytearray) else p for p in params] or None)
+            values = {f"p{i}": bytes(p) if isinstance(p, bytearray) else p for i, p in enumerate(params)}
+            self._cur.execute(pg_sql, values or None)
             self.connection._queried = True
         except psycopg.Error as e:
             raise _error(e) from None

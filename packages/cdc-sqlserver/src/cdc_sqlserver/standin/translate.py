@@ -52,24 +52,39 @@ def _exec(proc: str, args: str) -> str:
                 break
             i += 1
         value = sqlglot.parse_one(f"SELECT {rest[:i]}", read="tsql").expressions[0].sql("postgres")
+        value = _NUMBERED.sub(lambda m: f"%(p{m.group(1)})s", value)
         named.append(f"{m.group(1)} => {value}")
         rest = rest[i + 1:]
     return f"SELECT * FROM {_name(proc).lower()}({', '.join(named)})"
 
 
+_PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\?")
+_NUMBERED = re.compile(r"\$__p(\d+)\b")
+
+
+def _number_placeholders(tsql: str) -> str:
+    """``?`` (outside string literals) as ``@__p0``, ``@__p1``...: translation may move them (``TOP (?)`` -> ``LIMIT``)."""
+    counter = iter(range(10_000))
+    return _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(0) != "?" else f"@__p{next(counter)}", tsql)
+
+
 @lru_cache(maxsize=1024)
 def translate(tsql: str) -> tuple[str, str, tuple[str, ...]]:
-    """``(kind, PostgreSQL text, tables to lock exclusively first)`` for one T-SQL statement."""
+    """``(kind, PostgreSQL text, tables to lock exclusively first)`` for one T-SQL statement.
+
+    Parameters come out as ``%(pN)s`` named by their position in the T-SQL text.
+    """
     m = _ISOLATION.match(tsql)
     if m:
         return "isolation", ISOLATION_LEVELS[" ".join(m.group(1).upper().split())], ()
     m = _EXEC.match(tsql)
     if m:
-        return "query", _exec(m.group(1), m.group(2)), ()
-    tree = sqlglot.parse_one(tsql, read="tsql")
+        return "query", _exec(m.group(1), _number_placeholders(m.group(2))), ()
+    tree = sqlglot.parse_one(_number_placeholders(tsql), read="tsql")
     locks = []
     for table in tree.find_all(exp.Table):
         hints = [h.sql("tsql").upper() for h in (table.args.get("hints") or [])]
         if any("TABLOCKX" in h for h in hints):
             locks.append(exp.table_(table.name, db=table.db or None, quoted=True).sql("postgres"))
-    return "query", tree.sql("postgres"), tuple(locks)
+    pg = _NUMBERED.sub(lambda m: f"%(p{m.group(1)})s", tree.sql("postgres").replace("%", "%%"))
+    return "query", pg, tuple(locks)
