@@ -159,15 +159,18 @@ class CaptureAgent:
             return
         if conn.execute("SELECT 1 FROM cdc.lsn_time_mapping WHERE start_lsn = %s", (commit_lsn,)).fetchone():
             return  # captured before the slot was advanced (an agent crash in between)
+        by_instance: dict[str, list[tuple[Any, ...]]] = {}
         for inst, seqval, op, values in rows:
-            cols = inst.columns
-            mask_len = (len(cols) + 7) // 8
-            mask = bytes([0xFF] * mask_len)
-            names = ", ".join(quote(c) for c in cols)
-            conn.execute(
-                f'INSERT INTO cdc.{quote(inst.name + "_CT")} ("__$start_lsn", "__$end_lsn", "__$seqval", '
-                f'"__$operation", "__$update_mask", "__$command_id"{", " if cols else ""}{names}) '
-                f"VALUES (%s, NULL, %s, %s, %s, 1{', %s' * len(cols)})",
-                (commit_lsn, seqval, op, mask, *[values.get(c) for c in cols]))
+            mask = bytes([0xFF] * ((len(inst.columns) + 7) // 8))
+            by_instance.setdefault(inst.name, []).append((commit_lsn, seqval, op, mask,
+                                                          *[values.get(c) for c in inst.columns]))
+        for name, params in by_instance.items():
+            cols = next(i.columns for i, *_ in rows if i.name == name)
+            names = "".join(", " + quote(c) for c in cols)
+            with conn.cursor() as cur:
+                cur.executemany(
+                    f'INSERT INTO cdc.{quote(name + "_CT")} ("__$start_lsn", "__$end_lsn", "__$seqval", '
+                    f'"__$operation", "__$update_mask", "__$command_id"{names}) '
+                    f"VALUES (%s, NULL, %s, %s, %s, 1{', %s' * len(cols)})", params)
         conn.execute("INSERT INTO cdc.lsn_time_mapping VALUES (%s, %s, %s, %s, %s)",
                      (commit_lsn, when, when, xid.to_bytes(10, "big"), lsn_bytes(begin)))
