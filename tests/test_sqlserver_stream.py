@@ -94,3 +94,14 @@ def test_a_stored_offset_inside_a_transaction_resumes_at_the_next_change(invento
     assert everything[4].offset["event_serial_no"] == 2
     last = _run(config, store, lambda rs: len(_data(rs)) >= 1)
     assert [(r.value["op"], r.value["after"]["id"]) for r in last] == [("u", 1002)]
+
+
+def test_heartbeat_action_query_runs_at_each_heartbeat_and_its_changes_stream(inventory):
+    inventory.create_table("CREATE TABLE dbo.heartbeat (id INT IDENTITY(1,1) NOT NULL PRIMARY KEY, ts DATETIME2(3))")
+    inventory.enable_table("dbo", "heartbeat")
+    config = inventory.properties(**{"heartbeat.interval.ms": 200,
+                                     "heartbeat.action.query": "INSERT INTO dbo.heartbeat (ts) VALUES (SYSDATETIME())"})
+    records = _run(config, MemoryOffsetStore(), lambda rs: len([r for r in rs if r.topic.endswith(".heartbeat")]) >= 2)
+    beats = [r for r in records if r.topic.endswith(".heartbeat")]
+    assert [r.value["op"] for r in beats[:2]] == ["c", "c"]
+    assert any(r.topic == "__debezium-heartbeat.server1" for r in records)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -253,6 +254,15 @@ class SqlServerConnector:
             except Exception as e:  # the snapshot's own connection; closing it cannot lose data
                 self.log.debug("closing the snapshot connection: %s", _first_line(e))
 
+    def _heartbeat_action(self, query: str, log: Any) -> None:
+        """Run ``heartbeat.action.query`` (e.g. an insert into a captured heartbeat table) so a quiet database moves."""
+        try:
+            self._conn.execute(query)
+        except Exception as e:
+            if _is_connection_error(e):
+                raise
+            log.warning("heartbeat.action.query failed: %s", _first_line(e))
+
     def _select(self, inst: CaptureInstance) -> str:
         override = self.config.get(f"snapshot.select.statement.overrides.{self.db}.{inst.table.id.identifier}") or \
             self.config.get(f"snapshot.select.statement.overrides.{inst.table.id.identifier}")
@@ -274,7 +284,13 @@ class SqlServerConnector:
             self.metrics.streaming.connected = True
             self.metrics.streaming.captured_tables = {i.table.id.identifier for i in self._instances}
         interval = self.config.get(common.POLL_INTERVAL_MS) / 1000.0
+        heartbeat = self.config.get(common.HEARTBEAT_INTERVAL_MS) / 1000.0
+        action = self.config.get(common.HEARTBEAT_ACTION_QUERY)
+        last_action = time.monotonic()
         while not self._stop.is_set():
+            if action and heartbeat and time.monotonic() - last_action >= heartbeat:
+                last_action = time.monotonic()
+                self._heartbeat_action(action, log)
             window = reader.window()
             got = False
             if window is not None:
