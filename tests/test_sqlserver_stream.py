@@ -105,3 +105,32 @@ def test_heartbeat_action_query_runs_at_each_heartbeat_and_its_changes_stream(in
     beats = [r for r in records if r.topic.endswith(".heartbeat")]
     assert [r.value["op"] for r in beats[:2]] == ["c", "c"]
     assert any(r.topic == "__debezium-heartbeat.server1" for r in records)
+
+
+def test_a_new_capture_instance_after_alter_takes_over_at_its_start_lsn(inventory):
+    """The chapter's online schema evolution: ALTER, a second instance, changes go on; the old one retires."""
+    store = MemoryOffsetStore()
+    config = inventory.properties()
+    _run(config, store, lambda rs: len(_data(rs)) >= 4)
+    inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('a', 'a', 'a@x')")
+    inventory.add_column("dbo", "customers", "phone_number", "VARCHAR(32)")
+    inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email, phone_number) "
+                      "VALUES ('b', 'b', 'b@x', '+1-555-0100')")  # before the new instance: the old one has it
+    inventory.wait_captured()
+    inventory.enable_table("dbo", "customers", "dbo_customers_v2")
+    inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email, phone_number) "
+                      "VALUES ('c', 'c', 'c@x', '+1-555-0101')")
+    inventory.execute("UPDATE dbo.customers SET phone_number = '+1-555-0199' WHERE id = 1005")
+    inventory.wait_captured()
+    records = _data(_run(config, store, lambda rs: len(_data(rs)) >= 4))
+    assert [(r.value["op"], r.value["after"]["id"]) for r in records] == [("c", 1005), ("c", 1006), ("c", 1007),
+                                                                          ("u", 1005)]
+    assert "phone_number" not in records[0].value["after"] and "phone_number" not in records[1].value["after"]
+    assert records[2].value["after"]["phone_number"] == "+1-555-0101"
+    assert records[3].value["before"]["phone_number"] is None and records[3].value["after"]["phone_number"] == "+1-555-0199"
+    # Dropping the old instance changes nothing for what comes next.
+    inventory.disable_table("dbo", "customers", "dbo_customers")
+    inventory.execute("DELETE FROM dbo.customers WHERE id = 1007")
+    inventory.wait_captured()
+    more = _data(_run(config, store, lambda rs: len(_data(rs)) >= 1))
+    assert [(r.value["op"], r.value["before"]["id"]) for r in more[:1]] == [("d", 1007)]

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cdc_core.relational import Table, TableId
-from cdc_sqlserver.lsn import Lsn, from_value
+from cdc_sqlserver.lsn import NULL, Lsn, from_value
 from cdc_sqlserver.types import ColumnInfo, TypeModes, column
 
 #: Schemas SQL Server keeps for itself; never captured (Debezium's system schema list).
@@ -44,6 +44,8 @@ class CaptureInstance:
     object_id: int
     start_lsn: Lsn
     columns: list[str]
+    #: The start LSN of the instance that replaces this one (its changes from there on are the new one's).
+    stop_lsn: Lsn = NULL
 
     @property
     def change_table(self) -> str:
@@ -74,10 +76,20 @@ def read_tables(conn: Any, db: str, modes: TypeModes) -> dict[tuple[str, str], T
 
 def read_capture_instances(conn: Any, tables: dict[tuple[str, str], Table]) -> dict[tuple[str, str], CaptureInstance]:
     """The capture instance each captured table streams from: the newest (highest start LSN, then creation)."""
+    return {k: v[-1] for k, v in read_all_capture_instances(conn, tables).items()}
+
+
+def read_all_capture_instances(conn: Any, tables: dict[tuple[str, str], Table]
+                               ) -> dict[tuple[str, str], list[CaptureInstance]]:
+    """Every table's capture instances, oldest first, each stopping where the next one starts.
+
+    As Debezium: a table has at most two; when both start at the same LSN the newer (by
+    ``create_date``) wins, since the query orders by ``start_lsn, create_date``.
+    """
     captured: dict[int, list[str]] = {}
     for object_id, name in conn.execute(CAPTURED_COLUMNS).fetchall():
         captured.setdefault(int(object_id), []).append(name)
-    out: dict[tuple[str, str], CaptureInstance] = {}
+    out: dict[tuple[str, str], list[CaptureInstance]] = {}
     for schema, table, name, object_id, start_lsn, _created in conn.execute(CHANGE_TABLES).fetchall():
         source = tables.get((schema, table))
         if source is None:
@@ -85,5 +97,16 @@ def read_capture_instances(conn: Any, tables: dict[tuple[str, str], Table]) -> d
         columns = captured.get(int(object_id), [])
         # The event schema holds the captured columns only, in the table's order.
         view = Table(source.id, [c for c in source.columns if c.name in columns], source.primary_key)
-        out[(schema, table)] = CaptureInstance(name, view, int(object_id), from_value(start_lsn), columns)
+        instance = CaptureInstance(name, view, int(object_id), from_value(start_lsn), columns)
+        previous = out.setdefault((schema, table), [])
+        if previous and previous[-1].start_lsn == instance.start_lsn:
+            previous.pop()  # the same start: the newer instance wins
+        if previous:
+            previous[-1].stop_lsn = instance.start_lsn
+        previous.append(instance)
     return out
+
+
+def instance_names(conn: Any) -> frozenset[str]:
+    """The names of every capture instance now (a change means a new or a dropped instance)."""
+    return frozenset(r[0] for r in conn.execute("SELECT capture_instance FROM cdc.change_tables").fetchall())

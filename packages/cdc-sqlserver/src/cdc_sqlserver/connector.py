@@ -19,7 +19,7 @@ from cdc_core.spi.offsets import OffsetShape
 from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import (CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, TRACKED_TABLES, CaptureInstance,
-                                   read_capture_instances, read_tables)
+                                   read_all_capture_instances, read_capture_instances, read_tables)
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader
@@ -254,6 +254,12 @@ class SqlServerConnector:
             except Exception as e:  # the snapshot's own connection; closing it cannot lose data
                 self.log.debug("closing the snapshot connection: %s", _first_line(e))
 
+    def _streaming_instances(self) -> list[CaptureInstance]:
+        """Every capture instance of the captured tables, older ones stopping where their successor starts."""
+        tables = read_tables(self._conn, self.db, self.modes)
+        included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table)}
+        return [i for found in read_all_capture_instances(self._conn, included).values() for i in found]
+
     def _heartbeat_action(self, query: str, log: Any) -> None:
         """Run ``heartbeat.action.query`` (e.g. an insert into a captured heartbeat table) so a quiet database moves."""
         try:
@@ -275,9 +281,9 @@ class SqlServerConnector:
         log = self.log.with_context("streaming")
         # The core drops skipped operations; leaving them out of the query as well saves the round trips.
         skipped = {s.strip() for s in self.config.get(common.SKIPPED_OPERATIONS) or [] if s.strip() != "none"}
-        reader = StreamReader(self._conn, self.server, self.db, self._instances, resume,
+        reader = StreamReader(self._conn, self.server, self.db, self._streaming_instances(), resume,
                               self.config.get(msc.DATA_QUERY_MODE), skipped, log,
-                              self.config.get(msc.MAX_ITERATION_TRANSACTIONS))
+                              self.config.get(msc.MAX_ITERATION_TRANSACTIONS), self._streaming_instances)
         log.info("streaming from commit LSN %s (change LSN %s, event %d)", resume.position.commit,
                  resume.position.change, resume.serial)
         if self.metrics is not None:

@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from cdc_core.errors import ConnectorError
 from cdc_core.events import RawChange
-from cdc_sqlserver.catalog import CaptureInstance, quote
+from cdc_sqlserver.catalog import CaptureInstance, instance_names, quote
 from cdc_sqlserver.lsn import NULL, Lsn, from_value
 from cdc_sqlserver.source import source_block
 
@@ -74,11 +74,18 @@ def direct_query(inst: CaptureInstance) -> str:
             "ORDER BY ct.[__$start_lsn] ASC, ct.[__$seqval] ASC, ct.[__$operation] ASC")
 
 
+def _keyed(rows: list[tuple[Any, ...]], n: int) -> Iterator[tuple[Any, ...]]:
+    """Rows of instance ``n`` with their merge key ``(commit, seqval, operation, n, i)`` first."""
+    for i, r in enumerate(rows):
+        yield bytes(r[0]), bytes(r[1]), int(r[2]), n, i, r
+
+
 class StreamReader:
     """One database's change tables, read window by window."""
 
     def __init__(self, conn: Any, server: str, db: str, instances: list[CaptureInstance], resume: ResumePoint,
-                 mode: str, skipped: set[str], log: Any, max_transactions: int = 0):
+                 mode: str, skipped: set[str], log: Any, max_transactions: int = 0,
+                 refresh: Any = None):
         self.conn = conn
         self.server = server
         self.db = db
@@ -95,7 +102,15 @@ class StreamReader:
         self.first_window = True
         self._resume_offset = dict(resume.offset)
         self._emitted = False
-        self.queries = {inst.name: (function_query if mode == "function" else direct_query)(inst) for inst in instances}
+        #: ``() -> list[CaptureInstance]``: every instance of the captured tables, read again when one appears or goes.
+        self.refresh = refresh
+        self.names = frozenset(inst.name for inst in instances)
+        self._set_instances(instances)
+
+    def _set_instances(self, instances: list[CaptureInstance]) -> None:
+        self.instances = instances
+        self.queries = {inst.name: (function_query if self.mode == "function" else direct_query)(inst)
+                        for inst in instances}
 
     def offset(self) -> dict[str, Any]:
         """The offset of the last event, or the one streaming resumed from if none was read yet."""
@@ -103,8 +118,21 @@ class StreamReader:
             return self._resume_offset
         return {"commit_lsn": str(self.last.commit), "change_lsn": str(self.last.change), "event_serial_no": self.serial}
 
+    def _check_instances(self) -> None:
+        """Pick up a new capture instance (after an ALTER) or forget a dropped one."""
+        if self.refresh is None:
+            return
+        names = instance_names(self.conn)
+        if names != self.names:
+            self.names = names
+            self._set_instances(self.refresh())
+            self.log.info("capture instances now: %s", ", ".join(
+                f"{i.name} ({i.table.id}, from {i.start_lsn}{'' if not i.stop_lsn.available else f' to {i.stop_lsn}'})"
+                for i in self.instances))
+
     def window(self) -> Iterator[list[RawChange]] | None:
         """The changes of the next window, or None when there is nothing new (a heartbeat may be due)."""
+        self._check_instances()
         row = self.conn.execute("SELECT sys.fn_cdc_get_max_lsn(), DATEDIFF(MINUTE, SYSUTCDATETIME(), SYSDATETIME())"
                                 ).fetchone()
         to_lsn = from_value(row[0]) if row else NULL
@@ -133,8 +161,13 @@ class StreamReader:
         start = max(from_lsn, inst.start_lsn, key=Lsn.key)  # an instance never reads below its start LSN
         if start.key() > to_lsn.key():
             return []
-        cur = self.conn.execute(self.queries[inst.name], start.raw, to_lsn.raw)
-        return cur.fetchall()
+        if inst.stop_lsn.available and inst.stop_lsn.key() <= start.key():
+            return []  # replaced by a newer instance before this window
+        rows = self.conn.execute(self.queries[inst.name], start.raw, to_lsn.raw).fetchall()
+        if inst.stop_lsn.available:
+            stop = inst.stop_lsn.raw
+            rows = [r for r in rows if bytes(r[0]) < stop]  # from its stop LSN on, the newer instance has them
+        return rows
 
     def _read(self, from_lsn: Lsn, to_lsn: Lsn, tz: timedelta) -> Iterator[list[RawChange]]:
         streams = []
@@ -142,7 +175,7 @@ class StreamReader:
             rows = self._rows(inst, from_lsn, to_lsn)
             if self.skipped_codes:
                 rows = [r for r in rows if r[2] not in self.skipped_codes]
-            streams.append(((bytes(r[0]), bytes(r[1]), int(r[2]), n, i, r) for i, r in enumerate(rows)))
+            streams.append(_keyed(rows, n))
         merged = heapq.merge(*streams)
         batch: list[RawChange] = []
         serial_in_start_tx = 1

@@ -124,7 +124,7 @@ class CaptureAgent:
                     self._capture(conn, instances, lsn, begin_lsn or lsn, int(xid), when, changes)
                     last_commit = lsn
                 else:
-                    change = parse_change(data)
+                    change = parse_change(data, instances)
                     if change is not None:
                         changes.append((lsn, change))
             conn.commit()

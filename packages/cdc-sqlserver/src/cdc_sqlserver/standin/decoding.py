@@ -29,6 +29,8 @@ def _ident(text: str) -> str:
 
 def _columns(text: str) -> dict[str, object]:
     out: dict[str, object] = {}
+    if text.strip() == "(no-tuple-data)":
+        return out  # a table without a replica identity key (never a captured table: enable_table sets FULL)
     i = 0
     while i < len(text) and text[i:].strip():
         m = _COLUMN.match(text, i)
@@ -51,8 +53,8 @@ def _columns(text: str) -> dict[str, object]:
     return out
 
 
-def parse_change(line: str) -> DecodedChange | None:
-    """A ``table s.t: INSERT: ...`` line (None for lines of other kinds)."""
+def parse_change(line: str, wanted: object = None) -> DecodedChange | None:
+    """A ``table s.t: INSERT: ...`` line (None for lines of other kinds, or of tables not in ``wanted``)."""
     m = _HEAD.match(line)
     if not m:
         return None
@@ -61,6 +63,8 @@ def parse_change(line: str) -> DecodedChange | None:
     rest = line[m.end():]
     kind = m.group("kind")
     schema, table = _ident(schema_text), _ident(table_text)
+    if wanted is not None and (schema, table) not in wanted:
+        return None
     if kind == "TRUNCATE":
         return DecodedChange(schema, table, kind, None, None)
     if kind == "INSERT":

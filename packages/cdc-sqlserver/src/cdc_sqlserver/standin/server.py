@@ -46,6 +46,14 @@ class StandIn:
             conn.execute(pg_ddl)
             record(conn, schema, table, columns)
 
+    def add_column(self, schema: str, table: str, column: str, tsql_type: str) -> None:
+        """``ALTER TABLE <schema>.<table> ADD <column> <tsql_type>`` (the T-SQL type recorded for the catalog)."""
+        _, _, pg_ddl, columns = translate_create_table(f"CREATE TABLE {schema}.{table} ({column} {tsql_type})")
+        pg_type = pg_ddl[pg_ddl.index("(") + 1:pg_ddl.rindex(")")].split(" ", 1)[1]
+        with self._connect() as conn, conn.transaction():
+            conn.execute(f"ALTER TABLE {quote(schema)}.{quote(table)} ADD COLUMN {quote(column)} {pg_type}")
+            record(conn, schema, table, columns)
+
     def enable_db(self) -> None:
         """``sys.sp_cdc_enable_db``: the ``cdc`` schema, metadata, LSN functions, and the agent's slot."""
         with self._connect() as conn:
