@@ -66,3 +66,20 @@ def test_cdc_run_exits_with_one_line_when_cdc_is_off(standin, tmp_path):
     log = proc.log()
     assert code != 0 and SECRET not in log
     assert sum("CDC is not enabled on database" in line for line in log.splitlines()) == 1, log
+
+
+def test_a_stopped_sql_server_agent_is_reported_at_start(standin, caplog):
+    standin.create_table(CUSTOMERS)
+    standin.enable_db()
+    standin.enable_table("dbo", "customers")  # the agent is never started
+    with caplog.at_level("WARNING"):
+        Engine({**standin.properties(), "snapshot.mode": "initial_only"},
+               offset_store=MemoryOffsetStore()).run(lambda records: None)
+    assert sum("SQL Server Agent is not running" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_running_agent_gives_no_warning(inventory, caplog):
+    with caplog.at_level("WARNING"):
+        Engine({**inventory.properties(), "snapshot.mode": "initial_only"},
+               offset_store=MemoryOffsetStore()).run(lambda records: None)
+    assert not any("SQL Server Agent" in r.getMessage() for r in caplog.records)

@@ -18,7 +18,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
-from cdc_sqlserver.catalog import (CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, TRACKED_TABLES, CaptureInstance,
+from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, TRACKED_TABLES, CaptureInstance,
                                    read_all_capture_instances, read_capture_instances, read_tables)
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
@@ -97,6 +97,7 @@ class SqlServerConnector:
         included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table)}
         instances = read_capture_instances(self._conn, included)
         self._check_access(included, instances)
+        self._check_agent()
         order = snapshot_order(instances.values(), self.config.get(common.TABLE_INCLUDE),
                                lambda i: i.table.id.identifier)
         self._instances = list(order)
@@ -171,6 +172,20 @@ class SqlServerConnector:
             raise ConnectorError(f"CDC is not enabled on database {self.db!r} at {self.address}: run "
                                  f"USE [{self.db}]; EXEC sys.sp_cdc_enable_db (as a member of sysadmin), then "
                                  "sys.sp_cdc_enable_table for each table to capture")
+
+    def _check_agent(self) -> None:
+        """Warn, in one line, when SQL Server Agent is not running: no change is captured until it is."""
+        try:
+            running = self._conn.execute(AGENT_RUNNING).fetchone()[0]
+        except Exception as e:
+            if _is_connection_error(e):
+                raise
+            self.log.warning("cannot tell whether SQL Server Agent is running (%s); the check needs VIEW SERVER "
+                             "STATE", _first_line(e))
+            return
+        if not running:
+            self.log.warning("SQL Server Agent is not running on %s: its capture job fills the change tables, so "
+                             "no change is streamed until it runs", self.address)
 
     def _check_access(self, included: dict, instances: dict[tuple[str, str], CaptureInstance]) -> None:
         visible = {r[2] for r in self._conn.execute(HELP_CHANGE_DATA_CAPTURE).fetchall()}

@@ -58,12 +58,15 @@ class CaptureAgent:
         self.caught_up = 0
         self.error: BaseException | None = None
         self._lock = threading.Lock()
+        self._ready = threading.Event()
 
     def start(self) -> None:
         """Start polling in a daemon thread."""
         self._stop.clear()
+        self._ready.clear()
         self._thread = threading.Thread(target=self._run, name=f"capture-agent-{self.slot}", daemon=True)
         self._thread.start()
+        self._ready.wait(30)  # running, as sys.dm_server_services shows, once start returns
 
     def stop(self) -> None:
         """Stop polling (SQL Server Agent stopped); rows already written stay."""
@@ -80,11 +83,21 @@ class CaptureAgent:
     def _run(self) -> None:
         try:
             with psycopg.connect(self.conninfo, options="-c TimeZone=UTC") as conn:
-                while not self._stop.is_set():
-                    if not self.poll(conn):
-                        self._stop.wait(self.interval)
+                conn.execute("UPDATE standin.agent SET running = true")
+                conn.commit()
+                self._ready.set()
+                try:
+                    while not self._stop.is_set():
+                        if not self.poll(conn):
+                            self._stop.wait(self.interval)
+                finally:
+                    conn.rollback()
+                    conn.execute("UPDATE standin.agent SET running = false")
+                    conn.commit()
         except BaseException as e:  # kept for the tests to see; the agent stops as SQL Server Agent's job would
             self.error = e
+        finally:
+            self._ready.set()
 
     def _instances(self, conn: psycopg.Connection) -> dict[tuple[str, str], list[Instance]]:
         rows = conn.execute(

@@ -57,6 +57,12 @@ CREATE FUNCTION public.object_name(id int) RETURNS text LANGUAGE sql STABLE
     AS $$ SELECT relname::text FROM pg_class WHERE oid = id::oid $$;
 CREATE FUNCTION public.object_schema_name(id int) RETURNS text LANGUAGE sql STABLE
     AS $$ SELECT n.nspname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.oid = id::oid $$;
+CREATE TABLE standin.agent (running boolean NOT NULL DEFAULT false);
+INSERT INTO standin.agent VALUES (false);
+CREATE VIEW sys.dm_server_services AS
+    SELECT 'SQL Server Agent (MSSQLSERVER)'::text AS servicename, CASE WHEN running THEN 4 ELSE 1 END AS status,
+           CASE WHEN running THEN 'Running' ELSE 'Stopped' END AS status_desc FROM standin.agent
+    UNION ALL SELECT 'SQL Server (MSSQLSERVER)', 4, 'Running';
 GRANT USAGE ON SCHEMA sys TO PUBLIC;
 GRANT SELECT ON ALL TABLES IN SCHEMA sys TO PUBLIC;
 -- T-SQL's binary literals (0x00) arrive as PostgreSQL bit strings (x'00'): compare them with bytea.

@@ -104,7 +104,7 @@ class Cursor:
             for table in locks:
                 self._cur.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
             values = {f"p{i}": bytes(p) if isinstance(p, bytearray) else p for i, p in enumerate(params)}
-            self._cur.execute(pg_sql, values or None)
+            self._cur.execute(pg_sql, values)
             self.connection._queried = True
         except psycopg.Error as e:
             raise _error(e) from None
