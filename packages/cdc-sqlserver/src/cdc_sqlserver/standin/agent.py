@@ -81,23 +81,33 @@ class CaptureAgent:
         return self._thread is not None and self._thread.is_alive()
 
     def _run(self) -> None:
+        """Poll until stopped; a lost connection (a server restart) is retried, as the Agent's job retries."""
         try:
-            with psycopg.connect(self.conninfo, options="-c TimeZone=UTC") as conn:
-                conn.execute("UPDATE standin.agent SET running = true")
-                conn.commit()
-                self._ready.set()
+            while not self._stop.is_set():
                 try:
-                    while not self._stop.is_set():
-                        if not self.poll(conn):
-                            self._stop.wait(self.interval)
-                finally:
-                    conn.rollback()
-                    conn.execute("UPDATE standin.agent SET running = false")
-                    conn.commit()
+                    self._session()
+                except psycopg.OperationalError:
+                    if self._stop.wait(self.interval * 10):
+                        return
         except BaseException as e:  # kept for the tests to see; the agent stops as SQL Server Agent's job would
             self.error = e
         finally:
             self._ready.set()
+
+    def _session(self) -> None:
+        with psycopg.connect(self.conninfo, options="-c TimeZone=UTC") as conn:
+            conn.execute("UPDATE standin.agent SET running = true")
+            conn.commit()
+            self._ready.set()
+            try:
+                while not self._stop.is_set():
+                    if not self.poll(conn):
+                        self._stop.wait(self.interval)
+            finally:
+                if not conn.closed and not conn.broken:
+                    conn.rollback()
+                    conn.execute("UPDATE standin.agent SET running = false")
+                    conn.commit()
 
     def _instances(self, conn: psycopg.Connection) -> dict[tuple[str, str], list[Instance]]:
         rows = conn.execute(
