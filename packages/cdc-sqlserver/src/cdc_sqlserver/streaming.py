@@ -94,7 +94,9 @@ class StreamReader:
         self.mode = mode
         self.max_transactions = max_transactions
         self.skipped_codes = {code for op in skipped for code in _SKIPPED_CODES.get(op, ())}
-        self.last = resume.position
+        self._last_raw = resume.position.key()
+        self._commit_text, self._change_text = str(resume.position.commit), str(resume.position.change)
+        self._ts_us = 0
         self.serial = resume.serial
         self.increase_from = resume.increase_from
         self.on_start = resume.position
@@ -116,7 +118,7 @@ class StreamReader:
         """The offset of the last event, or the one streaming resumed from if none was read yet."""
         if not self._emitted:
             return self._resume_offset
-        return {"commit_lsn": str(self.last.commit), "change_lsn": str(self.last.change), "event_serial_no": self.serial}
+        return {"commit_lsn": self._commit_text, "change_lsn": self._change_text, "event_serial_no": self.serial}
 
     def _check_instances(self) -> None:
         """Pick up a new capture instance (after an ALTER) or forget a dropped one."""
@@ -130,9 +132,15 @@ class StreamReader:
                 f"{i.name} ({i.table.id}, from {i.start_lsn}{'' if not i.stop_lsn.available else f' to {i.stop_lsn}'})"
                 for i in self.instances))
 
+    @property
+    def last_commit(self) -> Lsn:
+        """The commit LSN of the last change read (or resumed from)."""
+        return Lsn(self._last_raw[0] or None)
+
     def window(self) -> Iterator[list[RawChange]] | None:
         """The changes of the next window, or None when there is nothing new (a heartbeat may be due)."""
         self._check_instances()
+        last = self.last_commit
         row = self.conn.execute("SELECT sys.fn_cdc_get_max_lsn(), DATEDIFF(MINUTE, SYSUTCDATETIME(), SYSDATETIME())"
                                 ).fetchone()
         to_lsn = from_value(row[0]) if row else NULL
@@ -141,19 +149,19 @@ class StreamReader:
             return None
         if self.max_transactions:
             # As Debezium's getToLsn: the window ends at the n-th transaction after the last position.
-            if self.last.commit.available:
-                nth = self.conn.execute(NTH_FROM_LAST, self.max_transactions, self.last.commit.raw).fetchone()
+            if last.available:
+                nth = self.conn.execute(NTH_FROM_LAST, self.max_transactions, last.raw).fetchone()
             else:
                 nth = self.conn.execute(NTH_FROM_BEGINNING, self.max_transactions).fetchone()
             if nth is not None and nth[0] is not None:
                 to_lsn = from_value(nth[0])
-        if self.increase_from and to_lsn.key() <= self.last.commit.key():
+        if self.increase_from and to_lsn.key() <= last.key():
             return None
-        if self.last.commit.available and self.increase_from:
-            from_lsn = from_value(self.conn.execute("SELECT sys.fn_cdc_increment_lsn(?)", self.last.commit.raw)
+        if last.available and self.increase_from:
+            from_lsn = from_value(self.conn.execute("SELECT sys.fn_cdc_increment_lsn(?)", last.raw)
                                   .fetchone()[0])
         else:
-            from_lsn = self.last.commit
+            from_lsn = last
         self.increase_from = True
         return self._read(from_lsn, to_lsn, tz)
 
@@ -180,27 +188,33 @@ class StreamReader:
         batch: list[RawChange] = []
         serial_in_start_tx = 1
         pending_before: tuple[Any, ...] | None = None
+        # Positions as raw bytes, the NULL LSN as b"" (smallest), as Position.key() orders them.
+        skipping = self.first_window
+        start, start_serial = self.on_start.key(), self.on_start_serial
+        instances = self.instances
         for commit, change, op, n, _i, row in merged:
-            inst = self.instances[n]
-            position = Position(Lsn(commit), Lsn(change))
+            position = (commit, change)
             if pending_before is not None:
                 if op != 4:
-                    raise ConnectorError(f"the update before image at {position.commit}:{position.change} of table "
-                                         f"{inst.table.id} was not followed by its after image (__$operation 4)")
+                    raise ConnectorError(f"the update before image at {_text(commit)}:{_text(change)} of table "
+                                         f"{instances[n].table.id} was not followed by its after image "
+                                         "(__$operation 4)")
                 before, pending_before = pending_before, None
-                self._emit(batch, inst, position, 2, before, row, tz)
+                self._emit(batch, instances[n], position, 2, before, row, tz)
                 continue
-            if self.first_window:
-                key, start_key = position.key(), self.on_start.key()
-                if key < start_key:
+            if skipping:
+                if position < start:
                     continue
-                if key == start_key and serial_in_start_tx <= self.on_start_serial:
-                    serial_in_start_tx += 1
-                    continue
+                if position == start:
+                    if serial_in_start_tx <= start_serial:
+                        serial_in_start_tx += 1
+                        continue
+                else:
+                    skipping = False  # positions only grow from here: nothing more was delivered before
             if op == 3:
                 pending_before = row
                 continue
-            self._emit(batch, inst, position, 1, None, row, tz)
+            self._emit(batch, instances[n], position, 1, None, row, tz)
             if len(batch) >= 1024:
                 yield batch
                 batch = []
@@ -211,29 +225,39 @@ class StreamReader:
         if batch:
             yield batch
 
-    def _emit(self, batch: list[RawChange], inst: CaptureInstance, position: Position, count: int,
+    def _emit(self, batch: list[RawChange], inst: CaptureInstance, position: tuple[bytes, bytes], count: int,
               before: tuple[Any, ...] | None, row: tuple[Any, ...], tz: timedelta) -> None:
-        if position == self.last:
+        commit_raw = position[0]
+        if position == self._last_raw:
             self.serial += count
         else:
             self.serial = count
-        self.last = position
+            if commit_raw != self._last_raw[0]:
+                # Once per transaction: the commit LSN's text and the commit time.
+                when = row[3]
+                self._commit_text = _text(commit_raw)
+                self._ts_us = (when - tz - _EPOCH) // _MICRO if isinstance(when, datetime) else 0
+            self._change_text = _text(position[1])
+        self._last_raw = position
         self._emitted = True
-        op = _OPS[int(row[2])]
-        values = list(row[4:])
-        when = row[3]
-        if isinstance(when, datetime):
-            ts_us = (when - tz - _EPOCH) // _MICRO
-        else:
-            ts_us = 0
-        commit, change = str(position.commit), str(position.change)
+        commit, change, serial = self._commit_text, self._change_text, self.serial
         table = inst.table
-        source = source_block(self.server, self.db, ts_us, "false", table.id.schema or "", table.id.table, change,
-                              commit, self.serial)
-        offset = {"commit_lsn": commit, "change_lsn": change, "event_serial_no": self.serial}
-        if op == "u":
-            batch.append(RawChange(table, "u", list(before[4:]) if before else None, values, source, offset, commit))
-        elif op == "d":
-            batch.append(RawChange(table, "d", values, None, source, offset, commit))
+        source = source_block(self.server, self.db, self._ts_us, "false", table.id.schema or "", table.id.table,
+                              change, commit, serial)
+        offset = {"commit_lsn": commit, "change_lsn": change, "event_serial_no": serial}
+        op = row[2]
+        if op == 4:
+            batch.append(RawChange(table, "u", list(before[4:]) if before else None, list(row[4:]), source, offset,
+                                   commit))
+        elif op == 1:
+            batch.append(RawChange(table, "d", list(row[4:]), None, source, offset, commit))
         else:
-            batch.append(RawChange(table, "c", None, values, source, offset, commit))
+            batch.append(RawChange(table, "c", None, list(row[4:]), source, offset, commit))
+
+
+def _text(raw: bytes) -> str:
+    """An LSN's text form from its 10 bytes (``NULL`` for b"")."""
+    if not raw:
+        return "NULL"
+    h = raw.hex()
+    return f"{h[:8]}:{h[8:16]}:{h[16:]}"
