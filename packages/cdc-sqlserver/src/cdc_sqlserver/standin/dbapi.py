@@ -66,6 +66,11 @@ def _error(e: psycopg.Error) -> pyodbc.Error:
     return pyodbc.DatabaseError(state, message)
 
 
+#: PostgreSQL types whose Python values differ from pyodbc's: uuid (pyodbc gives a str). psycopg gives bytea
+#: as bytes, as pyodbc gives binary.
+_CONVERTED_OIDS = frozenset({2950})
+
+
 def _value(v: Any) -> Any:
     if isinstance(v, uuid.UUID):
         return str(v).upper()
@@ -111,6 +116,9 @@ class Cursor:
         return self
 
     def _rows(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+        description = self._cur.description or ()
+        if not any(d.type_code in _CONVERTED_OIDS for d in description):
+            return rows if isinstance(rows, list) else list(rows)  # psycopg's rows are tuples already
         return [tuple(_value(v) for v in row) for row in rows]
 
     def fetchone(self) -> tuple[Any, ...] | None:
