@@ -134,3 +134,29 @@ def test_a_new_capture_instance_after_alter_takes_over_at_its_start_lsn(inventor
     inventory.wait_captured()
     more = _data(_run(config, store, lambda rs: len(_data(rs)) >= 1))
     assert [(r.value["op"], r.value["before"]["id"]) for r in more[:1]] == [("d", 1007)]
+
+
+@pytest.mark.parametrize("mode", ["when_needed", "initial"])
+def test_cleanup_past_the_stored_offset(inventory, mode, caplog):
+    """SC-28: the cleanup job removed changes after the offset: a new snapshot under when_needed, else a warning."""
+    store = MemoryOffsetStore()
+    config = inventory.properties(**{"snapshot.mode": mode})
+    inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('w', 'w', 'w@x')")
+    inventory.wait_captured()  # the snapshot's max LSN is this transaction's
+    _run(config, store, lambda rs: len(_data(rs)) >= 5)
+    inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('x', 'x', 'x@x')")
+    inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('y', 'y', 'y@x')")
+    inventory.wait_captured()
+    # Cleanup up to the last transaction: the insert of 1006 is gone from the change table.
+    newest = inventory.execute("SELECT start_lsn FROM cdc.lsn_time_mapping ORDER BY start_lsn DESC LIMIT 1")[0][0]
+    inventory.cleanup(bytes(newest))
+    with caplog.at_level("WARNING"):
+        records = _data(_run(config, store, lambda rs: len(_data(rs)) >= (7 if mode == "when_needed" else 1)))
+    warnings = [r.getMessage() for r in caplog.records if "no longer available" in r.getMessage()]
+    assert len(warnings) == 1
+    if mode == "when_needed":
+        assert [r.value["op"] for r in records[:7]] == ["r"] * 7  # the new snapshot has 1006 and 1007
+        assert "taking a new snapshot" in warnings[0]
+    else:
+        assert [(r.value["op"], r.value["after"]["id"]) for r in records] == [("c", 1007)]
+        assert "which are lost" in warnings[0] and "snapshot.mode=when_needed" in warnings[0]

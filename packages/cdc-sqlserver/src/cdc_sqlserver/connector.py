@@ -18,8 +18,10 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
-from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, TRACKED_TABLES, CaptureInstance,
+from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LSN_OF_ALL_CHANGE_TABLES,
+                                   TRACKED_TABLES, CaptureInstance,
                                    read_all_capture_instances, read_capture_instances, read_tables)
+from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader
@@ -213,8 +215,34 @@ class SqlServerConnector:
 
     # -- the run -----------------------------------------------------------------------------
 
+    def _position_available(self, offset: dict[str, Any]) -> bool:
+        """Debezium's validateLogPosition: the stored commit LSN is above the oldest start LSN of every change table.
+
+        A stored NULL commit LSN (a snapshot of a database with no change yet) counts as available:
+        streaming then starts at each instance's first change.
+        """
+        stored = Lsn.parse(offset.get("commit_lsn"))
+        if not stored.available:
+            return True
+        oldest = self._conn.execute(MIN_LSN_OF_ALL_CHANGE_TABLES).fetchone()
+        if oldest is None or oldest[0] is None:
+            return False
+        return from_value(oldest[0]).key() < stored.key()
+
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
         offset = self._offset
+        if offset is not None and not (offset.get("snapshot") and not offset.get("snapshot_completed")) \
+                and not self._position_available(offset):
+            if self.snapshotter.should_snapshot_on_data_error():
+                self.log.warning("the stored offset (commit LSN %s) is no longer available on %s: the cleanup job "
+                                 "removed changes after it; taking a new snapshot (snapshot.mode=%s)",
+                                 offset.get("commit_lsn"), self.address, self.snapshotter.name)
+                offset = None
+            else:
+                self.log.warning("the stored offset (commit LSN %s) is no longer available on %s: the cleanup job "
+                                 "removed changes after it, which are lost; streaming goes on from the oldest change "
+                                 "left. Set snapshot.mode=when_needed to take a new snapshot instead",
+                                 offset.get("commit_lsn"), self.address)
         offset_exists = offset is not None
         in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
         snapshot = self.snapshotter.should_snapshot_data(offset_exists, in_progress)
@@ -240,8 +268,6 @@ class SqlServerConnector:
         elif offset is None:
             # no_data: streaming starts at the current max LSN (as the snapshot offset Debezium records then).
             row = self._conn.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()
-            from cdc_sqlserver.lsn import from_value
-
             offset = {"snapshot": True, "snapshot_completed": True, "commit_lsn": str(from_value(row[0]))}
             yield [Checkpoint(offset)]
         if not stream:

@@ -80,6 +80,9 @@ CREATE OPERATOR public.= (LEFTARG = bytea, RIGHTARG = bit varying, FUNCTION = st
 CREATE FUNCTION standin.bytea_larger(a bytea, b bytea) RETURNS bytea LANGUAGE sql IMMUTABLE
     AS $$ SELECT CASE WHEN a IS NULL OR b > a THEN b ELSE a END $$;
 CREATE AGGREGATE public.max(bytea) (SFUNC = standin.bytea_larger, STYPE = bytea);
+CREATE FUNCTION standin.bytea_smaller(a bytea, b bytea) RETURNS bytea LANGUAGE sql IMMUTABLE
+    AS $$ SELECT CASE WHEN a IS NULL OR b < a THEN b ELSE a END $$;
+CREATE AGGREGATE public.min(bytea) (SFUNC = standin.bytea_smaller, STYPE = bytea);
 CREATE FUNCTION public.suser_sname() RETURNS text LANGUAGE sql STABLE AS $$ SELECT current_user::text $$;
 """
 
