@@ -42,6 +42,7 @@ class SqlServerConnector:
         optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool"})
 
     def __init__(self, config: Config, context: ConnectorContext):
+        """Read the configuration; no I/O."""
         self.config = config
         self.log = context.log
         self.server = config.get(common.TOPIC_PREFIX)
@@ -140,6 +141,7 @@ class SqlServerConnector:
     # -- connection and checks ---------------------------------------------------------------
 
     def _connect(self) -> Any:
+        """A connection to the database; a login refusal is a ConnectorError, the rest retriable."""
         try:
             return odbc.connect(self.config, self.db)
         except ConnectorError:
@@ -154,6 +156,7 @@ class SqlServerConnector:
             raise RetriableError(f"cannot connect to SQL Server at {self.address}: {message}") from None
 
     def _included(self, schema: str, table: str) -> bool:
+        """Whether ``schema.table`` passes the schema and table include/exclude lists."""
         ident = f"{schema}.{table}"
         inc, exc = self.config.get(common.TABLE_INCLUDE), self.config.get(common.TABLE_EXCLUDE)
         sinc, sexc = self.config.get(common.SCHEMA_INCLUDE), self.config.get(common.SCHEMA_EXCLUDE)
@@ -166,6 +169,7 @@ class SqlServerConnector:
         return not (exc and any(p.fullmatch(ident) for p in exc))
 
     def _check_cdc_enabled(self) -> None:
+        """Refuse a database that does not exist or has CDC off, naming the fix."""
         row = self._conn.execute(CDC_ENABLED, self.db).fetchone()
         if row is None:
             raise ConnectorError(f"database {self.db!r} does not exist on SQL Server at {self.address}; check "
@@ -190,6 +194,7 @@ class SqlServerConnector:
                              "no change is streamed until it runs", self.address)
 
     def _check_access(self, included: dict, instances: dict[tuple[str, str], CaptureInstance]) -> None:
+        """Refuse capture instances the user cannot read; warn about included tables without CDC."""
         visible = {r[2] for r in self._conn.execute(HELP_CHANGE_DATA_CAPTURE).fetchall()}
         tracked = {(s, t) for s, t in self._conn.execute(TRACKED_TABLES).fetchall()}
         user = self.config.get(msc.USER)
@@ -230,6 +235,7 @@ class SqlServerConnector:
         return from_value(oldest[0]).key() < stored.key()
 
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
+        """Check the stored position, snapshot if due, then stream."""
         offset = self._offset
         if offset is not None and not (offset.get("snapshot") and not offset.get("snapshot_completed")) \
                 and not self._position_available(offset):
@@ -275,6 +281,7 @@ class SqlServerConnector:
         yield from self._stream(ResumePoint(offset))
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
+        """The snapshot on its own connection and transaction."""
         conn = self._connect()
         try:
             reader = self._snapshot_reader = SnapshotReader(
@@ -311,6 +318,7 @@ class SqlServerConnector:
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
 
     def _select(self, inst: CaptureInstance) -> str:
+        """The table's snapshot SELECT: an override if configured, else its captured columns."""
         override = self.config.get(f"snapshot.select.statement.overrides.{self.db}.{inst.table.id.identifier}") or \
             self.config.get(f"snapshot.select.statement.overrides.{inst.table.id.identifier}")
         if override:
@@ -319,6 +327,7 @@ class SqlServerConnector:
         return select_for(self.db, inst)
 
     def _stream(self, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
+        """Poll the change tables until stopped."""
         log = self.log.with_context("streaming")
         # The core drops skipped operations; leaving them out of the query as well saves the round trips.
         skipped = {s.strip() for s in self.config.get(common.SKIPPED_OPERATIONS) or [] if s.strip() != "none"}
@@ -352,11 +361,13 @@ class SqlServerConnector:
 
 
 def _is_connection_error(e: BaseException) -> bool:
+    """True for errors of the connection (SQLSTATE class 08), not of a statement."""
     name = type(e).__name__
     state = e.args[0] if getattr(e, "args", None) else ""
     return name == "OperationalError" or (isinstance(state, str) and state.startswith("08"))
 
 
 def _first_line(e: BaseException) -> str:
+    """The first line of a driver error's message (pyodbc: its second argument)."""
     text = str(e.args[1]) if len(getattr(e, "args", ())) > 1 else str(e)
     return (text.strip().splitlines() or [type(e).__name__])[0]

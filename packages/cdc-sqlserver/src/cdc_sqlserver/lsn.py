@@ -30,6 +30,7 @@ class Lsn(NamedTuple):
         return self.raw is not None
 
     def __str__(self) -> str:
+        """Debezium's text form, ``NULL`` for the NULL LSN."""
         if self.raw is None:
             return NULL_TEXT
         h = self.raw.hex()

@@ -22,12 +22,14 @@ _log = logging.getLogger("cdc_sqlserver.odbc")
 
 
 def _pyodbc_connect(connection_string: str, **kwargs: Any) -> Any:
+    """pyodbc.connect, imported only when a connection is made."""
     import pyodbc  # lazily: cdc-core must run without it
 
     return pyodbc.connect(connection_string, **kwargs)
 
 
 def _pyodbc_drivers() -> list[str]:
+    """The ODBC drivers unixODBC knows (pyodbc.drivers())."""
     import pyodbc
 
     return list(pyodbc.drivers())

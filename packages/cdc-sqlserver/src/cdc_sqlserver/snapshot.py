@@ -31,6 +31,7 @@ class SnapshotReader:
     """Reads the captured tables on its own connection, in one transaction."""
 
     def __init__(self, conn: Any, server: str, db: str, isolation: str, fetch_size: int, log: Any):
+        """Read on ``conn`` (its own connection) at ``isolation``."""
         self.conn = conn
         self.server = server
         self.db = db
@@ -109,6 +110,7 @@ class SnapshotReader:
 
 
 def _table(db: str, inst: CaptureInstance) -> str:
+    """``[db].[schema].[table]``."""
     return f"{quote(db)}.{quote(inst.table.id.schema or 'dbo')}.{quote(inst.table.id.table)}"
 
 
@@ -118,4 +120,5 @@ def select_for(db: str, inst: CaptureInstance) -> str:
 
 
 def _first_line(e: BaseException) -> str:
+    """The first line of an error's message."""
     return (str(e).strip().splitlines() or [type(e).__name__])[0]

@@ -49,6 +49,7 @@ class ResumePoint:
     """Where streaming starts, from a stored offset (or a snapshot's)."""
 
     def __init__(self, offset: dict[str, Any] | None):
+        """Set up from the stored offset (or the state of the reader)."""
         offset = offset or {}
         self.offset = offset
         self.position = Position(Lsn.parse(offset.get("commit_lsn")), Lsn.parse(offset.get("change_lsn")))
@@ -86,6 +87,7 @@ class StreamReader:
     def __init__(self, conn: Any, server: str, db: str, instances: list[CaptureInstance], resume: ResumePoint,
                  mode: str, skipped: set[str], log: Any, max_transactions: int = 0,
                  refresh: Any = None):
+        """Set up from the stored offset (or the state of the reader)."""
         self.conn = conn
         self.server = server
         self.db = db
@@ -110,6 +112,7 @@ class StreamReader:
         self._set_instances(instances)
 
     def _set_instances(self, instances: list[CaptureInstance]) -> None:
+        """Use these capture instances, and their queries, from the next window on."""
         self.instances = instances
         self.queries = {inst.name: (function_query if self.mode == "function" else direct_query)(inst)
                         for inst in instances}
@@ -166,6 +169,7 @@ class StreamReader:
         return self._read(from_lsn, to_lsn, tz)
 
     def _rows(self, inst: CaptureInstance, from_lsn: Lsn, to_lsn: Lsn) -> list[tuple[Any, ...]]:
+        """One instance's change rows in the window, within its own start and stop LSNs."""
         start = max(from_lsn, inst.start_lsn, key=Lsn.key)  # an instance never reads below its start LSN
         if start.key() > to_lsn.key():
             return []
@@ -178,6 +182,7 @@ class StreamReader:
         return rows
 
     def _read(self, from_lsn: Lsn, to_lsn: Lsn, tz: timedelta) -> Iterator[list[RawChange]]:
+        """Merge every instance's rows of the window into events, in commit order."""
         streams = []
         for n, inst in enumerate(self.instances):
             rows = self._rows(inst, from_lsn, to_lsn)
@@ -227,6 +232,7 @@ class StreamReader:
 
     def _emit(self, batch: list[RawChange], inst: CaptureInstance, position: tuple[bytes, bytes], count: int,
               before: tuple[Any, ...] | None, row: tuple[Any, ...], tz: timedelta) -> None:
+        """Append one event: position, event_serial_no, source block and offset as Debezium sets them."""
         commit_raw = position[0]
         if position == self._last_raw:
             self.serial += count

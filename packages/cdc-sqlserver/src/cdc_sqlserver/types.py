@@ -42,6 +42,7 @@ _STRINGS = {"char", "varchar", "text", "nchar", "nvarchar", "ntext", "uniqueiden
 
 
 def _decimal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schema, Callable[[Any], Any]]:
+    """decimal/numeric/money under decimal.handling.mode."""
     precision, scale = info.precision, info.scale
     if info.type_name in ("money", "smallmoney"):
         precision, scale = (19 if info.type_name == "money" else 10), 4
@@ -53,6 +54,7 @@ def _decimal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schema
 
 
 def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schema, Callable[[Any], Any]] | None:
+    """date/time/datetime* under time.precision.mode (None for other types)."""
     t, p = info.type_name, info.scale
     connect = modes.time_precision == "connect"
     if t == "date":
@@ -76,6 +78,7 @@ def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schem
 
 
 def _as_time(v: Any) -> time:
+    """A time value as datetime.time."""
     return v if isinstance(v, time) else time.fromisoformat(str(v))
 
 

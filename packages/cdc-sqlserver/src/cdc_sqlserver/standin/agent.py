@@ -31,6 +31,7 @@ def lsn_bytes(pg_lsn: str, slot: int = 0) -> bytes:
 
 
 def _pg_lsn_int(pg_lsn: str) -> int:
+    """A PostgreSQL LSN (``X/Y``) as an int."""
     hi, lo = (int(p, 16) for p in pg_lsn.split("/"))
     return hi << 32 | lo
 
@@ -48,6 +49,7 @@ class CaptureAgent:
     """A thread polling the slot every ``interval`` seconds and writing change rows."""
 
     def __init__(self, conninfo: str, slot: str, interval: float = 0.05, batch: int = 20000):
+        """An agent for the slot ``slot`` of the database ``conninfo`` names."""
         self.conninfo = conninfo
         self.slot = slot
         self.interval = interval
@@ -95,6 +97,7 @@ class CaptureAgent:
             self._ready.set()
 
     def _session(self) -> None:
+        """One connection's polling loop; the agent's status is shown in sys.dm_server_services."""
         with psycopg.connect(self.conninfo, options="-c TimeZone=UTC") as conn:
             conn.execute("UPDATE standin.agent SET running = true")
             conn.commit()
@@ -110,6 +113,7 @@ class CaptureAgent:
                     conn.commit()
 
     def _instances(self, conn: psycopg.Connection) -> dict[tuple[str, str], list[Instance]]:
+        """The capture instances by source table, with captured and key columns."""
         rows = conn.execute(
             "SELECT ct.capture_instance, ct.start_lsn, object_schema_name(ct.source_object_id), "
             "object_name(ct.source_object_id), ct.source_object_id, "
@@ -161,6 +165,7 @@ class CaptureAgent:
 
     def _capture(self, conn: psycopg.Connection, instances: dict[tuple[str, str], list[Instance]], commit: str,
                  begin: str, xid: int, when: datetime | None, changes: list[tuple[str, DecodedChange]]) -> None:
+        """Write one committed transaction's change rows and its lsn_time_mapping row."""
         commit_lsn = lsn_bytes(commit)
         rows: list[tuple[Instance, bytes, int, dict[str, Any]]] = []
         for lsn, change in changes:

@@ -72,6 +72,7 @@ _CONVERTED_OIDS = frozenset({2950})
 
 
 def _value(v: Any) -> Any:
+    """A psycopg value as pyodbc returns it."""
     if isinstance(v, uuid.UUID):
         return str(v).upper()
     if isinstance(v, memoryview):
@@ -83,6 +84,7 @@ class Cursor:
     """pyodbc's Cursor over a psycopg cursor."""
 
     def __init__(self, conn: Connection):
+        """Wrap a psycopg cursor or connection."""
         self.connection = conn
         self._cur = conn._pg.cursor()
         self.arraysize = 1
@@ -116,6 +118,7 @@ class Cursor:
         return self
 
     def _rows(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
+        """Rows as pyodbc returns them (only uuid values need converting)."""
         description = self._cur.description or ()
         if not any(d.type_code in _CONVERTED_OIDS for d in description):
             return rows if isinstance(rows, list) else list(rows)  # psycopg's rows are tuples already
@@ -144,6 +147,7 @@ class Cursor:
             raise _error(e) from None
 
     def __iter__(self):
+        """Iterate over the remaining rows."""
         while (row := self.fetchone()) is not None:
             yield row
 
@@ -156,6 +160,7 @@ class Connection:
     """pyodbc's Connection over a psycopg connection to the stand-in database."""
 
     def __init__(self, pg: psycopg.Connection, autocommit: bool):
+        """Wrap a psycopg cursor or connection."""
         self._pg = pg
         self._pg.autocommit = autocommit
         self._queried = False
@@ -168,6 +173,7 @@ class Connection:
 
     @autocommit.setter
     def autocommit(self, value: bool) -> None:
+        """Switch autocommit (pyodbc commits nothing pending when switching on)."""
         try:
             self._pg.autocommit = value
         except psycopg.Error as e:

@@ -28,6 +28,7 @@ def _declared(ddl: str, column: str) -> str:
 
 
 def _params(kind: exp.DataType) -> list[str]:
+    """A data type's parameters as T-SQL text (``10``, ``MAX``)."""
     return [e.sql("tsql").upper() for e in kind.expressions]
 
 

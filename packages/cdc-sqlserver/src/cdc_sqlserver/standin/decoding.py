@@ -24,10 +24,12 @@ class DecodedChange(NamedTuple):
 
 
 def _ident(text: str) -> str:
+    """An identifier as test_decoding prints it, unquoted."""
     return text[1:-1].replace('""', '"') if text.startswith('"') else text
 
 
 def _columns(text: str) -> dict[str, object]:
+    """``name[type]:value ...`` as a dict of column name to text value (None: NULL)."""
     out: dict[str, object] = {}
     if text.strip() == "(no-tuple-data)":
         return out  # a table without a replica identity key (never a captured table: enable_table sets FULL)
@@ -83,6 +85,7 @@ def parse_change(line: str, wanted: object = None) -> DecodedChange | None:
 
 
 def _split_quoted(text: str) -> tuple[str, str, str]:
+    """Split ``"schema"."table"`` at the dot between them."""
     end = 1
     while True:
         end = text.index('"', end)

@@ -19,6 +19,7 @@ class StandIn:
     """SQL Server's CDC objects on PostgreSQL database ``dbname``, and the capture agent that fills them."""
 
     def __init__(self, pg: Any, dbname: str, agent_interval: float = 0.05):
+        """Create SQL Server's ``sys`` objects in database ``dbname`` of ``pg``."""
         self.pg = pg
         self.dbname = dbname
         self.conninfo = pg.conninfo(dbname)
@@ -30,6 +31,7 @@ class StandIn:
                 cur.executemany("INSERT INTO sys.types VALUES (%s, %s, %s)", catalog_sql.types_rows())
 
     def _connect(self) -> psycopg.Connection:
+        """An autocommit connection in UTC."""
         return psycopg.connect(self.conninfo, autocommit=True, options="-c TimeZone=UTC")
 
     def execute(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
@@ -145,4 +147,5 @@ class StandIn:
 
 
 def _literal(text: str) -> str:
+    """A PostgreSQL string literal."""
     return "'" + text.replace("'", "''") + "'"

@@ -27,6 +27,7 @@ ISOLATION_LEVELS = {"READ UNCOMMITTED": "READ UNCOMMITTED", "READ COMMITTED": "R
 
 
 def _name(bracketed: str) -> str:
+    """A dotted T-SQL name without its brackets."""
     return ".".join(p.strip("[]") for p in bracketed.split("."))
 
 
