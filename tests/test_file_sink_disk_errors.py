@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,20 +10,6 @@ import pytest
 from cdc_process import CdcProcess, server_properties, write_properties
 
 TOPIC = "dbserver1.public.disk"
-
-
-@pytest.fixture
-def small_disk(tmp_path) -> Iterator[Path]:
-    """A 1 MiB tmpfs mounted at ``tmp_path/events`` (needs root and a working ``mount``)."""
-    mountpoint = tmp_path / "events"
-    mountpoint.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mountpoint)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs to fill (needs root): {done.stderr.decode().strip()}")
-    try:
-        yield mountpoint
-    finally:
-        subprocess.run(["umount", "-l", str(mountpoint)], check=False)
 
 
 def _fill(directory: Path) -> None:

@@ -140,7 +140,10 @@ def test_slot_drop_on_stop(pg_server, pg_db, tmp_path):
     _ready(cdc, tmp_path)
     assert pg_server.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'dropme'", dbname=pg_db)[0][0] == 1
     assert cdc.terminate() == 0
+    # Dropped before cdc exits, although the server frees the slot only a moment after cdc's replication
+    # connection closes (so no waiting here).
     assert pg_server.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'dropme'", dbname=pg_db)[0][0] == 0
+    assert "dropped slot dropme" in cdc.log(), cdc.log()
 
 
 def test_server_restart_mid_stream_reconnects_and_loses_nothing(tmp_path):

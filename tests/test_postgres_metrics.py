@@ -57,3 +57,76 @@ def test_snapshot_and_streaming_metrics(pg_server, pg_db):
     assert 'debezium_metrics_TotalNumberOfEventsSeen{context="snapshot",name="m",plugin="postgres"} 50.0' in text
     assert 'debezium_metrics_RowsScanned{context="snapshot",name="m",plugin="postgres",table="public.a"} 50.0' in text
     assert 'debezium_metrics_Connected{context="streaming",name="m",plugin="postgres"} 1.0' in text
+
+
+def _run(pg, db, config: dict, steps, store=None, timeout: float = 30.0):
+    """Run an engine; each step is (action, condition on the engine): act once, then wait for the condition."""
+    engine = Engine({"connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
+                     "database.user": pg.user, "database.dbname": db, "topic.prefix": "m", "poll.interval.ms": 50,
+                     **config}, offset_store=store if store is not None else MemoryOffsetStore())
+    seen: list = []
+    runner = threading.Thread(target=engine.run, args=(seen.extend,), daemon=True)
+    runner.start()
+    try:
+        deadline = time.monotonic() + timeout
+        for action, condition in steps:
+            action()
+            while not condition(engine, seen) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert condition(engine, seen), f"timed out at step {action}"
+        return engine, seen, engine.metrics.streaming.values()
+    finally:
+        engine.stop()
+        runner.join(30)
+
+
+def _streaming(engine, seen) -> bool:
+    return engine.metrics.streaming.connected
+
+
+def _creates(n: int):
+    return lambda engine, seen: len([r for r in seen if r.value and r.value.get("op") == "c"]) >= n
+
+
+def test_events_of_tables_and_message_prefixes_outside_the_filters_are_counted_as_filtered(pg_server, pg_db):
+    pg_server.execute("CREATE TABLE a (id int PRIMARY KEY); CREATE TABLE other (id int PRIMARY KEY)", dbname=pg_db)
+    sql = ("INSERT INTO other VALUES (1), (2); SELECT pg_logical_emit_message(true, 'noise', 'x');"
+           "SELECT pg_logical_emit_message(true, 'kept', 'y'); INSERT INTO a VALUES (1)")
+    engine, seen, stream = _run(pg_server, pg_db, {"table.include.list": "public.a",
+                                                   "message.prefix.exclude.list": "noise"},
+                                [(lambda: None, _streaming), (lambda: pg_server.execute(sql, dbname=pg_db), _creates(1))])
+    assert stream["NumberOfEventsFiltered"] == 3  # two rows of public.other, one message with prefix noise
+    # As Debezium's CommonEventMeter: a filtered event counts as seen (the create and the kept message too).
+    assert stream["TotalNumberOfEventsSeen"] == 3 + 2
+    assert [r.value["message"]["prefix"] for r in seen if r.value and r.value.get("op") == "m"] == ["kept"]
+
+
+def test_changes_the_slot_sends_again_are_counted_as_skipped(pg_server, pg_db):
+    """A crash after the sink acknowledged two of a transaction's three changes, before the slot was confirmed
+    (here never: flush.lsn.source=false): the slot sends the whole transaction again, and the two delivered
+    changes are skipped (and counted), not repeated."""
+    pg_server.execute("CREATE TABLE a (id int PRIMARY KEY)", dbname=pg_db)
+    store = MemoryOffsetStore()
+    insert = lambda: pg_server.execute("INSERT INTO a VALUES (1), (2), (3)", dbname=pg_db)  # noqa: E731
+    config = {"flush.lsn.source": "false"}
+    _, seen, first = _run(pg_server, pg_db, config, [(lambda: None, _streaming), (insert, _creates(3))], store=store)
+    assert first["NumberOfSkippedEvents"] == 0
+    second_change = [r for r in seen if r.value and r.value.get("op") == "c"][1]
+    store.commit([({"server": "m"}, second_change.offset)])  # as if the process died right after it was acknowledged
+    _, seen, second = _run(pg_server, pg_db, config, [(lambda: None, _streaming), (lambda: None, _creates(1))],
+                           store=store)
+    assert [r.value["after"]["id"] for r in seen if r.value and r.value.get("op") == "c"] == [3]
+    assert second["NumberOfSkippedEvents"] == 2
+
+
+def test_a_lost_replication_connection_counts_as_a_disconnect(pg_server, pg_db):
+    pg_server.execute("CREATE TABLE a (id int PRIMARY KEY)", dbname=pg_db)
+    kill = lambda: pg_server.execute(  # noqa: E731
+        "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE database = %s", params=(pg_db,))
+    insert = lambda: pg_server.execute("INSERT INTO a VALUES (1)", dbname=pg_db)  # noqa: E731
+    reconnected = lambda engine, seen: (  # noqa: E731
+        engine.metrics.streaming.values()["NumberOfDisconnects"] == 1 and engine.metrics.streaming.connected)
+    engine, seen, stream = _run(pg_server, pg_db, {"retriable.restart.connector.wait.ms": 100},
+                                [(lambda: None, _streaming), (kill, reconnected), (insert, _creates(1))])
+    assert stream["NumberOfDisconnects"] == 1 and stream["Connected"] is True
+    assert stream["NumberOfSkippedEvents"] == 0

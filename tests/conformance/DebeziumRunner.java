@@ -10,6 +10,9 @@
 //       Runner options (benchmarks): runner.fsync=true fsyncs after every batch; runner.stop.topic
 //       and runner.stop.after=N end the process once N records of that topic are written. At the
 //       end it prints {"records": N, "start_to_last_ms": ms} (records of runner.stop.topic).
+//       runner.value.converter=<class> writes values with that Converter (e.g.
+//       io.debezium.converters.CloudEventsConverter) instead of JsonConverter, configured with the
+//       value.converter.* properties; its bytes must be one JSON document (or null).
 //       The process also ends when the engine does (initial_only snapshots; exit 1 on failure).
 //   java -cp ... DebeziumRunner roundtrip <in.jsonl> <out.jsonl> [<converter.properties>]
 //       Reads lines of the form above (cdc's output), gives key and value to
@@ -53,6 +56,7 @@ import java.util.ArrayList;
 import org.apache.kafka.connect.header.Header;
 import org.apache.kafka.connect.json.JsonConverter;
 import org.apache.kafka.connect.source.SourceRecord;
+import org.apache.kafka.connect.storage.Converter;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -88,6 +92,18 @@ public class DebeziumRunner {
         return c;
     }
 
+    private static Converter otherConverter(String className, Properties props, String prefix, boolean isKey) throws Exception {
+        Map<String, Object> cfg = new HashMap<>();
+        for (String name : props.stringPropertyNames()) {
+            if (name.startsWith(prefix)) {
+                cfg.put(name.substring(prefix.length()), props.getProperty(name));
+            }
+        }
+        Converter c = (Converter) Class.forName(className).getDeclaredConstructor().newInstance();
+        c.configure(cfg, isKey);
+        return c;
+    }
+
     private static JsonNode json(byte[] bytes) throws Exception {
         return bytes == null ? null : MAPPER.readTree(bytes);
     }
@@ -104,7 +120,9 @@ public class DebeziumRunner {
         long stopAfter = Long.parseLong((String) props.getOrDefault("runner.stop.after", "-1"));
         props.remove("runner.stop.after");
         JsonConverter keys = converter(props, "key.converter.", true);
-        JsonConverter values = converter(props, "value.converter.", false);
+        String valueConverter = (String) props.remove("runner.value.converter");
+        Converter values = valueConverter == null ? converter(props, "value.converter.", false)
+            : otherConverter(valueConverter, props, "value.converter.", false);
         Map<String, Object> headerCfg = new HashMap<>();
         headerCfg.put("schemas.enable", "false");
         JsonConverter headers = new JsonConverter();

@@ -72,7 +72,8 @@ def _streamed(records: list[dict[str, Any]], topic: str) -> int:
     for r in records:
         if r["topic"] == topic and r.get("value"):
             payload = r["value"].get("payload", r["value"]) if "schema" in r["value"] else r["value"]
-            n += isinstance(payload, dict) and payload.get("op") == "c"
+            # A change event, or a CloudEvent of one (the op is its iodebeziumop attribute).
+            n += isinstance(payload, dict) and (payload.get("op") or payload.get("iodebeziumop")) == "c"
     return n
 
 
@@ -100,8 +101,19 @@ def capture(side: Side, setup: str, steps: list[str | Callable[[], None]], prope
         if key.startswith("converter."):
             engine_props.pop(key)
             engine_props[f"key.{key}"] = engine_props[f"value.{key}"] = value
+    # A value converter other than JsonConverter (value.converter=<class>, value.converter.<option>): the runner's
+    # runner.value.converter on Debezium's side, debezium.format.value(.<option>) on cdc's.
+    formats: dict[str, Any] = {}
+    for key, value in properties.items():
+        if key == "value.converter" or key.startswith("value.converter."):
+            engine_props.pop(key)
+            engine_props["runner.value.converter" if key == "value.converter" else key] = value
+            formats["debezium.format.value" + key[len("value.converter"):]] = (
+                _format_name(value) if key == "value.converter" else value)
     cdc_dir = workdir / "cdc"
-    server = {f"debezium.source.{k}": v for k, v in {**connector, **side.cdc_only}.items() if not k.startswith("converter.")}
+    server = {f"debezium.source.{k}": v for k, v in {**connector, **side.cdc_only}.items()
+              if not k.startswith(("converter.", "value.converter"))}
+    server.update(formats)
     server.update({"debezium.sink.type": "file", "debezium.sink.file.dir": str(cdc_dir), "debezium.sink.file.fsync": "false",
                    "debezium.source.offset.storage": "org.apache.kafka.connect.storage.MemoryOffsetBackingStore"})
     for key, value in properties.items():
@@ -151,6 +163,13 @@ def capture(side: Side, setup: str, steps: list[str | Callable[[], None]], prope
     control = {side.qualified(PING_TABLE)}
     return Capture(debezium=_without_pings(debezium.records(), control, ping),
                    cdc=_without_pings(_cdc_records(cdc_dir), control, ping))
+
+
+def _format_name(converter_class: str) -> str:
+    """cdc's format name for a Kafka Connect converter class."""
+    from cdc_core.serializers.formats import CONVERTER_CLASSES
+
+    return CONVERTER_CLASSES.get(converter_class, converter_class)
 
 
 def _payload(record: dict[str, Any]) -> Any:

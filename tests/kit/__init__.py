@@ -3,7 +3,8 @@
 ``contract.ConnectorFixture`` is what a connector provides (``postgres.PostgresFixture``,
 ``mariadb.MariaDBFixture``); ``FIXTURES`` lists them, and the ``connector`` pytest fixture
 (``kit.plugin``) runs each ``tests/test_kit_*.py`` scenario once per entry. ``workload`` writes,
-``replay`` checks what was captured, ``run`` drives ``cdc run`` as a subprocess.
+``replay`` checks what was captured, ``run`` drives ``cdc run`` as a subprocess; ``scenarios`` plays
+each connector's data-driven acceptance scenarios (its differences in ``scenarios_<connector>``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kit.workload import ITEMS, Writer, insert_rows, read_rows
 FIXTURES: dict[str, tuple[str, str, str, str]] = {
     "postgres": ("kit.postgres", "PostgresFixture", "pg_server", "pg_db"),
     "mariadb": ("kit.mariadb", "MariaDBFixture", "mariadb_server", "mariadb_db"),
+    "yugabyte": ("kit.yugabyte", "YugabyteFixture", "pg_server", "pg_db"),  # on the PostgreSQL stand-in
 }
 
 #: ``CDC_SOAK=1``: the full variants (long storms); otherwise the quick ones CI runs.

@@ -85,6 +85,10 @@ class ConnectorFixture(Protocol):
     has_history: ClassVar[bool]
     #: Whether text columns may hold NUL characters.
     text_allows_nul: ClassVar[bool]
+    #: The data-driven scenarios (``kit.scenarios``): a glob of their files under tests/, and the
+    #: ``module:Class`` of the connector's ``ScenarioRun`` (its configuration, topic names, own steps).
+    scenario_files: ClassVar[str]
+    scenario_run: ClassVar[str]
     #: The default schema's name as topics carry it.
     default_schema: str
     #: The throwaway server (``ThrowawayServer``: ``restart()``, ``kill()``, ``start()``).
@@ -128,6 +132,15 @@ class ConnectorFixture(Protocol):
 
     def position(self, offset: dict[str, Any]) -> tuple[Any, ...]:
         """A comparable position from one committed offset (what this connector's offsets look like)."""
+
+    def resumes_before(self, offset: dict[str, Any], source: dict[str, Any]) -> bool:
+        """Whether a restart from the committed ``offset`` reads the event ``source`` names again (offset before it)."""
+
+    def offsets_ahead(self, offset: dict[str, Any]) -> dict[str, tuple[dict[str, Any], str]]:
+        """Ways to put ``offset`` ahead of anything the server has written: name -> (offset, position as errors show it)."""
+
+    def confirmed_position(self) -> Any:
+        """What the server keeps as confirmed by the connector (PostgreSQL's slot), or None if it keeps nothing."""
 
     def cut_connections(self) -> None:
         """End every server session of the connector (not of the test's own writers)."""

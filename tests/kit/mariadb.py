@@ -17,6 +17,9 @@ class MariaDBFixture:
     unavailable_value: ClassVar[str | None] = None  # binlog_row_image=FULL: every value is there
     has_history: ClassVar[bool] = True
     text_allows_nul: ClassVar[bool] = True
+    #: The data-driven scenarios (``kit.scenarios``): their files (a glob under tests/) and the run class.
+    scenario_files: ClassVar[str] = "data/mariadb_scenarios/*.yaml"
+    scenario_run: ClassVar[str] = "kit.scenarios_mariadb:MariaDBScenarioRun"
 
     def __init__(self, server: Any, database: str):
         self.server = server
@@ -100,6 +103,22 @@ class MariaDBFixture:
     def position(self, offset: dict[str, Any]) -> tuple[Any, ...]:
         """A MariaDB offset: binlog file, position, events and rows to skip."""
         return (offset.get("file", ""), offset.get("pos", 0), offset.get("event", 0), offset.get("row", 0))
+
+    def resumes_before(self, offset: dict[str, Any], source: dict[str, Any]) -> bool:
+        """The offset's restart position (a transaction's start) lies at or before the event's binlog position."""
+        return (offset.get("file", ""), offset.get("pos", 0)) <= (source["file"], source["pos"])
+
+    def offsets_ahead(self, offset: dict[str, Any]) -> dict[str, tuple[dict[str, Any], str]]:
+        """A position 1 GiB past the binlog's end, and a binlog file 1000 files later (shown as ``file:pos``)."""
+        base, number = offset["file"].rsplit(".", 1)
+        later = {**offset, "file": f"{base}.{int(number) + 1000:0{len(number)}d}"}
+        further = {**offset, "pos": offset["pos"] + (1 << 30)}
+        return {"position": (further, f"{further['file']}:{further['pos']}"),
+                "file": (later, f"{later['file']}:{later['pos']}")}
+
+    def confirmed_position(self) -> Any:
+        """Nothing: a binlog reader confirms nothing to the server."""
+        return None
 
     def cut_connections(self) -> None:
         """Kill the connector's binlog dump sessions (what a dropped connection ends)."""

@@ -17,6 +17,9 @@ class PostgresFixture:
     unavailable_value: ClassVar[str | None] = "__debezium_unavailable_value"  # unchanged TOASTed values
     has_history: ClassVar[bool] = False
     text_allows_nul: ClassVar[bool] = False  # text cannot hold U+0000
+    #: The data-driven scenarios (``kit.scenarios``): their files (a glob under tests/) and the run class.
+    scenario_files: ClassVar[str] = "scenarios/postgres_*.yaml"
+    scenario_run: ClassVar[str] = "kit.scenarios_postgres:PostgresScenarioRun"
     default_schema = "public"
 
     def __init__(self, server: Any, database: str):
@@ -95,6 +98,24 @@ class PostgresFixture:
     def position(self, offset: dict[str, Any]) -> tuple[Any, ...]:
         """A PostgreSQL offset: the last commit's LSN, then the last processed LSN."""
         return (offset.get("lsn_commit") or 0, offset.get("lsn_proc") or offset.get("lsn") or 0)
+
+    def resumes_before(self, offset: dict[str, Any], source: dict[str, Any]) -> bool:
+        """The offset's last processed LSN (or, at a transaction's end, its commit LSN) lies below the event's LSN."""
+        return self.position(offset)[1] < source["lsn"]
+
+    def offsets_ahead(self, offset: dict[str, Any]) -> dict[str, tuple[dict[str, Any], str]]:
+        """All three LSNs 64 GiB ahead of anything the server has written (an LSN shows as ``X/Y``)."""
+        future = offset["lsn"] + (64 << 30)
+        return {"lsn": ({**offset, "lsn": future, "lsn_commit": future, "lsn_proc": future},
+                        f"{future >> 32:X}/{future & 0xFFFFFFFF:X}")}
+
+    def confirmed_position(self) -> Any:
+        """The test database's slot's ``confirmed_flush_lsn``, and the server's current WAL position."""
+        rows = self.server.execute(
+            "SELECT (confirmed_flush_lsn - '0/0')::bigint, (pg_current_wal_lsn() - '0/0')::bigint"
+            " FROM pg_replication_slots WHERE database = %s", params=(self.database,))
+        assert len(rows) == 1, f"expected one slot on {self.database}: {rows}"
+        return rows[0]
 
     def cut_connections(self) -> None:
         """Terminate every session on the test database but the kit's own writers."""

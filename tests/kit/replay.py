@@ -28,6 +28,11 @@ class Replayed:
     #: Lost changes, keys going back in time, changes of rows that were not there.
     problems: list[str] = field(default_factory=list)
 
+    def report(self, summary: str) -> None:
+        """Print ``summary`` (the run's numbers); fail with it if the replay found lost, repeated-wrong or backward changes."""
+        print(summary)
+        assert self.problems == [], summary + "\n" + "\n".join(self.problems[:20])
+
     def differences(self, rows: dict[tuple[Any, ...], dict[str, Any]], limit: int = 10) -> list[str]:
         """How the replayed state differs from ``rows`` (the table as read), at most ``limit`` lines."""
         out = []

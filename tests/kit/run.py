@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from cdc_process import CdcProcess, write_properties
@@ -11,19 +12,30 @@ from kit.replay import Replayed, replay
 from kit.workload import read_rows
 
 
-def start_cdc(fx: ConnectorFixture, workdir: Workdir, **source: Any) -> CdcProcess:
-    """Write the configuration (the fixture's properties plus ``source`` overrides) and start ``cdc run``."""
-    write_properties(workdir.config, fx.properties(workdir, **source))
+def start_cdc(fx: ConnectorFixture, workdir: Workdir, sink: dict[str, Any] | None = None, **source: Any) -> CdcProcess:
+    """Write the configuration (the fixture's properties plus ``source`` overrides) and start ``cdc run``.
+
+    ``sink`` (``debezium.sink.*`` properties, ``debezium.sink.type`` included) replaces the file sink.
+    """
+    props = fx.properties(workdir, **source)
+    if sink is not None:
+        props = {k: v for k, v in props.items() if not k.startswith("debezium.sink.")} | sink
+    write_properties(workdir.config, props)
     return CdcProcess(workdir.config, workdir.root).start()
 
 
-def wait_replayed(cdc: CdcProcess, fx: ConnectorFixture, table: Table, timeout: float = 60.0) -> Replayed:
-    """Wait until replaying ``table``'s topic gives exactly the table; fail with the differences if it never does."""
+def wait_replayed(cdc: CdcProcess, fx: ConnectorFixture, table: Table, timeout: float = 60.0,
+                  events: Callable[[], list[dict[str, Any]]] | None = None) -> Replayed:
+    """Wait until replaying ``table``'s topic gives exactly the table; fail with the differences if it never does.
+
+    ``events`` reads what the sink delivered (file sink lines, ``{"key", "value"}``); by default the file sink's topic file.
+    """
     topic = fx.topic(table)
+    read = events or (lambda: cdc.events(topic))
     deadline = time.monotonic() + timeout
     rows = read_rows(fx, table)
     while True:
-        result = replay(cdc.events(topic), table.key, unavailable=fx.unavailable_value)
+        result = replay(read(), table.key, unavailable=fx.unavailable_value)
         if result.state == rows or (_same(result, rows)):
             return result
         if cdc.proc is not None and cdc.proc.poll() is not None or time.monotonic() > deadline:

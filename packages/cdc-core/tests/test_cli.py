@@ -29,13 +29,13 @@ INVALID = VALID + """\
 debezium.source.database.port=abc
 debezium.source.databse.hostname=db
 debezium.source.snapshot.mode=sometimes
-debezium.format.value=avro
+debezium.format.value=protobuf
 debezium.sink.file.fsync=perhaps
 """
 
 EXPECTED_PROBLEMS = [
     "invalid configuration:",
-    "  debezium.format.value: 'avro' is not supported; the supported format is json",
+    "  debezium.format.value: 'protobuf' is not a supported format; choose json, cloudevents, avro",
     "  debezium.source.database.port: 'abc' is not an integer",
     "  debezium.source.snapshot.mode: 'sometimes' is not one of: initial, initial_only, no_data, always, when_needed, configuration_based, custom",
     "  debezium.source.databse.hostname: unknown property; did you mean debezium.source.database.hostname?",

@@ -26,7 +26,7 @@ class Application:
     def report(self) -> Report:
         """The configuration's errors, refused properties and those accepted without effect, with full names."""
         source = connector_report(self.server.source, self.plugins, self.server.source_name)
-        out = Report(errors=[*self.server.problems, *self.server.unknown, *source.errors],
+        out = Report(errors=[*self.server.problems, *self._format_problems(), *self.server.unknown, *source.errors],
                      refused=[*self.server.refused, *source.refused], ignored=[*self.server.ignored, *source.ignored],
                      reasons={**self.server.reasons, **source.reasons})
         out.errors += self._sink_problems()
@@ -35,6 +35,17 @@ class Application:
     def problems(self) -> list[str]:
         """Every problem that stops the configuration, one line each, with the full property names."""
         return self.report().problems
+
+    def _format_problems(self) -> list[str]:
+        """The formats' problems (``debezium.format.*``), and Avro's bytes in a sink of JSON lines."""
+        from cdc_core.serializers.formats import binary_problem, format_problems, settings_from_server
+
+        formats = settings_from_server(self.server.format_props)
+        out = [p for p in format_problems(formats, self.plugins) if p not in self.server.problems]
+        binary = binary_problem(formats, self.server.sink_type)
+        if binary is not None:
+            out.append(binary)
+        return out
 
     def _sink_problems(self) -> list[str]:
         out: list[str] = []
@@ -57,14 +68,12 @@ class Application:
         problems = self.problems()
         if problems:
             raise ConfigError(problems)
+        from cdc_core.serializers.formats import build_serializer, settings_from_server
+
         sink = self.plugins.get("sink", self.server.sink_type)(self.server.sink)
-        # replace.null.with.default is passed only when turned off, so serializers written before it keep working.
-        replace = {f"{side}_replace_null_with_default": False for side, on in
-                   (("key", self.server.key_replace_null_with_default),
-                    ("value", self.server.value_replace_null_with_default)) if not on}
-        serializer = self.plugins.get("serializer", self.server.value_format)(
-            self.server.key_schemas_enable, self.server.value_schemas_enable, **replace
-        )
+        # JSON on both sides: the serializer plugin named by the value format, given schemas.enable and (only when
+        # turned off, so serializers written before it keep working) replace.null.with.default per side.
+        serializer = build_serializer(settings_from_server(self.server.format_props), self.plugins)
         return Engine(self.server.source, sink=sink, serializer=serializer, plugins=self.plugins,
                       display=self.server.source_name, also_ignored=self.server.ignored)
 

@@ -43,10 +43,12 @@ def register_schema_history_stores() -> list[type]:
 
 @hookimpl
 def register_serializers() -> list[type]:
-    """Kafka Connect's JSON converter."""
+    """Kafka Connect's JSON converter, Debezium's CloudEvents converter and Confluent's Avro converter."""
+    from cdc_core.serializers.avro import AvroSerializer
+    from cdc_core.serializers.cloudevents import CloudEventsSerializer
     from cdc_core.serializers.json import JsonSerializer
 
-    return [JsonSerializer]
+    return [JsonSerializer, CloudEventsSerializer, AvroSerializer]
 
 
 @hookimpl

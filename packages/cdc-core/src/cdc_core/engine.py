@@ -170,6 +170,13 @@ def _tune_gc() -> None:
         gc.set_threshold(50_000, middle, old)
 
 
+def _connect_serializer(config: Config) -> Any:
+    """The serializer of Kafka Connect's converter properties (JsonConverter's when none is named)."""
+    from cdc_core.serializers.formats import build_serializer, settings_from_connect
+
+    return build_serializer(settings_from_connect(config))
+
+
 class Engine:
     """Runs one connector: snapshot and streaming into a handler or a sink, committing acknowledged offsets.
 
@@ -213,10 +220,8 @@ class Engine:
             self.log.warning("%s", report.warning())
         self.sink = sink
         if serializer is None and sink is not None:
-            from cdc_core.serializers.json import JsonSerializer
-
-            # key.converter.* / value.converter.*: schemas.enable and replace.null.with.default.
-            serializer = JsonSerializer.from_config(self.config)
+            # key.converter / value.converter (JsonConverter, CloudEventsConverter, AvroConverter) and their options.
+            serializer = _connect_serializer(self.config)
         self.serializer = serializer
         self.offset_store = offset_store if offset_store is not None else self._make_offset_store()
         self.history_store = history_store
@@ -385,9 +390,7 @@ class Engine:
             if self.sink is None:
                 raise ValueError("Engine.run needs a handler or a sink")
             if self.serializer is None:
-                from cdc_core.serializers.json import JsonSerializer
-
-                self.serializer = JsonSerializer.from_config(self.config)
+                self.serializer = _connect_serializer(self.config)
             serialize, write = self.serializer.serialize, self.sink.write
             handler = lambda records: write(serialize(records))  # noqa: E731
         elif _CHECK_JSON:  # the test suite: records handed to a handler are checked as if serialized
@@ -447,6 +450,8 @@ class Engine:
         steps.append(self.offset_store.close)
         if self.sink is not None:
             steps.append(self.sink.close)
+            if callable(getattr(self.serializer, "close", None)):  # a schema registry's connections
+                steps.append(self.serializer.close)
         if self._metrics_server is not None:
             steps.append(self._metrics_server.shutdown)
         first: BaseException | None = None

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import psycopg
 from psycopg import sql
@@ -43,9 +43,8 @@ _BATCH = 2048
 def _connect(config: Config) -> psycopg.Connection:
     """A regular autocommit connection with ``database.initial.statements`` run on it."""
     conn = psycopg.connect(pgc.conninfo(config), autocommit=True)
-    for statement in (config.get(pgc.DATABASE_INITIAL_STATEMENTS) or "").split(";;"):
-        if statement.strip():
-            conn.execute(statement)
+    for statement in pgc.initial_statements(config):
+        conn.execute(statement)
     return conn
 
 
@@ -56,6 +55,9 @@ def _channel(snapshot: str) -> str:
 
 class PostgresSnapshotChunks:
     """The SnapshotChunks capability of the PostgreSQL connector (see ``cdc_core.spi.chunks``)."""
+
+    #: The output plug-in a streaming snapshot's slot is created with.
+    slot_plugin: ClassVar[str] = "pgoutput"
 
     def __init__(self, config: Config, log: Any = None):
         self.config = config
@@ -112,7 +114,7 @@ class PostgresSnapshotChunks:
             if row is not None:
                 self.log.info("dropping slot %s to export a fresh snapshot from a new one", self.slot)
                 self._repl.drop_slot(self.slot)
-            created = self._repl.create_slot(self.slot, "pgoutput", export_snapshot=True)
+            created = self._repl.create_slot(self.slot, self.slot_plugin, export_snapshot=True)
             snapshot, lsn = created.snapshot_name or "", created.consistent_point
             resume = {"lsn_proc": None, "lsn_commit": lsn, "lsn": lsn, "txId": None, "ts_usec": None}
             self.log.info("created slot %s at %s with snapshot %s", self.slot, format_lsn(lsn), snapshot)

@@ -7,9 +7,10 @@ import re
 
 from cdc_core.config import ConfigField as F
 from cdc_core.config import Fields
-from cdc_core.config.formats import PORT_RANGE, hosts_problem, name_bytes_problem
+from cdc_core.config.formats import PORT_RANGE, host_problem, hosts_problem, name_bytes_problem
 
 from cdc_postgres.replica_identity import autoset_problem
+from cdc_postgres.stream_params import stream_params_problem
 
 _SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
 
@@ -22,13 +23,29 @@ def _slot_name_ok(value: str) -> str | None:
     return None
 
 
+def hosts_ports_problem(value: str) -> str | None:
+    """Why ``value`` is not ``host[:port][,host[:port]...]`` (libpq's multi-host list, ports inline), or None."""
+    for entry in value.split(","):
+        host, sep, port = entry.strip().rpartition(":")
+        if not sep or ":" in host or not host or host.startswith("/"):
+            problem = hosts_problem(entry)  # a host, an IPv6 address or a Unix socket directory
+        elif not port.isdigit() or not PORT_RANGE[0] <= int(port) <= PORT_RANGE[1]:
+            problem = f"{entry.strip()!r}: the port after ':' must be a number from {PORT_RANGE[0]} to {PORT_RANGE[1]}"
+        else:
+            problem = host_problem(host)
+        if problem:
+            return problem
+    return None
+
+
 def _plugin_supported(value: str) -> str | None:
     if value != "pgoutput":
         return f"{value!r} is not supported: cdc decodes the pgoutput protocol only; set plugin.name=pgoutput"
     return None
 
 
-HOSTNAME = F("database.hostname", "string", "localhost", validator=hosts_problem, allow_blank=False)
+# A host, or host[:port] entries separated by commas: libpq tries them in order on every connect.
+HOSTNAME = F("database.hostname", "string", "localhost", validator=hosts_ports_problem, allow_blank=False)
 PORT = F("database.port", "int", 5432, minimum=PORT_RANGE[0], maximum=PORT_RANGE[1])
 USER = F("database.user", "string", "postgres", validator=name_bytes_problem, allow_blank=False)
 PASSWORD = F("database.password", "password")
@@ -81,6 +98,13 @@ INCLUDE_SCHEMA_COMMENTS = F("include.schema.comments", "boolean", False)
 READ_ONLY = F("read.only", "boolean", False)
 # Captured tables' REPLICA IDENTITY set at start (cdc_postgres.replica_identity), as Debezium's ReplicaIdentityMapper.
 REPLICA_IDENTITY_AUTOSET = F("replica.identity.autoset.values", "string", validator=autoset_problem)
+# As PostgresTaskContext.getSlotXmin: the slot's catalog_xmin, re-read at most this often while streaming, is
+# written as source.xmin and the offsets' xmin (0: not tracked, source.xmin null).
+XMIN_FETCH_INTERVAL_MS = F("xmin.fetch.interval.ms", "long", 0, minimum=0)
+# key=value;... passed to pgoutput at START_REPLICATION (cdc_postgres.stream_params).
+# statement_timeout of cdc's query connections (cdc_postgres.query_timeout); an int of milliseconds in PostgreSQL.
+QUERY_TIMEOUT_MS = F("database.query.timeout.ms", "long", 600000, minimum=0, maximum=2**31 - 1)
+SLOT_STREAM_PARAMS = F("slot.stream.params", "string", validator=stream_params_problem)
 
 FIELDS = Fields(
     [
@@ -90,6 +114,7 @@ FIELDS = Fields(
         SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, SNAPSHOT_LOCK_TIMEOUT_MS, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
         HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY, REPLICA_IDENTITY_AUTOSET,
+        XMIN_FETCH_INTERVAL_MS, SLOT_STREAM_PARAMS, QUERY_TIMEOUT_MS,
     ]
 )
 
@@ -104,9 +129,10 @@ def conninfo(config, **extra: str) -> str:
     """A libpq conninfo string for the configured server (the password included; never log it)."""
     from psycopg.conninfo import make_conninfo
 
+    hosts, ports = host_list(config.get(HOSTNAME), config.get(PORT))
     params = {
-        "host": config.get(HOSTNAME),
-        "port": str(config.get(PORT)),
+        "host": ",".join(hosts),
+        "port": ",".join(ports),
         "user": config.get(USER),
         "dbname": config.get(DBNAME),
         "sslmode": config.get(SSLMODE),
@@ -124,6 +150,37 @@ def conninfo(config, **extra: str) -> str:
     params["keepalives"] = "1" if config.get(TCP_KEEPALIVE) else "0"
     params.update(extra)
     return make_conninfo("", **params)
+
+
+def initial_statements(config) -> list[str]:
+    """``database.initial.statements`` split as Debezium's JdbcConnection.parseSqlStatementString does.
+
+    ``;`` ends a statement and ``;;`` is a literal semicolon; statements are trimmed, empty ones dropped.
+    """
+    text = config.get(DATABASE_INITIAL_STATEMENTS) or ""
+    out: list[str] = []
+    current: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c != ";":
+            current.append(c)
+        elif i + 1 < n and text[i + 1] == ";":
+            current.append(";")
+            i += 1
+        elif i + 1 < n:
+            if stmt := "".join(current).strip():
+                out.append(stmt)
+            current = []
+        i += 1
+    if stmt := "".join(current).strip():
+        out.append(stmt)
+    return out
+
+
+def query_options(config) -> str:
+    """The session options of a query (not replication) connection: ``database.query.timeout.ms`` added."""
+    return f"{SESSION_OPTIONS} -c statement_timeout={int(config.get(QUERY_TIMEOUT_MS))}"
 
 
 def tls_params(config) -> dict[str, str]:
@@ -172,6 +229,25 @@ TLS_ERRORS = (
 )
 
 
+def host_list(hostname: str, port: int) -> tuple[list[str], list[str]]:
+    """libpq's host and port lists from ``host[:port],host[:port],...`` (a host without one gets ``port``).
+
+    libpq tries the hosts in order on every connect, so a lost node is passed over on reconnect.
+    """
+    hosts, ports = [], []
+    for entry in hostname.split(","):
+        entry = entry.strip()
+        host, sep, own = entry.rpartition(":")
+        if sep and own.isdigit() and host and ":" not in host and not host.startswith("/"):
+            hosts.append(host)
+            ports.append(own)
+        else:
+            hosts.append(entry)
+            ports.append(str(port))
+    return hosts, ports
+
+
 def server_address(config) -> str:
-    """``host:port`` of the configured server, for error messages."""
-    return f"{config.get(HOSTNAME)}:{config.get(PORT)}"
+    """``host:port`` of the configured server(s), for error messages."""
+    hosts, ports = host_list(config.get(HOSTNAME), config.get(PORT))
+    return ",".join(f"{h}:{p}" for h, p in zip(hosts, ports))

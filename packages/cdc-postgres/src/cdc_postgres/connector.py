@@ -28,10 +28,13 @@ from cdc_postgres.replica_identity import apply_autoset, parse_autoset
 from cdc_postgres.incremental import signal_tables
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
+from cdc_postgres.metrics import postgres_metrics
 from cdc_postgres.position import PostgresLogPosition
 from cdc_postgres.replication import ReplicationConnection, ReplicationError, format_lsn, parse_lsn
 from cdc_postgres.snapshot import SnapshotReader
 from cdc_postgres.source import SOURCE_SCHEMA
+from cdc_postgres.query_timeout import is_statement_timeout, statement_timeouts, timeout_error
+from cdc_postgres.stream_params import parse_stream_params
 from cdc_postgres.streaming import ResumePoint, StreamReader
 from cdc_postgres.modes import type_modes
 
@@ -46,6 +49,8 @@ class PostgresConnector:
     fields: ClassVar[Fields] = pgc.FIELDS
     source_schema = SOURCE_SCHEMA
     log_position: ClassVar[type] = PostgresLogPosition  # cdc_core.spi.position, for Trigger.AvailableNow
+    #: The class that turns the slot's messages into RawChanges (a subclass hook, e.g. cdc_yugabyte's).
+    stream_reader: ClassVar[type] = StreamReader
     #: Beyond Debezium (whose default is 0): heartbeats are on, once a minute, so a quiet slot's
     #: offset keeps moving and its position is visible downstream.
     defaults: ClassVar[dict[str, Any]] = {"heartbeat.interval.ms": 60000}
@@ -53,7 +58,7 @@ class PostgresConnector:
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"lsn": "uint"},
         optional={"lsn_proc": "uint", "lsn_commit": "uint", "txId": "uint", "ts_usec": "uint", "snapshot": "snapshot",
-                  "last_snapshot_record": "bool"})
+                  "last_snapshot_record": "bool", "xmin": "uint"})
 
     def __init__(self, config: Config, context: ConnectorContext):
         self.config = config
@@ -76,6 +81,7 @@ class PostgresConnector:
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self.metrics = context.metrics
+        self._pg_metrics = postgres_metrics(self.metrics)
         self.flush_lsn = config.get(pgc.FLUSH_LSN_SOURCE)
 
     # -- SPI ---------------------------------------------------------------------------------
@@ -90,6 +96,10 @@ class PostgresConnector:
 
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect, check the server's prerequisites and prepare the publication."""
+        with statement_timeouts(self.config.get(pgc.QUERY_TIMEOUT_MS), self.address):
+            self._start(offset)
+
+    def _start(self, offset: dict[str, Any] | None) -> None:
         self._offset = offset
         if self.config.get(pgc.SSLFACTORY):
             self.log.warning("database.sslfactory=%s is ignored: cdc connects through libpq, whose certificate "
@@ -113,10 +123,14 @@ class PostgresConnector:
     def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Snapshot if the mode and offsets ask for it, then stream from the slot."""
         try:
-            yield from self._run()
+            with statement_timeouts(self.config.get(pgc.QUERY_TIMEOUT_MS), self.address):
+                yield from self._run()
         except (psycopg.OperationalError, ReplicationError) as e:
             if self._stop.is_set():
                 return
+            if self.metrics is not None and self.metrics.streaming.connected:
+                self.metrics.streaming.connected = False
+                self._pg_metrics.disconnects += 1
             raise RetriableError(f"lost the connection to PostgreSQL at {self.address}: {_first_line(e)}") from None
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
@@ -143,12 +157,30 @@ class PostgresConnector:
         if self._conn is not None:
             try:
                 if self.config.get(pgc.SLOT_DROP_ON_STOP) and not self._conn.closed:
-                    self._conn.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-                                       "WHERE slot_name = %s AND NOT active", (self.slot,))
+                    self._drop_slot()
             except psycopg.Error as e:
                 self.log.warning("could not drop slot %s: %s", self.slot, _first_line(e))
             self._conn.close()
             self._conn = None
+
+    def _drop_slot(self, wait_s: float = 10.0) -> None:
+        """Drop the slot once the server has let it go: its walsender outlives our closed connection a moment."""
+        assert self._conn is not None
+        deadline = time.monotonic() + wait_s
+        while True:
+            row = self._conn.execute("SELECT active FROM pg_replication_slots WHERE slot_name = %s",
+                                     (self.slot,)).fetchone()
+            if row is None:
+                return
+            if not row[0]:
+                self._conn.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
+                self.log.info("dropped slot %s (slot.drop.on.stop)", self.slot)
+                return
+            if time.monotonic() > deadline:
+                self.log.warning("slot %s not dropped (slot.drop.on.stop): still in use by another connection "
+                                 "after %gs", self.slot, wait_s)
+                return
+            time.sleep(0.05)
 
     def _replication_connection(self) -> ReplicationConnection:
         """The replication connection; a refusal retrying cannot fix (TLS, login) is a ConnectorError."""
@@ -165,9 +197,9 @@ class PostgresConnector:
             raise
 
     def _connect(self) -> psycopg.Connection:
-        """A regular connection, with ``database.initial.statements`` run on it (separated by ``;;``)."""
+        """A regular connection, with ``database.initial.statements`` run on it (``;`` separated, ``;;`` escaped)."""
         try:
-            conn = psycopg.connect(pgc.conninfo(self.config), autocommit=True)
+            conn = psycopg.connect(pgc.conninfo(self.config, options=pgc.query_options(self.config)), autocommit=True)
         except psycopg.OperationalError as e:
             reason = _server_reason(e)
             for pattern, properties in _PERMANENT_CONNECT_ERRORS:
@@ -181,13 +213,15 @@ class PostgresConnector:
                                        f"{self.config.get(pgc.HOSTNAME)!r} does not resolve; check "
                                        "database.hostname") from None
             raise RetriableError(f"cannot connect to PostgreSQL at {self.address}: {_first_line(e)}") from None
-        initial = self.config.get(pgc.DATABASE_INITIAL_STATEMENTS)
-        for n, statement in enumerate([s for s in (initial or "").split(";;") if s.strip()], 1):
+        for n, statement in enumerate(pgc.initial_statements(self.config), 1):
             try:
                 conn.execute(statement)
             except psycopg.Error as e:
                 lost = conn.closed
                 conn.close()
+                if is_statement_timeout(e):
+                    raise timeout_error(self.config.get(pgc.QUERY_TIMEOUT_MS), self.address,
+                                        f"database.initial.statements statement {n} ({_excerpt(statement)})") from None
                 if lost:
                     raise RetriableError(f"lost the connection to PostgreSQL at {self.address} while running "
                                          f"database.initial.statements: {_first_line(e)}") from None
@@ -362,7 +396,7 @@ class PostgresConnector:
             if slot_exists:
                 self.log.info("dropping slot %s to export a fresh snapshot from a new one", self.slot)
                 self._repl.drop_slot(self.slot)
-            created = self._repl.create_slot(self.slot, "pgoutput", export_snapshot=snapshot)
+            created = self._create_slot(snapshot)
             self.log.info("created slot %s at %s", self.slot, created.consistent_point)
             start_lsn = created.consistent_point
             # As PostgresSnapshotChangeEventSource: a new offset context keeps the last commit LSN of a stored
@@ -384,15 +418,51 @@ class PostgresConnector:
             return
         yield from self._stream(start_lsn, resume)
 
+    def _create_slot(self, export_snapshot: bool) -> Any:
+        """Create the slot on the replication connection (pgoutput; exporting a snapshot if one is due)."""
+        assert self._repl is not None
+        return self._repl.create_slot(self.slot, "pgoutput", export_snapshot=export_snapshot)
+
+    def _stream_options(self) -> dict[str, str]:
+        """START_REPLICATION's plugin options: pgoutput protocol 1, or 2 with in-progress streaming on 14+."""
+        assert self._repl is not None
+        options = {"proto_version": "1", "publication_names": f'"{self.publication}"', "messages": "true"}
+        if self._repl.server_version >= 140000:
+            # Beyond Debezium: large transactions arrive while still in progress (protocol v2) and
+            # are spilled to disk until they commit, so memory stays bounded whatever their size.
+            options.update(proto_version="2", streaming="on")
+        return options
+
     def _heartbeat_action(self, query: str, log) -> None:
         """Run ``heartbeat.action.query`` (e.g. an update of a heartbeat table) so the slot sees WAL."""
         assert self._conn is not None
         try:
             self._conn.execute(query)
+        except psycopg.errors.QueryCanceled as e:
+            log.warning("heartbeat.action.query failed: %s (database.query.timeout.ms=%d)", _first_line(e),
+                        self.config.get(pgc.QUERY_TIMEOUT_MS))
         except psycopg.OperationalError:
             raise
         except psycopg.Error as e:
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
+
+    def _count(self, reader: StreamReader) -> None:
+        """Move the reader's filtered and skipped counts to the metrics (on the thread that records batches).
+
+        A filtered event counts as seen too, as Debezium's ``onFilteredEvent``.
+        """
+        streaming = self.metrics.streaming
+        streaming.filtered += reader.filtered
+        streaming.total_events += reader.filtered
+        self._pg_metrics.skipped_events += reader.skipped
+        reader.filtered = reader.skipped = 0
+
+    def _slot_xmin(self) -> int | None:
+        """The slot's ``catalog_xmin`` (as PostgresConnection.getReplicationSlotState reads it)."""
+        assert self._conn is not None
+        row = self._conn.execute("SELECT catalog_xmin::text::bigint FROM pg_replication_slots WHERE slot_name = %s",
+                                 (self.slot,)).fetchone()
+        return row[0] if row else None
 
     def _snapshot(self, snapshot_name: str | None, lsn: int) -> Iterator[list[RawChange | Checkpoint]]:
         snap_conn = self._connect()
@@ -401,6 +471,7 @@ class PostgresConnector:
                 snap_conn, self.server, self.db, lsn, min(self.config.get(pgc.SNAPSHOT_FETCH_SIZE), 2048),
                 self.log.with_context("snapshot"),
             )
+            reader.query_timeout_ms = self.config.get(pgc.QUERY_TIMEOUT_MS)
             reader.begin(snapshot_name)
             tables = self._snapshot_tables()
             reader.lock([st for t, _ in tables if (st := self.snapshot_lock.table_lock_statement(
@@ -452,18 +523,22 @@ class PostgresConnector:
 
     def _stream(self, start_lsn: int, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
         assert self._repl is not None
-        options = {"proto_version": "1", "publication_names": f'"{self.publication}"', "messages": "true"}
-        if self._repl.server_version >= 140000:
-            # Beyond Debezium: large transactions arrive while still in progress (protocol v2) and
-            # are spilled to disk until they commit, so memory stays bounded whatever their size.
-            options.update(proto_version="2", streaming="on")
-        self._repl.start(self.slot, start_lsn, options)
+        params = parse_stream_params(self.config.get(pgc.SLOT_STREAM_PARAMS))
+        try:
+            self._repl.start(self.slot, start_lsn, {**params, **self._stream_options()})
+        except ReplicationError as e:
+            # pgoutput's refusal: "unrecognized pgoutput option" (XX000 before 16), invalid values (22023).
+            if params and (e.sqlstate in ("22023", "42601", "0A000") or "option" in str(e)):
+                raise ConnectorError(f"slot.stream.params={self.config.get(pgc.SLOT_STREAM_PARAMS)!r}: PostgreSQL "
+                                     f"at {self.address} refused the options passed to pgoutput: {_first_line(e)}; "
+                                     "remove or fix them") from None
+            raise
         log = self.log.with_context("streaming")
         log.info("streaming from slot %s at LSN %d", self.slot, start_lsn)
         if self.metrics is not None:
             self.metrics.streaming.connected = True
             self.metrics.streaming.captured_tables = {t.id.identifier for t in self._tables.values()}
-        reader = StreamReader(self._repl, self._catalog, self._tables, self.server, self.db, resume, log)
+        reader = self.stream_reader(self._repl, self._catalog, self._tables, self.server, self.db, resume, log)
         reader.tables = {**self._tables, **self._signal_tables}  # the signal table too (cdc_postgres.incremental)
         reader.messages = MessageFilter(self.config.get(pgc.MESSAGE_PREFIX_INCLUDE), self.config.get(pgc.MESSAGE_PREFIX_EXCLUDE))
         reader.message_topic = f"{self.server}{self.config.get(common.TOPIC_DELIMITER)}message"
@@ -479,15 +554,23 @@ class PostgresConnector:
             reader.moved_interval = MOVED_POSITION_S
         last_action = time.monotonic()
         timeout = min(self.config.get(common.POLL_INTERVAL_MS) / 1000.0, 0.5)
+        xmin_interval = self.config.get(pgc.XMIN_FETCH_INTERVAL_MS) / 1000.0
+        xmin_read = -float("inf")
         repl = self._repl
         try:
             while not self._stop.is_set():
                 if self._ack_lsn > repl.confirmed_lsn:
                     repl.confirm(self._ack_lsn)
+                if xmin_interval and time.monotonic() - xmin_read >= xmin_interval:
+                    xmin_read = time.monotonic()
+                    reader.xmin = self._slot_xmin()
                 if action and heartbeat and time.monotonic() - last_action >= heartbeat:
                     last_action = time.monotonic()
                     self._heartbeat_action(action, log)
-                yield reader.read(timeout)
+                batch = reader.read(timeout)
+                if (reader.filtered or reader.skipped) and self.metrics is not None:
+                    self._count(reader)
+                yield batch
         finally:
             reader.close()
         if self._ack_lsn > repl.confirmed_lsn:

@@ -79,9 +79,8 @@ def _statement(build: Callable[[Callable[[str], str], Callable[[str], str]], tup
 def _connect(config: Config) -> psycopg.Connection:
     """An autocommit connection with ``database.initial.statements`` run on it."""
     conn = psycopg.connect(pgc.conninfo(config, application_name="cdc-incremental"), autocommit=True)
-    for statement in (config.get(pgc.DATABASE_INITIAL_STATEMENTS) or "").split(";;"):
-        if statement.strip():
-            conn.execute(statement)
+    for statement in pgc.initial_statements(config):
+        conn.execute(statement)
     return conn
 
 

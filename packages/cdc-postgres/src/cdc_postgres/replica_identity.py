@@ -15,7 +15,7 @@ from cdc_core.relational import TableId
 _ENTRY = re.compile(r"^\s*(?P<table>[^\s:]+):(?P<identity>DEFAULT|INDEX (?P<index>\w*)|FULL|NOTHING)\s*$", re.I)
 
 #: pg_class.relreplident codes.
-_CODES = {"DEFAULT": "d", "FULL": "f", "NOTHING": "n", "INDEX": "i"}
+_CODES = {"DEFAULT": "d", "FULL": "f", "NOTHING": "n", "INDEX": "i", "CHANGE": "c"}  # CHANGE: YugabyteDB only
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from cdc_core.events import Checkpoint, RawChange
 from cdc_core.relational import Table
 from cdc_postgres.copyread import read_blocks
 from cdc_postgres.copytext import parse_block
+from cdc_postgres.query_timeout import FirstRowDeadline, timeout_error
 from cdc_postgres.source import sequence, source_block
 
 _new_change = partial(tuple.__new__, RawChange)
@@ -41,6 +42,8 @@ class SnapshotReader:
         self.stopped = False
         #: ``SnapshotMetrics`` to report tables to, if any.
         self.metrics = None
+        #: ``database.query.timeout.ms``: the longest wait for a table's first rows (0: none).
+        self.query_timeout_ms = 0
 
     def begin(self, snapshot_name: str | None) -> None:
         """Open the snapshot transaction, on the exported snapshot if there is one."""
@@ -80,6 +83,10 @@ class SnapshotReader:
         ``last_in_data_collection`` at each table's edges, ``last`` for the very last, ``true`` otherwise.
         """
         seq = sequence(None, self.lsn)
+        if self.query_timeout_ms:
+            # A COPY is one statement however large the table: the session's statement_timeout would end
+            # the read of a large table; only the wait for its first rows is limited (FirstRowDeadline).
+            self.conn.execute("SET LOCAL statement_timeout = 0")
         held: RawChange | None = None  # the latest row, held back until we know whether it is the last
         first_overall = True
         for table, select in tables:
@@ -93,8 +100,11 @@ class SnapshotReader:
             offset = self._offset(False)
             rows = 0
             query = sql.SQL("COPY ({}) TO STDOUT").format(sql.SQL(select))
-            with self.conn.cursor() as cur, _refusal_named(table, select), cur.copy(query) as copy:
+            deadline = FirstRowDeadline(self.conn, self.query_timeout_ms)
+            with self.conn.cursor() as cur, _refusal_named(table, select), \
+                    self._first_rows(table, deadline), cur.copy(query) as copy:
                 for block in read_blocks(copy, self.fetch_size):
+                    deadline.arrived()
                     # One RawChange per row, made by tuple.__new__ in C (no Python call per row).
                     batch = list(map(_new_change, zip(
                         repeat(table), _READ, _NONE, parse_block(block), repeat(source), repeat(offset), _NONE, _NONE)))
@@ -111,6 +121,7 @@ class SnapshotReader:
                         yield batch
                         if self.stopped:
                             return
+            deadline.arrived()
             # Debezium's precedence: last, first, last_in_data_collection, first_in_data_collection, true.
             if held is not None and rows and held.source["snapshot"] != "first":
                 held = held._replace(source={**held.source, "snapshot": "last_in_data_collection"})
@@ -123,6 +134,19 @@ class SnapshotReader:
         batch.append(Checkpoint({"lsn": self.lsn, "lsn_commit": self.lsn, "lsn_proc": None,
                                  "txId": self.tx_id, "ts_usec": time.time_ns() // 1000}))
         yield batch
+
+    @contextmanager
+    def _first_rows(self, table: Table, deadline: FirstRowDeadline) -> Iterator[None]:
+        """A COPY cancelled by ``deadline`` as the error naming ``database.query.timeout.ms``."""
+        try:
+            yield
+        except psycopg.errors.QueryCanceled:
+            if not deadline.fired:
+                raise
+            raise timeout_error(self.query_timeout_ms, self.conn.info.host + ":" + str(self.conn.info.port),
+                                f"the snapshot SELECT of {table.id} (no row yet)") from None
+        finally:
+            deadline.arrived()
 
 
 @contextmanager

@@ -96,6 +96,12 @@ class StreamReader:
         self._last_keepalive = time.monotonic()
         #: ``provide.transaction.metadata``: announce every transaction (BEGIN/END also without captured changes).
         self.transaction_metadata = False
+        #: Changes and messages outside the table filters and message prefix lists (NumberOfEventsFiltered), and
+        #: those skipped as already delivered (NumberOfSkippedEvents), since the connector last took them.
+        self.filtered = 0
+        self.skipped = 0
+        #: The slot's catalog_xmin as last read (``xmin.fetch.interval.ms``): source.xmin and the offsets' xmin.
+        self.xmin: int | None = None
 
     def read(self, timeout: float) -> list[RawChange | Checkpoint]:
         """One batch: every message already received (waiting up to ``timeout`` for the first).
@@ -125,6 +131,8 @@ class StreamReader:
             if cls is Insert or cls is Update or cls is Delete:
                 if not self._skip_tx:
                     self._change(msg, x.data_start, append)
+                else:
+                    self.skipped += 1
             elif cls is Begin:
                 self._begin(msg.xid, msg.final_lsn, msg.commit_ts_us)
                 self._announce(x.data_start, append)
@@ -136,8 +144,11 @@ class StreamReader:
             elif cls is Message:
                 if not msg.transactional:
                     self._last_commit_lsn = x.data_start
-                if self.messages is not None and self.messages.includes(msg.prefix) and not (
-                        msg.transactional and self._skip_tx):
+                if self.messages is None or not self.messages.includes(msg.prefix):
+                    self.filtered += 1
+                elif msg.transactional and self._skip_tx:
+                    self.skipped += 1
+                else:
                     self._message(msg, x.data_start, append)
             elif cls is Relation:
                 self._relation(msg)
@@ -167,7 +178,11 @@ class StreamReader:
     def _change(self, msg: Insert | Update | Delete, lsn: int, append) -> None:
         """One row change of the current transaction, unless acknowledged before a restart."""
         table = self.tables.get(msg.relation_oid)
-        if table is None or self.resume.skip_change(self._commit_lsn, lsn):
+        if table is None:
+            self.filtered += 1
+            return
+        if self.resume.skip_change(self._commit_lsn, lsn):
+            self.skipped += 1
             return
         cls = msg.__class__
         if cls is Insert:
@@ -182,6 +197,8 @@ class StreamReader:
         ts_us = self._ts_us
         source = self._source(table.id.schema, table.id.table, lsn, ts_us, True)
         offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid, "ts_usec": ts_us}
+        if self.xmin is not None:
+            offset["xmin"] = self.xmin
         # As PostgresTransactionMonitor: the block's id is <txId>:<LSN of this change> (made only when written).
         event_id = f"{self._xid}:{lsn}" if self.transaction_metadata else None
         append(RawChange(table, op, before, after, source, offset, self._tx_id, event_id))
@@ -212,9 +229,9 @@ class StreamReader:
         """The COMMIT message, received at the commit's end LSN (Debezium's lastCommitLsn from now on)."""
         if self._changes_in_tx or self._skip_tx or self._begun:
             # The transaction is complete: once acknowledged, confirm past its commit.
-            append(Checkpoint({"lsn_proc": None, "lsn_commit": end_lsn, "lsn": end_lsn,
-                               "txId": self._xid, "ts_usec": self._ts_us}, self._tx_id, self._ts_us // 1000,
-                              f"{self._xid}:{end_lsn}"))
+            append(Checkpoint(self._with_xmin({"lsn_proc": None, "lsn_commit": end_lsn, "lsn": end_lsn,
+                                               "txId": self._xid, "ts_usec": self._ts_us}),
+                              self._tx_id, self._ts_us // 1000, f"{self._xid}:{end_lsn}"))
             self._checkpointed = max(self._checkpointed, end_lsn)
         self._last_commit_lsn = end_lsn
         self._skip_tx = self._begun = False
@@ -243,7 +260,10 @@ class StreamReader:
                     self._announce(lsn, out.append)
                     first = False
                 subxid, msg = decode_streamed(payload)
-                if subxid in spill.aborted or self._skip_tx:
+                if subxid in spill.aborted:
+                    continue
+                if self._skip_tx:
+                    self.skipped += 1
                     continue
                 cls = msg.__class__
                 if cls is Insert or cls is Update or cls is Delete:
@@ -253,6 +273,8 @@ class StreamReader:
                 elif cls is Message:
                     if self.messages is not None and self.messages.includes(msg.prefix):
                         self._message(msg, lsn, out.append)
+                    else:
+                        self.filtered += 1
                 if len(out) >= REPLAY_CHUNK:
                     yield out
                     out = []
@@ -280,8 +302,14 @@ class StreamReader:
             "ts_ms": ts_us // 1000, "snapshot": "false", "db": self.db,
             "sequence": f'["{self._last_commit_lsn}","{lsn}"]' if self._last_commit_lsn else f'[null,"{lsn}"]',
             "ts_us": ts_us, "ts_ns": ts_us * 1000, "schema": schema, "table": table,
-            "txId": self._xid if tx else None, "lsn": lsn, "xmin": None,
+            "txId": self._xid if tx else None, "lsn": lsn, "xmin": self.xmin,
         }
+
+    def _with_xmin(self, offset: dict[str, Any]) -> dict[str, Any]:
+        """``offset`` with the slot's xmin, once one was read (as PostgresOffsetContext.getOffset)."""
+        if self.xmin is not None:
+            offset["xmin"] = self.xmin
+        return offset
 
     def _truncate(self, msg: Truncate, lsn: int, append) -> None:
         """One ``op: t`` change per captured table (skipped by default through ``skipped.operations=t``)."""
@@ -292,8 +320,8 @@ class StreamReader:
             if table is None:
                 continue
             source = self._source(table.id.schema or "", table.id.table, lsn, self._ts_us, True)
-            offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid,
-                      "ts_usec": self._ts_us}
+            offset = self._with_xmin({"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn,
+                                      "txId": self._xid, "ts_usec": self._ts_us})
             append(RawChange(table, "t", None, None, source, offset, self._tx_id,
                              f"{self._xid}:{lsn}" if self.transaction_metadata else None))
             self._changes_in_tx += 1
@@ -307,9 +335,11 @@ class StreamReader:
         """
         if msg.transactional:
             if self.resume.skip_change(self._commit_lsn, lsn):
+                self.skipped += 1
                 return
             ts_us = self._ts_us
-            offset = {"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn, "txId": self._xid, "ts_usec": ts_us}
+            offset = self._with_xmin({"lsn_proc": lsn, "lsn_commit": self._commit_lsn, "lsn": lsn,
+                                      "txId": self._xid, "ts_usec": ts_us})
             self._changes_in_tx += 1
         else:
             ts_us = self._last_ts_us
@@ -334,8 +364,8 @@ class StreamReader:
         if moved or self.idle_interval != float("inf"):
             position = max(wal_end, self._checkpointed)
             self._checkpointed = position
-            out.append(Checkpoint({"lsn_proc": None, "lsn_commit": position, "lsn": position,
-                                   "txId": None, "ts_usec": None}))
+            out.append(Checkpoint(self._with_xmin({"lsn_proc": None, "lsn_commit": position, "lsn": position,
+                                                   "txId": None, "ts_usec": None})))
 
     def _relation(self, rel: Relation) -> None:
         """Encode the table's next changes with the Relation's column types (``cdc_postgres.relations``)."""

@@ -9,7 +9,7 @@ from cdc_core.config.fields import ConfigField, Fields, InvalidValue
 from cdc_core.errors import ConfigError
 
 #: Property names whose values are secrets wherever they appear (passwords of any subsystem).
-SECRET_MARKERS = ("password", "secret", "credentials", "sasl.jaas.config", "token", "api.key")
+SECRET_MARKERS = ("password", "secret", "credentials", "sasl.jaas.config", "token", "api.key", "user.info")
 
 
 def is_secret(name: str) -> bool:

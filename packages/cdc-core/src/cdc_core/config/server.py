@@ -46,6 +46,8 @@ class ServerConfig:
     reasons: dict[str, str] = field(default_factory=dict)
     #: True for the Debezium Server layout; False for plain connector properties.
     server_layout: bool = True
+    #: Every ``debezium.format.*`` property as written (``cdc_core.serializers.formats`` reads them).
+    format_props: dict[str, Any] = field(default_factory=dict)
     #: True when the transforms came as ``debezium.transforms``/``debezium.predicates`` (Debezium Server's own keys).
     server_transforms: bool = False
 
@@ -88,18 +90,18 @@ def server_config(props: Mapping[str, Any]) -> ServerConfig:
             out.server_transforms = True
         elif key.startswith(sink_prefix):
             sink_props[key[len(sink_prefix) :]] = value
-        elif key in _FORMAT_KEYS:
-            attr = _FORMAT_KEYS[key]
+        elif key.startswith("debezium.format."):
+            out.format_props[key] = value
+            attr = _FORMAT_KEYS.get(key)
+            if attr is None:  # the formats' own options: checked by cdc_core.serializers.formats
+                continue
             if attr in _BOOLEAN_FORMAT_KEYS:
                 try:
                     setattr(out, attr, _parse_bool(str(value)))
                 except InvalidValue as e:
                     out.problems.append(f"{key}: {e}")
-            else:
-                fmt = str(value).strip().lower()
-                if fmt != "json":
-                    out.problems.append(f"{key}: {value!r} is not supported; the supported format is json")
-                setattr(out, attr, fmt)
+            else:  # the format's name: checked by cdc_core.serializers.formats
+                setattr(out, attr, str(value).strip().lower())
         else:
             rest[key] = value
     _classify_rest(out, rest)

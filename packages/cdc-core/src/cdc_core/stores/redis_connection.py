@@ -123,6 +123,50 @@ def connect(settings: RedisSettings, client_name: str) -> Any:
     return client
 
 
+class StoreClient:
+    """A state store's one Redis client, (re)connected on demand; each call retried with ``backoff``.
+
+    Transient failures are retried; a permanent one, or the last retry, is raised as ``error``
+    (``OffsetStoreError``, ``SchemaHistoryError``) prefixed with ``store`` (its name for the user).
+    """
+
+    def __init__(self, settings: RedisSettings, client_name: str, backoff: Any, error: type[Exception], store: str):
+        self.settings, self.client_name, self.backoff, self.error, self.store = settings, client_name, backoff, error, store
+        self._client: Any = None
+
+    def call(self, what: str, action: Any) -> Any:
+        """Run ``action(client)``, ``what`` naming it in errors."""
+        from cdc_core.errors import SinkError
+        from cdc_core.sinks.retry import TransientSinkError
+
+        def attempt() -> Any:
+            from redis import exceptions as rx
+
+            try:
+                if self._client is None:
+                    self._client = connect(self.settings, self.client_name)
+                return action(self._client)
+            except (rx.RedisError, OSError) as e:
+                self.close()
+                transient, message = classify(e, self.settings)
+                if transient:
+                    raise TransientSinkError(f"{what}: {message}") from None
+                raise self.error(f"{self.store}: {what}: {message}") from None
+
+        try:
+            return self.backoff.call(attempt)
+        except ImportError as e:
+            raise self.error(f"{self.store}: {e}") from None
+        except SinkError as e:  # the last retry, or stopped while waiting
+            raise self.error(f"{self.store}: {e}") from None
+
+    def close(self) -> None:
+        """Close the client, if any."""
+        if self._client is not None:
+            close_quietly(self._client)
+            self._client = None
+
+
 def close_quietly(client: Any) -> None:
     """Close a client; a failure to close a broken connection changes nothing."""
     try:

@@ -16,9 +16,8 @@ import orjson
 
 from cdc_core.config import Config, ConfigField, Fields
 from cdc_core.errors import SchemaHistoryError
-from cdc_core.sinks.retry import Backoff, TransientSinkError
-from cdc_core.stores.redis_connection import RedisSettings, classify, close_quietly, connect, redis_fields, \
-    wait_for_replica
+from cdc_core.sinks.retry import Backoff
+from cdc_core.stores.redis_connection import RedisSettings, StoreClient, redis_fields, wait_for_replica
 
 PREFIX = "schema.history.internal.redis."
 KEY = ConfigField(f"{PREFIX}key", "string", "metadata:debezium:schema_history", allow_blank=False,
@@ -47,37 +46,11 @@ class RedisSchemaHistoryStore:
                                      "(or set debezium.sink.redis.address with the redis sink)")
         self.settings = RedisSettings.from_config(config, PREFIX, PREFIX)
         self.key = config.get(KEY)
-        self._client: Any = None
-        self._backoff = Backoff(f"Redis schema history ({self.settings.address}, stream {self.key!r})", log,
-                                self.settings.retry_initial_ms, self.settings.retry_max_ms,
-                                self.settings.retry_max_attempts - 1, threading.Event())
-
-    def _call(self, what: str, action: Any) -> Any:
-        """Run ``action(client)``; transient failures retried with back-off up to ``retry.max.attempts``."""
-        from redis import exceptions as rx
-
-        def attempt() -> Any:
-            try:
-                if self._client is None:
-                    self._client = connect(self.settings, CLIENT_NAME)
-                return action(self._client)
-            except (rx.RedisError, OSError) as e:
-                if self._client is not None:
-                    close_quietly(self._client)
-                    self._client = None
-                transient, message = classify(e, self.settings)
-                if transient:
-                    raise TransientSinkError(f"{what}: {message}") from None
-                raise SchemaHistoryError(f"Redis schema history: {what}: {message}") from None
-
-        try:
-            return self._backoff.call(attempt)
-        except ImportError as e:
-            raise SchemaHistoryError(f"Redis schema history: {e}") from None
-        except SchemaHistoryError:
-            raise
-        except Exception as e:  # the Backoff's SinkError after the last attempt
-            raise SchemaHistoryError(f"Redis schema history: {e}") from None
+        # Transient failures retried up to retry.max.attempts.
+        backoff = Backoff(f"Redis schema history ({self.settings.address}, stream {self.key!r})", log,
+                          self.settings.retry_initial_ms, self.settings.retry_max_ms,
+                          self.settings.retry_max_attempts - 1, threading.Event())
+        self._redis = StoreClient(self.settings, CLIENT_NAME, backoff, SchemaHistoryError, "Redis schema history")
 
     def append(self, record: dict[str, Any]) -> None:
         """XADD one record (then WAIT for a replica if ``wait.enabled``)."""
@@ -88,13 +61,13 @@ class RedisSchemaHistoryStore:
             if self.settings.wait_enabled:
                 wait_for_replica(client, self.settings)
 
-        self._call(f"appending to stream {self.key!r}", add)
+        self._redis.call(f"appending to stream {self.key!r}", add)
 
     def records(self) -> Iterator[dict[str, Any]]:
         """Every record in stream order; SchemaHistoryError naming the entry if one is not a record."""
         start = "-"
         while True:
-            page = self._call(f"reading stream {self.key!r}",
+            page = self._redis.call(f"reading stream {self.key!r}",
                               lambda c, s=start: c.xrange(self.key, min=s, max="+", count=_PAGE))
             for entry_id, fields in page:
                 raw = fields.get(FIELD)
@@ -111,10 +84,8 @@ class RedisSchemaHistoryStore:
 
     def exists(self) -> bool:
         """True if the stream holds any record."""
-        return bool(self._call(f"reading stream {self.key!r}", lambda c: c.xlen(self.key)))
+        return bool(self._redis.call(f"reading stream {self.key!r}", lambda c: c.xlen(self.key)))
 
     def close(self) -> None:
         """Close the connection (every append is already in Redis)."""
-        if self._client is not None:
-            close_quietly(self._client)
-            self._client = None
+        self._redis.close()

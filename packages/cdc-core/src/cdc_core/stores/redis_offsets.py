@@ -18,9 +18,8 @@ import orjson
 
 from cdc_core.config import Config, ConfigField, Fields
 from cdc_core.errors import OffsetStoreError
-from cdc_core.sinks.retry import Backoff, TransientSinkError
-from cdc_core.stores.redis_connection import RedisSettings, classify, close_quietly, connect, redis_fields, \
-    wait_for_replica
+from cdc_core.sinks.retry import Backoff
+from cdc_core.stores.redis_connection import RedisSettings, StoreClient, redis_fields, wait_for_replica
 
 PREFIX = "offset.storage.redis."
 KEY = ConfigField(f"{PREFIX}key", "string", "metadata:debezium:offsets", allow_blank=False,
@@ -47,42 +46,16 @@ class RedisOffsetStore:
                                    "(or set debezium.sink.redis.address with the redis sink)")
         self.settings = RedisSettings.from_config(config, PREFIX, PREFIX)
         self.key = config.get(KEY)
-        self._client: Any = None
-        self._backoff = Backoff(f"Redis offset store ({self.settings.address}, hash {self.key!r})", log,
-                                self.settings.retry_initial_ms, self.settings.retry_max_ms, -1, threading.Event())
+        # Transient failures retried forever, as Debezium does.
+        backoff = Backoff(f"Redis offset store ({self.settings.address}, hash {self.key!r})", log,
+                          self.settings.retry_initial_ms, self.settings.retry_max_ms, -1, threading.Event())
+        self._redis = StoreClient(self.settings, CLIENT_NAME, backoff, OffsetStoreError, "Redis offset store")
         #: partition key (sorted JSON) -> (hash field, partition, offset)
         self._entries: dict[bytes, tuple[bytes, dict[str, Any], dict[str, Any]]] = self._load()
 
-    def _call(self, what: str, action: Any) -> Any:
-        """Run ``action(client)``; transient failures retried with back-off (forever, as Debezium does)."""
-        from redis import exceptions as rx
-
-        def attempt() -> Any:
-            try:
-                if self._client is None:
-                    self._client = connect(self.settings, CLIENT_NAME)
-                return action(self._client)
-            except (rx.RedisError, OSError) as e:
-                if self._client is not None:
-                    close_quietly(self._client)
-                    self._client = None
-                transient, message = classify(e, self.settings)
-                if transient:
-                    raise TransientSinkError(f"{what}: {message}") from None
-                raise OffsetStoreError(f"Redis offset store: {what}: {message}") from None
-
-        try:
-            return self._backoff.call(attempt)
-        except ImportError as e:
-            raise OffsetStoreError(f"Redis offset store: {e}") from None
-        except OffsetStoreError:
-            raise
-        except TransientSinkError as e:  # only when stopped while waiting
-            raise OffsetStoreError(f"Redis offset store: {e}") from None
-
     def _load(self) -> dict[bytes, tuple[bytes, dict[str, Any], dict[str, Any]]]:
         """Read and check the whole hash; OffsetStoreError for an entry that is not Debezium's."""
-        raw: dict[bytes, bytes] = self._call(f"reading hash {self.key!r}", lambda c: c.hgetall(self.key))
+        raw: dict[bytes, bytes] = self._redis.call(f"reading hash {self.key!r}", lambda c: c.hgetall(self.key))
         out = {}
         for field, value in raw.items():
             try:
@@ -135,11 +108,9 @@ class RedisOffsetStore:
             if self.settings.wait_enabled:
                 wait_for_replica(client, self.settings)
 
-        self._call(f"writing hash {self.key!r}", write)
+        self._redis.call(f"writing hash {self.key!r}", write)
         self._entries.update(updates)
 
     def close(self) -> None:
         """Close the connection (every commit is already in Redis)."""
-        if self._client is not None:
-            close_quietly(self._client)
-            self._client = None
+        self._redis.close()

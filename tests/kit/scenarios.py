@@ -1,12 +1,12 @@
-"""Acceptance scenarios as data, against the throwaway MariaDB: setup SQL, configuration, steps, expectations.
+"""Acceptance scenarios as data, for every connector: setup SQL, configuration, steps, expectations.
 
-A scenario file (``tests/data/mariadb_scenarios/<group>.yaml``) is a list of scenarios::
+A scenario file (``ConnectorFixture.scenario_files``) is a list of scenarios::
 
     - id: AS-04
       title: Insert
       setup: [SQL run before the connector starts]
       config: {connector properties on top of the defaults}
-      watch: [topics the expect steps look at; default: the data topics]
+      watch: [topics the expect steps look at; default: the connector's]
       steps:
         - start                         # or start: {properties}
         - sql: INSERT ...               # a statement or a list
@@ -14,16 +14,14 @@ A scenario file (``tests/data/mariadb_scenarios/<group>.yaml``) is a list of sce
         - nothing_more: 0.5             # no further watched record within that many seconds
 
 Every string may use ``{db}`` (the test's database) and ``{prefix}`` (``topic.prefix``). A topic
-is written as a table name (``customers``: ``<prefix>.<db>.customers``), ``schema`` (the schema
-change topic), ``transaction`` or ``heartbeat``. A record expectation holds ``topic``, ``key``,
-``tombstone: true``, ``op``, ``before``, ``after`` (exact), ``source``/``value``/``transaction``
-(subsets: only the keys given are compared), ``headers`` and ``after_schema`` (field name -> subset
-of its schema JSON). ``<any>``, ``<not null>``, ``<int>``, ``<str>`` and ``<gtid>`` match any such value.
-A scenario's ``slow_handler`` (seconds per batch) holds the engine back, so a small
-``max.queue.size`` keeps a snapshot running while steps act; its ``unparseable_ddl`` (a list of
-``{contains: text, name_tables: bool}``) makes the DDL parser reject the statements containing
-``text``, for the paths a parser failure takes. The other steps
-are documented in ``STEPS`` below.
+is written in full (``P.public.t``: ``P.`` stands for the prefix) or short: a table name
+(``<prefix>.<db>.<table>`` on MariaDB), ``schema``, ``transaction`` or ``heartbeat``. A record
+expectation holds ``topic``, ``key``, ``tombstone: true``, ``op``, ``before``, ``after``,
+``status``, ``event_count``, ``data_collections`` (exact), ``source``/``value``/``transaction``
+(subsets), ``headers``, ``key_schema``/``value_schema`` (schema JSON subsets), ``key_fields`` and
+``after_schema`` (field name -> subset of its schema JSON). ``<any>``, ``<not null>``, ``<int>``,
+``<str>``, ``<gtid>`` and ``<starts TEXT>`` match any such value. The steps are ``STEPS`` below
+plus each connector's own (``PostgresScenarioRun.steps``, ``MariaDBScenarioRun.steps``).
 """
 
 from __future__ import annotations
@@ -33,24 +31,23 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
+from cdc_core.config import Config
 from cdc_core.engine import Engine
-from cdc_mysql import ddl as mysql_ddl
+from cdc_core.stores.file_offsets import FileOffsetStore
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
-from mariadb_cdc import connector_config
 
-PREFIX = "mysql-server-1"
-DATA_DIR = Path(__file__).parent / "data" / "mariadb_scenarios"
+TESTS = Path(__file__).parent.parent
 
 
-def load_all() -> list[tuple[str, dict[str, Any]]]:
-    """(group, scenario) for every scenario of every fixture file, in file order."""
+def load(fx_class: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(file stem, scenario) for every scenario of a connector's files, in file order."""
     out = []
-    for path in sorted(DATA_DIR.glob("*.yaml")):
+    for path in sorted(TESTS.glob(fx_class.scenario_files)):
         for scenario in yaml.safe_load(path.read_text(encoding="utf-8")):
             out.append((path.stem, scenario))
     return out
@@ -82,6 +79,9 @@ def differences(expected: Any, actual: Any, path: str, exact: bool = False) -> l
         return [] if isinstance(actual, str) else [f"{path}: expected a string, got {actual!r}"]
     if expected == "<int>":
         return [] if isinstance(actual, int) and not isinstance(actual, bool) else [f"{path}: expected an int, got {actual!r}"]
+    if isinstance(expected, str) and expected.startswith("<starts ") and expected.endswith(">"):
+        ok = isinstance(actual, str) and actual.startswith(expected[8:-1])
+        return [] if ok else [f"{path}: expected a string starting {expected[8:-1]!r}, got {actual!r}"]
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
             return [f"{path}: expected an object, got {actual!r}"]
@@ -103,17 +103,32 @@ def differences(expected: Any, actual: Any, path: str, exact: bool = False) -> l
     return [f"{path}: expected {expected!r}, got {actual!r}"]
 
 
-class ScenarioRun:
-    """One scenario's connector: restartable, with offsets and schema history that survive restarts."""
+def brief(r: Any) -> str:
+    """A record in one line, for messages."""
+    op = None if r.value is None else r.value.get("op", r.value.get("status", "schema change"))
+    return f"{r.topic} {op} key={r.key}"
 
-    def __init__(self, server: Any, db: str, scenario: dict[str, Any]):
-        self.server = server
-        self.db = db
-        self.names = {"db": db, "prefix": PREFIX}
+
+class ScenarioRun:
+    """One scenario's connector in-process: restartable, its offsets (and schema history) surviving restarts.
+
+    A connector's subclass says how it is configured, what its topics' short names are, which
+    records the expect steps look at, and adds its own steps (``steps``).
+    """
+
+    #: The ``topic.prefix`` unless the scenario gives ``prefix``.
+    prefix: ClassVar[str] = "P"
+    #: The connector's own steps: name -> what it does with the step's argument.
+    steps: ClassVar[dict[str, Callable[[ScenarioRun, Any], None]]] = {}
+
+    def __init__(self, fx: Any, scenario: dict[str, Any], tmp_path: Path):
+        self.fx, self.server, self.db = fx, fx.server, fx.database
+        prefix = scenario.get("prefix", self.prefix)
+        self.names = {"db": self.db, "prefix": prefix}
         self.scenario = _fill(scenario, self.names)
-        self.config = connector_config(server, db, **{"topic.prefix": PREFIX, **{
-            k: str(v) for k, v in (self.scenario.get("config") or {}).items()}})
-        self.offsets = MemoryOffsetStore()
+        self.config = {**self.base_config(prefix), "offset.storage.file.filename": str(tmp_path / "offsets.json"),
+                       **{k: str(v) for k, v in (self.scenario.get("config") or {}).items()}}
+        self.offsets: Any = MemoryOffsetStore()
         self.history = MemorySchemaHistoryStore()
         self.records: list[Any] = []
         self.seen = 0
@@ -123,39 +138,44 @@ class ScenarioRun:
         self.watch = {self.topic(t) for t in self.scenario.get("watch", [])}
         #: Seconds the handler sleeps per batch (with a small max.queue.size, this holds a snapshot back).
         self.slow_handler = float(self.scenario.get("slow_handler", 0))
+        self.cleanups: list[Callable[[], None]] = []
 
-    # -- naming ---------------------------------------------------------------------------------
+    # -- what a connector's subclass says ---------------------------------------------------------
+
+    def base_config(self, prefix: str) -> dict[str, Any]:
+        """The engine configuration of this connector on the test database."""
+        raise NotImplementedError
 
     def topic(self, name: str) -> str:
-        """A topic from its short form (table name, ``schema``, ``transaction``, ``heartbeat``)."""
-        if name == "schema":
-            return PREFIX
-        if name == "transaction":
-            return f"{PREFIX}.transaction"
-        if name == "heartbeat":
-            return f"__debezium-heartbeat.{PREFIX}"
-        return name if name.startswith(PREFIX + ".") else f"{PREFIX}.{self.db}.{name}"
+        """A topic from its full (``P.`` for the prefix) or short form (``schema``, ``transaction``, ``heartbeat``)."""
+        prefix = self.names["prefix"]
+        if name.startswith("P."):
+            return prefix + name[1:]
+        return {"schema": prefix, "transaction": f"{prefix}.transaction",
+                "heartbeat": f"__debezium-heartbeat.{prefix}"}.get(name, name)
 
     def watched(self, record: Any) -> bool:
-        """True if the expect steps look at this record.
+        """True if the expect steps look at this record (the ``watch`` topics if given, else every one)."""
+        return not self.watch or record.topic in self.watch
 
-        The snapshot's schema change events that name no table being created (SET character_set_server,
-        DROP TABLE/DATABASE IF EXISTS, CREATE DATABASE, USE: tests/test_mariadb_fidelity.py checks them)
-        and those of other tests' databases on the shared server are left out: scenarios see the
-        snapshot's CREATE TABLE events and the streamed DDL.
-        """
-        if record.topic == PREFIX and record.value is not None and record.value.get("source", {}).get("snapshot") == "true":
-            changes = record.value.get("tableChanges") or []
-            if record.value.get("databaseName") != self.db or not any(c.get("type") == "CREATE" for c in changes):
-                return False
-        if self.watch:
-            return record.topic in self.watch
-        return record.topic.startswith(f"{PREFIX}.") and record.topic != f"{PREFIX}.transaction"
+    def ready(self, engine: Engine) -> bool:
+        """True once ``start`` may return (the connector connected)."""
+        return engine.metrics.streaming.connected
 
-    # -- the connector --------------------------------------------------------------------------
+    def sql(self, statements: list[str]) -> None:
+        """Run statements on the test database."""
+        for statement in statements:
+            self.fx.execute(statement)
+
+    def cleanup(self) -> None:
+        """Undo what the scenario changed beyond its database."""
+        for undo in self.cleanups:
+            undo()
+
+    # -- the connector ----------------------------------------------------------------------------
 
     def start(self, overrides: dict[str, Any] | None = None) -> None:
-        """Start the engine (with ``overrides`` on top of the configuration); wait until it snapshots or streams."""
+        """Start the engine (with ``overrides`` on top of the configuration); wait until it is ``ready``."""
         if overrides:
             self.config.update({k: str(v) for k, v in overrides.items()})
         self.error = None
@@ -167,12 +187,10 @@ class ScenarioRun:
             except BaseException as e:  # reported by the steps that wait
                 self.error = e
 
-        self.thread = threading.Thread(target=run, daemon=True, name="mariadb-scenario")
+        self.thread = threading.Thread(target=run, daemon=True, name="kit-scenario")
         self.thread.start()
         deadline = time.monotonic() + 30
-        metrics = engine.metrics
-        while time.monotonic() < deadline and self.thread.is_alive() and not (
-                metrics.streaming.connected or metrics.snapshot.running):
+        while time.monotonic() < deadline and self.thread.is_alive() and not self.ready(engine):
             time.sleep(0.01)
 
     def _handle(self, records: list[Any]) -> None:
@@ -204,12 +222,6 @@ class ScenarioRun:
         return got
 
 
-def brief(r: Any) -> str:
-    """A record in one line, for messages."""
-    op = None if r.value is None else r.value.get("op", r.value.get("status", "schema change"))
-    return f"{r.topic} {op} key={r.key}"
-
-
 # --------------------------------------------------------------------------------- checks
 
 
@@ -221,12 +233,18 @@ def check_record(run: ScenarioRun, expected: dict[str, Any], record: Any) -> lis
         out.append(f"{where}: topic != {run.topic(expected['topic'])}")
     if "key" in expected:
         out += differences(expected["key"], record.key, f"{where} key", exact=True)
+    for name in ("key_schema", "value_schema"):
+        if name in expected:
+            out += differences(expected[name], getattr(record, name).to_json(), f"{where} {name}")
+    for name, want in (expected.get("key_fields") or {}).items():
+        field = record.key_schema.field(name)
+        out += differences(want, None if field is None else field.schema.to_json(), f"{where} key schema of {name}")
     if expected.get("tombstone"):
         return out + ([] if record.value is None else [f"{where}: expected a tombstone"])
     value = record.value
     if value is None:
         return out + [f"{where}: unexpected tombstone"]
-    for name in ("op", "before", "after"):
+    for name in ("op", "before", "after", "status", "event_count", "data_collections"):
         if name in expected:
             out += differences(expected[name], value.get(name), f"{where} {name}", exact=True)
     for name in ("source", "transaction"):
@@ -255,7 +273,7 @@ def _expect(run: ScenarioRun, arg: Any) -> None:
 
 
 def _expect_count(run: ScenarioRun, arg: dict[str, Any]) -> None:
-    records = run.take(int(arg["count"]), float(arg.get("timeout", 30)))
+    records = run.take(int(arg["count"]), float(arg.get("timeout", 60)))
     if "op" in arg:
         ops = {r.value.get("op") if r.value else None for r in records}
         assert ops == {arg["op"]}, f"ops {ops} != {{{arg['op']!r}}}"
@@ -285,7 +303,7 @@ def _nothing_more(run: ScenarioRun, arg: Any) -> None:
 def _fails(run: ScenarioRun, arg: Any) -> None:
     """The connector stops by itself with an error whose message contains every given text."""
     assert run.thread is not None
-    run.thread.join(30)
+    run.thread.join(60)
     assert not run.thread.is_alive(), "the connector kept running"
     assert run.error is not None, "the connector stopped without an error"
     message = str(run.error)
@@ -294,10 +312,16 @@ def _fails(run: ScenarioRun, arg: Any) -> None:
     run.engine = None
 
 
+def _start_fails(run: ScenarioRun, arg: Any) -> None:
+    """Start, and the connector stops by itself with an error containing the text."""
+    run.start()
+    _fails(run, arg)
+
+
 def _exits(run: ScenarioRun, arg: Any) -> None:
     """The connector ends by itself without an error (``initial_only``)."""
     assert run.thread is not None
-    run.thread.join(30)
+    run.thread.join(60)
     assert not run.thread.is_alive(), "the connector did not stop by itself"
     assert run.error is None, f"the connector failed: {run.error}"
     run.engine = None
@@ -314,44 +338,8 @@ def _metrics(run: ScenarioRun, arg: dict[str, Any]) -> None:
     assert not problems, "\n".join(problems)
 
 
-def _history(run: ScenarioRun, arg: dict[str, Any]) -> None:
-    ddl = [r.get("ddl", "") for r in run.history.records()]
-    for text in arg.get("contains", []):
-        assert any(text in d for d in ddl), f"no history record contains {text!r}: {ddl}"
-    if "count" in arg:
-        assert len(ddl) == arg["count"], ddl
-
-
-def _purge_binlogs(run: ScenarioRun, arg: Any) -> None:
-    """Rotate the binlog and purge every older file (the stored position is gone)."""
-    run.server.execute("FLUSH BINARY LOGS")
-    current = run.server.execute("SHOW MASTER STATUS")[0][0]
-    deadline = time.monotonic() + 10
-    while True:  # a file a (just stopped) replica still reads is kept: retry until it is gone
-        run.server.execute(f"PURGE BINARY LOGS TO '{current}'")
-        first = run.server.execute("SHOW BINARY LOGS")[0][0]
-        if first == current or time.monotonic() > deadline:
-            break
-        time.sleep(0.05)
-    assert first == current, f"the binlog files before {current} could not be purged"
-
-
-def _lose_history(run: ScenarioRun, arg: Any) -> None:
-    run.history = MemorySchemaHistoryStore()
-
-
-def _sql(run: ScenarioRun, arg: Any) -> None:
-    with run.server.connect(run.db) as conn, conn.cursor() as cur:
-        for statement in arg if isinstance(arg, list) else [arg]:
-            cur.execute(statement)
-
-
-def _wait(run: ScenarioRun, arg: Any) -> None:
-    time.sleep(float(arg))
-
-
 def _streaming(run: ScenarioRun, arg: Any) -> None:
-    """Wait until the snapshot is over and the connector streams (``start`` returns once either runs)."""
+    """Wait until the snapshot is over and the connector streams (``start`` may return once a snapshot runs)."""
     assert run.engine is not None and run.thread is not None, "streaming needs a started engine"
     deadline = time.monotonic() + 30
     while not run.engine.metrics.streaming.connected:
@@ -369,64 +357,57 @@ def _query(run: ScenarioRun, arg: dict[str, Any]) -> None:
     """A query on the server returns at least ``at_least`` rows (within a few seconds)."""
     deadline = time.monotonic() + 10
     while True:
-        rows = run.server.execute(arg["sql"], database=run.db) or []
+        with run.fx.connect() as conn:
+            cur = conn.cursor()
+            cur.execute(arg["sql"])
+            rows = cur.fetchall()
+            conn.commit()
         if len(rows) >= int(arg.get("at_least", 1)) or time.monotonic() > deadline:
             break
         time.sleep(0.1)
     assert len(rows) >= int(arg.get("at_least", 1)), f"{arg['sql']} returned {rows}"
 
 
-#: Step name -> what it does with the step's argument.
+#: Step name -> what it does with the step's argument (every connector's).
 STEPS: dict[str, Callable[[ScenarioRun, Any], None]] = {
     "start": lambda run, arg: run.start(arg),
     "stop": lambda run, arg: run.stop(),
     "restart": lambda run, arg: (run.stop(), run.start(arg)),
-    "sql": _sql,
+    "sql": lambda run, arg: run.sql(arg if isinstance(arg, list) else [arg]),
     "expect": _expect,
     "expect_count": _expect_count,
     "expect_distinct_keys": _expect_distinct_keys,
     "nothing_more": _nothing_more,
     "fails": _fails,
+    "start_fails": _start_fails,
     "exits": _exits,
     "metrics": _metrics,
-    "history": _history,
-    "purge_binlogs": _purge_binlogs,
-    "lose_history": _lose_history,
-    "wait": _wait,
+    "wait": lambda run, arg: time.sleep(float(arg)),
     "streaming": _streaming,
     "forget": _forget,
     "query": _query,
 }
 
 
-def _unparseable(rules: list[dict[str, Any]]) -> Callable[[], None]:
-    """Make DDL statements containing a rule's text unparseable (naming their tables if it says so); return an undo."""
-    original = mysql_ddl.SchemaModel.apply
-
-    def apply(self: Any, sql: str, database: str | None) -> Any:
-        for rule in rules:
-            if rule["contains"] in sql:
-                tables = mysql_ddl.mentioned_tables(mysql_ddl.tokenize(sql), database) if rule.get("name_tables") else []
-                raise mysql_ddl.UnparseableDdl(sql, "made unparseable by the scenario", tables)
-        return original(self, sql, database)
-
-    mysql_ddl.SchemaModel.apply = apply  # type: ignore[method-assign]
-    return lambda: setattr(mysql_ddl.SchemaModel, "apply", original)
-
-
-def run_scenario(scenario: dict[str, Any], server: Any, db: str) -> None:
-    """Play one scenario against the server, in database ``db``."""
-    run = ScenarioRun(server, db, scenario)
-    _sql(run, run.scenario.get("setup", []))
-    undo = _unparseable(run.scenario["unparseable_ddl"]) if run.scenario.get("unparseable_ddl") else lambda: None
+def run_scenario(run: ScenarioRun) -> None:
+    """Play one scenario: its setup SQL, then its steps in order; the connector stopped and cleaned up after."""
+    run.sql(run.scenario.get("setup", []))
     try:
         for step in run.scenario["steps"]:
             (kind, arg), = step.items() if isinstance(step, dict) else ((step, None),)
-            if kind not in STEPS:
-                raise ValueError(f"unknown step {kind!r} in scenario {scenario['id']}")
-            STEPS[kind](run, arg)
+            action = run.steps.get(kind) or STEPS.get(kind)
+            if action is None:
+                raise ValueError(f"unknown step {kind!r} in scenario {run.scenario['id']}")
+            action(run, arg)
     finally:
         run.stop()
-        undo()
-        for (name,) in server.execute(f"SHOW DATABASES LIKE '{db}\\_%'") or []:
-            server.execute(f"DROP DATABASE `{name}`")
+        run.cleanup()
+
+
+class FileOffsetsRun(ScenarioRun):
+    """A run whose offsets go to ``offset.storage.file.filename`` (as ``cdc run`` keeps them)."""
+
+    def start(self, overrides: dict[str, Any] | None = None) -> None:
+        """Start on the offsets file (read again at each start, as after a process restart)."""
+        self.offsets = FileOffsetStore(Config({**self.config, **{k: str(v) for k, v in (overrides or {}).items()}}))
+        super().start(overrides)
