@@ -58,7 +58,7 @@ def test_handoff_under_concurrent_writes_loses_and_repeats_nothing_that_matters(
     w.start()
     runner.start()
     try:
-        deadline = time.monotonic() + 40
+        deadline = time.monotonic() + 90
         while not engine.metrics.streaming.connected or writes[0] < 50:
             assert runner.is_alive() and time.monotonic() < deadline
             time.sleep(0.05)
