@@ -44,9 +44,21 @@ def _position(value: dict) -> tuple:
 
 
 def test_kill_9_and_restart_resume_at_the_exact_change(inventory, tmp_path):
+    procs: list[StandInProcess] = []
+    try:
+        _kill_and_restart(inventory, tmp_path, procs)
+    finally:
+        for p in procs:  # a failed assertion must not leave a cdc process behind
+            if p.proc is not None and p.proc.poll() is None:
+                p.kill()
+
+
+def _kill_and_restart(inventory, tmp_path, procs) -> None:
+    """Kill -9 after a random number of changes, restart, and check every change arrives once past the offset."""
     config = _server_properties(inventory, tmp_path)
     topic = f"server1.{inventory.dbname}.dbo.customers"
     proc = StandInProcess(config, tmp_path).start()
+    procs.append(proc)
     proc.wait_events(topic, 4)
     # Transactions of 1 to 4 rows; one update pair and one key change among them.
     expected = 4
@@ -61,6 +73,7 @@ def test_kill_9_and_restart_resume_at_the_exact_change(inventory, tmp_path):
             stored = next(o for p, o in read_offsets_file(tmp_path / "offsets.json").values()
                           if p.get("database") == inventory.dbname)
             proc = StandInProcess(config, tmp_path).start()
+            procs.append(proc)
     inventory.execute("UPDATE dbo.customers SET email = 'changed@x' WHERE id = 1002")
     inventory.execute("UPDATE dbo.customers SET id = 9001 WHERE id = 1003")
     inventory.wait_captured()
