@@ -18,6 +18,8 @@ fi
 [ -x /usr/sbin/nats-server ] || command -v nats-server >/dev/null 2>&1 || apt_packages+=(nats-server)
 [ -x /usr/lib/rabbitmq/bin/rabbitmq-server ] || apt_packages+=(rabbitmq-server)
 [ -x /usr/bin/redis-server ] || command -v redis-server >/dev/null 2>&1 || apt_packages+=(redis-server)
+# pyodbc (the SQL Server connector's driver, imported by its tests' stand-in too) loads unixODBC.
+case "$(/sbin/ldconfig -p 2>/dev/null || true)" in *libodbc.so.2*) ;; *) apt_packages+=(unixodbc) ;; esac
 # openssl makes the certificates of the TLS tests.
 command -v openssl >/dev/null 2>&1 || apt_packages+=(openssl)
 if [ ${#apt_packages[@]} -gt 0 ]; then

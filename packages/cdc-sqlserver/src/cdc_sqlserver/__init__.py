@@ -1,0 +1,1 @@
+"""The SQL Server connector: Debezium's change-table polling, on pyodbc."""

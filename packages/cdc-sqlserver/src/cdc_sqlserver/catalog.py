@@ -1,0 +1,117 @@
+"""What the connector reads from SQL Server's catalog and CDC metadata, in T-SQL."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from cdc_core.relational import Table, TableId
+from cdc_sqlserver.lsn import NULL, Lsn, from_value
+from cdc_sqlserver.types import ColumnInfo, TypeModes, column
+
+#: Schemas SQL Server keeps for itself; never captured (Debezium's system schema list).
+SYSTEM_SCHEMAS = frozenset({"cdc", "sys", "INFORMATION_SCHEMA", "guest", "db_owner", "db_accessadmin",
+                            "db_securityadmin", "db_ddladmin", "db_backupoperator", "db_datareader",
+                            "db_datawriter", "db_denydatareader", "db_denydatawriter"})
+
+COLUMNS = (
+    "SELECT s.name, t.name, c.name, c.column_id, ty.name, c.max_length, c.precision, c.scale, c.is_nullable "
+    "FROM sys.columns c JOIN sys.tables t ON t.object_id = c.object_id "
+    "JOIN sys.schemas s ON s.schema_id = t.schema_id JOIN sys.types ty ON ty.user_type_id = c.user_type_id "
+    "WHERE t.is_ms_shipped = 0 ORDER BY s.name, t.name, c.column_id")
+PRIMARY_KEYS = (
+    "SELECT s.name, t.name, c.name FROM sys.indexes i "
+    "JOIN sys.index_columns ic ON ic.object_id = i.object_id AND ic.index_id = i.index_id "
+    "JOIN sys.columns c ON c.object_id = ic.object_id AND c.column_id = ic.column_id "
+    "JOIN sys.tables t ON t.object_id = i.object_id JOIN sys.schemas s ON s.schema_id = t.schema_id "
+    "WHERE i.is_primary_key = 1 ORDER BY s.name, t.name, ic.key_ordinal")
+CHANGE_TABLES = (
+    "SELECT OBJECT_SCHEMA_NAME(ct.source_object_id), OBJECT_NAME(ct.source_object_id), ct.capture_instance, "
+    "ct.object_id, ct.start_lsn, ct.create_date FROM cdc.change_tables AS ct ORDER BY ct.start_lsn, ct.create_date")
+CAPTURED_COLUMNS = "SELECT cc.object_id, cc.column_name FROM cdc.captured_columns AS cc ORDER BY cc.object_id, cc.column_ordinal"
+HELP_CHANGE_DATA_CAPTURE = "EXEC sys.sp_cdc_help_change_data_capture"
+CDC_ENABLED = "SELECT is_cdc_enabled FROM sys.databases WHERE name = ?"
+#: Debezium's default agent status query (``sqlserver.agent.status.query`` is not configurable here yet).
+AGENT_RUNNING = ("SELECT CAST(COUNT(*) AS INT) FROM sys.dm_server_services "
+                 "WHERE servicename LIKE N'SQL Server Agent (%' AND status = 4")
+#: The oldest change any change table still holds (Debezium's log position check).
+MIN_LSN_OF_ALL_CHANGE_TABLES = "SELECT MIN(start_lsn) FROM cdc.change_tables"
+TRACKED_TABLES = ("SELECT s.name, t.name FROM sys.tables t JOIN sys.schemas s ON s.schema_id = t.schema_id "
+                  "WHERE t.is_tracked_by_cdc = 1")
+
+
+@dataclass
+class CaptureInstance:
+    """A capture instance: its source table, change table and the columns it captures."""
+
+    name: str
+    table: Table
+    object_id: int
+    start_lsn: Lsn
+    columns: list[str]
+    #: The start LSN of the instance that replaces this one (its changes from there on are the new one's).
+    stop_lsn: Lsn = NULL
+
+    @property
+    def change_table(self) -> str:
+        """``cdc.[<instance>_CT]``."""
+        return f"cdc.{quote(self.name + '_CT')}"
+
+
+def quote(name: str) -> str:
+    """A T-SQL bracketed identifier."""
+    return "[" + name.replace("]", "]]") + "]"
+
+
+def read_tables(conn: Any, db: str, modes: TypeModes) -> dict[tuple[str, str], Table]:
+    """Every user table of the database, by ``(schema, table)``."""
+    infos: dict[tuple[str, str], list[ColumnInfo]] = {}
+    for schema, table, name, cid, tname, max_length, precision, scale, nullable in conn.execute(COLUMNS).fetchall():
+        if schema in SYSTEM_SCHEMAS:
+            continue
+        infos.setdefault((schema, table), []).append(
+            ColumnInfo(name, int(cid), str(tname).lower(), int(max_length or 0), int(precision or 0), int(scale or 0),
+                       bool(nullable)))
+    keys: dict[tuple[str, str], list[str]] = {}
+    for schema, table, name in conn.execute(PRIMARY_KEYS).fetchall():
+        keys.setdefault((schema, table), []).append(name)
+    return {k: Table(TableId(db, k[0], k[1]), [column(i, modes) for i in cols], keys.get(k, []))
+            for k, cols in infos.items()}
+
+
+def read_capture_instances(conn: Any, tables: dict[tuple[str, str], Table]) -> dict[tuple[str, str], CaptureInstance]:
+    """The capture instance each captured table streams from: the newest (highest start LSN, then creation)."""
+    return {k: v[-1] for k, v in read_all_capture_instances(conn, tables).items()}
+
+
+def read_all_capture_instances(conn: Any, tables: dict[tuple[str, str], Table]
+                               ) -> dict[tuple[str, str], list[CaptureInstance]]:
+    """Every table's capture instances, oldest first, each stopping where the next one starts.
+
+    As Debezium: a table has at most two; when both start at the same LSN the newer (by
+    ``create_date``) wins, since the query orders by ``start_lsn, create_date``.
+    """
+    captured: dict[int, list[str]] = {}
+    for object_id, name in conn.execute(CAPTURED_COLUMNS).fetchall():
+        captured.setdefault(int(object_id), []).append(name)
+    out: dict[tuple[str, str], list[CaptureInstance]] = {}
+    for schema, table, name, object_id, start_lsn, _created in conn.execute(CHANGE_TABLES).fetchall():
+        source = tables.get((schema, table))
+        if source is None:
+            continue
+        columns = captured.get(int(object_id), [])
+        # The event schema holds the captured columns only, in the table's order.
+        view = Table(source.id, [c for c in source.columns if c.name in columns], source.primary_key)
+        instance = CaptureInstance(name, view, int(object_id), from_value(start_lsn), columns)
+        previous = out.setdefault((schema, table), [])
+        if previous and previous[-1].start_lsn == instance.start_lsn:
+            previous.pop()  # the same start: the newer instance wins
+        if previous:
+            previous[-1].stop_lsn = instance.start_lsn
+        previous.append(instance)
+    return out
+
+
+def instance_names(conn: Any) -> frozenset[str]:
+    """The names of every capture instance now (a change means a new or a dropped instance)."""
+    return frozenset(r[0] for r in conn.execute("SELECT capture_instance FROM cdc.change_tables").fetchall())

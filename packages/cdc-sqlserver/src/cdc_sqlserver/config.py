@@ -1,0 +1,51 @@
+"""The SQL Server connector's own properties, with Debezium's names, defaults and enum values."""
+
+from __future__ import annotations
+
+from cdc_core.config import Config, ConfigField as F, Fields
+from cdc_core.config.formats import PORT_RANGE, hosts_problem
+
+HOSTNAME = F("database.hostname", "string", required=True, validator=hosts_problem, allow_blank=False)
+PORT = F("database.port", "int", 1433, minimum=PORT_RANGE[0], maximum=PORT_RANGE[1])
+INSTANCE = F("database.instance", "string", doc="A named instance (ignored when database.port is set).")
+USER = F("database.user", "string", allow_blank=False)
+PASSWORD = F("database.password", "password")
+NAMES = F("database.names", "list", required=True, doc="The databases to capture, comma-separated.")
+ENCRYPT = F("database.encrypt", "boolean", True)
+TRUST_SERVER_CERTIFICATE = F("database.trustServerCertificate", "boolean", False)
+APPLICATION_INTENT = F("database.applicationIntent", "string")
+SNAPSHOT_MODE = F(
+    "snapshot.mode", "enum", "initial",
+    allowed=("initial", "initial_only", "no_data", "when_needed", "always", "configuration_based", "custom"),
+    aliases={"schema_only": "no_data"},
+)
+SNAPSHOT_ISOLATION_MODE = F("snapshot.isolation.mode", "enum", "repeatable_read",
+                            allowed=("read_uncommitted", "read_committed", "repeatable_read", "snapshot", "exclusive"))
+SNAPSHOT_FETCH_SIZE = F("snapshot.fetch.size", "int", 2000, minimum=1)
+DATA_QUERY_MODE = F("data.query.mode", "enum", "function", allowed=("function", "direct"))
+MAX_ITERATION_TRANSACTIONS = F("max.iteration.transactions", "int", 500, minimum=0)
+STREAMING_FETCH_SIZE = F("streaming.fetch.size", "int", 0, minimum=0)
+QUERY_TIMEOUT_MS = F("database.query.timeout.ms", "long", 600000, minimum=0)
+INCLUDE_SCHEMA_CHANGES = F("include.schema.changes", "boolean", True)
+SOURCE_STRUCT_VERSION = F("source.struct.version", "enum", "v2", allowed=("v2",))
+
+FIELDS = Fields(
+    [HOSTNAME, PORT, INSTANCE, USER, PASSWORD, NAMES, ENCRYPT, TRUST_SERVER_CERTIFICATE, APPLICATION_INTENT,
+     SNAPSHOT_MODE, SNAPSHOT_ISOLATION_MODE, SNAPSHOT_FETCH_SIZE, DATA_QUERY_MODE,
+     MAX_ITERATION_TRANSACTIONS, STREAMING_FETCH_SIZE, QUERY_TIMEOUT_MS, INCLUDE_SCHEMA_CHANGES,
+     SOURCE_STRUCT_VERSION],
+    prefixes=("driver.", "snapshot.select.statement.overrides.", "schema.history.internal."),
+)
+
+
+def server_address(config: Config) -> str:
+    """``host:port`` (or ``host\\instance`` when only an instance is named) for messages; never the password."""
+    instance = config.get(INSTANCE)
+    if instance and PORT.name not in config:
+        return f"{config.get(HOSTNAME)}\\{instance}"
+    return f"{config.get(HOSTNAME)}:{config.get(PORT)}"
+
+
+def driver_properties(config: Config) -> dict[str, str]:
+    """``driver.*`` properties with the prefix stripped: passed to the ODBC driver as connection-string keys."""
+    return {k: str(v) for k, v in config.subset("driver.").items()}

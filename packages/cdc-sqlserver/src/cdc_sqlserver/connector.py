@@ -1,0 +1,383 @@
+"""The SQL Server connector: start-up checks, the snapshot, then the change tables."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from cdc_core.config import Config, Fields, common
+from cdc_core.delays import wait_before
+from cdc_core.errors import ConnectorError, RetriableError
+from cdc_core.events import Checkpoint, RawChange
+from cdc_core.filters import snapshot_order
+from cdc_core.plugins import registry
+from cdc_core.snapshot import snapshotter
+from cdc_core.spi.connector import ConnectorContext
+from cdc_core.spi.offsets import OffsetShape
+from cdc_sqlserver import config as msc
+from cdc_sqlserver import odbc
+from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LSN_OF_ALL_CHANGE_TABLES,
+                                   TRACKED_TABLES, CaptureInstance,
+                                   read_all_capture_instances, read_capture_instances, read_tables)
+from cdc_sqlserver.lsn import Lsn, from_value
+from cdc_sqlserver.snapshot import SnapshotReader, select_for
+from cdc_sqlserver.source import SOURCE_SCHEMA
+from cdc_sqlserver.streaming import ResumePoint, StreamReader
+from cdc_sqlserver.types import TypeModes
+
+
+class SqlServerConnector:
+    """Debezium's SQL Server connector: snapshot at the max LSN, then the CDC change tables in commit order."""
+
+    name: ClassVar[str] = "sqlserver"
+    class_names: ClassVar[tuple[str, ...]] = ("io.debezium.connector.sqlserver.SqlServerConnector",)
+    fields: ClassVar[Fields] = msc.FIELDS
+    source_schema = SOURCE_SCHEMA
+    #: ``<prefix>.<database>.<schema>.<table>`` topics (cdc_sqlserver.topics), as Debezium's SQL Server connector.
+    defaults: ClassVar[dict[str, Any]] = {"topic.naming.strategy": "sqlserver-schema"}
+    offset_shape: ClassVar[OffsetShape] = OffsetShape(
+        required={"commit_lsn": "str"},
+        optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool"})
+
+    def __init__(self, config: Config, context: ConnectorContext):
+        """Read the configuration; no I/O."""
+        self.config = config
+        self.log = context.log
+        self.server = config.get(common.TOPIC_PREFIX)
+        names = config.get(msc.NAMES) or []
+        self.db = names[0] if names else ""
+        self.address = msc.server_address(config)
+        plugins = context.plugins if context.plugins is not None else registry()
+        self.snapshotter = snapshotter(config, config.get(msc.SNAPSHOT_MODE), plugins)
+        self.modes = TypeModes(config.get(common.DECIMAL_MODE), config.get(common.TIME_PRECISION_MODE),
+                               config.get(common.BINARY_MODE))
+        self.metrics = context.metrics
+        self._stop = threading.Event()
+        self._conn: Any = None
+        self._offset: dict[str, Any] | None = None
+        self._snapshot_reader: SnapshotReader | None = None
+        self._instances: list[CaptureInstance] = []
+
+    # -- SPI ---------------------------------------------------------------------------------
+
+    def validate(self) -> list[str]:
+        """Cross-property problems (no I/O)."""
+        problems = []
+        names = self.config.get(msc.NAMES) or []
+        if len(names) > 1:
+            problems.append(f"database.names lists {len(names)} databases ({', '.join(names)}); cdc's SQL Server "
+                            "connector captures one database per connector so far: run one connector per database")
+        if self.config.get(common.TIME_PRECISION_MODE) == "adaptive_time_microseconds":
+            problems.append("time.precision.mode=adaptive_time_microseconds is not a SQL Server mode; use adaptive "
+                            "or connect")
+        return problems
+
+    def partition(self) -> dict[str, Any]:
+        """``{"server": topic.prefix, "database": <name>}``, as SqlServerPartition."""
+        return {"server": self.server, "database": self.db}
+
+    def start(self, offset: dict[str, Any] | None) -> None:
+        """Connect and check that CDC is enabled and readable for the captured tables."""
+        self._offset = offset
+        self._warn_unimplemented()
+        self._conn = self._connect()
+        try:
+            self._check()
+        except (ConnectorError, RetriableError):
+            raise
+        except Exception as e:
+            if _is_connection_error(e):
+                raise RetriableError(f"lost the connection to SQL Server at {self.address}: {_first_line(e)}") from None
+            raise ConnectorError(f"SQL Server at {self.address} refused a start-up query on database {self.db!r} as "
+                                 f"user {self.config.get(msc.USER)!r}: {_first_line(e)}; check the user's "
+                                 "permissions (it needs to read the sys catalog views and the cdc schema)") from None
+
+    def _check(self) -> None:
+        """Read the catalog and the capture instances, checking CDC is enabled and readable."""
+        self._check_cdc_enabled()
+        tables = read_tables(self._conn, self.db, self.modes)
+        included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table)}
+        instances = read_capture_instances(self._conn, included)
+        self._check_access(included, instances)
+        self._check_agent()
+        order = snapshot_order(instances.values(), self.config.get(common.TABLE_INCLUDE),
+                               lambda i: i.table.id.identifier)
+        self._instances = list(order)
+        self.log.info("capturing %d tables of database %s: %s", len(self._instances), self.db,
+                      ", ".join(f"{i.table.id.identifier} (capture instance {i.name})" for i in self._instances))
+
+    def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
+        """Snapshot if the mode and offsets ask for it, then poll the change tables."""
+        try:
+            yield from self._run()
+        except Exception as e:
+            if _is_connection_error(e):
+                if self._stop.is_set():
+                    return
+                raise RetriableError(f"lost the connection to SQL Server at {self.address}: {_first_line(e)}") from None
+            raise
+
+    def acknowledge(self, offset: dict[str, Any]) -> None:
+        """Nothing to release: SQL Server keeps change rows until its cleanup job removes them."""
+
+    def stop(self) -> None:
+        """Ask ``stream`` to end."""
+        self._stop.set()
+        if self._snapshot_reader is not None:
+            self._snapshot_reader.stopped = True
+
+    def close(self) -> None:
+        """Close the connection."""
+        if self.metrics is not None:
+            self.metrics.streaming.connected = False
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception as e:  # closing a broken connection: nothing left to release
+                self.log.debug("closing the connection: %s", _first_line(e))
+            self._conn = None
+
+    # -- connection and checks ---------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        """A connection to the database; a login refusal is a ConnectorError, the rest retriable."""
+        try:
+            return odbc.connect(self.config, self.db)
+        except ConnectorError:
+            raise
+        except Exception as e:
+            state = e.args[0] if getattr(e, "args", None) else ""
+            message = _first_line(e).replace(self.config.get(msc.PASSWORD) or "\0", "****")
+            if state in ("28000", "42000") or "Login failed" in message:
+                raise ConnectorError(f"SQL Server at {self.address} refused the login of user "
+                                     f"{self.config.get(msc.USER)!r} to database {self.db!r}: {message}; check "
+                                     "database.user, database.password and database.names") from None
+            raise RetriableError(f"cannot connect to SQL Server at {self.address}: {message}") from None
+
+    def _included(self, schema: str, table: str) -> bool:
+        """Whether ``schema.table`` passes the schema and table include/exclude lists."""
+        ident = f"{schema}.{table}"
+        inc, exc = self.config.get(common.TABLE_INCLUDE), self.config.get(common.TABLE_EXCLUDE)
+        sinc, sexc = self.config.get(common.SCHEMA_INCLUDE), self.config.get(common.SCHEMA_EXCLUDE)
+        if sinc and not any(p.fullmatch(schema) for p in sinc):
+            return False
+        if sexc and any(p.fullmatch(schema) for p in sexc):
+            return False
+        if inc:
+            return any(p.fullmatch(ident) for p in inc)
+        return not (exc and any(p.fullmatch(ident) for p in exc))
+
+    def _check_cdc_enabled(self) -> None:
+        """Refuse a database that does not exist or has CDC off, naming the fix."""
+        row = self._conn.execute(CDC_ENABLED, self.db).fetchone()
+        if row is None:
+            raise ConnectorError(f"database {self.db!r} does not exist on SQL Server at {self.address}; check "
+                                 "database.names")
+        if not row[0]:
+            raise ConnectorError(f"CDC is not enabled on database {self.db!r} at {self.address}: run "
+                                 f"USE [{self.db}]; EXEC sys.sp_cdc_enable_db (as a member of sysadmin), then "
+                                 "sys.sp_cdc_enable_table for each table to capture")
+
+    def _warn_unimplemented(self) -> None:
+        """One warning per Debezium property set here that this connector accepts but does not implement yet."""
+        if self.config.get(msc.STREAMING_FETCH_SIZE):
+            self.log.warning("streaming.fetch.size=%s is not implemented: each capture instance's window is read "
+                             "whole (max.iteration.transactions bounds it)", self.config.get(msc.STREAMING_FETCH_SIZE))
+        if msc.INCLUDE_SCHEMA_CHANGES.name in self.config and self.config.get(msc.INCLUDE_SCHEMA_CHANGES):
+            self.log.warning("include.schema.changes=true: cdc's SQL Server connector emits no schema change events "
+                             "yet (a new capture instance changes the events' schema without one)")
+
+    def _check_agent(self) -> None:
+        """Warn, in one line, when SQL Server Agent is not running: no change is captured until it is."""
+        try:
+            running = self._conn.execute(AGENT_RUNNING).fetchone()[0]
+        except Exception as e:
+            if _is_connection_error(e):
+                raise
+            self.log.warning("cannot tell whether SQL Server Agent is running (%s); the check needs VIEW SERVER "
+                             "STATE", _first_line(e))
+            return
+        if not running:
+            self.log.warning("SQL Server Agent is not running on %s: its capture job fills the change tables, so "
+                             "no change is streamed until it runs", self.address)
+
+    def _check_access(self, included: dict, instances: dict[tuple[str, str], CaptureInstance]) -> None:
+        """Refuse capture instances the user cannot read; warn about included tables without CDC."""
+        visible = {r[2] for r in self._conn.execute(HELP_CHANGE_DATA_CAPTURE).fetchall()}
+        tracked = {(s, t) for s, t in self._conn.execute(TRACKED_TABLES).fetchall()}
+        user = self.config.get(msc.USER)
+        for key, inst in list(instances.items()):
+            if inst.name not in visible:
+                raise ConnectorError(
+                    f"user {user!r} cannot read capture instance {inst.name!r} of table {inst.table.id} in database "
+                    f"{self.db!r} (sys.sp_cdc_help_change_data_capture does not list it): grant SELECT on the "
+                    "captured columns and membership of the instance's gating role (or db_owner)")
+        for key in included:
+            if key not in instances:
+                self.log.warning("table %s.%s is not enabled for CDC (%s): its changes will not be captured; run "
+                                 "EXEC sys.sp_cdc_enable_table @source_schema = N'%s', @source_name = N'%s', "
+                                 "@role_name = NULL", key[0], key[1],
+                                 "tracked, but no capture instance" if key in tracked else "no capture instance",
+                                 key[0], key[1])
+        if not instances:
+            raise ConnectorError(
+                f"no captured table of database {self.db!r} at {self.address} has CDC enabled (tables matching the "
+                f"filters: {', '.join('.'.join(k) for k in included) or 'none'}): run EXEC sys.sp_cdc_enable_table "
+                "@source_schema = N'<schema>', @source_name = N'<table>', @role_name = NULL for each table to capture, "
+                "or fix table.include.list")
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def _position_available(self, offset: dict[str, Any]) -> bool:
+        """Debezium's validateLogPosition: the stored commit LSN is above the oldest start LSN of every change table.
+
+        A stored NULL commit LSN (a snapshot of a database with no change yet) counts as available:
+        streaming then starts at each instance's first change.
+        """
+        stored = Lsn.parse(offset.get("commit_lsn"))
+        if not stored.available:
+            return True
+        oldest = self._conn.execute(MIN_LSN_OF_ALL_CHANGE_TABLES).fetchone()
+        if oldest is None or oldest[0] is None:
+            return False
+        return from_value(oldest[0]).key() < stored.key()
+
+    def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
+        """Check the stored position, snapshot if due, then stream."""
+        offset = self._offset
+        if offset is not None and not (offset.get("snapshot") and not offset.get("snapshot_completed")) \
+                and not self._position_available(offset):
+            if self.snapshotter.should_snapshot_on_data_error():
+                self.log.warning("the stored offset (commit LSN %s) is no longer available on %s: the cleanup job "
+                                 "removed changes after it; taking a new snapshot (snapshot.mode=%s)",
+                                 offset.get("commit_lsn"), self.address, self.snapshotter.name)
+                offset = None
+            else:
+                self.log.warning("the stored offset (commit LSN %s) is no longer available on %s: the cleanup job "
+                                 "removed changes after it, which are lost; streaming goes on from the oldest change "
+                                 "left. Set snapshot.mode=when_needed to take a new snapshot instead",
+                                 offset.get("commit_lsn"), self.address)
+        offset_exists = offset is not None
+        in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
+        snapshot = self.snapshotter.should_snapshot_data(offset_exists, in_progress)
+        stream = self.snapshotter.should_stream()
+        if not snapshot and not stream:
+            self.log.info("no snapshot is due and snapshot.mode=%s does not stream: nothing to do",
+                          self.snapshotter.name)
+            return
+        if snapshot:
+            if wait_before("snapshot", self.config, self._stop, self.log):
+                return
+            last_offset: dict[str, Any] | None = None
+            for batch in self._snapshot():
+                last_offset = batch[-1].offset if batch else last_offset
+                yield batch
+            if self._stop.is_set():
+                self.snapshotter.snapshot_aborted()
+                return
+            self.snapshotter.snapshot_completed()
+            offset = last_offset
+            if stream and wait_before("streaming", self.config, self._stop, self.log):
+                return
+        elif offset is None:
+            # no_data: streaming starts at the current max LSN (as the snapshot offset Debezium records then).
+            row = self._conn.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()
+            offset = {"snapshot": True, "snapshot_completed": True, "commit_lsn": str(from_value(row[0]))}
+            yield [Checkpoint(offset)]
+        if not stream:
+            return
+        yield from self._stream(ResumePoint(offset))
+
+    def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
+        """The snapshot on its own connection and transaction."""
+        conn = self._connect()
+        try:
+            reader = self._snapshot_reader = SnapshotReader(
+                conn, self.server, self.db, self.config.get(msc.SNAPSHOT_ISOLATION_MODE),
+                self.config.get(msc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"))
+            include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
+            instances = [i for i in self._instances
+                         if not include or any(p.fullmatch(i.table.id.identifier) for p in include)]
+            lsn = reader.begin(instances)
+            self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(instances), lsn,
+                          reader.isolation)
+            yield from reader.read([(i, self._select(i)) for i in instances])
+            reader.end()
+        finally:
+            self._snapshot_reader = None
+            try:
+                conn.close()
+            except Exception as e:  # the snapshot's own connection; closing it cannot lose data
+                self.log.debug("closing the snapshot connection: %s", _first_line(e))
+
+    def _streaming_instances(self) -> list[CaptureInstance]:
+        """Every capture instance of the captured tables, older ones stopping where their successor starts."""
+        tables = read_tables(self._conn, self.db, self.modes)
+        included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table)}
+        return [i for found in read_all_capture_instances(self._conn, included).values() for i in found]
+
+    def _heartbeat_action(self, query: str, log: Any) -> None:
+        """Run ``heartbeat.action.query`` (e.g. an insert into a captured heartbeat table) so a quiet database moves."""
+        try:
+            self._conn.execute(query)
+        except Exception as e:
+            if _is_connection_error(e):
+                raise
+            log.warning("heartbeat.action.query failed: %s", _first_line(e))
+
+    def _select(self, inst: CaptureInstance) -> str:
+        """The table's snapshot SELECT: an override if configured, else its captured columns."""
+        override = self.config.get(f"snapshot.select.statement.overrides.{self.db}.{inst.table.id.identifier}") or \
+            self.config.get(f"snapshot.select.statement.overrides.{inst.table.id.identifier}")
+        if override:
+            cols = ", ".join(f"[{c.name}]" for c in inst.table.columns)
+            return f"SELECT {cols} FROM ({override}) AS cdc_snapshot_select"
+        return select_for(self.db, inst)
+
+    def _stream(self, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
+        """Poll the change tables until stopped."""
+        log = self.log.with_context("streaming")
+        # The core drops skipped operations; leaving them out of the query as well saves the round trips.
+        skipped = {s.strip() for s in self.config.get(common.SKIPPED_OPERATIONS) or [] if s.strip() != "none"}
+        reader = StreamReader(self._conn, self.server, self.db, self._streaming_instances(), resume,
+                              self.config.get(msc.DATA_QUERY_MODE), skipped, log,
+                              self.config.get(msc.MAX_ITERATION_TRANSACTIONS), self._streaming_instances)
+        log.info("streaming from commit LSN %s (change LSN %s, event %d)", resume.position.commit,
+                 resume.position.change, resume.serial)
+        if self.metrics is not None:
+            self.metrics.streaming.connected = True
+            self.metrics.streaming.captured_tables = {i.table.id.identifier for i in self._instances}
+        interval = self.config.get(common.POLL_INTERVAL_MS) / 1000.0
+        heartbeat = self.config.get(common.HEARTBEAT_INTERVAL_MS) / 1000.0
+        action = self.config.get(common.HEARTBEAT_ACTION_QUERY)
+        last_action = time.monotonic()
+        while not self._stop.is_set():
+            if action and heartbeat and time.monotonic() - last_action >= heartbeat:
+                last_action = time.monotonic()
+                self._heartbeat_action(action, log)
+            window = reader.window()
+            got = False
+            if window is not None:
+                for batch in window:
+                    got = True
+                    yield batch
+                    if self._stop.is_set():
+                        return
+            if not got:
+                yield [Checkpoint(reader.offset())]  # an idle position: the core sends a heartbeat when one is due
+                self._stop.wait(interval)
+
+
+def _is_connection_error(e: BaseException) -> bool:
+    """True for errors of the connection (SQLSTATE class 08), not of a statement."""
+    name = type(e).__name__
+    state = e.args[0] if getattr(e, "args", None) else ""
+    return name == "OperationalError" or (isinstance(state, str) and state.startswith("08"))
+
+
+def _first_line(e: BaseException) -> str:
+    """The first line of a driver error's message (pyodbc: its second argument)."""
+    text = str(e.args[1]) if len(getattr(e, "args", ())) > 1 else str(e)
+    return (text.strip().splitlines() or [type(e).__name__])[0]

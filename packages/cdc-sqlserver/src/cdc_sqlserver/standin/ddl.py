@@ -1,0 +1,106 @@
+"""``CREATE TABLE`` in T-SQL, run on the stand-in: the PostgreSQL table, plus SQL Server's column types recorded.
+
+SQL Server's catalog (``sys.columns``/``sys.types``) names types PostgreSQL does not have, so the
+declared T-SQL type of every column is kept in ``standin.column_types`` and shown through the
+``sys`` views; the PostgreSQL column gets the closest type that holds the same values.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import sqlglot
+from sqlglot import exp
+
+from cdc_sqlserver.standin.catalog_sql import TYPES
+
+_DEFAULT_SCALE = {"time": 7, "datetime2": 7, "datetimeoffset": 7, "datetime": 3, "smalldatetime": 0}
+
+
+def _declared(ddl: str, column: str) -> str:
+    """The type name the DDL declares for ``column`` (sqlglot folds REAL into FLOAT and TEXT into VARCHAR(MAX))."""
+    m = re.search(r'(?:[\[\"]%s[\]\"]|\b%s\b)\s+\[?(\w+)' % (re.escape(column), re.escape(column)), ddl, re.I)
+    if not m or m.group(1).lower() not in TYPES and m.group(1).lower() != "integer":
+        raise ValueError(f"the stand-in cannot hold column {column!r}: its type is not one of {sorted(TYPES)}")
+    name = m.group(1).lower()
+    return "int" if name == "integer" else name
+
+
+def _params(kind: exp.DataType) -> list[str]:
+    """A data type's parameters as T-SQL text (``10``, ``MAX``)."""
+    return [e.sql("tsql").upper() for e in kind.expressions]
+
+
+def _pg_type(name: str, params: list[str]) -> str:
+    """The PostgreSQL type that stands in for a SQL Server type."""
+    p = [int(x) for x in params if x.isdigit()]
+    if name in ("decimal", "numeric"):
+        precision, scale = (p + [18, 0])[0], (p[1] if len(p) > 1 else 0)
+        return f"NUMERIC({precision}, {scale})"
+    if name in ("char", "nchar"):
+        return f"CHAR({p[0] if p else 1})"
+    if name in ("varchar", "nvarchar"):
+        return f"VARCHAR({p[0]})" if p else "TEXT"
+    if name in ("time", "datetime2"):
+        precision = min(p[0] if p else 7, 6)
+        return f"TIME({precision})" if name == "time" else f"TIMESTAMP({precision})"
+    return {
+        "bit": "BOOLEAN", "tinyint": "SMALLINT", "smallint": "SMALLINT", "int": "INTEGER", "bigint": "BIGINT",
+        "real": "REAL", "float": "DOUBLE PRECISION", "money": "NUMERIC(19, 4)", "smallmoney": "NUMERIC(10, 4)",
+        "text": "TEXT", "ntext": "TEXT", "date": "DATE", "datetime": "TIMESTAMP(3)", "smalldatetime": "TIMESTAMP(0)",
+        "datetimeoffset": "TIMESTAMPTZ", "uniqueidentifier": "UUID", "binary": "BYTEA", "varbinary": "BYTEA",
+        "image": "BYTEA", "xml": "XML",
+    }[name]
+
+
+def _facts(name: str, params: list[str]) -> tuple[int, int, int]:
+    """``(max_length, precision, scale)`` as ``sys.columns`` gives them."""
+    p = [int(x) for x in params if x.isdigit()]
+    if name in ("decimal", "numeric"):
+        precision, scale = (p + [18, 0])[0], (p[1] if len(p) > 1 else 0)
+        return 17, precision, scale
+    if name in _DEFAULT_SCALE:
+        return 8, 0, p[0] if p else _DEFAULT_SCALE[name]
+    if name in ("char", "varchar", "binary", "varbinary"):
+        return (p[0] if p else (-1 if params else 1)), 0, 0
+    if name in ("nchar", "nvarchar"):
+        return (2 * p[0] if p else (-1 if params else 2)), 0, 0
+    fixed = {"bit": (1, 1), "tinyint": (1, 3), "smallint": (2, 5), "int": (4, 10), "bigint": (8, 19),
+             "real": (4, 24), "float": (8, 53), "money": (8, 19), "smallmoney": (4, 10), "date": (3, 10),
+             "uniqueidentifier": (16, 0)}
+    length, precision = fixed.get(name, (-1, 0))
+    scale = 4 if name in ("money", "smallmoney") else 0
+    return length, precision, scale
+
+
+def translate_create_table(ddl: str) -> tuple[str, str, str, list[tuple[str, str, int, int, int, int]]]:
+    """``(schema, table, PostgreSQL DDL, [(column, type, max_length, precision, scale, is_identity)])``."""
+    tree = sqlglot.parse_one(ddl, read="tsql")
+    if not isinstance(tree, exp.Create) or tree.kind != "TABLE":
+        raise ValueError("create_table takes one CREATE TABLE statement")
+    table = tree.find(exp.Table)
+    assert table is not None
+    columns: list[tuple[str, str, int, int, int, int]] = []
+    for cd in tree.find_all(exp.ColumnDef):
+        kind = cd.args["kind"]
+        name = _declared(ddl, cd.name)
+        params = _params(kind)
+        identity = int(any(isinstance(c.args.get("kind"), exp.GeneratedAsIdentityColumnConstraint)
+                           for c in cd.args.get("constraints") or []))
+        columns.append((cd.name, name, *_facts(name, params), identity))
+        cd.set("kind", exp.DataType.build(_pg_type(name, params), dialect="postgres"))
+    return table.db or "dbo", table.name, tree.sql("postgres"), columns
+
+
+def quote(name: str) -> str:
+    """A PostgreSQL quoted identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def record(conn: Any, schema: str, table: str, columns: list[tuple[str, str, int, int, int, int]]) -> None:
+    """Record the declared T-SQL types of a new table's columns."""
+    oid = conn.execute("SELECT %s::regclass::oid::int", (f"{quote(schema)}.{quote(table)}",)).fetchone()[0]
+    with conn.cursor() as cur:
+        cur.executemany("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                        [(oid, *c) for c in columns])

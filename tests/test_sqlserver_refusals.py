@@ -1,0 +1,95 @@
+"""What the SQL Server connector refuses at start, on the stand-in: one clear line each, never the password."""
+
+from __future__ import annotations
+
+import pytest
+
+from cdc_core.engine import Engine
+from cdc_core.errors import ConfigError, ConnectorError
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_process import write_properties
+from cdc_sqlserver.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
+from test_sqlserver_cli import StandInProcess
+
+SECRET = "s3cr3t-Pa55"
+
+
+def _start_error(config) -> str:
+    with pytest.raises((ConnectorError, ConfigError)) as info:
+        Engine(config, offset_store=MemoryOffsetStore()).run(lambda records: None)
+    message = str(info.value)
+    # A ConfigError lists its problems under one heading line; here there is exactly one problem.
+    lines = message.strip().splitlines()
+    assert len(lines) == (2 if isinstance(info.value, ConfigError) else 1) and SECRET not in message
+    return message
+
+
+def test_database_without_cdc_is_refused_naming_the_fix(standin):
+    standin.create_table(CUSTOMERS)
+    message = _start_error(standin.properties())
+    assert f"CDC is not enabled on database {standin.dbname!r}" in message
+    assert "sys.sp_cdc_enable_db" in message
+
+
+def test_no_table_with_cdc_is_refused(standin):
+    standin.create_table(CUSTOMERS)
+    standin.enable_db()
+    message = _start_error(standin.properties())
+    assert "no captured table" in message and "sys.sp_cdc_enable_table" in message and "dbo.customers" in message
+
+
+def test_a_user_who_cannot_read_the_capture_instance_is_refused(inventory):
+    inventory.execute(f"CREATE ROLE cdc_reader LOGIN PASSWORD '{SECRET}'")
+    inventory.execute("GRANT SELECT ON ALL TABLES IN SCHEMA dbo TO cdc_reader")
+    inventory.execute("GRANT USAGE ON SCHEMA dbo TO cdc_reader")
+    try:
+        config = {**inventory.properties(), "database.user": "cdc_reader", "database.password": SECRET}
+        message = _start_error(config)
+        assert "cannot read capture instance 'dbo_customers'" in message and "'cdc_reader'" in message
+    finally:
+        inventory.execute("DROP OWNED BY cdc_reader")
+        inventory.execute("DROP ROLE cdc_reader")
+
+
+def test_several_databases_are_refused_at_start(standin):
+    message = _start_error({**standin.properties(), "database.names": f"{standin.dbname},other"})
+    assert "database.names lists 2 databases" in message
+
+
+def test_cdc_run_exits_with_one_line_when_cdc_is_off(standin, tmp_path):
+    standin.create_table(CUSTOMERS)
+    props = {"debezium.sink.type": "file", "debezium.sink.file.dir": str(tmp_path / "events"),
+             "debezium.source.offset.storage.file.filename": str(tmp_path / "offsets.json")}
+    props.update({f"debezium.source.{k}": v for k, v in {**standin.properties(), "database.password": SECRET}.items()})
+    proc = StandInProcess(write_properties(tmp_path / "app.properties", props), tmp_path).start()
+    code = proc.wait_exit(60)
+    log = proc.log()
+    assert code != 0 and SECRET not in log
+    assert sum("CDC is not enabled on database" in line for line in log.splitlines()) == 1, log
+
+
+def test_a_stopped_sql_server_agent_is_reported_at_start(standin, caplog):
+    standin.create_table(CUSTOMERS)
+    standin.enable_db()
+    standin.enable_table("dbo", "customers")  # the agent is never started
+    with caplog.at_level("WARNING"):
+        Engine({**standin.properties(), "snapshot.mode": "initial_only"},
+               offset_store=MemoryOffsetStore()).run(lambda records: None)
+    assert sum("SQL Server Agent is not running" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_a_running_agent_gives_no_warning(inventory, caplog):
+    with caplog.at_level("WARNING"):
+        Engine({**inventory.properties(), "snapshot.mode": "initial_only"},
+               offset_store=MemoryOffsetStore()).run(lambda records: None)
+    assert not any("SQL Server Agent" in r.getMessage() for r in caplog.records)
+
+
+def test_properties_accepted_but_not_implemented_are_warned_about_once(inventory, caplog):
+    config = {**inventory.properties(), "snapshot.mode": "initial_only", "streaming.fetch.size": 100,
+              "include.schema.changes": "true"}
+    with caplog.at_level("WARNING"):
+        Engine(config, offset_store=MemoryOffsetStore()).run(lambda records: None)
+    messages = [r.getMessage() for r in caplog.records]
+    assert sum(m.startswith("streaming.fetch.size=100 is not implemented") for m in messages) == 1
+    assert sum(m.startswith("include.schema.changes=true") for m in messages) == 1
