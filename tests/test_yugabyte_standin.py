@@ -263,3 +263,14 @@ def test_blocking_snapshot_signal_is_ignored_and_streaming_goes_on(pg_server, pg
     finally:
         run.stop()
     assert create["value"]["payload"]["op"] == "c"
+
+
+def test_metrics_are_under_the_chapters_postgres_mbeans(pg_server, pg_db):
+    """The chapter's MBeans: ``debezium.postgres:type=connector-metrics,context=streaming,server=<topic.prefix>``."""
+    from cdc_core.engine import Engine
+    from cdc_core.stores.memory_offsets import MemoryOffsetStore
+
+    engine = Engine(_config(pg_server, pg_db), offset_store=MemoryOffsetStore())
+    prefix = engine.config.get("topic.prefix")
+    assert engine.metrics.mbean_name("streaming") == \
+        f"debezium.postgres:type=connector-metrics,context=streaming,server={prefix}"

@@ -228,7 +228,9 @@ class Engine:
         self.queue: BatchQueue[ChangeRecord | Checkpoint] = BatchQueue(
             self.config.get(common.MAX_QUEUE_SIZE), self.config.get(common.MAX_QUEUE_SIZE_IN_BYTES), record_size)
         #: Debezium's snapshot and streaming metrics of this engine's connector.
-        self.metrics = ConnectorMetrics(self.connector_class.name, self.config.get(common.TOPIC_PREFIX), self.queue,
+        # A connector may report under another connector's JMX domain (YugabyteDB's: debezium.postgres).
+        plugin = getattr(self.connector_class, "metrics_plugin", self.connector_class.name)
+        self.metrics = ConnectorMetrics(plugin, self.config.get(common.TOPIC_PREFIX), self.queue,
                                         parse_metric_tags(self.config.get(common.CUSTOM_METRIC_TAGS)))
         self._metrics_server = None
         self.max_batch = self.config.get(common.MAX_BATCH_SIZE)

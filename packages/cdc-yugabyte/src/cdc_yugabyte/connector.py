@@ -28,6 +28,8 @@ class YugabyteDBConnector(PostgresConnector):
     """YugabyteDB's logical-replication connector (Debezium 2.5 based), on the PostgreSQL one."""
 
     name: ClassVar[str] = "yugabytedb"
+    #: The chapter's MBeans stay PostgreSQL's: ``debezium.postgres:type=connector-metrics,...``.
+    metrics_plugin: ClassVar[str] = "postgres"
     class_names: ClassVar[tuple[str, ...]] = (
         "io.debezium.connector.postgresql.YugabyteDBConnector",  # YugabyteDB's connector since 2024.2
         "io.debezium.connector.YugabyteDB.YBPostgresConnector",  # the chapter's property table
