@@ -430,9 +430,6 @@ def decode(buf: bytes | bytearray | memoryview) -> PgOutputMessage:
         raise _error(buf, kind, len(buf), "message is truncated") from None
 
 
-_INSERT = 0x49  # 'I'
-
-
 def decode_insert(buf: bytes) -> tuple[int, tuple[Any, ...]]:
     """``decode`` of an Insert message (kind byte 'I', outside a stream block) as ``(relation_oid, new)``.
 
