@@ -200,15 +200,8 @@ class StreamReader:
         commit_lsn, resume = self._commit_lsn, self.resume
         if table is None or (commit_lsn == resume.commit and resume.proc is not None and lsn <= resume.proc):
             return
-        ts_us, xid, last_commit, tid = self._ts_us, self._xid, self._last_commit_lsn, table.id
-        # As _source (kept in step with it): the source block of a change in a transaction.
-        source = {
-            "version": DEBEZIUM_VERSION, "connector": CONNECTOR, "name": self.server,
-            "ts_ms": ts_us // 1000, "snapshot": "false", "db": self.db,
-            "sequence": f'["{last_commit}","{lsn}"]' if last_commit else f'[null,"{lsn}"]',
-            "ts_us": ts_us, "ts_ns": ts_us * 1000, "schema": tid.schema, "table": tid.table,
-            "txId": xid, "lsn": lsn, "xmin": None,
-        }
+        ts_us, xid, tid = self._ts_us, self._xid, table.id
+        source = self._source(tid.schema, tid.table, lsn, ts_us, True)  # the one place the source block is made
         offset = {"lsn_proc": lsn, "lsn_commit": commit_lsn, "lsn": lsn, "txId": xid, "ts_usec": ts_us}
         append(_new(RawChange, (table, "c", None, after, source, offset, self._tx_id,
                                 f"{xid}:{lsn}" if self.transaction_metadata else None)))
