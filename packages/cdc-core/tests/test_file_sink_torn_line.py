@@ -36,3 +36,19 @@ def test_complete_files_are_left_as_they_are(tmp_path: Path) -> None:
     _write(tmp_path, 1)
     _write(tmp_path, 2)
     assert (tmp_path / "t.jsonl").read_bytes().count(b"\n") == 2
+
+
+def test_a_batch_of_many_records_is_written_as_record_line_writes_each(tmp_path: Path) -> None:
+    """More records than one writev call takes (1024 pieces), with and without headers and nulls:
+    the file holds exactly ``record_line`` of each, in order."""
+    from cdc_core.sinks.lines import record_line
+
+    batch = [SinkRecord("t" if i % 3 else "u", None if i % 7 == 0 else str(i).encode(),
+                        None if i % 5 == 0 else b'{"v":"' + b"x" * (i % 50) + b'"}',
+                        {"h": i} if i % 4 == 0 else {}) for i in range(1500)]
+    sink = FileSink(Config({"dir": str(tmp_path), "fsync": "false"}))
+    sink.write(batch)
+    sink.close()
+    for topic in ("t", "u"):
+        expected = b"".join(record_line(r) for r in batch if r.topic == topic)
+        assert (tmp_path / f"{topic}.jsonl").read_bytes() == expected

@@ -26,6 +26,7 @@ from cdc_postgres.pgoutput import (
     TypeMessage,
     Update,
     decode,
+    decode_insert,
     decode_streamed,
 )
 
@@ -226,6 +227,26 @@ def test_truncated_input_names_kind_and_offset(buf: bytes, kind: str, offset: in
     message = str(info.value)
     assert f"kind {kind}" in message
     assert f"byte offset {offset}" in message
+
+
+@pytest.mark.parametrize("buf", [
+    b"I" + u32(7) + b"N" + i16(3) + text("a") + b"n" + b"u",
+    b"I" + u32(1) + b"N" + i16(2) + text("a"),  # second column missing
+    b"I" + u32(1) + b"N" + i16(1) + b"t" + i32(10) + b"abc",  # short value
+    b"I" + u32(1) + b"N" + i16(1) + b"t" + i32(2) + b"\xc3",  # text cut mid-character
+    b"I" + u32(1) + b"X" + i16(0),  # no 'N'
+    b"I" + u32(1),
+])
+def test_the_streaming_insert_fast_path_decodes_and_fails_as_decode(buf: bytes) -> None:
+    """``decode_insert`` (the streaming hot path) gives decode's values, or raises decode's very error."""
+    try:
+        expected = decode(buf)
+    except PgOutputError as e:
+        with pytest.raises(PgOutputError) as info:
+            decode_insert(buf)
+        assert str(info.value) == str(e)
+    else:
+        assert decode_insert(buf) == (expected.relation_oid, expected.new)
 
 
 def test_unknown_tuple_value_kind() -> None:

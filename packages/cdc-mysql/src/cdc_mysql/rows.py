@@ -111,18 +111,37 @@ def _frac_bytes(fsp: int) -> int:
     return (fsp + 1) // 2
 
 
+#: Days since the epoch of DATETIME2's packed year-month-day (``ymd``), filled as dates are seen: a
+#: stream's rows mostly carry a few dates, so ``days_from_civil`` runs once per date, not per row.
+_DATETIME_DAYS: dict[int, int] = {}
+#: Fractional-second bytes and their multiplier to microseconds, per fsp (0-6).
+_FRAC = tuple(((fsp + 1) // 2, (10000, 100, 1)[(fsp + 1) // 2 - 1] if fsp else 0) for fsp in range(7))
+
+
+def _datetime_days(ymd: int) -> int | None:
+    """Days since the epoch of a packed ``ymd`` (None for a zero month or day), remembered."""
+    ym = ymd >> 5
+    month, day = ym % 13, ymd & 31
+    if month == 0 or day == 0:
+        return None
+    if len(_DATETIME_DAYS) >= 100_000:
+        _DATETIME_DAYS.clear()
+    days = _DATETIME_DAYS[ymd] = days_from_civil(ym // 13, month, day)
+    return days
+
+
 def decode_datetime2(data: bytes, pos: int, fsp: int, optional: bool) -> int | None:
     """DATETIME2 at ``pos`` as epoch microseconds (zero dates: None if optional, else 0)."""
     packed = int.from_bytes(data[pos:pos + 5], "big") - 0x8000000000
-    ymd = packed >> 17
-    ym = ymd >> 5
-    year, month, day = ym // 13, ym % 13, ymd & 31
+    days = _DATETIME_DAYS.get(packed >> 17)
+    if days is None:
+        days = _datetime_days(packed >> 17)
+        if days is None:
+            return None if optional else 0
     hms = packed & 0x1FFFF
-    micros = _read_frac(data, pos + 5, fsp)
-    if month == 0 or day == 0:
-        return None if optional else 0
-    seconds = (hms >> 12) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63)
-    return days_from_civil(year, month, day) * 86_400_000_000 + seconds * 1_000_000 + micros
+    n, scale = _FRAC[fsp]
+    micros = int.from_bytes(data[pos + 5:pos + 5 + n], "big") * scale if n else 0
+    return days * 86_400_000_000 + ((hms >> 12) * 3600 + ((hms >> 6) & 63) * 60 + (hms & 63)) * 1_000_000 + micros
 
 
 def _read_frac(data: bytes, pos: int, fsp: int) -> int:
@@ -155,10 +174,20 @@ def decode_time2(data: bytes, pos: int, fsp: int) -> int:
 def decode_date(data: bytes, pos: int, optional: bool) -> int | None:
     """DATE (3 bytes) at ``pos`` as days since the epoch."""
     v = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
+    days = _DATE_DAYS.get(v)
+    if days is not None:
+        return days
     day, month, year = v & 31, (v >> 5) & 15, v >> 9
     if month == 0 or day == 0:
         return None if optional else 0
-    return days_from_civil(year, month, day)
+    if len(_DATE_DAYS) >= 100_000:
+        _DATE_DAYS.clear()
+    days = _DATE_DAYS[v] = days_from_civil(year, month, day)
+    return days
+
+
+#: Days since the epoch of DATE's 3-byte value, filled as dates are seen (as ``_DATETIME_DAYS``).
+_DATE_DAYS: dict[int, int] = {}
 
 
 def decode_timestamp2(data: bytes, pos: int, fsp: int, optional: bool) -> int | None:

@@ -405,7 +405,8 @@ def _build_numeric(ctx: _Ctx) -> _Built:
         # unscaled integer is the text without its point; then BigInteger.toByteArray() in base64.
         try:
             if fast and len(text) > scale and text[dot] == ".":
-                n = _digits_int(text.replace(".", "", 1))
+                digits = text.replace(".", "", 1)
+                n = int(digits) if len(digits) < _INT_STR_LIMIT else _digits_int(digits)
                 length = (n if n >= 0 else ~n).bit_length() // 8 + 1
                 return b2a(n.to_bytes(length, "big", signed=True), newline=False).decode("ascii")
             return encode(_unscaled(text, scale))
