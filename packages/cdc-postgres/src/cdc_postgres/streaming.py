@@ -101,6 +101,8 @@ class StreamReader:
         #: those skipped as already delivered (NumberOfSkippedEvents), since the connector last took them.
         self.filtered = 0
         self.skipped = 0
+        #: Inserts take the one-step path (``_insert``) unless a subclass changes ``_change`` (YugabyteDB's cells).
+        self._fast_insert = type(self)._change is StreamReader._change
         #: The slot's catalog_xmin as last read (``xmin.fetch.interval.ms``): source.xmin and the offsets' xmin.
         self.xmin: int | None = None
 
@@ -128,7 +130,7 @@ class StreamReader:
                 if payload[0] in _XID_PREFIXED:
                     self._stream_message(x.data_start, payload)
                     continue
-            elif payload[0] == _INSERT:  # the common case, without decode's dispatch
+            elif payload[0] == _INSERT and self._fast_insert:  # the common case, without decode's dispatch
                 if not self._skip_tx:
                     self._insert(payload, x.data_start, append)
                 continue
@@ -214,12 +216,18 @@ class StreamReader:
         """``_change`` of an Insert message, decoded here (the streaming hot path: fewer calls per row)."""
         oid, after = decode_insert(payload if payload.__class__ is bytes else bytes(payload))
         table = self.tables.get(oid)
+        if table is None:
+            self.filtered += 1
+            return
         commit_lsn, resume = self._commit_lsn, self.resume
-        if table is None or (commit_lsn == resume.commit and resume.proc is not None and lsn <= resume.proc):
+        if commit_lsn == resume.commit and resume.proc is not None and lsn <= resume.proc:  # resume.skip_change
+            self.skipped += 1
             return
         ts_us, xid, tid = self._ts_us, self._xid, table.id
         source = self._source(tid.schema, tid.table, lsn, ts_us, True)  # the one place the source block is made
         offset = {"lsn_proc": lsn, "lsn_commit": commit_lsn, "lsn": lsn, "txId": xid, "ts_usec": ts_us}
+        if self.xmin is not None:
+            offset["xmin"] = self.xmin
         append(_new(RawChange, (table, "c", None, after, source, offset, self._tx_id,
                                 f"{xid}:{lsn}" if self.transaction_metadata else None)))
         self._changes_in_tx += 1
