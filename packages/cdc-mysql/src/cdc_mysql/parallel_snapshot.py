@@ -22,13 +22,11 @@ import pymysql.cursors
 
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.relational import Table
+from cdc_core.snapshot.parallel import read_in_parallel
 
 from cdc_mysql.model import TableDef
 from cdc_mysql.snapshot import SnapshotReader, _refusal, _snapshot_cursor, row_parser
 from cdc_mysql.source import source_block
-
-_DONE = object()
-
 
 class ParallelSnapshotReader(SnapshotReader):
     """A SnapshotReader over several connections (the first is the snapshot's own), one table per thread."""
@@ -40,55 +38,13 @@ class ParallelSnapshotReader(SnapshotReader):
 
     def read(self, tables: list[tuple[Table, TableDef, str]]) -> Iterator[list[RawChange | Checkpoint]]:
         """Yield batches of ``r`` changes as the threads read them; the last record of all is marked ``last``."""
-        todo: queue.Queue[tuple[Table, TableDef, str]] = queue.Queue()
-        for item in tables:
-            todo.put(item)
-        out: queue.Queue[Any] = queue.Queue(maxsize=4 * len(self.conns))
-        workers = [threading.Thread(target=self._work, args=(conn, todo, out), name=f"cdc-snapshot-{i}", daemon=True)
-                   for i, conn in enumerate(self.conns)]
-        for w in workers:
-            w.start()
-        held: RawChange | None = None
-        running = len(workers)
-        try:
-            while running:
-                item = out.get()
-                if item is _DONE:
-                    running -= 1
-                    continue
-                if isinstance(item, BaseException):
-                    raise item
-                if self.stopped:
-                    return
-                batch = item if held is None else [held, *item]
-                held = batch.pop()
-                if batch:
-                    yield batch
-            if held is not None and not self.stopped:
-                yield [held._replace(source={**held.source, "snapshot": "last"})]
-        finally:
-            self.stopped = self.stopped or running > 0
-            while running:  # let the workers finish their current put and exit
-                try:
-                    if out.get(timeout=0.1) is _DONE:
-                        running -= 1
-                except queue.Empty:
-                    if not any(w.is_alive() for w in workers):
-                        break
+        held = yield from read_in_parallel(self.conns, tables, lambda c, item, out: self._read_table(c, *item, out),
+                                           lambda: self.stopped, self._stop)
+        if held is not None:
+            yield [held._replace(source={**held.source, "snapshot": "last"})]
 
-    def _work(self, conn: pymysql.connections.Connection, todo: queue.Queue, out: queue.Queue) -> None:
-        """Read tables from ``todo`` until none is left (or a stop), putting batches on ``out``."""
-        try:
-            while not self.stopped:
-                try:
-                    table, definition, statement = todo.get_nowait()
-                except queue.Empty:
-                    break
-                self._read_table(conn, table, definition, statement, out)
-        except BaseException as e:  # noqa: BLE001 - handed to the reading thread, which raises it
-            out.put(e)
-        finally:
-            out.put(_DONE)
+    def _stop(self) -> None:
+        self.stopped = True
 
     def _read_table(self, conn: pymysql.connections.Connection, table: Table, definition: TableDef, statement: str,
                     out: queue.Queue) -> None:

@@ -24,6 +24,7 @@ from psycopg import sql
 from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.relational import Table
+from cdc_core.snapshot.parallel import read_in_parallel
 from cdc_postgres.copyread import read_blocks
 from cdc_postgres.copytext import parse_block
 from cdc_postgres.query_timeout import FirstRowDeadline, timeout_error
@@ -167,16 +168,10 @@ class SnapshotReader:
         finally:
             deadline.arrived()
 
-
     def _read_parallel(self, tables: list[tuple[Table, str]]) -> Iterator[list[RawChange | Checkpoint]]:
         """``read`` with ``threads`` connections on the same exported snapshot, one table per thread at a time."""
         assert self.connect is not None
         conns = [self.conn]
-        todo: queue.Queue[tuple[Table, str]] = queue.Queue()
-        for item in tables:
-            todo.put(item)
-        out: queue.Queue[Any] = queue.Queue(maxsize=8 * self.threads)
-        done = object()
         try:
             for _ in range(min(self.threads, len(tables)) - 1):
                 conn = self.connect()
@@ -187,48 +182,10 @@ class SnapshotReader:
                 for conn in conns:
                     conn.execute("SET LOCAL statement_timeout = 0")
             self.log.info("snapshot.max.threads: reading %d tables at once", len(conns))
-
-            def work(conn: psycopg.Connection) -> None:
-                """Read tables from ``todo`` on ``conn`` until none is left (or a stop)."""
-                try:
-                    while not self.stopped:
-                        try:
-                            table, select = todo.get_nowait()
-                        except queue.Empty:
-                            break
-                        self._read_table(conn, table, select, out)
-                except BaseException as e:  # noqa: BLE001 - raised by the reading thread
-                    out.put(e)
-                finally:
-                    out.put(done)
-
-            workers = [threading.Thread(target=work, args=(c,), name=f"cdc-snapshot-{i}", daemon=True)
-                       for i, c in enumerate(conns)]
-            for w in workers:
-                w.start()
-            running, held = len(workers), None
-            try:
-                while running:
-                    item = out.get()
-                    if item is done:
-                        running -= 1
-                        continue
-                    if isinstance(item, BaseException):
-                        raise item
-                    if self.stopped:
-                        return
-                    batch = item if held is None else [held, *item]
-                    held = batch.pop()
-                    if batch:
-                        yield batch
-            finally:
-                self.stopped = self.stopped or running > 0
-                while running and any(w.is_alive() for w in workers):
-                    try:
-                        if out.get(timeout=0.1) is done:
-                            running -= 1
-                    except queue.Empty:
-                        pass
+            held = yield from read_in_parallel(conns, tables, lambda c, item, out: self._read_table(c, *item, out),
+                                               lambda: self.stopped, self._stop, queue_per_thread=8)
+            if self.stopped:
+                return
             batch = []
             if held is not None:
                 batch.append(held._replace(source={**held.source, "snapshot": "last"}, offset=self._offset(True)))
@@ -238,6 +195,9 @@ class SnapshotReader:
         finally:
             for conn in conns[1:]:
                 conn.close()
+
+    def _stop(self) -> None:
+        self.stopped = True
 
     def _read_table(self, conn: psycopg.Connection, table: Table, select: str, out: queue.Queue) -> None:
         """One table's rows onto ``out`` in batches, first and last marked ``*_in_data_collection``."""
