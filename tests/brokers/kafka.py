@@ -93,9 +93,25 @@ def external_bootstrap() -> str | None:
     return os.environ.get(EXTERNAL_ENV) or None
 
 
+#: The Kafka image the tests run with testcontainers where a Docker engine runs (testcontainers' default).
+KAFKA_IMAGE = "confluentinc/cp-kafka:7.6.0"
+
+
+def docker_engine() -> bool:
+    """Whether a Docker engine answers here (testcontainers can start a real Apache Kafka)."""
+    try:
+        import docker
+
+        docker.from_env().ping()
+    except Exception:  # noqa: BLE001 - any failure means no engine to talk to
+        return False
+    return True
+
+
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[Any]:
-    """A running broker for the module: the external Kafka when ``CDC_TEST_KAFKA_BOOTSTRAP`` is set, else Tansu."""
+    """A running broker for the module: the external Kafka when ``CDC_TEST_KAFKA_BOOTSTRAP`` is set, else a real
+    Apache Kafka in a container where a Docker engine runs (testcontainers), else Tansu."""
     bootstrap = external_bootstrap()
     if bootstrap:
         yield ExternalKafka(bootstrap)
@@ -104,6 +120,12 @@ def kafka() -> Iterator[Any]:
         import confluent_kafka  # noqa: F401
     except ImportError:
         pytest.skip("confluent-kafka is not installed (uv sync --all-extras)")
+    if docker_engine():
+        from testcontainers.community.kafka import KafkaContainer
+
+        with KafkaContainer(KAFKA_IMAGE) as container:
+            yield ExternalKafka(container.get_bootstrap_server())
+        return
     try:
         broker = EmbeddedKafka().start()
     except EmbeddedKafkaError as e:
