@@ -23,6 +23,8 @@ from cdc_core.plugins import PluginRegistry
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_core.topics import TopicNamingStrategy
 
+from test_config_catalogue import refused_example  # noqa: F401 - the fixture: a property made refused
+
 
 def _config(pg, db: str, **extra: Any) -> dict[str, Any]:
     return {"connector.class": "io.debezium.connector.postgresql.PostgresConnector", "database.hostname": pg.host,
@@ -227,21 +229,20 @@ def test_retriable_restart_waits_the_configured_time(pg_server, pg_db, caplog) -
 
 def test_documented_unimplemented_properties_start_with_one_warning(pg_server, pg_db, caplog) -> None:
     _table(pg_server, pg_db)
-    config = _config(pg_server, pg_db, **{"xmin.fetch.interval.ms": 1000, "driver.stringtype": "unspecified",
-                                          "tasks.max": 1})
+    config = _config(pg_server, pg_db, **{"schema.refresh.mode": "columns_diff_exclude_unchanged_toast",
+                                          "driver.stringtype": "unspecified", "tasks.max": 1})
     with caplog.at_level(logging.WARNING, logger="cdc.engine"):
         engine = Engine(config, offset_store=MemoryOffsetStore())
     warnings = [r.getMessage() for r in caplog.records if "accepted, no effect in cdc" in r.getMessage()]
-    assert warnings == ["accepted, no effect in cdc: xmin.fetch.interval.ms, driver.stringtype, tasks.max"]
+    assert warnings == ["accepted, no effect in cdc: schema.refresh.mode, driver.stringtype, tasks.max"]
     with _Run(engine) as run:
         run.wait(lambda: len(run.records) >= 2, "the snapshot")
 
 
-def test_a_refused_property_names_itself_and_why(pg_server, pg_db) -> None:
-    config = _config(pg_server, pg_db, **{"slot.stream.params": "add-tables=public.orders"})
+def test_a_refused_property_names_itself_and_why(pg_server, pg_db, refused_example) -> None:
+    config = _config(pg_server, pg_db, **{refused_example: "columns_diff_exclude_unchanged_toast"})
     with pytest.raises(ConfigError) as e:
         Engine(config)
     assert e.value.problems == [
-        "slot.stream.params: documented, but cdc does not implement it, and ignoring it would change "
-        "the data delivered (parameters passed to the logical decoding plug-in can filter or reshape the changes "
-        "it sends)"]
+        f"{refused_example}: documented, but cdc does not implement it, and ignoring it would change "
+        "the data delivered (an example refusal)"]
