@@ -268,13 +268,15 @@ def stop_while_broker_down(broker: Broker, pg: Any, db: str, tmp: Path) -> int:
         writer.start()
         wait_for(lambda: len(broker.messages()) >= 100, cdc, 60, "100 messages")
         broker.stop()
-        wait_for(lambda: "retrying" in cdc.log(), cdc, 30, "the sink to retry")
-        started = time.monotonic()
-        assert cdc.terminate(timeout=20) == 0, cdc.log()[-3000:]
-        assert time.monotonic() - started < 15, "SIGTERM waited for the broker"
-        assert "Traceback" not in cdc.log(), cdc.log()[-3000:]
-        rows = writer.finish()
-        broker.start()
+        try:
+            wait_for(lambda: "retrying" in cdc.log(), cdc, 30, "the sink to retry")
+            started = time.monotonic()
+            assert cdc.terminate(timeout=20) == 0, cdc.log()[-3000:]
+            assert time.monotonic() - started < 15, "SIGTERM waited for the broker"
+            assert "Traceback" not in cdc.log(), cdc.log()[-3000:]
+            rows = writer.finish()
+        finally:
+            broker.start()  # the module's next tests need it, whatever happened here
         cdc = start_cdc(pg, db, tmp / "run", broker.sink_properties())
         wait_for(lambda: _has_all(broker, rows), cdc, 90, f"all {rows} rows after the restart")
     finally:

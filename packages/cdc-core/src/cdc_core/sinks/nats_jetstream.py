@@ -72,6 +72,14 @@ def _sign(seed: str, nonce: str) -> bytes:
         key.wipe()
 
 
+async def _cancel_tasks() -> None:
+    """Cancel every other task of the running loop and wait for them to end."""
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 class _Nack(Exception):
     """A publish answered with an error (``code``/``err_code`` from the server) or by no stream at all."""
 
@@ -241,6 +249,7 @@ class NatsJetStreamSink:
         for future, subject in self._pending.values():
             if not future.done():
                 future.set_exception(_Nack(subject, 503, 0, "connection lost"))
+                future.exception()  # retrieved: a batch that failed early is retried whole, nobody awaits these
         self._pending.clear()
         if nc is not None:
             try:
@@ -368,6 +377,10 @@ class NatsJetStreamSink:
                 asyncio.run_coroutine_threadsafe(self._disconnect(), self._loop).result(10)
             except Exception as e:  # noqa: BLE001 - every acknowledged batch is already stored
                 log.warning("nats-jetstream sink: closing the connection failed: %s", e)
+            try:  # nats-py's own tasks (subscriptions of a connection that broke) end before the loop closes
+                asyncio.run_coroutine_threadsafe(_cancel_tasks(), self._loop).result(10)
+            except Exception as e:  # noqa: BLE001 - as above
+                log.debug("nats-jetstream sink: cancelling the client's tasks: %s", e)
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(10)
             if not self._thread.is_alive():
