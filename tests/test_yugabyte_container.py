@@ -20,6 +20,8 @@ from urllib.parse import urlparse
 import psycopg
 import pytest
 
+from cdc_core.containers import docker_problem
+
 from yb_run import Running, yb_config
 
 IMAGE = os.environ.get("CDC_YUGABYTE_IMAGE", "yugabytedb/yugabyte:2024.1.1.0-b137")
@@ -47,19 +49,6 @@ class YugabyteServer:
             return cur.fetchall() if cur.description else None
 
 
-def _docker_problem() -> str | None:
-    """Why no container can be started here, or None."""
-    try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception as e:  # noqa: BLE001 - any failure means no engine to talk to
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        detail = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        return (f"no Docker engine at {where} ({detail}), and CDC_TEST_YUGABYTE is not set: the real-YugabyteDB "
-                "tests need one of them")
-    return None
-
 
 @pytest.fixture(scope="session")
 def yugabyte() -> Iterator[YugabyteServer]:
@@ -70,7 +59,7 @@ def yugabyte() -> Iterator[YugabyteServer]:
         yield YugabyteServer(u.hostname or "127.0.0.1", u.port or 5433, u.username or "yugabyte", u.password or "",
                              (u.path or "/yugabyte").lstrip("/") or "yugabyte")
         return
-    problem = _docker_problem()
+    problem = docker_problem("CDC_TEST_YUGABYTE", "real-YugabyteDB")
     if problem:
         pytest.skip(problem)
     from testcontainers.core.container import DockerContainer

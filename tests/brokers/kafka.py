@@ -11,6 +11,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+from cdc_core.containers import docker_problem
 from cdc_core.throwaway_server import ThrowawayServer, ThrowawayServerError
 
 #: A real Apache Kafka to run the Kafka tests against as well (``host:port``), when set.
@@ -97,17 +98,6 @@ def external_bootstrap() -> str | None:
 KAFKA_IMAGE = "confluentinc/cp-kafka:7.6.0"
 
 
-def docker_engine() -> bool:
-    """Whether a Docker engine answers here (testcontainers can start a real Apache Kafka)."""
-    try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception:  # noqa: BLE001 - any failure means no engine to talk to
-        return False
-    return True
-
-
 @pytest.fixture(scope="module")
 def kafka() -> Iterator[Any]:
     """A running broker for the module: the external Kafka when ``CDC_TEST_KAFKA_BOOTSTRAP`` is set, else a real
@@ -120,7 +110,7 @@ def kafka() -> Iterator[Any]:
         import confluent_kafka  # noqa: F401
     except ImportError:
         pytest.skip("confluent-kafka is not installed (uv sync --all-extras)")
-    if docker_engine():
+    if docker_problem(EXTERNAL_ENV, "Apache Kafka") is None:
         from testcontainers.community.kafka import KafkaContainer
 
         with KafkaContainer(KAFKA_IMAGE) as container:

@@ -21,6 +21,8 @@ import orjson
 import pymysql
 import pytest
 
+from cdc_core.containers import docker_problem
+
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -51,19 +53,6 @@ class MySqlServer:
         return rows
 
 
-def _docker_problem() -> str | None:
-    """Why no container can be started here, or None."""
-    try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception as e:  # noqa: BLE001 - any failure means no engine to talk to
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        detail = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        return (f"no Docker engine at {where} ({detail}), and CDC_TEST_MYSQL8 is not set: the MySQL 8 tests need "
-                "one of them")
-    return None
-
 
 @pytest.fixture(scope="session")
 def mysql8() -> Iterator[MySqlServer]:
@@ -73,7 +62,7 @@ def mysql8() -> Iterator[MySqlServer]:
         u = urlparse(url)
         yield MySqlServer(u.hostname or "127.0.0.1", u.port or 3306, u.username or "root", u.password or "")
         return
-    problem = _docker_problem()
+    problem = docker_problem("CDC_TEST_MYSQL8", "MySQL 8")
     if problem:
         pytest.skip(problem)
     from testcontainers.community.mysql import MySqlContainer

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from cdc_core.containers import docker_problem
+
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 
@@ -37,25 +39,13 @@ def _driver_problem() -> str | None:
     return None
 
 
-def _docker_problem() -> str | None:
-    try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception as e:  # noqa: BLE001 - any failure means no engine to talk to
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        detail = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        return (f"no Docker engine at {where} ({detail}), and CDC_TEST_SQLSERVER is not set: the real SQL Server "
-                f"tests need one of them ({IMAGE})")
-    return None
-
 
 @pytest.fixture(scope="session")
 def sqlserver() -> Iterator[dict[str, str]]:
     """``{"Server": ..., "UID": ..., "PWD": ..., ...}``: a real SQL Server's ODBC connection settings."""
     text = os.environ.get("CDC_TEST_SQLSERVER")
     if not text:
-        problem = _docker_problem()
+        problem = docker_problem("CDC_TEST_SQLSERVER", f"real SQL Server ({IMAGE})")
         if problem:
             pytest.skip(problem)
     problem = _driver_problem()
