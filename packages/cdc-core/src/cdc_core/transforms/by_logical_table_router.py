@@ -11,7 +11,6 @@ and records that are not change events keep their value. Rows are copied as Kafk
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from typing import Any, ClassVar
 
@@ -21,7 +20,7 @@ from cdc_core.events import ChangeRecord
 from cdc_core.naming import schema_adjuster
 from cdc_core.schema import Field, Schema
 from cdc_core.transforms.options import field, options, regex
-from cdc_core.transforms.replacement import java_replacement, replace_first
+from cdc_core.transforms.java_regex import java_pattern, java_replacement, replace_first
 from cdc_core.transforms.schemas import copy_schema
 from cdc_core.transforms.structs import default_filler
 
@@ -64,22 +63,22 @@ class ByLogicalTableRouter:
     def __init__(self, config: Config):
         """Compile the expressions and replacements; check key.field.regex has its replacement."""
         o = options(config, FIELDS)
-        self.topic_regex = re.compile(o["topic.regex"])
+        self.topic_regex = java_pattern(o["topic.regex"])
         try:
-            self.topic_replacement = java_replacement(o["topic.replacement"])
+            self.topic_replacement = java_replacement(o["topic.replacement"], self.topic_regex)
         except ValueError as e:
             raise ConfigError([f"topic.replacement: {e}"]) from None
         self.enforce_uniqueness = o["key.enforce.uniqueness"]
         self.key_field_name = o["key.field.name"]
         key_regex = (o["key.field.regex"] or "").strip()
-        self.key_field_regex = re.compile(key_regex) if key_regex else None
+        self.key_field_regex = java_pattern(key_regex) if key_regex else None
         self.key_field_replacement = None
         if self.key_field_regex is not None:
             replacement = (o["key.field.replacement"] or "").strip()
             if not replacement:
                 raise ConfigError(["key.field.replacement: must be non-empty if key.field.regex is set"])
             try:
-                self.key_field_replacement = java_replacement(o["key.field.replacement"])
+                self.key_field_replacement = java_replacement(o["key.field.replacement"], self.key_field_regex)
             except ValueError as e:
                 raise ConfigError([f"key.field.replacement: {e}"]) from None
         self.adjust = schema_adjuster(o["schema.name.adjustment.mode"])

@@ -79,3 +79,11 @@ def java_replacement(replacement: str, pattern: re.Pattern[str]) -> Callable[[re
         return "".join(p if isinstance(p, str) else (m.group(p) or "") for p in parts)
 
     return replace
+
+
+def replace_first(pattern: re.Pattern[str], replacement: Callable[[re.Match[str]], str], text: str) -> str | None:
+    """``text`` with the first match replaced, if the whole of ``text`` matches (``matches()`` then
+    ``replaceFirst``, as Kafka's RegexRouter and Debezium's ByLogicalTableRouter do); None otherwise."""
+    if pattern.fullmatch(text) is None:
+        return None
+    return pattern.sub(replacement, text, count=1)

@@ -8,15 +8,16 @@ from typing import Any
 from cdc_core.config import Config, Fields
 from cdc_core.config.fields import ConfigField
 from cdc_core.errors import ConfigError
+from cdc_core.transforms.java_regex import java_pattern
 
 #: Keys of ``transforms.<alias>.*`` the chain itself reads (not options of the transform).
 CHAIN_KEYS = frozenset({"type", "predicate", "negate"})
 
 
 def regex_problem(value: Any) -> str | None:
-    """Why ``value`` is not a regular expression (Python's syntax, close to Java's), or None."""
+    """Why ``value`` is not a regular expression (Java's syntax as far as Python's ``re`` reads it), or None."""
     try:
-        re.compile(value)
+        java_pattern(value)
     except re.error as e:
         return f"{value!r} is not a valid regular expression: {e}"
     return None

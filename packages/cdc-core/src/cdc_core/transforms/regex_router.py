@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import ClassVar
 
 from cdc_core.config import Config, Fields
 from cdc_core.errors import ConfigError
 from cdc_core.events import ChangeRecord
+from cdc_core.transforms.java_regex import java_pattern, java_replacement, replace_first
 from cdc_core.transforms.options import field, options, regex
-from cdc_core.transforms.replacement import java_replacement, replace_first
 from cdc_core.transforms.sides import KAFKA
 
 FIELDS = Fields([regex("regex"), field("replacement", "string", None, required=True)])
@@ -25,9 +24,9 @@ class RegexRouter:
     def __init__(self, config: Config):
         """Compile the expression and the replacement."""
         o = options(config, FIELDS)
-        self.regex = re.compile(o["regex"])
+        self.regex = java_pattern(o["regex"])
         try:
-            self.replacement = java_replacement(o["replacement"])
+            self.replacement = java_replacement(o["replacement"], self.regex)
         except ValueError as e:
             raise ConfigError([f"replacement: {e}"]) from None
         self._topics: dict[str, str | None] = {}
