@@ -182,9 +182,6 @@ class SqlServerConnector:
 
     def _warn_unimplemented(self) -> None:
         """One warning per Debezium property set here that this connector accepts but does not implement yet."""
-        if self.config.get(msc.STREAMING_FETCH_SIZE):
-            self.log.warning("streaming.fetch.size=%s is not implemented: each capture instance's window is read "
-                             "whole (max.iteration.transactions bounds it)", self.config.get(msc.STREAMING_FETCH_SIZE))
         if msc.INCLUDE_SCHEMA_CHANGES.name in self.config and self.config.get(msc.INCLUDE_SCHEMA_CHANGES):
             self.log.warning("include.schema.changes=true: cdc's SQL Server connector emits no schema change events "
                              "yet (a new capture instance changes the events' schema without one)")
@@ -343,7 +340,8 @@ class SqlServerConnector:
         skipped = {s.strip() for s in self.config.get(common.SKIPPED_OPERATIONS) or [] if s.strip() != "none"}
         reader = StreamReader(self._conn, self.server, self.db, self._streaming_instances(), resume,
                               self.config.get(msc.DATA_QUERY_MODE), skipped, log,
-                              self.config.get(msc.MAX_ITERATION_TRANSACTIONS), self._streaming_instances)
+                              self.config.get(msc.MAX_ITERATION_TRANSACTIONS), self._streaming_instances,
+                              self.config.get(msc.STREAMING_FETCH_SIZE))
         log.info("streaming from commit LSN %s (change LSN %s, event %d)", resume.position.commit,
                  resume.position.change, resume.serial)
         if self.metrics is not None:
