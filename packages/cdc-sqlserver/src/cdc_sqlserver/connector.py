@@ -21,6 +21,7 @@ from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LSN_OF_ALL_CHANGE_TABLES,
                                    TRACKED_TABLES, CaptureInstance,
                                    read_all_capture_instances, read_capture_instances, read_tables)
+from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
@@ -312,8 +313,19 @@ class SqlServerConnector:
     def _streaming_instances(self) -> list[CaptureInstance]:
         """Every capture instance of the captured tables, older ones stopping where their successor starts."""
         tables = read_tables(self._conn, self.db, self.modes)
-        included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table)}
+        signal = signal_table_key(self.config, self.db)  # streamed for signals and watermarks, captured or not
+        included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table) or k == signal}
+        if signal is not None and signal not in included:
+            self.log.warning("signal.data.collection %s.%s.%s does not exist: create it as (id VARCHAR(42) PRIMARY "
+                             "KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048)) and enable it for CDC to use the "
+                             "source signal channel and incremental snapshots", self.db, *signal)
         return [i for found in read_all_capture_instances(self._conn, included).values() for i in found]
+
+    def incremental_snapshot_source(self) -> SqlServerIncrementalSource:
+        """Ad hoc snapshots (``cdc_core.incremental.spi``) over the tables this connector captures."""
+        source = SqlServerIncrementalSource(self.config, self.log)
+        source.included = self._included
+        return source
 
     def _heartbeat_action(self, query: str, log: Any) -> None:
         """Run ``heartbeat.action.query`` (e.g. an insert into a captured heartbeat table) so a quiet database moves."""
