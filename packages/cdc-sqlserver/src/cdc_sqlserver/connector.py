@@ -40,7 +40,8 @@ class SqlServerConnector:
     defaults: ClassVar[dict[str, Any]] = {"topic.naming.strategy": "sqlserver-schema"}
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"commit_lsn": "str"},
-        optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool"})
+        optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool",
+                  "caught_up_lsn": "str"})
 
     def __init__(self, config: Config, context: ConnectorContext):
         """Read the configuration; no I/O."""
@@ -376,7 +377,7 @@ class SqlServerConnector:
                     if self._stop.is_set():
                         return
             if not got:
-                yield [Checkpoint(reader.offset())]  # an idle position: the core sends a heartbeat when one is due
+                yield [Checkpoint(reader.idle_offset())]  # an idle position: the core sends a heartbeat when one is due
                 self._stop.wait(interval)
 
 

@@ -34,6 +34,10 @@ NTH_FROM_BEGINNING = ("SELECT MAX(start_lsn) FROM (SELECT TOP (?) start_lsn FROM
                       "WHERE tran_id <> 0x00 ORDER BY start_lsn) AS next_lsns")
 
 
+#: The idle checkpoint's key for the end of the last window read (``StreamReader.idle_offset``).
+CAUGHT_UP = "caught_up_lsn"
+
+
 class Position(NamedTuple):
     """Debezium's TxLogPosition: ``(commit LSN, change LSN)``, compared byte-wise with NULL first."""
 
@@ -109,6 +113,8 @@ class StreamReader:
         self.first_window = True
         self._resume_offset = dict(resume.offset)
         self._emitted = False
+        #: The end of the last window read (everything captured up to it was delivered), for idle checkpoints.
+        self.caught_up: Lsn | None = None
         #: ``() -> list[CaptureInstance]``: every instance of the captured tables, read again when one appears or goes.
         self.refresh = refresh
         #: ``streaming.fetch.size``: rows per fetch of a capture instance read alone in a window (0: all at once).
@@ -127,6 +133,14 @@ class StreamReader:
         if not self._emitted:
             return self._resume_offset
         return {"commit_lsn": self._commit_text, "change_lsn": self._change_text, "event_serial_no": self.serial}
+
+    def idle_offset(self) -> dict[str, Any]:
+        """``offset()`` at an idle poll, with ``caught_up_lsn``: every change captured up to it was delivered
+        (``cdc_sqlserver.position`` tells Spark's Trigger.AvailableNow so; a resume ignores it)."""
+        offset = self.offset()
+        if self.caught_up is None or not self.caught_up.available:
+            return offset
+        return {**offset, CAUGHT_UP: str(self.caught_up)}
 
     def _check_instances(self) -> None:
         """Pick up a new capture instance (after an ALTER) or forget a dropped one."""
@@ -164,6 +178,7 @@ class StreamReader:
             if nth is not None and nth[0] is not None:
                 to_lsn = from_value(nth[0])
         if self.increase_from and to_lsn.key() <= last.key():
+            self.caught_up = to_lsn
             return None
         if last.available and self.increase_from:
             from_lsn = from_value(self.conn.execute("SELECT sys.fn_cdc_increment_lsn(?)", last.raw)
@@ -171,6 +186,7 @@ class StreamReader:
         else:
             from_lsn = last
         self.increase_from = True
+        self.caught_up = to_lsn
         return self._read(from_lsn, to_lsn, tz)
 
     def _rows(self, inst: CaptureInstance, from_lsn: Lsn, to_lsn: Lsn, whole: bool) -> Iterable[tuple[Any, ...]]:
