@@ -150,3 +150,25 @@ def test_blocking_snapshot_stop_pause_and_resume_through_signals(standin, tmp_pa
         signal_file.write_text('{"id": "stop-1", "type": "stop-snapshot", "data": {"data-collections": ["'
                                + standin.dbname + '.dbo.items"], "type": "incremental"}}\n')
         run.wait(lambda: any(n.type == "ABORTED" for n in run.notes), "the stop")
+
+
+def test_incremental_snapshot_of_a_composite_text_key_with_an_additional_condition(standin):
+    """Keyset chunks over (VARCHAR, INT) in the expanded T-SQL form, filtered by additional-conditions."""
+    standin.create_table(SIGNAL)
+    standin.create_table("CREATE TABLE dbo.pairs (k VARCHAR(10) NOT NULL, n INT NOT NULL, v INT)")
+    standin.execute("ALTER TABLE dbo.pairs ADD PRIMARY KEY (k, n)")  # the stand-in's T-SQL DDL has no table-level keys
+    standin.execute("INSERT INTO dbo.pairs SELECT 'k' || (g % 7), g, g FROM generate_series(1, 300) g")
+    standin.enable_db()
+    standin.enable_table("dbo", "pairs")
+    standin.enable_table("dbo", "debezium_signal")
+    standin.agent.start()
+    config = _config(standin, **{"table.include.list": "dbo.pairs", "incremental.snapshot.chunk.size": 25})
+    with _Run(config) as run:
+        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        run.engine.signal("execute-snapshot", {"data-collections": [f"{standin.dbname}.dbo.pairs"],
+                                               "additional-conditions": [{"data-collection": f"{standin.dbname}.dbo.pairs",
+                                                                          "filter": "n > 100"}]})
+        run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes), "the incremental snapshot")
+    reads = [r.value["after"] for r in run.topic("pairs") if r.value and r.value["op"] == "r"]
+    assert sorted((a["k"], a["n"]) for a in reads) == sorted((f"k{g % 7}", g) for g in range(101, 301))
+    assert [r.key for r in run.topic("pairs")][:1] and set(run.topic("pairs")[0].key) == {"k", "n"}
