@@ -316,11 +316,13 @@ class SqlServerConnector:
         tables = read_tables(self._conn, self.db, self.modes)
         signal = signal_table_key(self.config, self.db)  # streamed for signals and watermarks, captured or not
         included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table) or k == signal}
-        if signal is not None and signal not in included:
-            self.log.warning("signal.data.collection %s.%s.%s does not exist: create it as (id VARCHAR(42) PRIMARY "
-                             "KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048)) and enable it for CDC to use the "
-                             "source signal channel and incremental snapshots", self.db, *signal)
-        return [i for found in read_all_capture_instances(self._conn, included).values() for i in found]
+        found = read_all_capture_instances(self._conn, included)
+        if signal is not None and signal not in found:
+            self.log.warning("signal.data.collection %s.%s.%s %s: create it as (id VARCHAR(42) PRIMARY KEY, type "
+                             "VARCHAR(32) NOT NULL, data VARCHAR(2048)) and enable it for CDC to use the source signal "
+                             "channel and incremental snapshots", self.db, *signal,
+                             "has no capture instance" if signal in included else "does not exist")
+        return [i for instances in found.values() for i in instances]
 
     def incremental_snapshot_source(self) -> SqlServerIncrementalSource:
         """Ad hoc snapshots (``cdc_core.incremental.spi``) over the tables this connector captures."""
