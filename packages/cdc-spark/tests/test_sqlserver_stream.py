@@ -19,7 +19,7 @@ def _props(standin) -> dict[str, str]:
     return {**props, "connector": "sqlserver", "driver.Driver": STANDIN_DRIVER, "poll.interval.ms": "100"}
 
 
-def test_parallel_chunks_under_writes_then_available_now_stops_at_the_max_lsn(spark, standin, tmp_path):
+def test_parallel_chunks_then_available_now_with_writes_before_and_during_it(spark, standin, tmp_path):
     standin.create_table("CREATE TABLE dbo.items (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)")
     standin.execute(f"INSERT INTO dbo.items SELECT g, 0 FROM generate_series(1, {ROWS}) g")
     standin.enable_db()
