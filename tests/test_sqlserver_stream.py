@@ -34,10 +34,11 @@ def _data(records):
     return [r for r in records if r.topic.endswith(".customers")]
 
 
-@pytest.mark.parametrize("mode,transactions", [("function", 500), ("direct", 0), ("function", 1)])
-def test_snapshot_then_streaming_in_commit_order(inventory, mode, transactions):
+@pytest.mark.parametrize("mode,transactions,fetch", [("function", 500, 0), ("direct", 0, 2), ("function", 1, 0)])
+def test_snapshot_then_streaming_in_commit_order(inventory, mode, transactions, fetch):
     store = MemoryOffsetStore()
-    config = inventory.properties(**{"data.query.mode": mode, "max.iteration.transactions": transactions})
+    config = inventory.properties(**{"data.query.mode": mode, "max.iteration.transactions": transactions,
+                                     "streaming.fetch.size": fetch})
     first = _run(config, store, lambda rs: len(_data(rs)) >= 4)
     snap = _data(first)
     assert [r.value["op"] for r in snap] == ["r"] * 4

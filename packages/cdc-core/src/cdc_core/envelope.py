@@ -31,6 +31,14 @@ _RUN_OPS = frozenset({"r", "c"})
 _MIN_RUN = 8
 
 
+def data_collection(tid: Any) -> str:
+    """The name transaction metadata counts a table under: Debezium's ``TableId.identifier()``, every part set
+    (``<database>.<schema>.<table>`` for SQL Server; ``schema.table`` or ``database.table`` elsewhere)."""
+    if tid.catalog is not None and tid.schema is not None:
+        return f"{tid.catalog}.{tid.schema}.{tid.table}"
+    return tid.identifier
+
+
 class EventBuilder:
     """Builds ChangeRecords from RawChanges: compiled converters, tombstones, key changes,
     skipped operations, transaction metadata and heartbeats."""
@@ -197,7 +205,7 @@ class EventBuilder:
                 continue
             block = None
             if tx is not None and ch.transaction_id is not None:
-                block = tx.event(ch.transaction_id, ch.table.id.identifier, ch.source.get("ts_ms"), ch.offset, out,
+                block = tx.event(ch.transaction_id, data_collection(ch.table.id), ch.source.get("ts_ms"), ch.offset, out,
                                  ch.transaction_event_id)
             if old_key != key:
                 # A primary-key change: a delete of the old key, its tombstone, and a create of the new.
@@ -208,7 +216,7 @@ class EventBuilder:
                 if self.tombstones:  # a tombstone carries its delete's headers, as in Debezium
                     append(ChangeRecord(te.topic, old_key, None, te.key_schema, None, None, dict(headers), partition))
                 if block is not None:  # the create is an event of its own, as in Debezium's TransactionMonitor
-                    block = tx.second_event(block, ch.table.id.identifier, ch.offset)
+                    block = tx.second_event(block, data_collection(ch.table.id), ch.offset)
                 value = {"before": None, "after": after, "source": ch.source, "transaction": block, "op": "c",
                          "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
                 append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, ch.offset,

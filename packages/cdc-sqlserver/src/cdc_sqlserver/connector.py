@@ -21,6 +21,7 @@ from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LSN_OF_ALL_CHANGE_TABLES,
                                    TRACKED_TABLES, CaptureInstance,
                                    read_all_capture_instances, read_capture_instances, read_tables)
+from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
@@ -39,7 +40,8 @@ class SqlServerConnector:
     defaults: ClassVar[dict[str, Any]] = {"topic.naming.strategy": "sqlserver-schema"}
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"commit_lsn": "str"},
-        optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool"})
+        optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool",
+                  "caught_up_lsn": "str"})
 
     def __init__(self, config: Config, context: ConnectorContext):
         """Read the configuration; no I/O."""
@@ -182,9 +184,6 @@ class SqlServerConnector:
 
     def _warn_unimplemented(self) -> None:
         """One warning per Debezium property set here that this connector accepts but does not implement yet."""
-        if self.config.get(msc.STREAMING_FETCH_SIZE):
-            self.log.warning("streaming.fetch.size=%s is not implemented: each capture instance's window is read "
-                             "whole (max.iteration.transactions bounds it)", self.config.get(msc.STREAMING_FETCH_SIZE))
         if msc.INCLUDE_SCHEMA_CHANGES.name in self.config and self.config.get(msc.INCLUDE_SCHEMA_CHANGES):
             self.log.warning("include.schema.changes=true: cdc's SQL Server connector emits no schema change events "
                              "yet (a new capture instance changes the events' schema without one)")
@@ -315,8 +314,21 @@ class SqlServerConnector:
     def _streaming_instances(self) -> list[CaptureInstance]:
         """Every capture instance of the captured tables, older ones stopping where their successor starts."""
         tables = read_tables(self._conn, self.db, self.modes)
-        included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table)}
-        return [i for found in read_all_capture_instances(self._conn, included).values() for i in found]
+        signal = signal_table_key(self.config, self.db)  # streamed for signals and watermarks, captured or not
+        included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table) or k == signal}
+        found = read_all_capture_instances(self._conn, included)
+        if signal is not None and signal not in found:
+            self.log.warning("signal.data.collection %s.%s.%s %s: create it as (id VARCHAR(42) PRIMARY KEY, type "
+                             "VARCHAR(32) NOT NULL, data VARCHAR(2048)) and enable it for CDC to use the source signal "
+                             "channel and incremental snapshots", self.db, *signal,
+                             "has no capture instance" if signal in included else "does not exist")
+        return [i for instances in found.values() for i in instances]
+
+    def incremental_snapshot_source(self) -> SqlServerIncrementalSource:
+        """Ad hoc snapshots (``cdc_core.incremental.spi``) over the tables this connector captures."""
+        source = SqlServerIncrementalSource(self.config, self.log)
+        source.included = self._included
+        return source
 
     def _heartbeat_action(self, query: str, log: Any) -> None:
         """Run ``heartbeat.action.query`` (e.g. an insert into a captured heartbeat table) so a quiet database moves."""
@@ -343,7 +355,8 @@ class SqlServerConnector:
         skipped = {s.strip() for s in self.config.get(common.SKIPPED_OPERATIONS) or [] if s.strip() != "none"}
         reader = StreamReader(self._conn, self.server, self.db, self._streaming_instances(), resume,
                               self.config.get(msc.DATA_QUERY_MODE), skipped, log,
-                              self.config.get(msc.MAX_ITERATION_TRANSACTIONS), self._streaming_instances)
+                              self.config.get(msc.MAX_ITERATION_TRANSACTIONS), self._streaming_instances,
+                              self.config.get(msc.STREAMING_FETCH_SIZE))
         log.info("streaming from commit LSN %s (change LSN %s, event %d)", resume.position.commit,
                  resume.position.change, resume.serial)
         if self.metrics is not None:
@@ -366,7 +379,7 @@ class SqlServerConnector:
                     if self._stop.is_set():
                         return
             if not got:
-                yield [Checkpoint(reader.offset())]  # an idle position: the core sends a heartbeat when one is due
+                yield [Checkpoint(reader.idle_offset())]  # an idle position: the core sends a heartbeat when one is due
                 self._stop.wait(interval)
 
 

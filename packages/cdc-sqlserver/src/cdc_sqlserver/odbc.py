@@ -102,8 +102,18 @@ def connection_string(config: Config, database: str) -> str:
     return ";".join(f"{k}={v}" for k, v in parts.items())
 
 
+#: ``driver.Driver`` value that routes connections to the test stand-in (``cdc_sqlserver.standin``, extra
+#: ``standin``) in processes a test cannot set the seam in (Spark's Python workers). Never used in production.
+STANDIN_DRIVER = "cdc stand-in"
+
+
 def connect(config: Config, database: str, *, autocommit: bool = True) -> Any:
     """A connection to ``database``; the password never appears in an error."""
+    named = {k.lower(): v for k, v in msc.driver_properties(config).items()}.get("driver")
+    if CONNECT is _pyodbc_connect and named == STANDIN_DRIVER:
+        from cdc_sqlserver.standin import dbapi
+
+        dbapi.install()
     timeout = max(1, int(config.get(msc.QUERY_TIMEOUT_MS) / 1000)) if config.get(msc.QUERY_TIMEOUT_MS) else 0
     conn = CONNECT(connection_string(config, database), autocommit=autocommit)
     if timeout and hasattr(conn, "timeout"):

@@ -11,7 +11,7 @@ skips what the offset says was already delivered.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
@@ -19,11 +19,11 @@ from cdc_core.errors import ConnectorError
 from cdc_core.events import RawChange
 from cdc_sqlserver.catalog import CaptureInstance, instance_names, quote
 from cdc_sqlserver.lsn import NULL, Lsn, from_value
-from cdc_sqlserver.source import source_block
+from cdc_core.relational import Table
+from cdc_sqlserver.source import CONNECTOR, DEBEZIUM_VERSION
 
 _EPOCH = datetime(1970, 1, 1)
 _MICRO = timedelta(microseconds=1)
-_OPS = {1: "d", 2: "c", 3: "u", 4: "u"}
 _SKIPPED_CODES = {"c": (2,), "u": (3, 4), "d": (1,)}
 
 
@@ -32,6 +32,10 @@ NTH_FROM_LAST = ("SELECT MAX(start_lsn) FROM (SELECT TOP (?) start_lsn FROM cdc.
                  "WHERE start_lsn > ? AND tran_id <> 0x00 ORDER BY start_lsn) AS next_lsns")
 NTH_FROM_BEGINNING = ("SELECT MAX(start_lsn) FROM (SELECT TOP (?) start_lsn FROM cdc.lsn_time_mapping "
                       "WHERE tran_id <> 0x00 ORDER BY start_lsn) AS next_lsns")
+
+
+#: The idle checkpoint's key for the end of the last window read (``StreamReader.idle_offset``).
+CAUGHT_UP = "caught_up_lsn"
 
 
 class Position(NamedTuple):
@@ -61,24 +65,27 @@ class ResumePoint:
 def function_query(inst: CaptureInstance) -> str:
     """The ``function`` mode query of one capture instance (two LSN parameters)."""
     cols = ", ".join(quote(c.name) for c in inst.table.columns)
-    return (f"SELECT [__$start_lsn], [__$seqval], [__$operation], sys.fn_cdc_map_lsn_to_time([__$start_lsn]), "
-            f"{cols} FROM cdc.{quote('fn_cdc_get_all_changes_' + inst.name)}(?, ?, N'all update old') "
+    return (f"SELECT [__$start_lsn], [__$seqval], [__$operation], {cols} "
+            f"FROM cdc.{quote('fn_cdc_get_all_changes_' + inst.name)}(?, ?, N'all update old') "
             "ORDER BY [__$start_lsn] ASC, [__$seqval] ASC, [__$operation] ASC")
 
 
 def direct_query(inst: CaptureInstance) -> str:
-    """The ``direct`` mode query: the change table joined to ``cdc.lsn_time_mapping`` for the commit time."""
-    cols = ", ".join("ct." + quote(c.name) for c in inst.table.columns)
-    return (f"SELECT ct.[__$start_lsn], ct.[__$seqval], ct.[__$operation], m.tran_end_time, {cols} "
-            f"FROM {inst.change_table} AS ct LEFT JOIN cdc.lsn_time_mapping AS m ON m.start_lsn = ct.[__$start_lsn] "
-            "WHERE ct.[__$start_lsn] BETWEEN ? AND ? "
-            "ORDER BY ct.[__$start_lsn] ASC, ct.[__$seqval] ASC, ct.[__$operation] ASC")
+    """The ``direct`` mode query: the change table itself, between two LSNs."""
+    cols = ", ".join(quote(c.name) for c in inst.table.columns)
+    return (f"SELECT [__$start_lsn], [__$seqval], [__$operation], {cols} FROM {inst.change_table} "
+            "WHERE [__$start_lsn] BETWEEN ? AND ? "
+            "ORDER BY [__$start_lsn] ASC, [__$seqval] ASC, [__$operation] ASC")
 
 
-def _keyed(rows: list[tuple[Any, ...]], n: int) -> Iterator[tuple[Any, ...]]:
-    """Rows of instance ``n`` with their merge key ``(commit, seqval, operation, n, i)`` first."""
-    for i, r in enumerate(rows):
-        yield bytes(r[0]), bytes(r[1]), int(r[2]), n, i, r
+#: The commit times of a window's transactions, read once per window (Debezium maps each row's LSN with
+#: ``sys.fn_cdc_map_lsn_to_time``; one lookup per window gives the same times for far less work).
+COMMIT_TIMES = "SELECT start_lsn, tran_end_time FROM cdc.lsn_time_mapping WHERE start_lsn BETWEEN ? AND ?"
+
+
+def _merge_key(row: tuple[Any, ...]) -> tuple[bytes, bytes, int]:
+    """The order of change rows across capture instances: ``(__$start_lsn, __$seqval, __$operation)``."""
+    return bytes(row[0]), bytes(row[1]), row[2]
 
 
 class StreamReader:
@@ -86,7 +93,7 @@ class StreamReader:
 
     def __init__(self, conn: Any, server: str, db: str, instances: list[CaptureInstance], resume: ResumePoint,
                  mode: str, skipped: set[str], log: Any, max_transactions: int = 0,
-                 refresh: Any = None):
+                 refresh: Any = None, fetch_size: int = 0):
         """Set up from the stored offset (or the state of the reader)."""
         self.conn = conn
         self.server = server
@@ -106,8 +113,12 @@ class StreamReader:
         self.first_window = True
         self._resume_offset = dict(resume.offset)
         self._emitted = False
+        #: The end of the last window read (everything captured up to it was delivered), for idle checkpoints.
+        self.caught_up: Lsn | None = None
         #: ``() -> list[CaptureInstance]``: every instance of the captured tables, read again when one appears or goes.
         self.refresh = refresh
+        #: ``streaming.fetch.size``: rows per fetch of a capture instance read alone in a window (0: all at once).
+        self.fetch_size = fetch_size
         self.names = frozenset(inst.name for inst in instances)
         self._set_instances(instances)
 
@@ -122,6 +133,14 @@ class StreamReader:
         if not self._emitted:
             return self._resume_offset
         return {"commit_lsn": self._commit_text, "change_lsn": self._change_text, "event_serial_no": self.serial}
+
+    def idle_offset(self) -> dict[str, Any]:
+        """``offset()`` at an idle poll, with ``caught_up_lsn``: every change captured up to it was delivered
+        (``cdc_sqlserver.position`` tells Spark's Trigger.AvailableNow so; a resume ignores it)."""
+        offset = self.offset()
+        if self.caught_up is None or not self.caught_up.available:
+            return offset
+        return {**offset, CAUGHT_UP: str(self.caught_up)}
 
     def _check_instances(self) -> None:
         """Pick up a new capture instance (after an ALTER) or forget a dropped one."""
@@ -159,6 +178,7 @@ class StreamReader:
             if nth is not None and nth[0] is not None:
                 to_lsn = from_value(nth[0])
         if self.increase_from and to_lsn.key() <= last.key():
+            self.caught_up = to_lsn
             return None
         if last.available and self.increase_from:
             from_lsn = from_value(self.conn.execute("SELECT sys.fn_cdc_increment_lsn(?)", last.raw)
@@ -166,104 +186,166 @@ class StreamReader:
         else:
             from_lsn = last
         self.increase_from = True
+        self.caught_up = to_lsn
         return self._read(from_lsn, to_lsn, tz)
 
-    def _rows(self, inst: CaptureInstance, from_lsn: Lsn, to_lsn: Lsn) -> list[tuple[Any, ...]]:
-        """One instance's change rows in the window, within its own start and stop LSNs."""
+    def _rows(self, inst: CaptureInstance, from_lsn: Lsn, to_lsn: Lsn, whole: bool) -> Iterable[tuple[Any, ...]]:
+        """One instance's change rows in the window, within its own start and stop LSNs.
+
+        ``whole``: fetched at once (several instances are merged: one connection holds one open result
+        set); else in ``streaming.fetch.size`` batches (all at once when 0).
+        """
         start = max(from_lsn, inst.start_lsn, key=Lsn.key)  # an instance never reads below its start LSN
         if start.key() > to_lsn.key():
-            return []
+            return ()
         if inst.stop_lsn.available and inst.stop_lsn.key() <= start.key():
-            return []  # replaced by a newer instance before this window
-        rows = self.conn.execute(self.queries[inst.name], start.raw, to_lsn.raw).fetchall()
+            return ()  # replaced by a newer instance before this window
+        cursor = self.conn.execute(self.queries[inst.name], start.raw, to_lsn.raw)
+        rows: Iterable[tuple[Any, ...]] = (cursor.fetchall() if whole or not self.fetch_size
+                                           else _batches(cursor, self.fetch_size))
         if inst.stop_lsn.available:
             stop = inst.stop_lsn.raw
             rows = [r for r in rows if bytes(r[0]) < stop]  # from its stop LSN on, the newer instance has them
         return rows
 
+    def _commit_times(self, from_lsn: Lsn, to_lsn: Lsn, tz: timedelta) -> dict[bytes, int]:
+        """``{commit LSN: commit time in microseconds since the epoch (UTC)}`` of the window's transactions."""
+        out = {}
+        for lsn, when in self.conn.execute(COMMIT_TIMES, from_lsn.raw if from_lsn.available else b"\0" * 10,
+                                           to_lsn.raw).fetchall():
+            out[bytes(lsn)] = (when - tz - _EPOCH) // _MICRO if isinstance(when, datetime) else 0
+        return out
+
     def _read(self, from_lsn: Lsn, to_lsn: Lsn, tz: timedelta) -> Iterator[list[RawChange]]:
-        """Merge every instance's rows of the window into events, in commit order."""
-        streams = []
-        for n, inst in enumerate(self.instances):
-            rows = self._rows(inst, from_lsn, to_lsn)
-            if self.skipped_codes:
-                rows = [r for r in rows if r[2] not in self.skipped_codes]
-            streams.append(_keyed(rows, n))
-        merged = heapq.merge(*streams)
+        """Every instance's rows of the window as events, in commit order (merged when several have rows).
+
+        The streaming hot path: one loop per row, positions kept as raw bytes (the NULL LSN as b"",
+        smallest, as Position.key() orders them), texts and commit times made once per transaction.
+        """
+        times = self._commit_times(from_lsn, to_lsn, tz)
+        live = [inst for inst in self.instances
+                if max(from_lsn, inst.start_lsn, key=Lsn.key).key() <= to_lsn.key()]
+        whole = len(live) > 1
+        streams = [(inst.table, self._rows(inst, from_lsn, to_lsn, whole)) for inst in live]
+        streams = [(t, rows) for t, rows in streams if rows != ()]
+        if not streams:
+            self.first_window = False
+            return
+        if len(streams) == 1:
+            table_of = None
+            rows: Iterable[tuple[Any, ...]] = streams[0][1]
+            only = streams[0][0]
+        else:
+            # Each row carries its table as the last item while merged (dropped by the slice below).
+            tagged = [[(*r, t) for r in rows] for t, rows in streams]
+            rows = heapq.merge(*tagged, key=_merge_key)
+            table_of = -1
+            only = None
+        server, db, skipped_codes = self.server, self.db, self.skipped_codes
         batch: list[RawChange] = []
-        serial_in_start_tx = 1
-        pending_before: tuple[Any, ...] | None = None
-        # Positions as raw bytes, the NULL LSN as b"" (smallest), as Position.key() orders them.
+        append = batch.append
+        pending: tuple[Any, ...] | None = None
         skipping = self.first_window
         start, start_serial = self.on_start.key(), self.on_start_serial
-        instances = self.instances
-        for commit, change, op, n, _i, row in merged:
-            position = (commit, change)
-            if pending_before is not None:
-                if op != 4:
-                    raise ConnectorError(f"the update before image at {_text(commit)}:{_text(change)} of table "
-                                         f"{instances[n].table.id} was not followed by its after image "
-                                         "(__$operation 4)")
-                before, pending_before = pending_before, None
-                self._emit(batch, instances[n], position, 2, before, row, tz)
+        seen_at_start = 1
+        last_commit, last_change = self._last_raw
+        commit_text, change_text, serial, ts_us = self._commit_text, self._change_text, self.serial, self._ts_us
+        schema = table_name = None
+        table = None
+        emitted = False
+        for row in rows:
+            commit, change, op = row[0], row[1], row[2]
+            if op in skipped_codes:
                 continue
-            if skipping:
-                if position < start:
-                    continue
-                if position == start:
-                    if serial_in_start_tx <= start_serial:
-                        serial_in_start_tx += 1
+            if pending is None:
+                if skipping:
+                    position = (bytes(commit), bytes(change))
+                    if position < start:
                         continue
-                else:
-                    skipping = False  # positions only grow from here: nothing more was delivered before
-            if op == 3:
-                pending_before = row
-                continue
-            self._emit(batch, instances[n], position, 1, None, row, tz)
-            if len(batch) >= 1024:
+                    if position == start:
+                        if seen_at_start <= start_serial:  # rows at the stored position, delivered before
+                            seen_at_start += 1
+                            continue
+                    else:
+                        skipping = False  # positions only grow from here: nothing more was delivered before
+                if op == 3:
+                    pending = row
+                    continue
+                before = None
+                count = 1
+            else:
+                if op != 4:
+                    raise ConnectorError(f"the update before image at {_text(bytes(commit))}:{_text(bytes(change))} "
+                                         f"of table {table_of_row(row, only).id} was not followed by its after image "
+                                         "(__$operation 4)")
+                before, pending = pending, None
+                count = 2
+            # The event: its position, event_serial_no, source block and offset as Debezium sets them.
+            if commit != last_commit:
+                last_commit = commit = bytes(commit)
+                commit_text = _text(commit)
+                ts_us = times.get(commit, 0)
+                last_change = None
+            if change != last_change:
+                last_change = change = bytes(change)
+                change_text = _text(change)
+                serial = count
+            else:
+                serial += count
+            emitted = True
+            t = only if table_of is None else row[-1]
+            if t is not table:
+                table = t
+                schema, table_name = t.id.schema or "", t.id.table
+            data = row[3:] if table_of is None else row[3:-1]
+            source = {"version": DEBEZIUM_VERSION, "connector": CONNECTOR, "name": server, "ts_ms": ts_us // 1000,
+                      "snapshot": "false", "db": db, "sequence": None, "ts_us": ts_us, "ts_ns": ts_us * 1000,
+                      "schema": schema, "table": table_name, "change_lsn": change_text, "commit_lsn": commit_text,
+                      "event_serial_no": serial}
+            offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": serial}
+            if op == 2:
+                append(RawChange(table, "c", None, data, source, offset, commit_text))
+            elif op == 4:
+                append(RawChange(table, "u", before[3:len(data) + 3], data, source, offset, commit_text))
+            else:
+                append(RawChange(table, "d", data, None, source, offset, commit_text))
+            if len(batch) >= _BATCH:
+                self._keep(emitted, last_commit, last_change, commit_text, change_text, serial, ts_us)
                 yield batch
                 batch = []
-        if pending_before is not None:
+                append = batch.append
+        if pending is not None:
             raise ConnectorError(f"the update before image of a change at the end of window {to_lsn} was not "
                                  "followed by its after image (__$operation 4)")
         self.first_window = False
+        self._keep(emitted, last_commit, last_change, commit_text, change_text, serial, ts_us)
         if batch:
             yield batch
 
-    def _emit(self, batch: list[RawChange], inst: CaptureInstance, position: tuple[bytes, bytes], count: int,
-              before: tuple[Any, ...] | None, row: tuple[Any, ...], tz: timedelta) -> None:
-        """Append one event: position, event_serial_no, source block and offset as Debezium sets them."""
-        commit_raw = position[0]
-        if position == self._last_raw:
-            self.serial += count
-        else:
-            self.serial = count
-            if commit_raw != self._last_raw[0]:
-                # Once per transaction: the commit LSN's text and the commit time.
-                when = row[3]
-                self._commit_text = _text(commit_raw)
-                self._ts_us = (when - tz - _EPOCH) // _MICRO if isinstance(when, datetime) else 0
-            self._change_text = _text(position[1])
-        self._last_raw = position
-        self._emitted = True
-        commit, change, serial = self._commit_text, self._change_text, self.serial
-        table = inst.table
-        source = source_block(self.server, self.db, self._ts_us, "false", table.id.schema or "", table.id.table,
-                              change, commit, serial)
-        offset = {"commit_lsn": commit, "change_lsn": change, "event_serial_no": serial}
-        op = row[2]
-        if op == 4:
-            batch.append(RawChange(table, "u", list(before[4:]) if before else None, list(row[4:]), source, offset,
-                                   commit))
-        elif op == 1:
-            batch.append(RawChange(table, "d", list(row[4:]), None, source, offset, commit))
-        else:
-            batch.append(RawChange(table, "c", None, list(row[4:]), source, offset, commit))
+    def _keep(self, emitted: bool, commit: bytes, change: bytes, commit_text: str, change_text: str, serial: int,
+              ts_us: int) -> None:
+        """Remember the last event's position (the offset, and where the next window starts)."""
+        if emitted:
+            self._last_raw = (commit, change)
+            self._commit_text, self._change_text, self.serial, self._ts_us = commit_text, change_text, serial, ts_us
+            self._emitted = True
+
+
+#: Events per yielded batch.
+_BATCH = 2048
+
+
+def table_of_row(row: tuple[Any, ...], only: Table | None) -> Table:
+    """The table of a row of the window (the single stream's, or the merged row's tag)."""
+    return only if only is not None else row[-1]
+
+
+def _batches(cursor: Any, size: int) -> Iterator[tuple[Any, ...]]:
+    """A cursor's rows, fetched ``size`` at a time (``streaming.fetch.size``)."""
+    while rows := cursor.fetchmany(size):
+        yield from rows
 
 
 def _text(raw: bytes) -> str:
     """An LSN's text form from its 10 bytes (``NULL`` for b"")."""
-    if not raw:
-        return "NULL"
-    h = raw.hex()
-    return f"{h[:8]}:{h[8:16]}:{h[16:]}"
+    return raw.hex(":", -4) if raw else "NULL"  # 4:4:2 bytes, grouped from the left

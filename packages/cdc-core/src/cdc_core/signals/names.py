@@ -89,11 +89,16 @@ class NameMatcher:
                 raise SignalDataError(f"data-collections entry {self.entry!r} is not a valid regular expression: {e}") from None
 
     def matches(self, table: Table) -> bool:
-        """True if the entry names ``table``."""
+        """True if the entry names ``table``: ``schema.table``, or with the database first where a table id has
+        both (SQL Server's and Db2's fully-qualified ``<database>.<schema>.<table>``, as signal.data.collection)."""
+        tid = table.id
         if self.parts is not None:
-            return _name_parts(table) == self.parts
+            return _name_parts(table) == self.parts or (
+                tid.catalog is not None and tid.schema is not None and [tid.catalog, tid.schema, tid.table] == self.parts)
         assert self.pattern is not None
-        return self.pattern.fullmatch(table.id.identifier) is not None
+        return self.pattern.fullmatch(tid.identifier) is not None or (
+            tid.catalog is not None and tid.schema is not None
+            and self.pattern.fullmatch(f"{tid.catalog}.{tid.identifier}") is not None)
 
 
 def select_tables(entries: object, tables: Iterable[Table], what: str = "data-collections") -> list[Table]:

@@ -1,0 +1,241 @@
+"""SQL Server's ad hoc snapshot capabilities for the core (see ``cdc_core.incremental.spi``), in T-SQL.
+
+Chunks are read with one ``SELECT TOP (n) ... WHERE (key) > (after) AND NOT (key) > (upto) ORDER BY key``
+on an autocommit connection; T-SQL has no row-value comparison, so a composite key is expanded
+into ``a > x OR (a = x AND b > y)`` as Debezium's SqlServerConnection does. Keys travel as
+JSON-compatible values (binary as hex, DECIMAL as text, dates as ISO text) and bind back as they
+came. Watermarks are rows of the signal table (``signal.data.collection``, ``<database>.<schema>.<table>``,
+itself enabled for CDC) inserted, and for ``insert_delete`` deleted, on that connection: the capture
+job puts them in the change table in commit order around the chunk's read, and the stream reads
+them back. A blocking snapshot reads its tables in one transaction at ``snapshot.isolation.mode``
+with the initial snapshot's markers.
+
+``signal_table_key`` is the connector's hook: the signal table's capture instance is streamed even
+when the table is not captured.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from datetime import date, datetime, time as dtime
+from decimal import Decimal
+from typing import Any
+
+from cdc_core.config import Config
+from cdc_core.config import common
+from cdc_core.events import RawChange
+from cdc_core.incremental.spi import ChunkRows, Key
+from cdc_core.relational import Table
+from cdc_core.signals.conditions import Node
+from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
+from cdc_core.signals.names import parse_quoted_name
+from cdc_core.snapshot.markers import marked_batches
+from cdc_sqlserver import config as msc
+from cdc_sqlserver import odbc
+from cdc_sqlserver.catalog import quote, read_capture_instances, read_tables
+from cdc_sqlserver.lsn import from_value
+from cdc_sqlserver.snapshot import ISOLATION
+from cdc_sqlserver.source import source_block
+from cdc_sqlserver.types import TypeModes
+
+_BATCH = 2048
+_BINARY = frozenset({"BINARY", "VARBINARY", "IMAGE", "TIMESTAMP", "ROWVERSION"})
+
+
+def signal_table_key(config: Config, db: str) -> tuple[str, str] | None:
+    """``signal.data.collection`` (``<database>.<schema>.<table>``; quoted parts allowed) as ``(schema, table)``
+    when it names a table of database ``db``, else None."""
+    name = config.get(SIGNAL_DATA_COLLECTION)
+    if not name:
+        return None
+    parts = parse_quoted_name(name) or name.split(".")
+    if len(parts) == 3 and parts[0] != db:
+        return None
+    if len(parts) < 2:
+        return None
+    return parts[-2], parts[-1]
+
+
+def _table_name(table: Table) -> str:
+    """``[db].[schema].[table]``."""
+    return ".".join(quote(p) for p in (table.id.catalog, table.id.schema or "dbo", table.id.table) if p)
+
+
+def _key_value(raw: Any) -> Any:
+    """A key value as stored in offsets (JSON): binary as hex, DECIMAL and temporal values as text."""
+    if isinstance(raw, (bytes, bytearray)):
+        return raw.hex()
+    if isinstance(raw, Decimal):
+        return str(raw)
+    if isinstance(raw, (datetime, date, dtime)):
+        return raw.isoformat()
+    return raw
+
+
+def _bind(table: Table, name: str, value: Any) -> Any:
+    """A stored key value as a parameter for column ``name``."""
+    column = table.column(name)
+    if isinstance(value, str) and column.type_name.upper() in _BINARY:
+        return bytes.fromhex(value)
+    return value
+
+
+def _greater(table: Table, key: list[str], values: Key) -> tuple[str, list[Any]]:
+    """``key > values`` in the expanded form: ``a > x OR (a = x AND b > y)``."""
+    parts, params = [], []
+    for i, name in enumerate(key):
+        terms = [f"{quote(key[j])} = ?" for j in range(i)] + [f"{quote(name)} > ?"]
+        parts.append("(" + " AND ".join(terms) + ")")
+        params += [_bind(table, key[j], values[j]) for j in range(i + 1)]
+    return "(" + " OR ".join(parts) + ")", params
+
+
+def _where(condition: Node | None) -> tuple[str, list[Any]]:
+    """`` WHERE <condition>`` (``additional-conditions``) with its parameters."""
+    if condition is None:
+        return "", []
+    text, params = condition.render(quote, "?")
+    return f" WHERE {text}", params
+
+
+class SqlServerChunkReader:
+    """Chunk reads and watermark writes on one autocommit connection (``cdc_core.incremental.spi.ChunkReader``)."""
+
+    def __init__(self, source: SqlServerIncrementalSource):
+        """Open the reader's own connection."""
+        self.source = source
+        self.conn = odbc.connect(source.config, source.db)
+
+    def max_key(self, table: Table, key: list[str], condition: Node | None) -> Key | None:
+        """The largest key of the matching rows (``SELECT TOP (1) ... ORDER BY key DESC``)."""
+        where, params = _where(condition)
+        cols = ", ".join(quote(k) for k in key)
+        order = ", ".join(f"{quote(k)} DESC" for k in key)
+        row = self.conn.execute(f"SELECT TOP (1) {cols} FROM {_table_name(table)}{where} ORDER BY {order}",
+                                *params).fetchone()
+        return None if row is None else [_key_value(v) for v in row]
+
+    def read_chunk(self, table: Table, key: list[str], after: Key | None, upto: Key, limit: int,
+                   condition: Node | None) -> ChunkRows:
+        """Up to ``limit`` rows after ``after`` up to ``upto`` in key order, as ``op: r`` incremental READs."""
+        parts, params = [], []
+        if after is not None:
+            text, values = _greater(table, key, after)
+            parts.append(text)
+            params += values
+        text, values = _greater(table, key, upto)
+        parts.append(f"NOT {text}")
+        params += values
+        if condition is not None:
+            rendered, values = condition.render(quote, "?")
+            parts.append(f"({rendered})")
+            params += values
+        cols = ", ".join(quote(c.name) for c in table.columns)
+        query = (f"SELECT TOP ({int(limit)}) {cols} FROM {_table_name(table)} WHERE {' AND '.join(parts)} "
+                 f"ORDER BY {', '.join(quote(k) for k in key)}")
+        raw_rows = self.conn.execute(query, *params).fetchall()
+        if not raw_rows:
+            return ChunkRows()
+        source = source_block(self.source.server, self.source.db, time.time_ns() // 1000, "incremental",
+                              table.id.schema or "", table.id.table, None, None, None)
+        positions = [table.columns.index(table.column(k)) for k in key]
+        rows = [RawChange(table, "r", None, list(raw), source, None) for raw in raw_rows]
+        return ChunkRows(rows, [_key_value(raw_rows[-1][i]) for i in positions],
+                         [_key_value(raw_rows[0][i]) for i in positions])
+
+    def _signal(self) -> str:
+        key = signal_table_key(self.source.config, self.source.db)
+        if key is None:
+            raise RuntimeError(f"signal.data.collection is not set to a table of database {self.source.db!r} "
+                               "(<database>.<schema>.<table>): incremental snapshots write their watermarks there")
+        return f"{quote(self.source.db)}.{quote(key[0])}.{quote(key[1])}"
+
+    def insert_watermark(self, row_id: str, kind: str, data: str) -> None:
+        """Insert a watermark row (autocommit: the capture job must see it)."""
+        self.conn.execute(f"INSERT INTO {self._signal()} ([id], [type], [data]) VALUES (?, ?, ?)", row_id, kind, data)
+
+    def delete_watermark(self, row_id: str) -> None:
+        """Delete a watermark row."""
+        self.conn.execute(f"DELETE FROM {self._signal()} WHERE [id] = ?", row_id)
+
+    def current_position(self) -> Any:
+        """Not offered: SQL Server's watermarks are signal table rows."""
+        raise NotImplementedError("SQL Server incremental snapshots use signal table watermarks")
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+
+class SqlServerIncrementalSource:
+    """The SQL Server connector's ad hoc snapshot capabilities (``cdc_core.incremental.spi``)."""
+
+    def __init__(self, config: Config, log: Any):
+        """No I/O."""
+        self.config = config
+        self.log = log
+        self.server = config.get(common.TOPIC_PREFIX)
+        names = config.get(msc.NAMES) or []
+        self.db = names[0] if names else ""
+        self.modes = TypeModes(config.get(common.DECIMAL_MODE), config.get(common.TIME_PRECISION_MODE),
+                               config.get(common.BINARY_MODE))
+        #: ``(schema, table) -> bool``: the connector's table filter (set by the connector; all tables if None).
+        self.included: Callable[[str, str], bool] | None = None
+
+    def captured_tables(self) -> list[Table]:
+        """The captured tables as their capture instances stream them (captured columns only), read now."""
+        conn = odbc.connect(self.config, self.db)
+        try:
+            tables = read_tables(conn, self.db, self.modes)
+            if self.included is not None:
+                tables = {k: t for k, t in tables.items() if self.included(*k)}
+            return [inst.table for inst in read_capture_instances(conn, tables).values()]
+        finally:
+            conn.close()
+
+    def reader(self) -> SqlServerChunkReader:
+        """A chunk reader on a new connection."""
+        return SqlServerChunkReader(self)
+
+    def transaction_of(self, change: RawChange) -> Any:
+        """Unknown: a chunk read never misses a committed transaction the capture job has not written yet
+        (the watermark rows are captured after it in commit order)."""
+        return None
+
+    def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
+                          stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:
+        """The tables read in one transaction at ``snapshot.isolation.mode``, with the initial snapshot's markers."""
+        conn = odbc.connect(self.config, self.db)
+        try:
+            isolation = self.config.get(msc.SNAPSHOT_ISOLATION_MODE)
+            conn.autocommit = False
+            conn.execute(f"SET TRANSACTION ISOLATION LEVEL {ISOLATION[isolation]}")
+            row = conn.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()
+            max_lsn = str(from_value(row[0] if row else None))
+            fetch = self.config.get(msc.SNAPSHOT_FETCH_SIZE)
+
+            def reads(table: Table, condition: Node | None) -> Iterator[RawChange]:
+                where, params = _where(condition)
+                cols = ", ".join(quote(c.name) for c in table.columns)
+                offset = offset_for(table)
+                source = source_block(self.server, self.db, time.time_ns() // 1000, "true", table.id.schema or "",
+                                      table.id.table, None, max_lsn, None)
+                cur = conn.execute(f"SELECT {cols} FROM {_table_name(table)}{where}", *params)
+                while rows := cur.fetchmany(fetch):
+                    for raw in rows:
+                        yield RawChange(table, "r", None, list(raw), source, offset)
+
+            yield from marked_batches((reads(table, condition) for table, condition in tables), _BATCH, stopped)
+            if stopped():
+                return
+            conn.commit()
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        """Nothing held between calls."""
+
+
+#: The capability, found by ``cdc_core.incremental.spi.incremental_source_for``.
+incremental_snapshot_source = SqlServerIncrementalSource

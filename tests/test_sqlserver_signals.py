@@ -1,0 +1,174 @@
+"""Signals on the SQL Server stand-in: the signal table's change table as the source channel, incremental
+snapshots (T-SQL keyset chunks, watermarks through the signal table) under concurrent writes, blocking
+snapshots, stop/pause/resume, notifications."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+from cdc_core.engine import Engine
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_sqlserver.standin.testing import standin  # noqa: F401  (fixture)
+
+from incremental_replay import replay
+
+ROWS = 1500
+SIGNAL = "CREATE TABLE dbo.debezium_signal (id VARCHAR(42) NOT NULL PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))"
+
+
+class _Run:
+    """An Engine in a thread, its records and notifications."""
+
+    def __init__(self, config):
+        self.engine = Engine(config, offset_store=MemoryOffsetStore())
+        self.records: list = []
+        self.notes: list = []
+        self.engine.add_notification_listener(self.notes.append)
+        self.thread = threading.Thread(target=self.engine.run, args=(self.records.extend,))
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.engine.stop()
+        self.thread.join(30)
+
+    def wait(self, until, what, timeout=60.0):
+        deadline = time.monotonic() + timeout
+        while not until():
+            assert self.thread.is_alive(), "the engine stopped"
+            assert time.monotonic() < deadline, f"timed out waiting for {what}"
+            time.sleep(0.05)
+
+    def topic(self, table):
+        return [r for r in self.records if r.topic.endswith("." + table)]
+
+
+def _items(standin, rows=ROWS):
+    standin.create_table(SIGNAL)
+    standin.create_table("CREATE TABLE dbo.items (id INT NOT NULL PRIMARY KEY, v INT NOT NULL, pad VARCHAR(10))")
+    standin.execute(f"INSERT INTO dbo.items SELECT 2 * g, 0, 'x' FROM generate_series(1, {rows}) g")
+    standin.enable_db()
+    standin.enable_table("dbo", "items")
+    standin.enable_table("dbo", "debezium_signal")
+    standin.agent.start()
+
+
+def _config(standin, **extra):
+    return standin.properties(**{"snapshot.mode": "no_data", "table.include.list": "dbo.items",
+                                 "signal.data.collection": f"{standin.dbname}.dbo.debezium_signal",
+                                 "incremental.snapshot.chunk.size": 100, "poll.interval.ms": 50, **extra})
+
+
+def test_incremental_snapshot_from_the_signal_table_under_concurrent_writes(standin):
+    """execute-snapshot inserted into the signal table: chunks + watermarks; the replay equals the final table."""
+    _items(standin)
+    stop = threading.Event()
+    counts = {"u": 0, "c": 0, "d": 0}
+
+    def writer(seed):
+        rnd = random.Random(seed)
+        while not stop.is_set():
+            key = 2 * rnd.randint(1, ROWS)
+            op = rnd.random()
+            if op < 0.7:
+                standin.execute(f"UPDATE dbo.items SET v = v + 1 WHERE id = {key}")
+                counts["u"] += 1
+            elif op < 0.85:
+                standin.execute(f"INSERT INTO dbo.items VALUES ({2 * ROWS + 2 * seed + 1 + 4 * counts['c']}, 0, 'n')")
+                counts["c"] += 1
+            else:
+                standin.execute(f"DELETE FROM dbo.items WHERE id = {key}")
+                counts["d"] += 1
+            time.sleep(0.002)
+
+    with _Run(_config(standin)) as run:
+        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        writers = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
+        for w in writers:
+            w.start()
+        try:
+            time.sleep(0.3)
+            standin.execute("INSERT INTO dbo.debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', "
+                            "'{\"data-collections\": [\"" + standin.dbname + ".dbo.items\"], \"type\": \"incremental\"}')")
+            run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes), "the incremental snapshot", 90)
+        finally:
+            stop.set()
+            for w in writers:
+                w.join()
+        standin.execute("UPDATE dbo.items SET v = v + 1000 WHERE id = 2")
+        run.wait(lambda: any(r.value and r.value["op"] == "u" and r.key["id"] == 2 and r.value["after"]["v"] >= 1000
+                             for r in run.topic("items")), "the last update")
+    events = run.topic("items")
+    replayed, reads = replay(events)
+    final = {row[0]: row[1] for row in standin.execute("SELECT id, v FROM dbo.items")}
+    assert replayed == final
+    assert counts["u"] > 20, counts
+    assert reads >= ROWS - counts["d"] - 400, reads
+    assert not [r for r in run.records if r.topic.endswith(".debezium_signal")]  # not captured: no events
+    kinds = [(n.aggregate_type, n.type) for n in run.notes]
+    assert ("Incremental Snapshot", "STARTED") in kinds and ("Incremental Snapshot", "COMPLETED") in kinds
+    read = next(r for r in events if r.value and r.value["op"] == "r")
+    assert read.value["source"]["snapshot"] == "incremental" and read.topic == f"server1.{standin.dbname}.dbo.items"
+
+
+def test_blocking_snapshot_stop_pause_and_resume_through_signals(standin, tmp_path):
+    """A blocking snapshot (in-process channel) reads the table between streamed changes; an incremental one
+    paused and resumed (signal table) completes; stop-snapshot (file channel) ends one that runs."""
+    _items(standin, rows=300)
+    signal_file = tmp_path / "signals.jsonl"
+    config = _config(standin, **{"incremental.snapshot.chunk.size": 20, "signal.enabled.channels": "source,file",
+                                 "signal.file": str(signal_file), "signal.poll.interval.ms": 50})
+    with _Run(config) as run:
+        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        run.engine.signal("execute-snapshot", {"data-collections": [f"{standin.dbname}.dbo.items"], "type": "blocking"})
+        run.wait(lambda: len([r for r in run.topic("items") if r.value and r.value["op"] == "r"]) >= 300, "the blocking reads")
+        standin.execute("INSERT INTO dbo.items VALUES (1, 0, 'after')")
+        run.wait(lambda: any(r.value and r.value["op"] == "c" for r in run.topic("items")), "the insert after it")
+        reads = [r for r in run.topic("items") if r.value and r.value["op"] == "r"]
+        assert reads[-1].value["source"]["snapshot"] == "last"
+        assert {r.value["source"]["snapshot"] for r in reads[1:-1]} <= {"true", "last_in_data_collection"}
+
+        # Incremental, paused after it started, resumed: it completes.
+        run.notes.clear()
+        standin.execute("INSERT INTO dbo.debezium_signal VALUES ('inc-2', 'execute-snapshot', "
+                        "'{\"data-collections\": [\"" + standin.dbname + ".dbo.items\"]}')")
+        run.wait(lambda: any(n.type == "STARTED" for n in run.notes), "the start")
+        standin.execute("INSERT INTO dbo.debezium_signal VALUES ('p-1', 'pause-snapshot', NULL)")
+        run.wait(lambda: any(n.type == "PAUSED" for n in run.notes), "the pause")
+        standin.execute("INSERT INTO dbo.debezium_signal VALUES ('r-1', 'resume-snapshot', NULL)")
+        run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes), "the completion", 60)
+        assert any(n.type == "RESUMED" for n in run.notes)
+
+        # Stopped while it runs: ABORTED, nothing more read after the notification.
+        run.notes.clear()
+        run.engine.signal("execute-snapshot", {"data-collections": [f"{standin.dbname}.dbo.items"]})
+        run.wait(lambda: any(n.type == "STARTED" for n in run.notes), "the third start")
+        signal_file.write_text('{"id": "stop-1", "type": "stop-snapshot", "data": {"data-collections": ["'
+                               + standin.dbname + '.dbo.items"], "type": "incremental"}}\n')
+        run.wait(lambda: any(n.type == "ABORTED" for n in run.notes), "the stop")
+
+
+def test_incremental_snapshot_of_a_composite_text_key_with_an_additional_condition(standin):
+    """Keyset chunks over (VARCHAR, INT) in the expanded T-SQL form, filtered by additional-conditions."""
+    standin.create_table(SIGNAL)
+    standin.create_table("CREATE TABLE dbo.pairs (k VARCHAR(10) NOT NULL, n INT NOT NULL, v INT)")
+    standin.execute("ALTER TABLE dbo.pairs ADD PRIMARY KEY (k, n)")  # the stand-in's T-SQL DDL has no table-level keys
+    standin.execute("INSERT INTO dbo.pairs SELECT 'k' || (g % 7), g, g FROM generate_series(1, 300) g")
+    standin.enable_db()
+    standin.enable_table("dbo", "pairs")
+    standin.enable_table("dbo", "debezium_signal")
+    standin.agent.start()
+    config = _config(standin, **{"table.include.list": "dbo.pairs", "incremental.snapshot.chunk.size": 25})
+    with _Run(config) as run:
+        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        run.engine.signal("execute-snapshot", {"data-collections": [f"{standin.dbname}.dbo.pairs"],
+                                               "additional-conditions": [{"data-collection": f"{standin.dbname}.dbo.pairs",
+                                                                          "filter": "n > 100"}]})
+        run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes), "the incremental snapshot")
+    reads = [r.value["after"] for r in run.topic("pairs") if r.value and r.value["op"] == "r"]
+    assert sorted((a["k"], a["n"]) for a in reads) == sorted((f"k{g % 7}", g) for g in range(101, 301))
+    assert [r.key for r in run.topic("pairs")][:1] and set(run.topic("pairs")[0].key) == {"k", "n"}
