@@ -468,8 +468,10 @@ class PostgresConnector:
     def _snapshot(self, snapshot_name: str | None, lsn: int) -> Iterator[list[RawChange | Checkpoint]]:
         snap_conn = self._connect()
         try:
+            # snapshot.fetch.size: the rows of one block handed over (pgjdbc's fetch size in Debezium: the rows
+            # read per round trip). COPY streams under TCP flow control, so the rows held stay bounded by it.
             reader = self._snapshot_reader = SnapshotReader(
-                snap_conn, self.server, self.db, lsn, min(self.config.get(pgc.SNAPSHOT_FETCH_SIZE), 2048),
+                snap_conn, self.server, self.db, lsn, self.config.get(pgc.SNAPSHOT_FETCH_SIZE),
                 self.log.with_context("snapshot"), self.config.get(MAX_THREADS), self._connect,
             )
             reader.query_timeout_ms = self.config.get(pgc.QUERY_TIMEOUT_MS)
