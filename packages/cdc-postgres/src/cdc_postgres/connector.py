@@ -25,6 +25,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import Catalog, table_filter
+from cdc_postgres.driver_options import libpq_params, unmapped_warning
 from cdc_postgres.replica_identity import apply_autoset, parse_autoset
 from cdc_postgres.incremental import signal_tables
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
@@ -106,6 +107,9 @@ class PostgresConnector:
             self.log.warning("database.sslfactory=%s is ignored: cdc connects through libpq, whose certificate "
                              "checks follow database.sslmode (require: none; verify-ca, verify-full: against "
                              "database.sslrootcert)", self.config.get(pgc.SSLFACTORY))
+        _, unmapped = libpq_params(self.config.subset("driver"))
+        if unmapped:
+            self.log.warning("%s", unmapped_warning(unmapped))
         self._conn = self._connect()
         self._check_server()
         check_read_only(self._conn, self.config, self.address)  # read.only=true needs PostgreSQL 13
