@@ -31,6 +31,7 @@ from cdc_core.spi.offsets import OffsetShape
 
 from cdc_mysql import config as myc
 from cdc_mysql.binlog import BinlogConnectionLost, BinlogStartPosition, CdcBinLogStreamReader
+from cdc_mysql.driver_options import MAPPED as MAPPED_DRIVER_OPTIONS
 from cdc_mysql.catalog import Catalog
 from cdc_mysql.checks import check_server, privilege_message
 from cdc_mysql.connection import Connection
@@ -142,7 +143,9 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self._offset = offset
         ignored = myc.ignored_driver_options(self.config)
         if ignored:
-            self.log.warning("ignoring %s: PyMySQL has no such connection option", ", ".join(ignored))
+            self.log.warning("ignoring %s: Connector/J connection properties (or values) with no PyMySQL "
+                             "equivalent (cdc maps driver.%s and passes PyMySQL's own options by name)",
+                             ", ".join(ignored), ", driver.".join(MAPPED_DRIVER_OPTIONS))
         self._conn = self._connect()
         self._server_id = check_server(Catalog(self._conn), self.flavor, self.address, self.config.get(myc.USER),
                                        self.config.get(myc.INCLUDE_QUERY), self.log)
