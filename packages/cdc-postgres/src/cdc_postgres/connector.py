@@ -27,8 +27,8 @@ from cdc_core.spi.offsets import OffsetShape
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import Catalog, table_filter
 from cdc_postgres.driver_options import libpq_params, unmapped_warning
-from cdc_postgres.replica_identity import apply_autoset, parse_autoset
 from cdc_postgres.incremental import signal_tables
+from cdc_postgres.replica_identity import apply_autoset, parse_autoset
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
 from cdc_postgres.metrics import postgres_metrics
