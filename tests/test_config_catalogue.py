@@ -61,7 +61,7 @@ def test_the_catalogue_knows_the_documented_properties_and_defaults() -> None:
     for name in ("topic.naming.strategy", "max.queue.size.in.bytes", "custom.metric.tags", "topic.cache.size"):
         assert pg.find(name).status == mysql.find(name).status == "implemented", name
     assert mysql.find("column.mask.hash.SHA-256.with.salt.CzQMA0cB5K").status == "implemented"
-    assert pg.find("driver.loginTimeout").status == "accepted"
+    assert pg.find("driver.loginTimeout").status == "implemented"  # pgjdbc's, as libpq parameters (driver_options)
     assert pg.find("slot.stream.params").status == "implemented"
     assert pg.find("replica.identity.autoset.values").status == "implemented"
     assert pg.find("transforms") is None  # not a connector chapter's table: owned by the transforms
@@ -106,10 +106,10 @@ def refused_example(monkeypatch) -> str:
 
 def test_documented_properties_cdc_does_not_implement_are_accepted_or_refused(refused_example) -> None:
     report = connector_report(_base(**{"schema.refresh.mode": "columns_diff_exclude_unchanged_toast",
-                                       "driver.ssl": "true", "slot.stream.params": "origin=none",
+                                       "tasks.max": "1", "slot.stream.params": "origin=none",
                                        "xmin.fetch.interval.ms": "100"}))
-    assert report.ignored == ["driver.ssl"]
-    assert report.warning() == "accepted, no effect in cdc: driver.ssl"
+    assert report.ignored == ["tasks.max"]
+    assert report.warning() == "accepted, no effect in cdc: tasks.max"
     assert report.refused == ["schema.refresh.mode: documented, but cdc does not implement it, and ignoring it would "
                               "change the data delivered (an example refusal)"]
     assert report.errors == []
@@ -165,7 +165,7 @@ def test_validate_prints_the_three_groups(tmp_path: Path, capsys, refused_exampl
         "debezium.source.connector.class=io.debezium.connector.postgresql.PostgresConnector",
         "debezium.source.topic.prefix=shop", "debezium.source.database.hostname=localhost",
         "debezium.source.database.dbname=db", "debezium.source.databse.user=x",
-        "debezium.source.schema.refresh.mode=columns_diff_exclude_unchanged_toast", "debezium.source.driver.ssl=true",
+        "debezium.source.schema.refresh.mode=columns_diff_exclude_unchanged_toast", "debezium.source.tasks.max=1",
         "debezium.sink.kinesis.region=eu-central-1", "quarkus.log.level=INFO", ""]))
     assert main(["validate", str(path)]) == 2
     out, err = capsys.readouterr()
@@ -179,8 +179,7 @@ def test_validate_prints_the_three_groups(tmp_path: Path, capsys, refused_exampl
         "accepted, no effect in cdc:",
         "  debezium.sink.kinesis.region (a property of another sink; debezium.sink.type is stdout)",
         "  quarkus.log.level (set the level with cdc --log-level)",
-        "  debezium.source.driver.ssl (JDBC options; cdc connects through libpq (psycopg), whose settings have their own "
-        "properties)",
+        "  debezium.source.tasks.max (cdc runs one connector task, as Debezium's relational connectors do)",
     ]
 
 

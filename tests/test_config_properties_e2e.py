@@ -230,11 +230,11 @@ def test_retriable_restart_waits_the_configured_time(pg_server, pg_db, caplog) -
 def test_documented_unimplemented_properties_start_with_one_warning(pg_server, pg_db, caplog) -> None:
     _table(pg_server, pg_db)
     config = _config(pg_server, pg_db, **{"schema.refresh.mode": "columns_diff_exclude_unchanged_toast",
-                                          "driver.stringtype": "unspecified", "tasks.max": 1})
+                                          "tasks.max": 1})
     with caplog.at_level(logging.WARNING, logger="cdc.engine"):
         engine = Engine(config, offset_store=MemoryOffsetStore())
     warnings = [r.getMessage() for r in caplog.records if "accepted, no effect in cdc" in r.getMessage()]
-    assert warnings == ["accepted, no effect in cdc: schema.refresh.mode, driver.stringtype, tasks.max"]
+    assert warnings == ["accepted, no effect in cdc: schema.refresh.mode, tasks.max"]
     with _Run(engine) as run:
         run.wait(lambda: len(run.records) >= 2, "the snapshot")
 

@@ -151,10 +151,13 @@ def connect_args(config: Config, **extra: Any) -> dict[str, Any]:
         args["tls_context"] = context  # cdc_mysql.connection.Connection: used if the server offers TLS
     else:
         args["ssl"] = context  # TLS or fail
-    known = pymysql_options()
-    for key, value in config.subset("driver").items():
-        if key in known:  # others are JDBC (Connector/J) options of a Debezium configuration: see ignored_driver_options
-            args.setdefault(key, value)
+    # driver.*: PyMySQL's options by name, Connector/J's where PyMySQL has one (cdc_mysql.driver_options).
+    from cdc_mysql.driver_options import pymysql_args
+
+    driver, _ = pymysql_args(config.subset("driver"), pymysql_options())
+    if "read_timeout" in driver and args["read_timeout"]:
+        driver["read_timeout"] = min(float(driver["read_timeout"]), args["read_timeout"])  # the earlier limit holds
+    args.update(driver)
     args.update(extra)
     return args
 
@@ -169,9 +172,10 @@ def pymysql_options() -> frozenset[str]:
 
 
 def ignored_driver_options(config: Config) -> list[str]:
-    """``driver.*`` properties PyMySQL has no option for (Connector/J's, from a Debezium configuration)."""
-    known = pymysql_options()
-    return sorted(f"driver.{k}" for k in config.subset("driver") if k not in known)
+    """``driver.*`` properties PyMySQL has no option for (Connector/J's without an equivalent)."""
+    from cdc_mysql.driver_options import pymysql_args
+
+    return pymysql_args(config.subset("driver"), pymysql_options())[1]
 
 
 def deserialization_failure_mode(config: Config) -> str:

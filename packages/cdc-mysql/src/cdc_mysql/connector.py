@@ -27,12 +27,14 @@ from cdc_core.topics import topic_naming_strategy
 from cdc_core.schema import Schema
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
+from cdc_core.snapshot.spi import streams_from_snapshot
 from cdc_core.spi.offsets import OffsetShape
 
 from cdc_mysql import config as myc
 from cdc_mysql.binlog import BinlogConnectionLost, BinlogStartPosition, CdcBinLogStreamReader
 from cdc_mysql.catalog import Catalog
 from cdc_mysql.checks import check_server, privilege_message
+from cdc_mysql.driver_options import MAPPED as MAPPED_DRIVER_OPTIONS
 from cdc_mysql.connection import Connection
 from cdc_mysql.ddl import SchemaModel
 from cdc_mysql.ddl_events import DdlEvents
@@ -142,7 +144,9 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self._offset = offset
         ignored = myc.ignored_driver_options(self.config)
         if ignored:
-            self.log.warning("ignoring %s: PyMySQL has no such connection option", ", ".join(ignored))
+            self.log.warning("ignoring %s: Connector/J connection properties (or values) with no PyMySQL "
+                             "equivalent (cdc maps driver.%s and passes PyMySQL's own options by name)",
+                             ", ".join(ignored), ", driver.".join(MAPPED_DRIVER_OPTIONS))
         self._conn = self._connect()
         self._server_id = check_server(Catalog(self._conn), self.flavor, self.address, self.config.get(myc.USER),
                                        self.config.get(myc.INCLUDE_QUERY), self.log)
@@ -320,6 +324,11 @@ class MySqlConnector(Snapshotting, DdlEvents):
         todo = plan(self.snapshotter, offset, self._history.exists(), available, f"{self.flavor.name} at {self.address}",
                     history)
         start = offset
+        if todo.data and offset is not None and todo.stream and not streams_from_snapshot(self.snapshotter):
+            # Debezium 2.7's MySQL/MariaDB coordinator has no catch-up step (only PostgreSQL's does).
+            self.log.info("snapshot.mode.custom.name=%s: should_stream_events_starting_from_snapshot() is false, but "
+                          "the binlog connectors stream from the snapshot's position, as Debezium's do",
+                          self.snapshotter.name)
         if todo.schema or todo.data:
             start = yield from self._snapshot(todo, offset if todo.resume else None)
         if not todo.stream or self._stop.is_set() or start is None:

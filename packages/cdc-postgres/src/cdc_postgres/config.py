@@ -9,6 +9,7 @@ from cdc_core.config import ConfigField as F
 from cdc_core.config import Fields
 from cdc_core.config.formats import PORT_RANGE, host_problem, hosts_problem, name_bytes_problem
 
+from cdc_postgres.driver_options import libpq_params
 from cdc_postgres.replica_identity import autoset_problem
 from cdc_postgres.stream_params import stream_params_problem
 
@@ -115,7 +116,9 @@ FIELDS = Fields(
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
         HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY, REPLICA_IDENTITY_AUTOSET,
         XMIN_FETCH_INTERVAL_MS, SLOT_STREAM_PARAMS, QUERY_TIMEOUT_MS,
-    ]
+    ],
+    # pgjdbc's connection properties, passed on as libpq parameters where libpq has them (cdc_postgres.driver_options).
+    prefixes=("driver.",),
 )
 
 
@@ -149,6 +152,12 @@ def conninfo(config, **extra: str) -> str:
     params.update(tls_params(config))
     params["keepalives"] = "1" if config.get(TCP_KEEPALIVE) else "0"
     params.update(extra)
+    # driver.*: pgjdbc's properties with a libpq equivalent (cdc_postgres.driver_options). Their options come
+    # first, so the pinned output settings, written after them, still hold.
+    driver, _ = libpq_params(config.subset("driver"))
+    if "options" in driver:
+        driver["options"] = f"{driver['options']} {params['options']}"
+    params.update(driver)
     return make_conninfo("", **params)
 
 

@@ -21,12 +21,14 @@ from cdc_core.plugins import registry
 from cdc_core.relational import Table, TableId
 from cdc_core.signals.config import MAX_THREADS
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
+from cdc_core.snapshot.spi import streams_from_snapshot
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import Catalog, table_filter
-from cdc_postgres.replica_identity import apply_autoset, parse_autoset
+from cdc_postgres.driver_options import libpq_params, unmapped_warning
 from cdc_postgres.incremental import signal_tables
+from cdc_postgres.replica_identity import apply_autoset, parse_autoset
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
 from cdc_postgres.metrics import postgres_metrics
@@ -106,6 +108,9 @@ class PostgresConnector:
             self.log.warning("database.sslfactory=%s is ignored: cdc connects through libpq, whose certificate "
                              "checks follow database.sslmode (require: none; verify-ca, verify-full: against "
                              "database.sslrootcert)", self.config.get(pgc.SSLFACTORY))
+        _, unmapped = libpq_params(self.config.subset("driver"))
+        if unmapped:
+            self.log.warning("%s", unmapped_warning(unmapped))
         self._conn = self._connect()
         self._check_server()
         check_read_only(self._conn, self.config, self.address)  # read.only=true needs PostgreSQL 13
@@ -393,7 +398,17 @@ class PostgresConnector:
         self._repl = self._replication_connection()
         resume = ResumePoint(self._offset)
         start_lsn = resume.commit
-        if snapshot or not slot_exists:
+        if snapshot and slot_exists and self._offset and not streams_from_snapshot(self.snapshotter):
+            # should_stream_events_starting_from_snapshot() false: catch up from the stored position, snapshot,
+            # then stream on from where the catch-up stopped (the slot is kept).
+            start_lsn = yield from self._catch_up_then_snapshot(resume, stream)
+            if start_lsn is None:
+                return
+            resume = ResumePoint({"lsn_commit": start_lsn, "lsn_proc": None}, last_commit=start_lsn)
+            snapshot = False
+            if stream:
+                self._repl = self._replication_connection()
+        elif snapshot or not slot_exists:
             if slot_exists:
                 self.log.info("dropping slot %s to export a fresh snapshot from a new one", self.slot)
                 self._repl.drop_slot(self.slot)
@@ -418,6 +433,28 @@ class PostgresConnector:
         if not stream:
             return
         yield from self._stream(start_lsn, resume)
+
+    def _catch_up_then_snapshot(self, resume: ResumePoint, stream: bool) -> Iterator[list[RawChange | Checkpoint]]:
+        """As Debezium's PostgresChangeEventSourceCoordinator.executeCatchUpStreaming: stream from the stored
+        position up to the log's current end, then snapshot (a REPEATABLE READ transaction opened after the
+        catch-up; rows changed since are streamed again afterwards); return where streaming goes on (None: stopped)."""
+        assert self._conn is not None and self._repl is not None
+        stop_at = parse_lsn(self._conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
+        self.log.info("previous connector state exists: streaming up to LSN %s, then the snapshot "
+                      "(should_stream_events_starting_from_snapshot is false)", format_lsn(stop_at))
+        position = yield from self._stream(resume.commit, resume, stop_at=stop_at)
+        self._repl.close()
+        self._repl = None
+        if position is None or self._stop.is_set():
+            return None
+        yield from self._snapshot(None, position)
+        if self._stop.is_set():
+            self.snapshotter.snapshot_aborted()
+            return None
+        self.snapshotter.snapshot_completed()
+        if stream and wait_before("streaming", self.config, self._stop, self.log):
+            return None
+        return position
 
     def _create_slot(self, export_snapshot: bool) -> Any:
         """Create the slot on the replication connection (pgoutput; exporting a snapshot if one is due)."""
@@ -468,8 +505,10 @@ class PostgresConnector:
     def _snapshot(self, snapshot_name: str | None, lsn: int) -> Iterator[list[RawChange | Checkpoint]]:
         snap_conn = self._connect()
         try:
+            # snapshot.fetch.size: the rows of one block handed over (pgjdbc's fetch size in Debezium: the rows
+            # read per round trip). COPY streams under TCP flow control, so the rows held stay bounded by it.
             reader = self._snapshot_reader = SnapshotReader(
-                snap_conn, self.server, self.db, lsn, min(self.config.get(pgc.SNAPSHOT_FETCH_SIZE), 2048),
+                snap_conn, self.server, self.db, lsn, self.config.get(pgc.SNAPSHOT_FETCH_SIZE),
                 self.log.with_context("snapshot"), self.config.get(MAX_THREADS), self._connect,
             )
             reader.query_timeout_ms = self.config.get(pgc.QUERY_TIMEOUT_MS)
@@ -522,7 +561,10 @@ class PostgresConnector:
             out.append((table, select))
         return out
 
-    def _stream(self, start_lsn: int, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
+    def _stream(self, start_lsn: int, resume: ResumePoint,
+                stop_at: int | None = None) -> Iterator[list[RawChange | Checkpoint]]:
+        """Stream from the slot; with ``stop_at``, only until everything up to that LSN is read, returning where
+        the reading stopped (between transactions)."""
         assert self._repl is not None
         params = parse_stream_params(self.config.get(pgc.SLOT_STREAM_PARAMS))
         try:
@@ -558,6 +600,8 @@ class PostgresConnector:
         xmin_interval = self.config.get(pgc.XMIN_FETCH_INTERVAL_MS) / 1000.0
         xmin_read = -float("inf")
         repl = self._repl
+        asked = -float("inf")
+        reached = None
         try:
             while not self._stop.is_set():
                 if self._ack_lsn > repl.confirmed_lsn:
@@ -572,11 +616,21 @@ class PostgresConnector:
                 if (reader.filtered or reader.skipped) and self.metrics is not None:
                     self._count(reader)
                 yield batch
+                if stop_at is not None and (position := reader.idle_position()) is not None:
+                    if position >= stop_at:
+                        yield [Checkpoint({"lsn_proc": None, "lsn_commit": position, "lsn": position,
+                                           "txId": None, "ts_usec": None})]
+                        reached = position
+                        break
+                    if not batch and time.monotonic() - asked >= 0.2:
+                        asked = time.monotonic()
+                        repl.send_status(reply_requested=True)  # the walsender answers with its sent position
         finally:
             reader.close()
         if self._ack_lsn > repl.confirmed_lsn:
             repl.confirm(self._ack_lsn)
             repl.send_status()
+        return reached
 
 
 def _quote_table(table: TableId) -> str:

@@ -183,6 +183,13 @@ class StreamReader:
             self._idle_checkpoint(out)
         return out
 
+    def idle_position(self) -> int | None:
+        """Between transactions with nothing held back: the position everything before has been read up to
+        (the server's sent position, or the last commit); None while a transaction is open or replayed."""
+        if self._xid is not None or self._spills or self._replay is not None or self._backlog:
+            return None
+        return max(self.repl.server_wal_end, self._last_commit_lsn or 0, self._checkpointed)
+
     def _change(self, msg: Insert | Update | Delete, lsn: int, append) -> None:
         """One row change of the current transaction, unless acknowledged before a restart."""
         table = self.tables.get(msg.relation_oid)

@@ -40,6 +40,10 @@ class _Snapshotter:
         """Only ``when_needed``."""
         return self.on_data_error
 
+    def should_stream_events_starting_from_snapshot(self) -> bool:
+        """Stream from where the snapshot was taken (Debezium's default)."""
+        return True
+
     def snapshot_completed(self) -> None:
         """Nothing to do."""
 

@@ -40,8 +40,21 @@ class Snapshotter(Protocol):
     def snapshot_completed(self) -> None:
         """Called once a snapshot completed."""
 
+    # Optional (Debezium's default method): ``should_stream_events_starting_from_snapshot() -> bool``, read
+    # through ``streams_from_snapshot``. True (the default): streaming starts where the snapshot was taken.
+    # False: when the connector resumes with a stored position and takes a snapshot, it first streams from
+    # that position up to the log's current end ("catch-up"), then snapshots, then streams on from where the
+    # catch-up stopped (PostgreSQL, as Debezium 2.7's PostgresChangeEventSourceCoordinator; MySQL/MariaDB, as
+    # in Debezium, have no catch-up step and stream from the snapshot's position whatever it says).
+
     def snapshot_aborted(self) -> None:
         """Called when a snapshot was stopped before it completed."""
+
+
+def streams_from_snapshot(snapshotter: Snapshotter) -> bool:
+    """The snapshotter's ``should_stream_events_starting_from_snapshot()``, True where it has none."""
+    method = getattr(snapshotter, "should_stream_events_starting_from_snapshot", None)
+    return True if method is None else bool(method())
 
 
 @runtime_checkable
