@@ -100,7 +100,16 @@ def test_topic_naming_strategies_name_data_transaction_and_heartbeat_topics(pg_s
         assert data[0].value["after"] == {"id": 10 + slot, "note": "x"}
         assert data[0].key_schema.name == f"{topic}.Key"
         assert data[0].value_schema.name == f"{topic}.Envelope"
-        pg_server.execute(f"SELECT pg_drop_replication_slot('naming{slot}')", dbname=pg_db)
+        _drop_slot(pg_server, pg_db, f"naming{slot}")
+
+
+def _drop_slot(pg_server, pg_db, slot: str) -> None:
+    """Drop a slot once its walsender has gone (under load it can outlive the engine's stop by a moment)."""
+    deadline = time.monotonic() + 30
+    while pg_server.execute(f"SELECT 1 FROM pg_replication_slots WHERE slot_name = '{slot}' AND active", dbname=pg_db):
+        assert time.monotonic() < deadline, f"slot {slot} still active 30 s after the engine stopped"
+        time.sleep(0.1)
+    pg_server.execute(f"SELECT pg_drop_replication_slot('{slot}')", dbname=pg_db)
 
 
 def test_unset_strategy_keeps_each_connectors_documented_default(pg_server, pg_db) -> None:
