@@ -86,10 +86,8 @@ def test_a_running_agent_gives_no_warning(inventory, caplog):
 
 
 def test_properties_accepted_but_not_implemented_are_warned_about_once(inventory, caplog):
-    config = {**inventory.properties(), "snapshot.mode": "initial_only", "streaming.fetch.size": 100,
-              "include.schema.changes": "true"}
+    config = {**inventory.properties(), "snapshot.mode": "initial_only", "streaming.fetch.size": 100}
     with caplog.at_level("WARNING"):
         Engine(config, offset_store=MemoryOffsetStore()).run(lambda records: None)
     messages = [r.getMessage() for r in caplog.records]
     assert sum(m.startswith("streaming.fetch.size=100 is not implemented") for m in messages) == 1
-    assert sum(m.startswith("include.schema.changes=true") for m in messages) == 1

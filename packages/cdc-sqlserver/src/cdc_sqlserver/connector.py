@@ -16,12 +16,14 @@ from cdc_core.plugins import registry
 from cdc_core.snapshot import snapshotter
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
+from cdc_core.topics import topic_naming_strategy
 from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LSN_OF_ALL_CHANGE_TABLES,
                                    TRACKED_TABLES, CaptureInstance,
                                    read_all_capture_instances, read_capture_instances, read_tables)
 from cdc_sqlserver.lsn import Lsn, from_value
+from cdc_sqlserver.schema_history import SchemaHistory, history_store
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader
@@ -59,6 +61,8 @@ class SqlServerConnector:
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self._instances: list[CaptureInstance] = []
+        self._context = context
+        self._history: SchemaHistory | None = None
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -82,6 +86,11 @@ class SqlServerConnector:
         """Connect and check that CDC is enabled and readable for the captured tables."""
         self._offset = offset
         self._warn_unimplemented()
+        self._history = SchemaHistory(
+            history_store(self.config, self._context.history), self.server, self.db, SOURCE_SCHEMA,
+            topic_naming_strategy(self.config, self._context.plugins).schema_change_topic(), self.partition(),
+            self.config.get(msc.INCLUDE_SCHEMA_CHANGES), self.log.with_context("schema"))
+        self._history.recover(offset)
         self._conn = self._connect()
         try:
             self._check()
@@ -111,7 +120,9 @@ class SqlServerConnector:
     def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Snapshot if the mode and offsets ask for it, then poll the change tables."""
         try:
-            yield from self._run()
+            assert self._history is not None
+            # Schema change events (CREATE at the snapshot, ALTER on a new capture instance): cdc_sqlserver.schema_history.
+            yield from self._history.watch(self._run(), lambda: [i.table for i in self._instances], self._offset)
         except Exception as e:
             if _is_connection_error(e):
                 if self._stop.is_set():
@@ -132,6 +143,11 @@ class SqlServerConnector:
         """Close the connection."""
         if self.metrics is not None:
             self.metrics.streaming.connected = False
+        if self._history is not None and self._context.history is None:
+            try:
+                self._history.store.close()
+            except Exception as e:  # a store that cannot close has nothing left to write
+                self.log.warning("closing the schema history store failed: %s", e)
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -185,9 +201,6 @@ class SqlServerConnector:
         if self.config.get(msc.STREAMING_FETCH_SIZE):
             self.log.warning("streaming.fetch.size=%s is not implemented: each capture instance's window is read "
                              "whole (max.iteration.transactions bounds it)", self.config.get(msc.STREAMING_FETCH_SIZE))
-        if msc.INCLUDE_SCHEMA_CHANGES.name in self.config and self.config.get(msc.INCLUDE_SCHEMA_CHANGES):
-            self.log.warning("include.schema.changes=true: cdc's SQL Server connector emits no schema change events "
-                             "yet (a new capture instance changes the events' schema without one)")
 
     def _check_agent(self) -> None:
         """Warn, in one line, when SQL Server Agent is not running: no change is captured until it is."""

@@ -26,6 +26,7 @@ class ColumnInfo(NamedTuple):
     precision: int
     scale: int
     nullable: bool
+    identity: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,10 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
 
 def column(info: ColumnInfo, modes: TypeModes) -> Column:
     """The relational Column for ``info``."""
+    from cdc_sqlserver.jdbc import column_size, decimal_digits
+
     schema, convert = mapping(info, modes)
-    length = info.precision if info.type_name in ("decimal", "numeric") else info.max_length
+    # length and scale as the JDBC driver reports them (column.propagate.source.type, the schema history).
     return Column(name=info.name, type_name=info.type_name.upper(), schema=schema, convert=convert,
-                  position=info.position, optional=info.nullable, length=length,
-                  scale=info.scale if info.type_name in ("decimal", "numeric", "time", "datetime2") else None)
+                  position=info.position, optional=info.nullable, length=column_size(info),
+                  scale=decimal_digits(info), extra={"info": info})
