@@ -8,7 +8,8 @@ TYPES = {
     "decimal": 106, "numeric": 108, "money": 60, "smallmoney": 122, "char": 175, "varchar": 167,
     "nchar": 239, "nvarchar": 231, "text": 35, "ntext": 99, "date": 40, "time": 41, "datetime": 61,
     "datetime2": 42, "smalldatetime": 58, "datetimeoffset": 43, "uniqueidentifier": 36, "binary": 173,
-    "varbinary": 165, "xml": 241, "image": 34,
+    "varbinary": 165, "xml": 241, "image": 34, "timestamp": 189, "hierarchyid": 128, "geometry": 129,
+    "geography": 130, "sql_variant": 98,
 }
 
 #: Objects every stand-in database has (SQL Server's ``sys`` schema exists before CDC is enabled).

@@ -21,10 +21,10 @@ _DEFAULT_SCALE = {"time": 7, "datetime2": 7, "datetimeoffset": 7, "datetime": 3,
 def _declared(ddl: str, column: str) -> str:
     """The type name the DDL declares for ``column`` (sqlglot folds REAL into FLOAT and TEXT into VARCHAR(MAX))."""
     m = re.search(r'(?:[\[\"]%s[\]\"]|\b%s\b)\s+\[?(\w+)' % (re.escape(column), re.escape(column)), ddl, re.I)
-    if not m or m.group(1).lower() not in TYPES and m.group(1).lower() != "integer":
+    if not m or m.group(1).lower() not in TYPES and m.group(1).lower() not in ("integer", "rowversion"):
         raise ValueError(f"the stand-in cannot hold column {column!r}: its type is not one of {sorted(TYPES)}")
     name = m.group(1).lower()
-    return "int" if name == "integer" else name
+    return {"integer": "int", "rowversion": "timestamp"}.get(name, name)
 
 
 def _params(kind: exp.DataType) -> list[str]:
@@ -50,7 +50,8 @@ def _pg_type(name: str, params: list[str]) -> str:
         "real": "REAL", "float": "DOUBLE PRECISION", "money": "NUMERIC(19, 4)", "smallmoney": "NUMERIC(10, 4)",
         "text": "TEXT", "ntext": "TEXT", "date": "DATE", "datetime": "TIMESTAMP(3)", "smalldatetime": "TIMESTAMP(0)",
         "datetimeoffset": "TIMESTAMPTZ", "uniqueidentifier": "UUID", "binary": "BYTEA", "varbinary": "BYTEA",
-        "image": "BYTEA", "xml": "XML",
+        "image": "BYTEA", "xml": "XML", "timestamp": "BYTEA", "hierarchyid": "BYTEA", "geometry": "BYTEA",
+        "geography": "BYTEA", "sql_variant": "TEXT",
     }[name]
 
 
@@ -68,7 +69,7 @@ def _facts(name: str, params: list[str]) -> tuple[int, int, int]:
         return (2 * p[0] if p else (-1 if params else 2)), 0, 0
     fixed = {"bit": (1, 1), "tinyint": (1, 3), "smallint": (2, 5), "int": (4, 10), "bigint": (8, 19),
              "real": (4, 24), "float": (8, 53), "money": (8, 19), "smallmoney": (4, 10), "date": (3, 10),
-             "uniqueidentifier": (16, 0)}
+             "uniqueidentifier": (16, 0), "timestamp": (8, 0), "hierarchyid": (892, 0), "sql_variant": (8016, 0)}
     length, precision = fixed.get(name, (-1, 0))
     scale = 4 if name in ("money", "smallmoney") else 0
     return length, precision, scale
