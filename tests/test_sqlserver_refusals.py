@@ -51,9 +51,18 @@ def test_a_user_who_cannot_read_the_capture_instance_is_refused(inventory):
         inventory.execute("DROP ROLE cdc_reader")
 
 
-def test_several_databases_are_refused_at_start(standin):
+def test_a_missing_database_among_several_is_named(standin):
+    standin.create_table(CUSTOMERS)
+    standin.enable_db()
+    standin.enable_table("dbo", "customers")
     message = _start_error({**standin.properties(), "database.names": f"{standin.dbname},other"})
-    assert "database.names lists 2 databases" in message
+    assert "database 'other'" in message
+
+
+def test_signals_with_several_databases_are_refused(standin):
+    message = _start_error({**standin.properties(), "database.names": f"{standin.dbname},other",
+                            "signal.data.collection": f"{standin.dbname}.dbo.signals"})
+    assert "signal.data.collection" in message and "one database per connector" in message
 
 
 def test_cdc_run_exits_with_one_line_when_cdc_is_off(standin, tmp_path):

@@ -43,6 +43,14 @@ class SqlServerConnector:
         required={"commit_lsn": "str"},
         optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool"})
 
+    def __new__(cls, config: Config, context: ConnectorContext) -> SqlServerConnector:
+        """Several databases in ``database.names``: cdc_sqlserver.databases.SqlServerDatabases (a reader per database)."""
+        if cls is SqlServerConnector and len(config.get(msc.NAMES) or []) > 1:
+            from cdc_sqlserver.databases import SqlServerDatabases
+
+            return super().__new__(SqlServerDatabases)
+        return super().__new__(cls)
+
     def __init__(self, config: Config, context: ConnectorContext):
         """Read the configuration; no I/O."""
         self.config = config
@@ -69,10 +77,6 @@ class SqlServerConnector:
     def validate(self) -> list[str]:
         """Cross-property problems (no I/O)."""
         problems = []
-        names = self.config.get(msc.NAMES) or []
-        if len(names) > 1:
-            problems.append(f"database.names lists {len(names)} databases ({', '.join(names)}); cdc's SQL Server "
-                            "connector captures one database per connector so far: run one connector per database")
         if self.config.get(common.TIME_PRECISION_MODE) == "adaptive_time_microseconds":
             problems.append("time.precision.mode=adaptive_time_microseconds is not a SQL Server mode; use adaptive "
                             "or connect")
