@@ -70,3 +70,40 @@ def test_two_databases_snapshot_stream_and_keep_an_offset_each(inventory, second
     last = _run(config, store, lambda rs: len(_data(rs, OTHER)) >= 1)
     assert [(r.value["op"], r.value["after"]["id"]) for r in _data(last, OTHER)] == [("c", 1003)]
     assert _data(last, inventory.dbname) == []
+
+
+def test_metrics_per_database_under_the_chapters_mbean_names(inventory, second):
+    import threading
+    import time
+
+    from cdc_core.engine import Engine
+
+    config = inventory.properties(**{"database.names": f"{inventory.dbname},{OTHER}"})
+    engine = Engine(config, offset_store=MemoryOffsetStore())
+    records: list = []
+    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(_data(records, inventory.dbname)) < 4 or len(_data(records, OTHER)) < 2:
+            assert runner.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        second.execute("DELETE FROM dbo.customers WHERE id = 1001")
+        while len(_data(records, OTHER)) < 4:
+            assert runner.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        values = engine.metrics.values()
+    finally:
+        engine.stop()
+        runner.join(30)
+    metrics = engine.metrics
+    assert metrics.mbean_name("streaming") == "debezium.sql_server:type=connector-metrics,server=server1,task=0,context=streaming"
+    assert metrics.mbean_name(f"snapshot,database={OTHER}") == (
+        f"debezium.sql_server:type=connector-metrics,server=server1,task=0,context=snapshot,database={OTHER}")
+    assert metrics.mbean_name("schema-history") == "debezium.sql_server:type=connector-metrics,context=schema-history,server=server1"
+    assert values[f"snapshot,database={inventory.dbname}"]["TotalNumberOfEventsSeen"] == 4
+    assert values[f"snapshot,database={OTHER}"]["TotalNumberOfEventsSeen"] == 2
+    other = values[f"streaming,database={OTHER}"]
+    assert (other["TotalNumberOfEventsSeen"], other["TotalNumberOfDeleteEventsSeen"]) == (1, 1)
+    assert other["LastEvent"] == "dbo.customers:d"
+    assert values[f"streaming,database={inventory.dbname}"]["TotalNumberOfEventsSeen"] == 0

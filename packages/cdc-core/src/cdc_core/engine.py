@@ -231,7 +231,8 @@ class Engine:
         # A connector may report under another connector's JMX domain (YugabyteDB's: debezium.postgres).
         plugin = getattr(self.connector_class, "metrics_plugin", self.connector_class.name)
         self.metrics = ConnectorMetrics(plugin, self.config.get(common.TOPIC_PREFIX), self.queue,
-                                        parse_metric_tags(self.config.get(common.CUSTOM_METRIC_TAGS)))
+                                        parse_metric_tags(self.config.get(common.CUSTOM_METRIC_TAGS)),
+                                        getattr(self.connector_class, "metrics_task", None))
         self._metrics_server = None
         self.max_batch = self.config.get(common.MAX_BATCH_SIZE)
         self.poll_interval = self.config.get(common.POLL_INTERVAL_MS) / 1000.0

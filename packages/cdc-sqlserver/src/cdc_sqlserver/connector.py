@@ -23,6 +23,7 @@ from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_
                                    TRACKED_TABLES, CaptureInstance,
                                    read_all_capture_instances, read_capture_instances, read_tables)
 from cdc_sqlserver.lsn import Lsn, from_value
+from cdc_sqlserver.metrics import counted
 from cdc_sqlserver.schema_history import SchemaHistory, history_store
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
@@ -39,6 +40,9 @@ class SqlServerConnector:
     source_schema = SOURCE_SCHEMA
     #: ``<prefix>.<database>.<schema>.<table>`` topics (cdc_sqlserver.topics), as Debezium's SQL Server connector.
     defaults: ClassVar[dict[str, Any]] = {"topic.naming.strategy": "sqlserver-schema"}
+    #: MBeans ``debezium.sql_server:type=connector-metrics,server=<prefix>,task=0,context=<context>[,database=<db>]``.
+    metrics_plugin: ClassVar[str] = "sql_server"
+    metrics_task: ClassVar[str] = "0"
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"commit_lsn": "str"},
         optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool"})
@@ -126,7 +130,9 @@ class SqlServerConnector:
         try:
             assert self._history is not None
             # Schema change events (CREATE at the snapshot, ALTER on a new capture instance): cdc_sqlserver.schema_history.
-            yield from self._history.watch(self._run(), lambda: [i.table for i in self._instances], self._offset)
+            # Per-database metrics (the database=<name> MBeans): cdc_sqlserver.metrics.
+            yield from counted(self._history.watch(self._run(), lambda: [i.table for i in self._instances],
+                                                   self._offset), self.metrics, self.db)
         except Exception as e:
             if _is_connection_error(e):
                 if self._stop.is_set():
