@@ -85,5 +85,6 @@ def test_types_in_snapshot_and_stream(standin, mode_set):
         field = fields[c["column"]]
         rendered = field.to_json()
         assert (rendered["type"], field.name) == (schema["type"], schema["name"]), c["column"]
+        assert rendered.get("default") == _by_mode(c.get("default"), mode_set), (c["column"], "default")
         for key, value in (c.get("source") or {}).items():
             assert (field.parameters or {}).get(f"__debezium.source.column.{key}") == value, (c["column"], key)

@@ -73,7 +73,8 @@ def column_json(column: Any) -> dict[str, Any]:
     return {"name": column.name, "jdbcType": jdbc_type(info), "nativeType": None, "typeName": name,
             "typeExpression": name, "charsetName": None, "length": column_size(info), "scale": decimal_digits(info),
             "position": column.position, "optional": column.optional, "autoIncremented": False, "generated": False,
-            "comment": None, "hasDefaultValue": False, "enumValues": []}
+            "comment": None, "hasDefaultValue": info.default is not None,
+            "defaultValueExpression": info.default, "enumValues": []}
 
 
 def table_json(table: Table) -> dict[str, Any]:
@@ -84,7 +85,8 @@ def table_json(table: Table) -> dict[str, Any]:
 
 def signature(table_doc: dict[str, Any]) -> tuple[Any, ...]:
     """What makes two structures of a table the same (names, types, sizes, nullability, key)."""
-    return (tuple((c["name"], c["typeName"], c["length"], c["scale"], c["optional"]) for c in table_doc["columns"]),
+    return (tuple((c["name"], c["typeName"], c["length"], c["scale"], c["optional"], c.get("defaultValueExpression"))
+                  for c in table_doc["columns"]),
             tuple(table_doc.get("primaryKeyColumnNames") or ()))
 
 

@@ -32,6 +32,8 @@ class ColumnInfo(NamedTuple):
     scale: int
     nullable: bool
     identity: bool = False
+    #: ``sys.default_constraints.definition`` (``((0))``, ``('abc')``), None without a DEFAULT.
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -166,8 +168,11 @@ def column(info: ColumnInfo, modes: TypeModes) -> Column:
     """The relational Column for ``info``."""
     from cdc_sqlserver.jdbc import column_size, decimal_digits
 
+    from cdc_sqlserver.defaults import with_default
+
     schema, convert = mapping(info, modes)
+    schema = with_default(schema, convert, info)
     # length and scale as the JDBC driver reports them (column.propagate.source.type, the schema history).
     return Column(name=info.name, type_name=info.type_name.upper(), schema=schema, convert=convert,
                   position=info.position, optional=info.nullable, length=column_size(info),
-                  scale=decimal_digits(info), extra={"info": info})
+                  scale=decimal_digits(info), default_expression=info.default, extra={"info": info})

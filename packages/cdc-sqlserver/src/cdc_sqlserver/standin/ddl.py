@@ -75,21 +75,42 @@ def _facts(name: str, params: list[str]) -> tuple[int, int, int]:
     return length, precision, scale
 
 
-def translate_create_table(ddl: str) -> tuple[str, str, str, list[tuple[str, str, int, int, int, int]]]:
-    """``(schema, table, PostgreSQL DDL, [(column, type, max_length, precision, scale, is_identity)])``."""
+def _definition(cd: exp.ColumnDef) -> str | None:
+    """The column's DEFAULT as ``sys.default_constraints.definition`` shows it: ``((0))``, ``('abc')``, ``(getdate())``."""
+    for c in cd.args.get("constraints") or []:
+        kind = c.args.get("kind")
+        if isinstance(kind, exp.DefaultColumnConstraint):
+            value = kind.this
+            if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
+                return f"((-{value.this.name}))"
+            if isinstance(value, exp.Literal):
+                return f"(({value.name}))" if not value.is_string else "('" + value.name.replace("'", "''") + "')"
+            if isinstance(value, exp.Null):
+                return "(NULL)"
+            return f"({value.sql('tsql').lower()})"
+    return None
+
+
+def translate_create_table(ddl: str) -> tuple[str, str, str, list[tuple[Any, ...]]]:
+    """``(schema, table, PostgreSQL DDL, [(column, type, max_length, precision, scale, is_identity, default)])``."""
     tree = sqlglot.parse_one(ddl, read="tsql")
     if not isinstance(tree, exp.Create) or tree.kind != "TABLE":
         raise ValueError("create_table takes one CREATE TABLE statement")
     table = tree.find(exp.Table)
     assert table is not None
-    columns: list[tuple[str, str, int, int, int, int]] = []
+    columns: list[tuple[Any, ...]] = []
     for cd in tree.find_all(exp.ColumnDef):
         kind = cd.args["kind"]
         name = _declared(ddl, cd.name)
         params = _params(kind)
         identity = int(any(isinstance(c.args.get("kind"), exp.GeneratedAsIdentityColumnConstraint)
                            for c in cd.args.get("constraints") or []))
-        columns.append((cd.name, name, *_facts(name, params), identity))
+        columns.append((cd.name, name, *_facts(name, params), identity, _definition(cd)))
+        if name == "bit":  # PostgreSQL's boolean takes no integer default
+            for c in cd.args.get("constraints") or []:
+                kind = c.args.get("kind")
+                if isinstance(kind, exp.DefaultColumnConstraint) and isinstance(kind.this, exp.Literal):
+                    kind.set("this", exp.Boolean(this=kind.this.name not in ("0", "")))
         cd.set("kind", exp.DataType.build(_pg_type(name, params), dialect="postgres"))
     return table.db or "dbo", table.name, tree.sql("postgres"), columns
 
@@ -99,9 +120,9 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def record(conn: Any, schema: str, table: str, columns: list[tuple[str, str, int, int, int, int]]) -> None:
+def record(conn: Any, schema: str, table: str, columns: list[tuple[Any, ...]]) -> None:
     """Record the declared T-SQL types of a new table's columns."""
     oid = conn.execute("SELECT %s::regclass::oid::int", (f"{quote(schema)}.{quote(table)}",)).fetchone()[0]
     with conn.cursor() as cur:
-        cur.executemany("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        cur.executemany("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                         [(oid, *c) for c in columns])
