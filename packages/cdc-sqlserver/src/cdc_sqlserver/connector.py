@@ -52,7 +52,9 @@ class SqlServerConnector:
         if cls is SqlServerConnector and len(config.get(msc.NAMES) or []) > 1:
             from cdc_sqlserver.databases import SqlServerDatabases
 
-            return super().__new__(SqlServerDatabases)
+            # Not a SqlServerConnector: Python then skips __init__, and nothing of one database's reader
+            # (incremental snapshot hooks, ...) is inherited where it would not hold.
+            return SqlServerDatabases(config, context)  # type: ignore[return-value]
         return super().__new__(cls)
 
     def __init__(self, config: Config, context: ConnectorContext):

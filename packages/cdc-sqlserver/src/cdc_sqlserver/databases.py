@@ -27,10 +27,18 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_sqlserver import config as msc
 from cdc_sqlserver.connector import SqlServerConnector
 from cdc_sqlserver.schema_history import history_store
+from cdc_sqlserver.source import SOURCE_SCHEMA
 
 
-class SqlServerDatabases(SqlServerConnector):
-    """The SQL Server connector over several databases: one SqlServerConnector each, one partition each."""
+class SqlServerDatabases:
+    """The SQL Server connector over several databases: one SqlServerConnector each, one partition each.
+
+    SqlServerConnector(config) returns one of these when ``database.names`` lists several databases;
+    the engine reads the class attributes (name, fields, offset shape, metrics names) from
+    SqlServerConnector, the instance's ``source_schema`` from here.
+    """
+
+    source_schema = SOURCE_SCHEMA
 
     def __init__(self, config: Config, context: ConnectorContext):
         """One reader per database of ``database.names``; no I/O."""
@@ -61,6 +69,10 @@ class SqlServerDatabases(SqlServerConnector):
             problems.append(f"database.names lists a database twice: {', '.join(self.names)}")
         return problems
 
+    def partition(self) -> dict[str, Any]:
+        """The first database's partition (what the engine names when it reports about the connector)."""
+        return self.readers[0].partition()
+
     def partitions(self) -> list[dict[str, Any]]:
         """``{"server": <topic.prefix>, "database": <name>}`` per database, in ``database.names`` order."""
         return [r.partition() for r in self.readers]
@@ -75,7 +87,7 @@ class SqlServerDatabases(SqlServerConnector):
         """Only through ``start_partitions``: one offset cannot start several databases."""
         raise TypeError("SqlServerDatabases starts through start_partitions (one offset per database)")
 
-    def stream(self) -> Iterator[PartitionBatch]:  # type: ignore[override]
+    def stream(self) -> Iterator[PartitionBatch]:
         """Each database's batches in turn (a snapshot, then one streaming poll each per round)."""
         running = [(r.partition(), r.stream()) for r in self.readers]
         try:
