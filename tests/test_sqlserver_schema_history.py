@@ -88,3 +88,17 @@ def test_include_schema_changes_false_still_records_the_history(inventory, tmp_p
     records = _run(config, MemoryOffsetStore(), lambda rs: len(_data(rs)) >= 4)
     assert _schema(records) == []
     assert "customers" in history.read_text()
+
+
+def test_no_data_sends_the_create_events_and_a_restart_with_nothing_new_sends_none(inventory, tmp_path):
+    store = MemoryOffsetStore()
+    config = inventory.properties(**{"snapshot.mode": "no_data",
+                                     "schema.history.internal.file.filename": str(tmp_path / "history.dat")})
+    first = _run(config, store, lambda rs: len(_schema(rs)) >= 1)
+    assert [r.value["tableChanges"][0]["type"] for r in first] == ["CREATE"]
+    assert first[0].value["source"]["snapshot"] == "true"
+    # Idle after the restart: its first position is the completed snapshot's offset, which is no new snapshot.
+    import time
+
+    again = _run(config, store, lambda rs: time.sleep(1.0) is None)
+    assert again == []

@@ -77,6 +77,8 @@ class SqlServerConnector:
         self._instances: list[CaptureInstance] = []
         self._context = context
         self._history: SchemaHistory | None = None
+        #: Set when a snapshot starts (its CREATE events go first: cdc_sqlserver.schema_history).
+        self._snapshotting = False
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -134,7 +136,7 @@ class SqlServerConnector:
             # Schema change events (CREATE at the snapshot, ALTER on a new capture instance): cdc_sqlserver.schema_history.
             # Per-database metrics (the database=<name> MBeans): cdc_sqlserver.metrics.
             yield from counted(self._history.watch(self._run(), lambda: [i.table for i in self._instances],
-                                                   self._offset), self.metrics, self.db)
+                                                   self._offset, lambda: self._snapshotting), self.metrics, self.db)
         except Exception as e:
             if _is_connection_error(e):
                 if self._stop.is_set():
@@ -317,6 +319,7 @@ class SqlServerConnector:
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
         """The snapshot on its own connection and transaction."""
+        self._snapshotting = True
         conn = self._connect()
         try:
             reader = self._snapshot_reader = SnapshotReader(

@@ -13,6 +13,7 @@ groups of the engine's ConnectorMetrics named ``snapshot,database=<name>`` and
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -60,16 +61,15 @@ def counted(batches: Iterator[list[Any]], metrics: Any, db: str) -> Iterator[lis
         return
     snapshot, streaming = groups
     for batch in batches:
-        last = None
-        for item in batch:
-            if item.__class__ is RawChange:
-                last = item
-                if item.op == "r":
-                    snapshot.total += 1
+        ops = [item.op for item in batch if item.__class__ is RawChange]
+        if ops:
+            for op, n in Counter(ops).items():
+                if op == "r":
+                    snapshot.total += n
                 else:
-                    streaming.total += 1
-                    streaming.by_op[item.op] = streaming.by_op.get(item.op, 0) + 1
-        if last is not None:
+                    streaming.total += n
+                    streaming.by_op[op] = streaming.by_op.get(op, 0) + n
+            last = next(item for item in reversed(batch) if item.__class__ is RawChange)
             now = int(time.time() * 1000)
             group = snapshot if last.op == "r" else streaming
             group.last_event = f"{last.table.id}:{last.op}"

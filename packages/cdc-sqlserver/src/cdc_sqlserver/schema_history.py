@@ -193,35 +193,70 @@ class SchemaHistory:
 
     # -- the stream --------------------------------------------------------------------------
 
-    def watch(self, batches: Iterator[list[Any]], snapshot_tables: Any, offset: dict[str, Any] | None
-              ) -> Iterator[list[Any]]:
+    def watch(self, batches: Iterator[list[Any]], snapshot_tables: Any, offset: dict[str, Any] | None,
+              snapshotting: Any = lambda: False) -> Iterator[list[Any]]:
         """Pass ``batches`` on, with schema change events inserted where structures change.
 
         ``snapshot_tables()`` names the tables whose CREATE opens a snapshot: sent before the first
-        record carrying a snapshot offset (data, or the no_data checkpoint).
+        record carrying a snapshot offset (data, or the no_data checkpoint) when there was no stored
+        offset or ``snapshotting()`` says a snapshot runs (a restart's idle position may be a
+        completed snapshot's offset: no snapshot then). The per-change cost is an
+        identity check of the change's table against the previous change's (a batch is copied only
+        where an event goes in).
         """
-        previous: dict[str, Any] = dict(offset or {})
-        snapshotting = False
+        tail: dict[str, Any] = dict(offset or {})  # the last offset before the current batch
+        snapshot_due = True  # until the snapshot's first record, or the first streamed change
+        last_table = None
         for batch in batches:
-            out: list[Any] = []
-            for item in batch:
-                item_offset = getattr(item, "offset", None)
-                if isinstance(item, RawChange) and item.op != "r":
-                    event = self._streaming_change(item, previous)
-                    if event is not None:
-                        out.append(event)
-                elif not snapshotting and isinstance(item_offset, dict) and item_offset.get("snapshot") and \
-                        isinstance(item, (RawChange, Checkpoint)):
-                    snapshotting = True
-                    self.known.clear()
-                    self._checked.clear()
-                    self.adopt = False
-                    position = {**item_offset, "snapshot_completed": False}
-                    out.extend(self.snapshot_events(snapshot_tables(), position))
-                out.append(item)
-                if isinstance(item_offset, dict) and not isinstance(item, ChangeRecord):
-                    previous = item_offset
-            yield out
+            out: list[Any] | None = None
+            done = 0
+            for i in range(len(batch)):
+                item = batch[i]
+                if item.__class__ is RawChange:
+                    if item.table is last_table:
+                        continue
+                    if item.op == "r":
+                        if not snapshot_due:
+                            continue
+                    else:
+                        snapshot_due = False
+                        last_table = item.table
+                        event = self._streaming_change(item, _before(batch, i, tail))
+                        if event is not None:
+                            out = [] if out is None else out
+                            out += batch[done:i]
+                            out.append(event)
+                            done = i
+                        continue
+                if snapshot_due and isinstance(item, (RawChange, Checkpoint)):
+                    item_offset = item.offset
+                    if isinstance(item_offset, dict) and item_offset.get("snapshot") and (
+                            offset is None or snapshotting()):
+                        snapshot_due = False
+                        self.known.clear()
+                        self._checked.clear()
+                        self.adopt = False
+                        position = {**item_offset, "snapshot_completed": False}
+                        out = [] if out is None else out
+                        out += batch[done:i]
+                        out.extend(self.snapshot_events(snapshot_tables(), position))
+                        done = i
+            tail = _before(batch, len(batch), tail)
+            if out is None:
+                yield batch
+            else:
+                out += batch[done:]
+                yield out
+
+
+def _before(batch: list[Any], i: int, tail: dict[str, Any]) -> dict[str, Any]:
+    """The offset of the last item before index ``i`` that has one (``tail``, the previous batch's, if none)."""
+    for j in range(i - 1, -1, -1):
+        item = batch[j]
+        item_offset = getattr(item, "offset", None)
+        if isinstance(item_offset, dict) and not isinstance(item, ChangeRecord):
+            return item_offset
+    return tail
 
 
 def _identifier(quoted: str) -> str:
