@@ -48,19 +48,24 @@ class SqlServerDatabases:
         self.names = list(config.get(msc.NAMES) or [])
         self.db = self.names[0]
         self.metrics = context.metrics
+        self.context = context
         self._own_history = context.history is None
-        self._store = history_store(config, context.history)
-        self.readers = [
-            SqlServerConnector(config.with_values(**{msc.NAMES.name: name}),
-                               ConnectorContext(log=context.log.with_context(name), history=self._store,
-                                                plugins=context.plugins, metrics=context.metrics,
-                                                extras=context.extras))
-            for name in self.names]
+        self._store: Any = None
+        #: One reader per database, made at start (the schema history store is opened then, not before).
+        self.readers: list[SqlServerConnector] = []
         self._stopped = False
+
+    def _reader(self, name: str, history: Any) -> SqlServerConnector:
+        """The one-database connector of ``name``."""
+        context = self.context
+        return SqlServerConnector(self.config.with_values(**{msc.NAMES.name: name}),
+                                  ConnectorContext(log=context.log.with_context(name), history=history,
+                                                   plugins=context.plugins, metrics=context.metrics,
+                                                   extras=context.extras))
 
     def validate(self) -> list[str]:
         """The checks of one database's connector, plus what several databases cannot do yet."""
-        problems = self.readers[0].validate()
+        problems = self._reader(self.names[0], self.context.history).validate()
         if self.config.get(SIGNAL_DATA_COLLECTION):
             problems.append(f"signal.data.collection is set and database.names lists {len(self.names)} databases: "
                             "cdc's SQL Server connector takes signals (and incremental snapshots) with one database "
@@ -71,15 +76,18 @@ class SqlServerDatabases:
 
     def partition(self) -> dict[str, Any]:
         """The first database's partition (what the engine names when it reports about the connector)."""
-        return self.readers[0].partition()
+        return self.partitions()[0]
 
     def partitions(self) -> list[dict[str, Any]]:
         """``{"server": <topic.prefix>, "database": <name>}`` per database, in ``database.names`` order."""
-        return [r.partition() for r in self.readers]
+        return [{"server": self.server, "database": name} for name in self.names]
 
     def start_partitions(self, offsets: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
         """Start each database's reader with its own stored offset."""
         stored = {p["database"]: o for p, o in offsets}
+        # One store for every database (records carry the database), kept per engine configuration.
+        self._store = history_store(self.config, self.context.history)
+        self.readers = [self._reader(name, self._store) for name in self.names]
         for reader in self.readers:
             reader.start(stored.get(reader.db))
 
@@ -119,7 +127,7 @@ class SqlServerDatabases:
         """Close every reader's connections, and the schema history store if this connector opened it."""
         for reader in self.readers:
             reader.close()
-        if self._own_history:
+        if self._own_history and self._store is not None:
             try:
                 self._store.close()
             except Exception as e:  # a store that cannot close has nothing left to write
