@@ -105,5 +105,5 @@ def test_metrics_per_database_under_the_chapters_mbean_names(inventory, second):
     assert values[f"snapshot,database={OTHER}"]["TotalNumberOfEventsSeen"] == 2
     other = values[f"streaming,database={OTHER}"]
     assert (other["TotalNumberOfEventsSeen"], other["TotalNumberOfDeleteEventsSeen"]) == (1, 1)
-    assert other["LastEvent"] == "dbo.customers:d"
+    assert other["LastEvent"] == "dbo.customers:d" and other["CapturedTables"] == ["dbo.customers"]
     assert values[f"streaming,database={inventory.dbname}"]["TotalNumberOfEventsSeen"] == 0

@@ -23,7 +23,7 @@ from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_
                                    TRACKED_TABLES, CaptureInstance,
                                    read_all_capture_instances, read_capture_instances, read_tables)
 from cdc_sqlserver.lsn import Lsn, from_value
-from cdc_sqlserver.metrics import counted
+from cdc_sqlserver.metrics import counted, database_groups
 from cdc_sqlserver.schema_history import SchemaHistory, history_store
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
@@ -126,6 +126,10 @@ class SqlServerConnector:
         order = snapshot_order(instances.values(), self.config.get(common.TABLE_INCLUDE),
                                lambda i: i.table.id.identifier)
         self._instances = list(order)
+        groups = database_groups(self.metrics, self.db)
+        if groups is not None:
+            for group in groups:
+                group.captured = [i.table.id.identifier for i in self._instances]
         self.log.info("capturing %d tables of database %s: %s", len(self._instances), self.db,
                       ", ".join(f"{i.table.id.identifier} (capture instance {i.name})" for i in self._instances))
 

@@ -32,6 +32,8 @@ class DatabaseMetrics:
         self.last_event: str | None = None
         self.last_event_ms: int | None = None
         self.behind_ms: int | None = None
+        #: ``schema.table`` of the captured tables of this database (CapturedTables).
+        self.captured: list[str] = []
 
     def values(self) -> dict[str, Any]:
         """The attributes, by Debezium's names."""
@@ -42,6 +44,7 @@ class DatabaseMetrics:
             for op, name in _OPS.items():
                 out[f"TotalNumberOf{name}EventsSeen"] = self.by_op[op]
             out["MilliSecondsBehindSource"] = -1 if self.behind_ms is None else self.behind_ms
+        out["CapturedTables"] = list(self.captured)
         return out
 
 
