@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 HEADING = "## Configuration properties"
 NEXT = "## Benchmarks"
-CONNECTORS = (("mysql", "MySQL"), ("mariadb", "MariaDB"), ("postgres", "PostgreSQL"))
+CONNECTORS = (("mysql", "MySQL"), ("mariadb", "MariaDB"), ("postgres", "PostgreSQL"), ("sqlserver", "SQL Server"))
 MARKS = {"implemented": "yes", "owned": "yes", "accepted": "no effect", "refused": "refused"}
 
 

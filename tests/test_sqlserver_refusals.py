@@ -51,9 +51,18 @@ def test_a_user_who_cannot_read_the_capture_instance_is_refused(inventory):
         inventory.execute("DROP ROLE cdc_reader")
 
 
-def test_several_databases_are_refused_at_start(standin):
+def test_a_missing_database_among_several_is_named(standin):
+    standin.create_table(CUSTOMERS)
+    standin.enable_db()
+    standin.enable_table("dbo", "customers")
     message = _start_error({**standin.properties(), "database.names": f"{standin.dbname},other"})
-    assert "database.names lists 2 databases" in message
+    assert "database 'other'" in message
+
+
+def test_signals_with_several_databases_are_refused(standin):
+    message = _start_error({**standin.properties(), "database.names": f"{standin.dbname},other",
+                            "signal.data.collection": f"{standin.dbname}.dbo.signals"})
+    assert "signal.data.collection" in message and "one database per connector" in message
 
 
 def test_cdc_run_exits_with_one_line_when_cdc_is_off(standin, tmp_path):
@@ -86,8 +95,7 @@ def test_a_running_agent_gives_no_warning(inventory, caplog):
 
 
 def test_properties_accepted_but_not_implemented_are_warned_about_once(inventory, caplog):
-    config = {**inventory.properties(), "snapshot.mode": "initial_only", "streaming.fetch.size": 100,
-              "include.schema.changes": "true"}
+    config = {**inventory.properties(), "snapshot.mode": "initial_only", "streaming.fetch.size": 100}
     with caplog.at_level("WARNING"):
         Engine(config, offset_store=MemoryOffsetStore()).run(lambda records: None)
     messages = [r.getMessage() for r in caplog.records]

@@ -108,7 +108,9 @@ def test_snapshot_then_streaming_on_a_real_sql_server(sqlserver, cdc_db):
               "database.trustServerCertificate": "true", "poll.interval.ms": 200}
     engine = Engine(config, offset_store=MemoryOffsetStore())
     records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    schema_changes: list = []
+    runner = threading.Thread(target=engine.run, args=(lambda batch: [
+        (schema_changes if r.topic == "server1" else records).append(r) for r in batch],))
     runner.start()
     conn = _connect(sqlserver, cdc_db)
     try:
@@ -131,3 +133,8 @@ def test_snapshot_then_streaming_on_a_real_sql_server(sqlserver, cdc_db):
     assert update["before"]["email"] == "john.doe@example.org" and update["after"]["email"] == "noreply@example.org"
     assert update["source"]["event_serial_no"] == 2
     assert records[4].topic == f"server1.{cdc_db}.dbo.customers"
+    # The snapshot's CREATE, as the chapter shows it (ints: JDBC COLUMN_SIZE 10, scale 0; "int identity").
+    (create,) = schema_changes
+    columns = create.value["tableChanges"][0]["table"]["columns"]
+    assert [(c["name"], c["typeName"], c["jdbcType"], c["length"], c["scale"]) for c in columns][:2] == [
+        ("id", "int identity", 4, 10, 0), ("first_name", "varchar", 12, 255, None)]

@@ -24,8 +24,8 @@ from cdc_core.config.config import exclusive
 from cdc_core.converters import converter_names
 from cdc_core.envelope import EventBuilder
 from cdc_core.table_events import EventSettings
-from cdc_core.errors import ConfigError, OffsetStoreError, PluginError, RetriableError, UnknownHostError
-from cdc_core.events import ChangeRecord, Checkpoint
+from cdc_core.errors import ConfigError, ConnectorError, OffsetStoreError, PluginError, RetriableError, UnknownHostError
+from cdc_core.events import ChangeRecord, Checkpoint, partition_key
 from cdc_core.logs import ConnectorLogger, connector_logger
 from cdc_core.metric_tags import parse_metric_tags
 from cdc_core.metrics import ConnectorMetrics
@@ -231,7 +231,8 @@ class Engine:
         # A connector may report under another connector's JMX domain (YugabyteDB's: debezium.postgres).
         plugin = getattr(self.connector_class, "metrics_plugin", self.connector_class.name)
         self.metrics = ConnectorMetrics(plugin, self.config.get(common.TOPIC_PREFIX), self.queue,
-                                        parse_metric_tags(self.config.get(common.CUSTOM_METRIC_TAGS)))
+                                        parse_metric_tags(self.config.get(common.CUSTOM_METRIC_TAGS)),
+                                        getattr(self.connector_class, "metrics_task", None))
         self._metrics_server = None
         self.max_batch = self.config.get(common.MAX_BATCH_SIZE)
         self.poll_interval = self.config.get(common.POLL_INTERVAL_MS) / 1000.0
@@ -247,6 +248,10 @@ class Engine:
         self._acked = 0
         self._progress = threading.Condition()
         self.partition: dict[str, Any] | None = None
+        #: A connector of several partitions (SQL Server's database.names=db1,db2): the last acknowledged offset
+        #: of each, by its key (``partition_key``); empty for the usual one-partition connector.
+        self._acked_partitions: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
+        self._multi_partition = False
         # Signals and notifications (cdc_core.signals): the in-process channel and listeners.
         self._signals = InProcessSignalChannel()
         self._notification_listeners: list[Callable[[Any], None]] = []
@@ -332,13 +337,19 @@ class Engine:
                     connector_logger("cdc.signals", self.connector_class.name, self.name, "signals"),
                     metrics=self.metrics, connector_name=self.config.get(common.TOPIC_PREFIX), partition=self.partition, listeners=self._notification_listeners, in_process=self._signals,
                     stopping=self._stopping.is_set)
+                builders = None
                 try:
-                    offset = self._acked_offset
-                    if offset is None:
-                        offset = self.offset_store.get(self.partition)
-                        self._check_stored_offset(offset)
-                    builder.restore(offset)
-                    connector.start(offset)
+                    if callable(getattr(connector, "partitions", None)):
+                        # Several partitions: each its own stored offset, its own event builder (heartbeats,
+                        # transaction blocks), its records and checkpoints carrying its partition.
+                        builders, offset = self._start_partitions(connector)
+                    else:
+                        offset = self._acked_offset
+                        if offset is None:
+                            offset = self.offset_store.get(self.partition)
+                            self._check_stored_offset(offset)
+                        builder.restore(offset)
+                        connector.start(offset)
                     started = True
                     signals.start(offset)
                     for raw in signals.wrap(connector.stream()):
@@ -347,7 +358,7 @@ class Engine:
                             delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
                         if not raw:
                             continue
-                        records = builder.build(raw)
+                        records = builder.build(raw) if builders is None else self._build_partition(builders, raw)
                         self.metrics.record_batch(records)
                         if chain is not None:
                             records = chain.apply(records)
@@ -377,6 +388,43 @@ class Engine:
             self._producer_error = e
         finally:
             self.queue.close()
+
+    def _start_partitions(self, connector: Any) -> tuple[dict[bytes, EventBuilder], dict[str, Any] | None]:
+        """Start a connector of several partitions with each one's offset; its builders and its first offset.
+
+        The contract (optional): ``partitions()`` lists the partitions, ``start_partitions([(partition,
+        offset or None), ...])`` replaces ``start``, and every batch ``stream()`` yields is a list with a
+        ``partition`` attribute (``cdc_core.events.PartitionBatch``) naming whose changes it holds.
+        """
+        self._multi_partition = True
+        builders: dict[bytes, EventBuilder] = {}
+        offsets = []
+        for part in connector.partitions():
+            key = partition_key(part)
+            acked = self._acked_partitions.get(key)
+            offset = acked[1] if acked is not None else self.offset_store.get(part)
+            if acked is None:
+                saved, self.partition = self.partition, part
+                try:
+                    self._check_stored_offset(offset)
+                finally:
+                    self.partition = saved
+            builders[key] = EventBuilder(self.config, connector.source_schema, part, self.plugins)
+            builders[key].restore(offset)
+            offsets.append((part, offset))
+        connector.start_partitions(offsets)
+        return builders, (offsets[0][1] if offsets else None)
+
+    @staticmethod
+    def _build_partition(builders: dict[bytes, EventBuilder], raw: Any) -> list[ChangeRecord | Checkpoint]:
+        """Build one batch of a connector of several partitions with its partition's builder."""
+        part = getattr(raw, "partition", None)
+        if part is None:
+            raise ConnectorError("a connector of several partitions yielded a batch that does not say whose it is "
+                                 "(a list with a partition attribute); refusing to guess where its offsets belong")
+        records = builders[partition_key(part)].build(raw)
+        return [r._replace(partition=part) if r.__class__ is Checkpoint and r.partition is None else r
+                for r in records]
 
     def _wait_acked(self) -> None:
         """Wait until every produced record is acknowledged (so a retry restarts from the true position)."""
@@ -474,6 +522,10 @@ class Engine:
             if r.offset is not None:
                 self._acked_offset = r.offset
                 break
+        if self._multi_partition:
+            for r in batch:
+                if r.offset is not None and r.partition is not None:
+                    self._acked_partitions[partition_key(r.partition)] = (r.partition, r.offset)
         with self._progress:
             self._acked += len(batch)
             self._progress.notify_all()
@@ -482,7 +534,10 @@ class Engine:
         offset = self._acked_offset
         if offset is None or self.partition is None:
             return
-        self.offset_store.commit([(self.partition, offset)])
+        if self._acked_partitions:
+            self.offset_store.commit(list(self._acked_partitions.values()))
+        else:
+            self.offset_store.commit([(self.partition, offset)])
         self._flushed_offset = offset
         with self._connector_lock:
             connector = self._connector

@@ -84,6 +84,8 @@ class Checkpoint(NamedTuple):
     transaction_end: str | None = None
     ts_ms: int | None = None
     transaction_event_id: str | None = None
+    #: Whose offset it is, for a connector of several partitions (``Connector.partitions``); None: the connector's.
+    partition: dict[str, Any] | None = None
 
 
 class TransactionBegin(NamedTuple):
@@ -104,3 +106,20 @@ class TransactionBegin(NamedTuple):
     def offset(self) -> None:
         """No offset: a BEGIN is never a position to resume from."""
         return None
+
+
+class PartitionBatch(list):
+    """A batch of a connector of several partitions (``Connector.partitions``): its items and whose they are."""
+
+    __slots__ = ("partition",)
+
+    def __init__(self, items: Sequence[Any], partition: dict[str, Any]):
+        super().__init__(items)
+        self.partition = partition
+
+
+def partition_key(partition: dict[str, Any]) -> bytes:
+    """A partition's identity as a dict key (its JSON with sorted keys, as the offset stores key it)."""
+    import orjson
+
+    return orjson.dumps(partition, option=orjson.OPT_SORT_KEYS)

@@ -200,9 +200,12 @@ def _table_of(topic: str, records: list) -> str:
 class ConnectorMetrics:
     """Both groups of one connector, identified as Debezium does (plugin, server name)."""
 
-    def __init__(self, plugin: str, server: str, queue: Any = None, tags: dict[str, str] | None = None):
+    def __init__(self, plugin: str, server: str, queue: Any = None, tags: dict[str, str] | None = None,
+                 task: str | None = None):
         self.plugin = plugin
         self.server = server
+        #: Connectors whose snapshot/streaming MBeans name the task (SQL Server: ``server=..,task=0,context=..``).
+        self.task = task
         #: ``custom.metric.tags``: appended to every MBean name and added as Prometheus labels.
         self.tags: dict[str, str] = dict(tags or {})
         self.snapshot = SnapshotMetrics(queue)
@@ -214,6 +217,10 @@ class ConnectorMetrics:
     def mbean_name(self, context: str) -> str:
         """The JMX name Debezium gives a group: ``debezium.<plugin>:type=connector-metrics,context=..,server=..[,tags]``."""
         tags = "".join(f",{k}={v}" for k, v in self.tags.items())
+        if self.task is not None and context.split(",", 1)[0] in ("snapshot", "streaming"):
+            # A group context may carry its own keys after the context ("streaming,database=db1": SQL Server's
+            # per-database MBeans, server, task, context, database in that order).
+            return f"debezium.{self.plugin}:type=connector-metrics,server={self.server},task={self.task},context={context}{tags}"
         return f"debezium.{self.plugin}:type=connector-metrics,context={context},server={self.server}{tags}"
 
     def group(self, context: str, factory: Callable[[], Any]) -> Any:

@@ -15,8 +15,10 @@ SYSTEM_SCHEMAS = frozenset({"cdc", "sys", "INFORMATION_SCHEMA", "guest", "db_own
                             "db_datawriter", "db_denydatareader", "db_denydatawriter"})
 
 COLUMNS = (
-    "SELECT s.name, t.name, c.name, c.column_id, ty.name, c.max_length, c.precision, c.scale, c.is_nullable "
+    "SELECT s.name, t.name, c.name, c.column_id, ty.name, c.max_length, c.precision, c.scale, c.is_nullable, "
+    "c.is_identity, dc.definition "
     "FROM sys.columns c JOIN sys.tables t ON t.object_id = c.object_id "
+    "LEFT JOIN sys.default_constraints dc ON dc.parent_object_id = c.object_id AND dc.parent_column_id = c.column_id "
     "JOIN sys.schemas s ON s.schema_id = t.schema_id JOIN sys.types ty ON ty.user_type_id = c.user_type_id "
     "WHERE t.is_ms_shipped = 0 ORDER BY s.name, t.name, c.column_id")
 PRIMARY_KEYS = (
@@ -66,12 +68,13 @@ def quote(name: str) -> str:
 def read_tables(conn: Any, db: str, modes: TypeModes) -> dict[tuple[str, str], Table]:
     """Every user table of the database, by ``(schema, table)``."""
     infos: dict[tuple[str, str], list[ColumnInfo]] = {}
-    for schema, table, name, cid, tname, max_length, precision, scale, nullable in conn.execute(COLUMNS).fetchall():
+    for schema, table, name, cid, tname, max_length, precision, scale, nullable, identity, default in \
+            conn.execute(COLUMNS).fetchall():
         if schema in SYSTEM_SCHEMAS:
             continue
         infos.setdefault((schema, table), []).append(
             ColumnInfo(name, int(cid), str(tname).lower(), int(max_length or 0), int(precision or 0), int(scale or 0),
-                       bool(nullable)))
+                       bool(nullable), bool(identity), default))
     keys: dict[tuple[str, str], list[str]] = {}
     for schema, table, name in conn.execute(PRIMARY_KEYS).fetchall():
         keys.setdefault((schema, table), []).append(name)

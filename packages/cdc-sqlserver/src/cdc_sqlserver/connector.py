@@ -16,6 +16,7 @@ from cdc_core.plugins import registry
 from cdc_core.snapshot import snapshotter
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
+from cdc_core.topics import topic_naming_strategy
 from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LSN_OF_ALL_CHANGE_TABLES,
@@ -23,6 +24,8 @@ from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_
                                    read_all_capture_instances, read_capture_instances, read_tables)
 from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.lsn import Lsn, from_value
+from cdc_sqlserver.metrics import counted, database_groups
+from cdc_sqlserver.schema_history import SchemaHistory, history_store
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader
@@ -38,10 +41,23 @@ class SqlServerConnector:
     source_schema = SOURCE_SCHEMA
     #: ``<prefix>.<database>.<schema>.<table>`` topics (cdc_sqlserver.topics), as Debezium's SQL Server connector.
     defaults: ClassVar[dict[str, Any]] = {"topic.naming.strategy": "sqlserver-schema"}
+    #: MBeans ``debezium.sql_server:type=connector-metrics,server=<prefix>,task=0,context=<context>[,database=<db>]``.
+    metrics_plugin: ClassVar[str] = "sql_server"
+    metrics_task: ClassVar[str] = "0"
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"commit_lsn": "str"},
         optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool",
                   "caught_up_lsn": "str"})
+
+    def __new__(cls, config: Config, context: ConnectorContext) -> SqlServerConnector:
+        """Several databases in ``database.names``: cdc_sqlserver.databases.SqlServerDatabases (a reader per database)."""
+        if cls is SqlServerConnector and len(config.get(msc.NAMES) or []) > 1:
+            from cdc_sqlserver.databases import SqlServerDatabases
+
+            # Not a SqlServerConnector: Python then skips __init__, and nothing of one database's reader
+            # (incremental snapshot hooks, ...) is inherited where it would not hold.
+            return SqlServerDatabases(config, context)  # type: ignore[return-value]
+        return super().__new__(cls)
 
     def __init__(self, config: Config, context: ConnectorContext):
         """Read the configuration; no I/O."""
@@ -61,16 +77,16 @@ class SqlServerConnector:
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self._instances: list[CaptureInstance] = []
+        self._context = context
+        self._history: SchemaHistory | None = None
+        #: Set when a snapshot starts (its CREATE events go first: cdc_sqlserver.schema_history).
+        self._snapshotting = False
 
     # -- SPI ---------------------------------------------------------------------------------
 
     def validate(self) -> list[str]:
         """Cross-property problems (no I/O)."""
         problems = []
-        names = self.config.get(msc.NAMES) or []
-        if len(names) > 1:
-            problems.append(f"database.names lists {len(names)} databases ({', '.join(names)}); cdc's SQL Server "
-                            "connector captures one database per connector so far: run one connector per database")
         if self.config.get(common.TIME_PRECISION_MODE) == "adaptive_time_microseconds":
             problems.append("time.precision.mode=adaptive_time_microseconds is not a SQL Server mode; use adaptive "
                             "or connect")
@@ -84,6 +100,11 @@ class SqlServerConnector:
         """Connect and check that CDC is enabled and readable for the captured tables."""
         self._offset = offset
         self._warn_unimplemented()
+        self._history = SchemaHistory(
+            history_store(self.config, self._context.history), self.server, self.db, SOURCE_SCHEMA,
+            topic_naming_strategy(self.config, self._context.plugins).schema_change_topic(), self.partition(),
+            self.config.get(msc.INCLUDE_SCHEMA_CHANGES), self.log.with_context("schema"))
+        self._history.recover(offset)
         self._conn = self._connect()
         try:
             self._check()
@@ -107,13 +128,21 @@ class SqlServerConnector:
         order = snapshot_order(instances.values(), self.config.get(common.TABLE_INCLUDE),
                                lambda i: i.table.id.identifier)
         self._instances = list(order)
+        groups = database_groups(self.metrics, self.db)
+        if groups is not None:
+            for group in groups:
+                group.captured = [i.table.id.identifier for i in self._instances]
         self.log.info("capturing %d tables of database %s: %s", len(self._instances), self.db,
                       ", ".join(f"{i.table.id.identifier} (capture instance {i.name})" for i in self._instances))
 
     def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Snapshot if the mode and offsets ask for it, then poll the change tables."""
         try:
-            yield from self._run()
+            assert self._history is not None
+            # Schema change events (CREATE at the snapshot, ALTER on a new capture instance): cdc_sqlserver.schema_history.
+            # Per-database metrics (the database=<name> MBeans): cdc_sqlserver.metrics.
+            yield from counted(self._history.watch(self._run(), lambda: [i.table for i in self._instances],
+                                                   self._offset, lambda: self._snapshotting), self.metrics, self.db)
         except Exception as e:
             if _is_connection_error(e):
                 if self._stop.is_set():
@@ -134,6 +163,11 @@ class SqlServerConnector:
         """Close the connection."""
         if self.metrics is not None:
             self.metrics.streaming.connected = False
+        if self._history is not None and self._context.history is None:
+            try:
+                self._history.store.close()
+            except Exception as e:  # a store that cannot close has nothing left to write
+                self.log.warning("closing the schema history store failed: %s", e)
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -291,6 +325,7 @@ class SqlServerConnector:
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
         """The snapshot on its own connection and transaction."""
+        self._snapshotting = True
         conn = self._connect()
         try:
             reader = self._snapshot_reader = SnapshotReader(

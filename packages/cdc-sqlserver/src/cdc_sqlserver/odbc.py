@@ -107,6 +107,11 @@ def connection_string(config: Config, database: str) -> str:
 STANDIN_DRIVER = "cdc stand-in"
 
 
+def _raw(value: Any) -> Any:
+    """An output converter that keeps the driver's raw bytes (None for NULL)."""
+    return value
+
+
 def connect(config: Config, database: str, *, autocommit: bool = True) -> Any:
     """A connection to ``database``; the password never appears in an error."""
     named = {k.lower(): v for k, v in msc.driver_properties(config).items()}.get("driver")
@@ -118,4 +123,10 @@ def connect(config: Config, database: str, *, autocommit: bool = True) -> Any:
     conn = CONNECT(connection_string(config, database), autocommit=autocommit)
     if timeout and hasattr(conn, "timeout"):
         conn.timeout = timeout
+    add = getattr(conn, "add_output_converter", None)
+    if add is not None:
+        # Types pyodbc has no Python type for: their raw bytes (cdc_sqlserver.types.zoned reads DATETIMEOFFSET's
+        # SQL_SS_TIMESTAMPOFFSET_STRUCT; SQL_VARIANT has no mapping and is never sent).
+        add(-155, _raw)
+        add(-150, _raw)
     return conn

@@ -7,13 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
+import re
+import struct
 from typing import Any, NamedTuple
 
 from cdc_core import semantic as sem
 from cdc_core.relational import Column
 from cdc_core.schema import Schema, primitive
+
+
+_EPOCH = datetime(1970, 1, 1)
 
 
 class ColumnInfo(NamedTuple):
@@ -26,6 +31,9 @@ class ColumnInfo(NamedTuple):
     precision: int
     scale: int
     nullable: bool
+    identity: bool = False
+    #: ``sys.default_constraints.definition`` (``((0))``, ``('abc')``), None without a DEFAULT.
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,13 @@ class TypeModes:
 
 _INTS = {"tinyint": "int16", "smallint": "int16", "int": "int32", "bigint": "int64"}
 _STRINGS = {"char", "varchar", "text", "nchar", "nvarchar", "ntext", "uniqueidentifier"}
+#: Bytes under binary.handling.mode. ROWVERSION (``timestamp`` in sys.types) is BINARY(8) to the JDBC driver;
+#: geometry, geography and hierarchyid reach Debezium 2.7.4 as (LONG)VARBINARY: their SQL Server serialization,
+#: not WKB (SqlServerValueConverters: "TODO Geometry and geography supported since 6.5.0"). sql_variant has no
+#: mapping (JDBC -150): Debezium leaves the column out with a warning, and so does cdc.
+_BINARY = {"binary", "varbinary", "image", "timestamp", "rowversion", "geometry", "geography", "hierarchyid"}
+#: pyodbc's SQL_SS_TIMESTAMPOFFSET_STRUCT: year, month, day, hour, minute, second, fraction (ns), tz hour, tz minute.
+_DTO = struct.Struct("<6hI2h")
 
 
 def _decimal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schema, Callable[[Any], Any]]:
@@ -77,6 +92,38 @@ def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schem
     return None
 
 
+_DTO_TEXT = re.compile(r"(\d{4})-(\d\d)-(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))? ?(?:([+-])(\d\d):(\d\d)|Z)?")
+
+
+def zoned(v: Any, width: int) -> str:
+    """DATETIMEOFFSET(width) as ZonedTimestamp: the instant in UTC, the fraction to the column's scale.
+
+    As 2.7.4's convertTimestampWithZone (ZonedTimestamp.toIsoString with the column's scale as the
+    fraction width). Accepts an aware datetime, the driver's text form, or pyodbc's raw struct.
+    """
+    if isinstance(v, datetime):
+        offset = v.utcoffset() or timedelta(0)
+        local = v.replace(tzinfo=None)
+        nanos = v.microsecond * 1000
+    else:
+        if isinstance(v, (bytes, bytearray)):
+            y, mo, d, h, mi, s, frac, th, tm = _DTO.unpack(bytes(v))
+            local, nanos, offset = datetime(y, mo, d, h, mi, s), frac, timedelta(hours=th, minutes=tm)
+        else:
+            m = _DTO_TEXT.fullmatch(str(v).strip())
+            if m is None:
+                raise ValueError(f"not a DATETIMEOFFSET value: {v!r}")
+            local = datetime(*(int(g) for g in m.groups()[:6]))
+            nanos = int((m[7] or "").ljust(9, "0"))
+            sign = -1 if m[8] == "-" else 1
+            offset = sign * timedelta(hours=int(m[9] or 0), minutes=int(m[10] or 0))
+        local = local.replace(microsecond=0)
+    utc = local.replace(microsecond=0) - offset
+    seconds = (utc - _EPOCH) // timedelta(seconds=1)
+    base = sem.format_zoned_timestamp(seconds)
+    return f"{base[:-1]}.{nanos:09d}"[:len(base) + width] + "Z" if width else base
+
+
 def _as_time(v: Any) -> time:
     """A time value as datetime.time."""
     return v if isinstance(v, time) else time.fromisoformat(str(v))
@@ -102,7 +149,9 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
         return primitive("string", optional), str
     if t == "xml":
         return sem.semantic_schema(sem.XML, optional=optional), str
-    if t in ("binary", "varbinary", "image"):
+    if t == "datetimeoffset":
+        return sem.semantic_schema(sem.ZONED_TIMESTAMP, optional=optional), lambda v, w=info.scale: zoned(v, w)
+    if t in _BINARY:
         return sem.binary_schema(modes.binary_handling, optional=optional), sem.bytes_encoder(modes.binary_handling)
     temporal = _temporal(info, modes, optional)
     if temporal is not None:
@@ -117,8 +166,13 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
 
 def column(info: ColumnInfo, modes: TypeModes) -> Column:
     """The relational Column for ``info``."""
+    from cdc_sqlserver.jdbc import column_size, decimal_digits
+
+    from cdc_sqlserver.defaults import with_default
+
     schema, convert = mapping(info, modes)
-    length = info.precision if info.type_name in ("decimal", "numeric") else info.max_length
+    schema = with_default(schema, convert, info)
+    # length and scale as the JDBC driver reports them (column.propagate.source.type, the schema history).
     return Column(name=info.name, type_name=info.type_name.upper(), schema=schema, convert=convert,
-                  position=info.position, optional=info.nullable, length=length,
-                  scale=info.scale if info.type_name in ("decimal", "numeric", "time", "datetime2") else None)
+                  position=info.position, optional=info.nullable, length=column_size(info),
+                  scale=decimal_digits(info), default_expression=info.default, extra={"info": info})

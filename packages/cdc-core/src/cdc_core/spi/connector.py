@@ -37,6 +37,12 @@ class Connector(Protocol):
 
     Optional class attribute ``offset_shape`` (``cdc_core.spi.offsets.OffsetShape``): what a stored
     offset looks like; the engine checks the stored offset against it before ``start``.
+
+    Several partitions (optional; SQL Server's ``database.names=db1,db2``): a connector instance with
+    a ``partitions()`` method (the list of its partitions) is started by ``start_partitions([(partition,
+    stored offset or None), ...])`` instead of ``start``, and every batch of its ``stream()`` is a
+    ``cdc_core.events.PartitionBatch`` naming its partition; the engine then builds each partition's
+    events with their own builder and commits each partition's last acknowledged offset.
     """
 
     #: Short name used in ``connector.class`` (e.g. ``postgres``).

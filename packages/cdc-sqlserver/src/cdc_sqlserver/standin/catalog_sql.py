@@ -8,7 +8,8 @@ TYPES = {
     "decimal": 106, "numeric": 108, "money": 60, "smallmoney": 122, "char": 175, "varchar": 167,
     "nchar": 239, "nvarchar": 231, "text": 35, "ntext": 99, "date": 40, "time": 41, "datetime": 61,
     "datetime2": 42, "smalldatetime": 58, "datetimeoffset": 43, "uniqueidentifier": 36, "binary": 173,
-    "varbinary": 165, "xml": 241, "image": 34,
+    "varbinary": 165, "xml": 241, "image": 34, "timestamp": 189, "hierarchyid": 128, "geometry": 129,
+    "geography": 130, "sql_variant": 98,
 }
 
 #: Objects every stand-in database has (SQL Server's ``sys`` schema exists before CDC is enabled).
@@ -16,7 +17,8 @@ SERVER_OBJECTS = """
 CREATE SCHEMA IF NOT EXISTS sys;
 CREATE SCHEMA IF NOT EXISTS standin;
 CREATE TABLE standin.column_types (object_id int, column_name text, type_name text, max_length int,
-    precision int, scale int, is_identity int DEFAULT 0, PRIMARY KEY (object_id, column_name));
+    precision int, scale int, is_identity int DEFAULT 0, default_definition text,
+    PRIMARY KEY (object_id, column_name));
 CREATE TABLE sys.types (user_type_id int PRIMARY KEY, system_type_id int, name text);
 CREATE TABLE standin.tracked (source_object_id int PRIMARY KEY);
 CREATE VIEW sys.schemas AS SELECT oid::int AS schema_id, nspname::text AS name FROM pg_namespace;
@@ -36,6 +38,11 @@ CREATE VIEW sys.columns AS
     JOIN standin.column_types ct ON ct.object_id = a.attrelid::int AND ct.column_name = a.attname::text
     JOIN sys.types ty ON ty.name = ct.type_name
     WHERE a.attnum > 0 AND NOT a.attisdropped;
+CREATE VIEW sys.default_constraints AS
+    SELECT ct.object_id AS parent_object_id, a.attnum::int AS parent_column_id, ct.default_definition AS definition
+    FROM standin.column_types ct
+    JOIN pg_attribute a ON a.attrelid = ct.object_id::oid AND a.attname = ct.column_name
+    WHERE ct.default_definition IS NOT NULL;
 CREATE VIEW sys.indexes AS
     SELECT i.indrelid::int AS object_id, i.indexrelid::int AS index_id, c.relname::text AS name,
            CASE WHEN i.indisprimary THEN 1 ELSE 0 END AS is_primary_key,

@@ -21,10 +21,10 @@ _DEFAULT_SCALE = {"time": 7, "datetime2": 7, "datetimeoffset": 7, "datetime": 3,
 def _declared(ddl: str, column: str) -> str:
     """The type name the DDL declares for ``column`` (sqlglot folds REAL into FLOAT and TEXT into VARCHAR(MAX))."""
     m = re.search(r'(?:[\[\"]%s[\]\"]|\b%s\b)\s+\[?(\w+)' % (re.escape(column), re.escape(column)), ddl, re.I)
-    if not m or m.group(1).lower() not in TYPES and m.group(1).lower() != "integer":
+    if not m or m.group(1).lower() not in TYPES and m.group(1).lower() not in ("integer", "rowversion"):
         raise ValueError(f"the stand-in cannot hold column {column!r}: its type is not one of {sorted(TYPES)}")
     name = m.group(1).lower()
-    return "int" if name == "integer" else name
+    return {"integer": "int", "rowversion": "timestamp"}.get(name, name)
 
 
 def _params(kind: exp.DataType) -> list[str]:
@@ -50,7 +50,8 @@ def _pg_type(name: str, params: list[str]) -> str:
         "real": "REAL", "float": "DOUBLE PRECISION", "money": "NUMERIC(19, 4)", "smallmoney": "NUMERIC(10, 4)",
         "text": "TEXT", "ntext": "TEXT", "date": "DATE", "datetime": "TIMESTAMP(3)", "smalldatetime": "TIMESTAMP(0)",
         "datetimeoffset": "TIMESTAMPTZ", "uniqueidentifier": "UUID", "binary": "BYTEA", "varbinary": "BYTEA",
-        "image": "BYTEA", "xml": "XML",
+        "image": "BYTEA", "xml": "XML", "timestamp": "BYTEA", "hierarchyid": "BYTEA", "geometry": "BYTEA",
+        "geography": "BYTEA", "sql_variant": "TEXT",
     }[name]
 
 
@@ -68,27 +69,48 @@ def _facts(name: str, params: list[str]) -> tuple[int, int, int]:
         return (2 * p[0] if p else (-1 if params else 2)), 0, 0
     fixed = {"bit": (1, 1), "tinyint": (1, 3), "smallint": (2, 5), "int": (4, 10), "bigint": (8, 19),
              "real": (4, 24), "float": (8, 53), "money": (8, 19), "smallmoney": (4, 10), "date": (3, 10),
-             "uniqueidentifier": (16, 0)}
+             "uniqueidentifier": (16, 0), "timestamp": (8, 0), "hierarchyid": (892, 0), "sql_variant": (8016, 0)}
     length, precision = fixed.get(name, (-1, 0))
     scale = 4 if name in ("money", "smallmoney") else 0
     return length, precision, scale
 
 
-def translate_create_table(ddl: str) -> tuple[str, str, str, list[tuple[str, str, int, int, int, int]]]:
-    """``(schema, table, PostgreSQL DDL, [(column, type, max_length, precision, scale, is_identity)])``."""
+def _definition(cd: exp.ColumnDef) -> str | None:
+    """The column's DEFAULT as ``sys.default_constraints.definition`` shows it: ``((0))``, ``('abc')``, ``(getdate())``."""
+    for c in cd.args.get("constraints") or []:
+        kind = c.args.get("kind")
+        if isinstance(kind, exp.DefaultColumnConstraint):
+            value = kind.this
+            if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
+                return f"((-{value.this.name}))"
+            if isinstance(value, exp.Literal):
+                return f"(({value.name}))" if not value.is_string else "('" + value.name.replace("'", "''") + "')"
+            if isinstance(value, exp.Null):
+                return "(NULL)"
+            return f"({value.sql('tsql').lower()})"
+    return None
+
+
+def translate_create_table(ddl: str) -> tuple[str, str, str, list[tuple[Any, ...]]]:
+    """``(schema, table, PostgreSQL DDL, [(column, type, max_length, precision, scale, is_identity, default)])``."""
     tree = sqlglot.parse_one(ddl, read="tsql")
     if not isinstance(tree, exp.Create) or tree.kind != "TABLE":
         raise ValueError("create_table takes one CREATE TABLE statement")
     table = tree.find(exp.Table)
     assert table is not None
-    columns: list[tuple[str, str, int, int, int, int]] = []
+    columns: list[tuple[Any, ...]] = []
     for cd in tree.find_all(exp.ColumnDef):
         kind = cd.args["kind"]
         name = _declared(ddl, cd.name)
         params = _params(kind)
         identity = int(any(isinstance(c.args.get("kind"), exp.GeneratedAsIdentityColumnConstraint)
                            for c in cd.args.get("constraints") or []))
-        columns.append((cd.name, name, *_facts(name, params), identity))
+        columns.append((cd.name, name, *_facts(name, params), identity, _definition(cd)))
+        if name == "bit":  # PostgreSQL's boolean takes no integer default
+            for c in cd.args.get("constraints") or []:
+                kind = c.args.get("kind")
+                if isinstance(kind, exp.DefaultColumnConstraint) and isinstance(kind.this, exp.Literal):
+                    kind.set("this", exp.Boolean(this=kind.this.name not in ("0", "")))
         cd.set("kind", exp.DataType.build(_pg_type(name, params), dialect="postgres"))
     return table.db or "dbo", table.name, tree.sql("postgres"), columns
 
@@ -98,9 +120,9 @@ def quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def record(conn: Any, schema: str, table: str, columns: list[tuple[str, str, int, int, int, int]]) -> None:
+def record(conn: Any, schema: str, table: str, columns: list[tuple[Any, ...]]) -> None:
     """Record the declared T-SQL types of a new table's columns."""
     oid = conn.execute("SELECT %s::regclass::oid::int", (f"{quote(schema)}.{quote(table)}",)).fetchone()[0]
     with conn.cursor() as cur:
-        cur.executemany("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s)",
+        cur.executemany("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                         [(oid, *c) for c in columns])

@@ -1,0 +1,73 @@
+"""A column as Microsoft's JDBC driver describes it (``DatabaseMetaData.getColumns``): what Debezium records.
+
+Debezium's SQL Server connector builds its table model from the JDBC metadata: ``jdbcType`` is
+``DATA_TYPE``, ``length`` is ``COLUMN_SIZE`` (precision for numbers, characters for strings, the
+text width for temporal types), ``scale`` is ``DECIMAL_DIGITS`` (null where the driver gives none),
+``typeName`` is ``TYPE_NAME`` (``int identity`` for an identity column). These feed the schema
+history, the schema change events and ``column.propagate.source.type``'s parameters.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cdc_sqlserver.types import ColumnInfo
+
+_MAX = 2147483647
+_NMAX = 1073741823
+
+#: ``java.sql.Types`` (and ``microsoft.sql.Types``) codes by SQL Server type.
+JDBC_TYPES = {
+    "bit": -7, "tinyint": -6, "smallint": 5, "int": 4, "bigint": -5, "real": 7, "float": 8, "decimal": 3,
+    "numeric": 2, "money": 3, "smallmoney": 3, "char": 1, "varchar": 12, "text": -1, "nchar": -15, "nvarchar": -9,
+    "ntext": -16, "date": 91, "time": 92, "datetime": 93, "smalldatetime": 93, "datetime2": 93,
+    "datetimeoffset": -155, "uniqueidentifier": 1, "binary": -2, "varbinary": -3, "image": -4, "xml": -16,
+    "timestamp": -2, "rowversion": -2, "sql_variant": -156, "geometry": -157, "geography": -158,
+    "hierarchyid": -3,
+}
+_PRECISION = {"bit": 1, "tinyint": 3, "smallint": 5, "int": 10, "bigint": 19, "real": 24, "float": 53,
+              "money": 19, "smallmoney": 10, "date": 10, "datetime": 23, "smalldatetime": 16,
+              "uniqueidentifier": 36, "timestamp": 8, "rowversion": 8, "text": _MAX, "ntext": _NMAX, "image": _MAX,
+              "xml": _NMAX, "geometry": _MAX, "geography": _MAX, "hierarchyid": 892, "sql_variant": 8000}
+_ZERO_SCALE = {"bit", "tinyint", "smallint", "int", "bigint", "smalldatetime"}
+
+
+def jdbc_type(info: ColumnInfo) -> int:
+    """``DATA_TYPE`` (1111, OTHER, for a type the driver does not know)."""
+    return JDBC_TYPES.get(info.type_name, 1111)
+
+
+def column_size(info: ColumnInfo) -> int | None:
+    """``COLUMN_SIZE``."""
+    t = info.type_name
+    if t in ("decimal", "numeric"):
+        return info.precision
+    if t in ("char", "varchar", "binary", "varbinary"):
+        return _MAX if info.max_length == -1 else info.max_length
+    if t in ("nchar", "nvarchar"):
+        return _NMAX if info.max_length == -1 else info.max_length // 2
+    if t == "time":
+        return 8 + (info.scale + 1 if info.scale else 0)
+    if t == "datetime2":
+        return 19 + (info.scale + 1 if info.scale else 0)
+    if t == "datetimeoffset":
+        return 26 + (info.scale + 1 if info.scale else 0)
+    return _PRECISION.get(t)
+
+
+def decimal_digits(info: ColumnInfo) -> int | None:
+    """``DECIMAL_DIGITS``: the scale of numbers and fractional seconds; None for the rest."""
+    t = info.type_name
+    if t in ("decimal", "numeric", "time", "datetime2", "datetimeoffset"):
+        return info.scale
+    if t in ("money", "smallmoney"):
+        return 4
+    if t == "datetime":
+        return 3
+    return 0 if t in _ZERO_SCALE else None
+
+
+def type_name(info: ColumnInfo) -> str:
+    """``TYPE_NAME``: the type, ``identity`` added for an identity column (``int identity``)."""
+    return f"{info.type_name} identity" if info.identity else info.type_name

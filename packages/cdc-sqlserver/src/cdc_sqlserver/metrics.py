@@ -1,0 +1,83 @@
+"""SQL Server's per-database metrics: the ``database=<name>`` MBeans beside the task's.
+
+Debezium 2.7.4's SQL Server connector registers, per context, one task MBean
+``debezium.sql_server:type=connector-metrics,server=<prefix>,task=0,context=streaming`` (the
+engine's groups: queue, connection, totals) and one per database
+``...,task=0,context=streaming,database=<name>`` (SqlServerStreamingPartitionMetrics /
+SqlServerSnapshotPartitionMetrics: the events of that database). Here the per-database ones are
+groups of the engine's ConnectorMetrics named ``snapshot,database=<name>`` and
+``streaming,database=<name>`` (so ``mbean_name`` gives Debezium's name, and Prometheus labels them
+``context="streaming,database=<name>"``), counted from the batches the database's reader yields.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from cdc_core.events import RawChange
+
+_OPS = {"c": "Create", "u": "Update", "d": "Delete"}
+
+
+class DatabaseMetrics:
+    """One database's events in one context (snapshot or streaming); written by the connector's thread."""
+
+    def __init__(self, streaming: bool):
+        self.streaming = streaming
+        self.total = 0
+        self.by_op = {"c": 0, "u": 0, "d": 0}
+        self.last_event: str | None = None
+        self.last_event_ms: int | None = None
+        self.behind_ms: int | None = None
+        #: ``schema.table`` of the captured tables of this database (CapturedTables).
+        self.captured: list[str] = []
+
+    def values(self) -> dict[str, Any]:
+        """The attributes, by Debezium's names."""
+        since = -1 if self.last_event_ms is None else int(time.time() * 1000) - self.last_event_ms
+        out: dict[str, Any] = {"TotalNumberOfEventsSeen": self.total, "LastEvent": self.last_event,
+                               "MilliSecondsSinceLastEvent": since}
+        if self.streaming:
+            for op, name in _OPS.items():
+                out[f"TotalNumberOf{name}EventsSeen"] = self.by_op[op]
+            out["MilliSecondsBehindSource"] = -1 if self.behind_ms is None else self.behind_ms
+        out["CapturedTables"] = list(self.captured)
+        return out
+
+
+def database_groups(metrics: Any, db: str) -> tuple[DatabaseMetrics, DatabaseMetrics] | None:
+    """The snapshot and streaming groups of ``db`` (None without metrics)."""
+    if metrics is None:
+        return None
+    return (metrics.group(f"snapshot,database={db}", lambda: DatabaseMetrics(False)),
+            metrics.group(f"streaming,database={db}", lambda: DatabaseMetrics(True)))
+
+
+def counted(batches: Iterator[list[Any]], metrics: Any, db: str) -> Iterator[list[Any]]:
+    """Pass ``batches`` on, counting each database's events into its groups."""
+    groups = database_groups(metrics, db)
+    if groups is None:
+        yield from batches
+        return
+    snapshot, streaming = groups
+    for batch in batches:
+        ops = [item.op for item in batch if item.__class__ is RawChange]
+        if ops:
+            for op, n in Counter(ops).items():
+                if op == "r":
+                    snapshot.total += n
+                else:
+                    streaming.total += n
+                    streaming.by_op[op] = streaming.by_op.get(op, 0) + n
+            last = next(item for item in reversed(batch) if item.__class__ is RawChange)
+            now = int(time.time() * 1000)
+            group = snapshot if last.op == "r" else streaming
+            group.last_event = f"{last.table.id}:{last.op}"
+            group.last_event_ms = now
+            ts = last.source.get("ts_ms")
+            if group is streaming and isinstance(ts, int) and ts:
+                streaming.behind_ms = max(0, now - ts)
+        yield batch

@@ -1,0 +1,267 @@
+"""SQL Server's schema history and schema change events: CREATE per captured table at the snapshot, ALTER on a new capture instance.
+
+As SqlServerDatabaseSchema / SqlServerSchemaChangeEventEmitter (2.7.4): the table structure comes
+from the catalog (JDBC metadata in Debezium, ``sys.columns`` here) restricted to the capture
+instance's columns; every change is a history record ``{source: {server, database}, position,
+databaseName, schemaName, ddl, tableChanges}`` in the configured ``schema.history.internal`` store,
+and, with ``include.schema.changes`` (the default), an event on the ``<topic.prefix>`` topic. The
+snapshot's CREATE events carry ``ddl: null`` (SchemaChangeEvent.ofSnapshotCreate); streaming's
+ALTER/CREATE carry ``"N/A"``, as the emitter sets it.
+
+When the streaming side meets a change whose capture instance describes its table differently from
+the last recorded structure (a new instance after an ALTER took over), the ALTER is recorded and sent
+just before that change, at the position of the change before it (Debezium's migrateTable runs at
+the first change at or after the new instance's start LSN). A table first seen while streaming (CDC
+enabled later) gets a CREATE. On restart the known structures are replayed from the history, up to
+the stored offset, so an ALTER that happened while the connector was down is still announced;
+records after the offset (written, never acknowledged) are ignored, as Debezium's recovery does.
+
+Not done: a capture instance whose columns changed type while the connector was down still converts
+with the live catalog's types (Debezium would use the history's until the new instance starts).
+"""
+
+from __future__ import annotations
+
+import time
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+from cdc_core.config import Config, common
+from cdc_core.errors import SchemaHistoryError
+from cdc_core.events import ChangeRecord, Checkpoint, RawChange
+from cdc_core.plugins import registry
+from cdc_core.relational import Table
+from cdc_core.schema import Schema
+from cdc_core.schema_change_events import schema_change_record
+from cdc_sqlserver.jdbc import column_size, decimal_digits, jdbc_type, type_name
+from cdc_sqlserver.lsn import Lsn
+from cdc_sqlserver.source import source_block
+
+HISTORY_VERSION = 1
+
+#: Memory histories by the id of a live Config, so a retry of the same engine keeps its history (as cdc_mysql).
+_MEMORY_HISTORIES: dict[int, Any] = {}
+
+
+def history_store(config: Config, given: Any) -> Any:
+    """The engine's store if it gave one, else the configured ``schema.history.internal`` (memory without a file)."""
+    if given is not None:
+        return given
+    cls = registry().get("schema history store", config.get(common.SCHEMA_HISTORY))
+    if cls.name == "memory" or (cls.name == "file" and not config.get(common.SCHEMA_HISTORY_FILE)):
+        key = id(config)
+        store = _MEMORY_HISTORIES.get(key)
+        if store is None:
+            from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+
+            store = _MEMORY_HISTORIES[key] = MemorySchemaHistoryStore()
+            weakref.finalize(config, _MEMORY_HISTORIES.pop, key, None)
+        return store
+    return cls(config)
+
+
+def table_id_text(table: Table) -> str:
+    """Debezium's quoted id: ``"db"."schema"."table"``."""
+    return ".".join('"' + p.replace('"', '""') + '"' for p in (table.id.catalog, table.id.schema, table.id.table) if p)
+
+
+def column_json(column: Any) -> dict[str, Any]:
+    """One column of a ``tableChanges`` entry, from the ``sys.columns`` facts the column was built from."""
+    info = column.extra["info"]
+    name = type_name(info)
+    return {"name": column.name, "jdbcType": jdbc_type(info), "nativeType": None, "typeName": name,
+            "typeExpression": name, "charsetName": None, "length": column_size(info), "scale": decimal_digits(info),
+            "position": column.position, "optional": column.optional, "autoIncremented": False, "generated": False,
+            "comment": None, "hasDefaultValue": info.default is not None,
+            "defaultValueExpression": info.default, "enumValues": []}
+
+
+def table_json(table: Table) -> dict[str, Any]:
+    """The ``table`` of a ``tableChanges`` entry."""
+    return {"defaultCharsetName": None, "primaryKeyColumnNames": list(table.primary_key),
+            "columns": [column_json(c) for c in table.columns], "attributes": [], "comment": None}
+
+
+def signature(table_doc: dict[str, Any]) -> tuple[Any, ...]:
+    """What makes two structures of a table the same (names, types, sizes, nullability, key)."""
+    return (tuple((c["name"], c["typeName"], c["length"], c["scale"], c["optional"], c.get("defaultValueExpression"))
+                  for c in table_doc["columns"]),
+            tuple(table_doc.get("primaryKeyColumnNames") or ()))
+
+
+def position_key(offset: dict[str, Any]) -> tuple[bytes, bytes, int]:
+    """A SQL Server offset's order: commit LSN, change LSN, event serial number (NULL first)."""
+    return (Lsn.parse(offset.get("commit_lsn")).key(), Lsn.parse(offset.get("change_lsn")).key(),
+            int(offset.get("event_serial_no") or 0))
+
+
+class SchemaHistory:
+    """One database's recorded table structures; turns structure changes into history records and events."""
+
+    def __init__(self, store: Any, server: str, db: str, source_schema: Schema, topic: str,
+                 partition: dict[str, Any], include_events: bool, log: Any):
+        """Record into ``store``; send events to ``topic`` when ``include_events``."""
+        self.store = store
+        self.server = server
+        self.db = db
+        self.source_schema = source_schema
+        self.topic = topic
+        self.partition = partition
+        self.include_events = include_events
+        self.log = log
+        #: identifier (``schema.table``) -> signature of the last recorded structure.
+        self.known: dict[str, tuple[Any, ...]] = {}
+        #: Tables first seen after a restart without history are recorded without an event.
+        self.adopt = False
+        self._checked: dict[int, Table] = {}
+
+    # -- recovery ----------------------------------------------------------------------------
+
+    def recover(self, offset: dict[str, Any] | None) -> int:
+        """Replay this database's records at or before ``offset``; returns how many were applied."""
+        self.known.clear()
+        if offset is None:
+            return 0
+        limit = position_key(offset)
+        count = 0
+        for record in self.store.records():
+            if not isinstance(record, dict) or not isinstance(record.get("position"), dict):
+                raise SchemaHistoryError(f"schema history record without a position: {str(record)[:200]}")
+            if (record.get("source") or {}).get("database", self.db) != self.db:
+                continue
+            if position_key(record["position"]) > limit:
+                continue
+            for change in record.get("tableChanges") or []:
+                ident = _identifier(change["id"])
+                if change["type"] == "DROP" or change.get("table") is None:
+                    self.known.pop(ident, None)
+                else:
+                    self.known[ident] = signature(change["table"])
+            count += 1
+        if not count:
+            self.adopt = True
+            self.log.warning("the schema history holds no record of database %s at or before the stored offset: the "
+                             "table structures are taken from the capture instances as they are now (and recorded)",
+                             self.db)
+        return count
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def _record(self, kind: str, table: Table, doc: dict[str, Any], position: dict[str, Any], ddl: str | None,
+                source: dict[str, Any], emit: bool) -> ChangeRecord | None:
+        """Append the history record; return the event (None when schema changes are not sent)."""
+        change = {"type": kind, "id": table_id_text(table), "table": doc}
+        self.store.append({"version": HISTORY_VERSION, "source": {"server": self.server, "database": self.db},
+                           "position": dict(position), "ts_ms": time.time_ns() // 1_000_000, "databaseName": self.db,
+                           "schemaName": table.id.schema, "ddl": ddl, "tableChanges": [change]})
+        self.known[table.id.identifier] = signature(doc)
+        if not (emit and self.include_events):
+            return None
+        return schema_change_record("sqlserver", self.source_schema, self.topic, self.db, table.id.schema, ddl,
+                                    [change], source, dict(position), self.partition)
+
+    def snapshot_events(self, tables: list[Table], offset: dict[str, Any]) -> list[ChangeRecord]:
+        """CREATE for each captured table at the snapshot's position (``ddl`` null, ``snapshot`` true)."""
+        out = []
+        lsn = offset.get("commit_lsn")
+        for table in tables:
+            source = source_block(self.server, self.db, time.time_ns() // 1000, "true", table.id.schema or "",
+                                  table.id.table, None, lsn, None)
+            event = self._record("CREATE", table, table_json(table), offset, None, source, True)
+            if event is not None:
+                out.append(event)
+        return out
+
+    def _streaming_change(self, change: RawChange, previous: dict[str, Any]) -> ChangeRecord | None:
+        """The CREATE/ALTER due before ``change``, if its table's structure is new."""
+        table = change.table
+        if self._checked.get(table.id.identifier) is table:
+            return None
+        self._checked[table.id.identifier] = table
+        doc = table_json(table)
+        known = self.known.get(table.id.identifier)
+        if known == signature(doc):
+            return None
+        adopt = known is None and self.adopt
+        kind = "CREATE" if known is None else "ALTER"
+        source = {**change.source, "snapshot": "false", "change_lsn": previous.get("change_lsn"),
+                  "commit_lsn": previous.get("commit_lsn"), "event_serial_no": previous.get("event_serial_no")}
+        if not adopt:
+            self.log.info("%s of %s: %s", kind, table.id, ", ".join(c["name"] for c in doc["columns"]))
+        return self._record(kind, table, doc, previous, "N/A", source, not adopt)
+
+    # -- the stream --------------------------------------------------------------------------
+
+    def watch(self, batches: Iterator[list[Any]], snapshot_tables: Any, offset: dict[str, Any] | None,
+              snapshotting: Any = lambda: False) -> Iterator[list[Any]]:
+        """Pass ``batches`` on, with schema change events inserted where structures change.
+
+        ``snapshot_tables()`` names the tables whose CREATE opens a snapshot: sent before the first
+        record carrying a snapshot offset (data, or the no_data checkpoint) when there was no stored
+        offset or ``snapshotting()`` says a snapshot runs (a restart's idle position may be a
+        completed snapshot's offset: no snapshot then). The per-change cost is an
+        identity check of the change's table against the previous change's (a batch is copied only
+        where an event goes in).
+        """
+        tail: dict[str, Any] = dict(offset or {})  # the last offset before the current batch
+        snapshot_due = True  # until the snapshot's first record, or the first streamed change
+        last_table = None
+        for batch in batches:
+            out: list[Any] | None = None
+            done = 0
+            for i in range(len(batch)):
+                item = batch[i]
+                if item.__class__ is RawChange:
+                    if item.table is last_table:
+                        continue
+                    if item.op == "r":
+                        if not snapshot_due:
+                            continue
+                    else:
+                        snapshot_due = False
+                        last_table = item.table
+                        event = self._streaming_change(item, _before(batch, i, tail))
+                        if event is not None:
+                            out = [] if out is None else out
+                            out += batch[done:i]
+                            out.append(event)
+                            done = i
+                        continue
+                if snapshot_due and isinstance(item, (RawChange, Checkpoint)):
+                    item_offset = item.offset
+                    if isinstance(item_offset, dict) and item_offset.get("snapshot") and (
+                            offset is None or snapshotting()):
+                        snapshot_due = False
+                        self.known.clear()
+                        self._checked.clear()
+                        self.adopt = False
+                        position = {**item_offset, "snapshot_completed": False}
+                        out = [] if out is None else out
+                        out += batch[done:i]
+                        out.extend(self.snapshot_events(snapshot_tables(), position))
+                        done = i
+            tail = _before(batch, len(batch), tail)
+            if out is None:
+                yield batch
+            else:
+                out += batch[done:]
+                yield out
+
+
+def _before(batch: list[Any], i: int, tail: dict[str, Any]) -> dict[str, Any]:
+    """The offset of the last item before index ``i`` that has one (``tail``, the previous batch's, if none)."""
+    for j in range(i - 1, -1, -1):
+        item = batch[j]
+        item_offset = getattr(item, "offset", None)
+        if isinstance(item_offset, dict) and not isinstance(item, ChangeRecord):
+            return item_offset
+    return tail
+
+
+def _identifier(quoted: str) -> str:
+    """``schema.table`` of ``"db"."schema"."table"``."""
+    import re
+
+    parts = [p.replace('""', '"') for p in re.findall(r'"((?:[^"]|"")*)"', quoted)]
+    return ".".join(parts[-2:])

@@ -1,0 +1,109 @@
+"""Several databases in one SQL Server connector (database.names=db1,db2) on two stand-in databases."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from psycopg import sql
+
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_sqlserver.standin.server import StandIn
+from cdc_sqlserver.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
+from tests.test_sqlserver_stream import _run
+
+OTHER = "inventory_eu"
+
+
+@pytest.fixture
+def second(pg_server, inventory) -> Iterator[StandIn]:
+    """A second CDC-enabled database on the same server, with ``dbo.customers`` holding two rows."""
+    pg_server.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(OTHER)))
+    pg_server.create_database(OTHER)
+    server = StandIn(pg_server, OTHER)
+    try:
+        server.create_table(CUSTOMERS)
+        server.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES "
+                       "('Jean', 'Dupont', 'jean@example.fr'), ('Ana', 'Silva', 'ana@example.pt')")
+        server.enable_db()
+        server.enable_table("dbo", "customers")
+        server.agent.start()
+        yield server
+    finally:
+        server.agent.stop()
+        server.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+                       (server.slot,))
+
+
+def _data(records, db):
+    return [r for r in records if r.topic == f"server1.{db}.dbo.customers"]
+
+
+def test_two_databases_snapshot_stream_and_keep_an_offset_each(inventory, second):
+    store = MemoryOffsetStore()
+    config = inventory.properties(**{"database.names": f"{inventory.dbname},{OTHER}"})
+    first = _run(config, store, lambda rs: len(_data(rs, inventory.dbname)) >= 4 and len(_data(rs, OTHER)) >= 2)
+    assert [r.value["after"]["id"] for r in _data(first, OTHER)] == [1001, 1002]
+    assert {r.value["source"]["db"] for r in _data(first, OTHER)} == {OTHER}
+    creates = [r for r in first if r.topic == "server1"]
+    assert sorted(r.key["databaseName"] for r in creates) == sorted([inventory.dbname, OTHER])
+    a = store.get({"server": "server1", "database": inventory.dbname})
+    b = store.get({"server": "server1", "database": OTHER})
+    assert a["snapshot_completed"] and b["snapshot_completed"]
+
+    inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('x', 'x', 'x@x')")
+    second.execute("UPDATE dbo.customers SET email = 'ana@example.br' WHERE id = 1002")
+    second.execute("DELETE FROM dbo.customers WHERE id = 1001")
+    inventory.wait_captured()
+    second.wait_captured()
+    more = _run(config, store, lambda rs: len(_data(rs, inventory.dbname)) >= 1 and len(_data(rs, OTHER)) >= 3)
+    assert [r.value["op"] for r in _data(more, inventory.dbname)] == ["c"]
+    assert [r.value["op"] if r.value else None for r in _data(more, OTHER)] == ["u", "d", None]
+    # Each database's offset is its own change table position.
+    b2 = store.get({"server": "server1", "database": OTHER})
+    assert b2["commit_lsn"] == _data(more, OTHER)[1].value["source"]["commit_lsn"] and b2["event_serial_no"] == 1
+    a2 = store.get({"server": "server1", "database": inventory.dbname})
+    assert a2["commit_lsn"] == _data(more, inventory.dbname)[0].value["source"]["commit_lsn"]
+    # A restart delivers nothing again.
+    second.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('y', 'y', 'y@x')")
+    second.wait_captured()
+    last = _run(config, store, lambda rs: len(_data(rs, OTHER)) >= 1)
+    assert [(r.value["op"], r.value["after"]["id"]) for r in _data(last, OTHER)] == [("c", 1003)]
+    assert _data(last, inventory.dbname) == []
+
+
+def test_metrics_per_database_under_the_chapters_mbean_names(inventory, second):
+    import threading
+    import time
+
+    from cdc_core.engine import Engine
+
+    config = inventory.properties(**{"database.names": f"{inventory.dbname},{OTHER}"})
+    engine = Engine(config, offset_store=MemoryOffsetStore())
+    records: list = []
+    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(_data(records, inventory.dbname)) < 4 or len(_data(records, OTHER)) < 2:
+            assert runner.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        second.execute("DELETE FROM dbo.customers WHERE id = 1001")
+        while len(_data(records, OTHER)) < 4:
+            assert runner.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        values = engine.metrics.values()
+    finally:
+        engine.stop()
+        runner.join(30)
+    metrics = engine.metrics
+    assert metrics.mbean_name("streaming") == "debezium.sql_server:type=connector-metrics,server=server1,task=0,context=streaming"
+    assert metrics.mbean_name(f"snapshot,database={OTHER}") == (
+        f"debezium.sql_server:type=connector-metrics,server=server1,task=0,context=snapshot,database={OTHER}")
+    assert metrics.mbean_name("schema-history") == "debezium.sql_server:type=connector-metrics,context=schema-history,server=server1"
+    assert values[f"snapshot,database={inventory.dbname}"]["TotalNumberOfEventsSeen"] == 4
+    assert values[f"snapshot,database={OTHER}"]["TotalNumberOfEventsSeen"] == 2
+    other = values[f"streaming,database={OTHER}"]
+    assert (other["TotalNumberOfEventsSeen"], other["TotalNumberOfDeleteEventsSeen"]) == (1, 1)
+    assert other["LastEvent"] == "dbo.customers:d" and other["CapturedTables"] == ["dbo.customers"]
+    assert values[f"streaming,database={inventory.dbname}"]["TotalNumberOfEventsSeen"] == 0

@@ -1,0 +1,104 @@
+"""SQL Server schema history and schema change events on the stand-in: CREATE at the snapshot, ALTER on a new capture instance."""
+
+from __future__ import annotations
+
+import json
+
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_sqlserver.standin.testing import inventory, standin  # noqa: F401  (fixtures)
+from tests.test_sqlserver_stream import _run
+
+#: The chapter's example (2.7 SQL Server chapter, "schema change topic"): the customers table's CREATE.
+CUSTOMERS_COLUMNS = [
+    {"name": "id", "jdbcType": 4, "nativeType": None, "typeName": "int identity", "typeExpression": "int identity",
+     "charsetName": None, "length": 10, "scale": 0, "position": 1, "optional": False, "autoIncremented": False,
+     "generated": False, "comment": None, "defaultValueExpression": None, "enumValues": None},
+    *[{"name": n, "jdbcType": 12, "nativeType": None, "typeName": "varchar", "typeExpression": "varchar",
+       "charsetName": None, "length": 255, "scale": None, "position": p, "optional": False, "autoIncremented": False,
+       "generated": False, "comment": None, "defaultValueExpression": None, "enumValues": None}
+      for p, n in ((2, "first_name"), (3, "last_name"), (4, "email"))],
+]
+
+
+def _schema(records, prefix="server1"):
+    return [r for r in records if r.topic == prefix]
+
+
+def _data(records):
+    return [r for r in records if r.topic.endswith(".customers")]
+
+
+def test_snapshot_sends_the_chapters_create_event_before_the_data(inventory, tmp_path):
+    history = tmp_path / "history.dat"
+    config = inventory.properties(**{"schema.history.internal.file.filename": str(history)})
+    records = _run(config, MemoryOffsetStore(), lambda rs: len(_data(rs)) >= 4)
+    assert records[0].topic == "server1"
+    (event,) = _schema(records)
+    assert event.key == {"databaseName": inventory.dbname}
+    assert event.key_schema.name == "io.debezium.connector.sqlserver.SchemaChangeKey"
+    assert event.value_schema.name == "io.debezium.connector.sqlserver.SchemaChangeValue"
+    value = event.value
+    assert (value["databaseName"], value["schemaName"], value["ddl"]) == (inventory.dbname, "dbo", None)
+    source = value["source"]
+    assert (source["snapshot"], source["db"], source["schema"], source["table"], source["change_lsn"]) == (
+        "true", inventory.dbname, "dbo", "customers", None)
+    assert source["commit_lsn"] == _data(records)[0].value["source"]["commit_lsn"]
+    (change,) = value["tableChanges"]
+    assert change["type"] == "CREATE" and change["id"] == f'"{inventory.dbname}"."dbo"."customers"'
+    assert change["table"] == {"defaultCharsetName": None, "primaryKeyColumnNames": ["id"],
+                               "columns": CUSTOMERS_COLUMNS, "comment": None}
+    # The history file holds the same structure, positioned at the snapshot's LSN.
+    (recorded,) = [json.loads(line) for line in history.read_text().splitlines() if line.strip()]
+    assert recorded["source"] == {"server": "server1", "database": inventory.dbname}
+    assert recorded["position"] == {"snapshot": True, "snapshot_completed": False, "commit_lsn": source["commit_lsn"]}
+    assert recorded["tableChanges"][0]["table"]["columns"][0]["typeName"] == "int identity"
+
+
+def test_a_new_capture_instance_sends_alter_before_its_first_change_and_restarts_read_the_history(inventory, tmp_path):
+    store = MemoryOffsetStore()
+    config = inventory.properties(**{"schema.history.internal.file.filename": str(tmp_path / "history.dat")})
+    _run(config, store, lambda rs: len(_data(rs)) >= 4)
+    inventory.add_column("dbo", "customers", "phone_number", "VARCHAR(32)")
+    inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('a', 'a', 'a@x')")
+    inventory.wait_captured()
+    inventory.enable_table("dbo", "customers", "dbo_customers_v2")
+    inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email, phone_number) "
+                      "VALUES ('c', 'c', 'c@x', '+1-555-0101')")
+    inventory.wait_captured()
+    # A restart in between: the history (not the catalog) says what was known, so nothing is announced twice.
+    records = _run(config, store, lambda rs: len(_data(rs)) >= 2)
+    topics = ["schema" if r.topic == "server1" else r.value["after"]["id"] for r in records if r.value]
+    assert topics == [1005, "schema", 1006]
+    alter = _schema(records)[0].value
+    assert alter["ddl"] == "N/A" and alter["tableChanges"][0]["type"] == "ALTER"
+    assert [c["name"] for c in alter["tableChanges"][0]["table"]["columns"]] == [
+        "id", "first_name", "last_name", "email", "phone_number"]
+    assert alter["source"]["snapshot"] == "false"
+    assert alter["source"]["commit_lsn"] == _data(records)[0].value["source"]["commit_lsn"]
+    inventory.execute("DELETE FROM dbo.customers WHERE id = 1006")
+    inventory.wait_captured()
+    again = _run(config, store, lambda rs: len(_data(rs)) >= 1)
+    assert _schema(again) == []
+
+
+def test_include_schema_changes_false_still_records_the_history(inventory, tmp_path):
+    history = tmp_path / "history.dat"
+    config = inventory.properties(**{"include.schema.changes": "false",
+                                     "schema.history.internal.file.filename": str(history)})
+    records = _run(config, MemoryOffsetStore(), lambda rs: len(_data(rs)) >= 4)
+    assert _schema(records) == []
+    assert "customers" in history.read_text()
+
+
+def test_no_data_sends_the_create_events_and_a_restart_with_nothing_new_sends_none(inventory, tmp_path):
+    store = MemoryOffsetStore()
+    config = inventory.properties(**{"snapshot.mode": "no_data",
+                                     "schema.history.internal.file.filename": str(tmp_path / "history.dat")})
+    first = _run(config, store, lambda rs: len(_schema(rs)) >= 1)
+    assert [r.value["tableChanges"][0]["type"] for r in first] == ["CREATE"]
+    assert first[0].value["source"]["snapshot"] == "true"
+    # Idle after the restart: its first position is the completed snapshot's offset, which is no new snapshot.
+    import time
+
+    again = _run(config, store, lambda rs: time.sleep(1.0) is None)
+    assert again == []
