@@ -99,7 +99,6 @@ class SqlServerConnector:
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect and check that CDC is enabled and readable for the captured tables."""
         self._offset = offset
-        self._warn_unimplemented()
         self._history = SchemaHistory(
             history_store(self.config, self._context.history), self.server, self.db, SOURCE_SCHEMA,
             topic_naming_strategy(self.config, self._context.plugins).schema_change_topic(), self.partition(),
@@ -215,12 +214,6 @@ class SqlServerConnector:
             raise ConnectorError(f"CDC is not enabled on database {self.db!r} at {self.address}: run "
                                  f"USE [{self.db}]; EXEC sys.sp_cdc_enable_db (as a member of sysadmin), then "
                                  "sys.sp_cdc_enable_table for each table to capture")
-
-    def _warn_unimplemented(self) -> None:
-        """One warning per Debezium property set here that this connector accepts but does not implement yet."""
-        if msc.INCLUDE_SCHEMA_CHANGES.name in self.config and self.config.get(msc.INCLUDE_SCHEMA_CHANGES):
-            self.log.warning("include.schema.changes=true: cdc's SQL Server connector emits no schema change events "
-                             "yet (a new capture instance changes the events' schema without one)")
 
     def _check_agent(self) -> None:
         """Warn, in one line, when SQL Server Agent is not running: no change is captured until it is."""
