@@ -1,0 +1,64 @@
+"""The connection layer: the CLI connection string and the one ``connect`` seam.
+
+Production connects through ``ibm_db_dbi.connect`` (the ibm-db wheel bundles IBM's CLI driver).
+Tests replace ``CONNECT`` (``install``) with a DB-API connection over the stand-in
+(``cdc_db2.standin.dbapi``); nothing else in the connector knows which one it talks to. The
+connector uses the DB-API interface only: ``cursor()``, ``execute(sql, params)`` with ``?``
+markers, ``fetchone/fetchmany/fetchall``, ``commit``, ``rollback``, ``set_autocommit``, ``close``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from cdc_core.config import Config
+from cdc_db2 import config as dbc
+
+
+def _ibm_db_connect(connection_string: str) -> Any:
+    """ibm_db_dbi.connect, imported only when a connection is made (cdc-core runs without it)."""
+    import ibm_db_dbi
+
+    return ibm_db_dbi.connect(connection_string, "", "")
+
+
+#: ``(connection_string) -> DB-API connection``; replaced by the tests' stand-in only.
+CONNECT: Callable[[str], Any] = _ibm_db_connect
+
+
+def install(connect: Callable[[str], Any]) -> None:
+    """Route every connection through ``connect`` (the tests' stand-in); production never calls this."""
+    global CONNECT
+    CONNECT = connect
+
+
+def _value(text: str) -> str:
+    """A CLI connection-string value, braced where it holds ``;`` or surrounding blanks."""
+    if ";" in text or text != text.strip() or text.startswith("{"):
+        return "{" + text + "}"
+    return text
+
+
+def connection_string(config: Config) -> str:
+    """``DATABASE=...;HOSTNAME=...;PORT=...;PROTOCOL=TCPIP;UID=...;PWD=...`` plus ``driver.*`` keywords.
+
+    TLS is the CLI driver's own keywords, passed through: ``driver.SECURITY=SSL`` and
+    ``driver.SSLServerCertificate=<path>`` (or ``driver.SSLClientKeystoredb``...).
+    """
+    parts = {"DATABASE": config.get(dbc.DBNAME), "HOSTNAME": config.get(dbc.HOSTNAME),
+             "PORT": str(config.get(dbc.PORT)), "PROTOCOL": "TCPIP"}
+    if config.get(dbc.USER):
+        parts["UID"] = config.get(dbc.USER)
+        parts["PWD"] = config.get(dbc.PASSWORD) or ""
+    parts["CONNECTTIMEOUT"] = "30"
+    for key, value in dbc.driver_properties(config).items():
+        parts[key.upper()] = value
+    return "".join(f"{k}={_value(v)};" for k, v in parts.items())
+
+
+def connect(config: Config) -> Any:
+    """A DB-API connection to the configured database, autocommit on."""
+    conn = CONNECT(connection_string(config))
+    conn.set_autocommit(True)
+    return conn
