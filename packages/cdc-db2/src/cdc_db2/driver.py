@@ -16,18 +16,18 @@ from cdc_core.config import Config
 from cdc_db2 import config as dbc
 
 
-def _ibm_db_connect(connection_string: str) -> Any:
+def _ibm_db_connect(connection_string: str, user: str, password: str) -> Any:
     """ibm_db_dbi.connect, imported only when a connection is made (cdc-core runs without it)."""
     import ibm_db_dbi
 
-    return ibm_db_dbi.connect(connection_string, "", "")
+    return ibm_db_dbi.connect(connection_string, user, password)
 
 
-#: ``(connection_string) -> DB-API connection``; replaced by the tests' stand-in only.
-CONNECT: Callable[[str], Any] = _ibm_db_connect
+#: ``(connection_string, user, password) -> DB-API connection``; replaced by the tests' stand-in only.
+CONNECT: Callable[[str, str, str], Any] = _ibm_db_connect
 
 
-def install(connect: Callable[[str], Any]) -> None:
+def install(connect: Callable[[str, str, str], Any]) -> None:
     """Route every connection through ``connect`` (the tests' stand-in); production never calls this."""
     global CONNECT
     CONNECT = connect
@@ -41,16 +41,16 @@ def _value(text: str) -> str:
 
 
 def connection_string(config: Config) -> str:
-    """``DATABASE=...;HOSTNAME=...;PORT=...;PROTOCOL=TCPIP;UID=...;PWD=...`` plus ``driver.*`` keywords.
+    """``DATABASE=...;HOSTNAME=...;PORT=...;PROTOCOL=TCPIP`` plus ``driver.*`` keywords.
+
+    The user and password are not part of it: they go to ``ibm_db_dbi.connect`` as its own
+    arguments, so no password needs quoting and none is in the string.
 
     TLS is the CLI driver's own keywords, passed through: ``driver.SECURITY=SSL`` and
     ``driver.SSLServerCertificate=<path>`` (or ``driver.SSLClientKeystoredb``...).
     """
     parts = {"DATABASE": config.get(dbc.DBNAME), "HOSTNAME": config.get(dbc.HOSTNAME),
              "PORT": str(config.get(dbc.PORT)), "PROTOCOL": "TCPIP"}
-    if config.get(dbc.USER):
-        parts["UID"] = config.get(dbc.USER)
-        parts["PWD"] = config.get(dbc.PASSWORD) or ""
     parts["CONNECTTIMEOUT"] = "30"
     for key, value in dbc.driver_properties(config).items():
         parts[key.upper()] = value
@@ -59,6 +59,6 @@ def connection_string(config: Config) -> str:
 
 def connect(config: Config) -> Any:
     """A DB-API connection to the configured database, autocommit on."""
-    conn = CONNECT(connection_string(config))
+    conn = CONNECT(connection_string(config), config.get(dbc.USER) or "", config.get(dbc.PASSWORD) or "")
     conn.set_autocommit(True)
     return conn

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+_PREFIX = re.compile(r"^ibm_db_dbi::\w+:\s*")
 _STATE = re.compile(r"SQLSTATE=(\w{5})")
 #: SQLCODEs of a broken or refused connection (communication error, connection lost or re-routed).
 _CONNECTION_CODES = ("SQL30081N", "SQL30108N", "SQL1224N", "SQL30080N", "SQL1776N")
@@ -22,5 +23,5 @@ def is_connection_error(e: BaseException) -> bool:
 
 
 def first_line(e: BaseException) -> str:
-    """The first line of a driver error's message."""
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+    """The first line of a driver error's message, without ibm_db_dbi's ``ibm_db_dbi::<Class>:`` prefix."""
+    return _PREFIX.sub("", (str(e).strip().splitlines() or [type(e).__name__])[0])

@@ -169,13 +169,13 @@ class Connection:
         return True
 
 
-def connect(dsn: str) -> Connection:
-    """Open a stand-in connection from a CLI connection string (``DATABASE=...;HOSTNAME=...;PORT=...;UID;PWD``)."""
+def connect(dsn: str, user: str = "", password: str = "") -> Connection:
+    """Open a stand-in connection from a CLI connection string (``DATABASE=...;HOSTNAME=...;PORT=...``)."""
     params = parse_connection_string(dsn)
     db = params.get("DATABASE", "")
     try:
         pg = psycopg.connect(host=params.get("HOSTNAME"), port=int(params.get("PORT") or 50000), dbname=db,
-                             user=params.get("UID") or None, password=params.get("PWD") or None,
+                             user=user or params.get("UID") or None, password=password or params.get("PWD") or None,
                              connect_timeout=5, options="-c TimeZone=UTC")
     except psycopg.OperationalError as e:
         reason = (str(e).strip().splitlines() or ["connection failed"])[-1]
