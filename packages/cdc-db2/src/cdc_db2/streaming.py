@@ -76,6 +76,7 @@ class StreamReader:
         self._resume_offset = resume.offset
         self._emitted = False
         self._commit_text = self._change_text = "NULL"
+        self._commit_raw = b""
         self.set_tables(tables)
 
     def set_tables(self, tables: list[CaptureTable]) -> None:
@@ -173,6 +174,8 @@ class StreamReader:
                                list(after[4:]) if after is not None else None, source, offset, self._commit_text))
 
     def _position(self, commit: bytes, intent: bytes) -> None:
-        """Record the position of the last event read."""
-        self._commit_text, self._change_text = text(commit), text(intent)
+        """Record the position of the last event read (the commit LSN's text once per transaction)."""
+        if commit != self._commit_raw:
+            self._commit_raw, self._commit_text = commit, text(commit)
+        self._change_text = text(intent)
         self._emitted = True

@@ -58,11 +58,6 @@ def _error(e: psycopg.Error) -> ibm_db_dbi.Error:
     return ibm_db_dbi.ProgrammingError(f"[stand-in] {message} SQLSTATE={state}")
 
 
-def _value(v: Any) -> Any:
-    """A psycopg value as ibm_db_dbi returns it."""
-    return bytes(v) if isinstance(v, memoryview) else v
-
-
 class Cursor:
     """ibm_db_dbi's Cursor over a psycopg cursor."""
 
@@ -97,8 +92,8 @@ class Cursor:
         return True
 
     def _fetch(self, rows: list[Any]) -> list[tuple[Any, ...]]:
-        """Rows as tuples of ibm_db_dbi's values."""
-        return [tuple(_value(v) for v in r) for r in rows]
+        """Rows as tuples of ibm_db_dbi's values (psycopg's are already: tuples, bytea as bytes)."""
+        return rows if isinstance(rows, list) else list(rows)
 
     def fetchone(self) -> tuple[Any, ...] | None:
         """The next row, or None."""
