@@ -17,7 +17,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from cdc_core.errors import ConnectorError
-from cdc_core.events import RawChange
+from cdc_core.events import Checkpoint, RawChange
 from cdc_db2.catalog import CaptureTable, max_lsn_query, quote
 from cdc_db2.lsn import Lsn, from_value, text
 from cdc_db2.source import source_block
@@ -77,6 +77,8 @@ class StreamReader:
         self._emitted = False
         self._commit_text = self._change_text = "NULL"
         self._commit_raw = b""
+        #: The transaction whose events are being emitted: (commit LSN, its text, last offset, commit time in ms).
+        self._open_tx: tuple[bytes, str, dict[str, Any], int] | None = None
         self.set_tables(tables)
 
     def set_tables(self, tables: list[CaptureTable]) -> None:
@@ -104,14 +106,21 @@ class StreamReader:
             return None
         return self._read(self.last[0] or b"\x00", to_lsn)
 
-    def _read(self, from_lsn: bytes, to_lsn: bytes) -> Iterator[list[RawChange]]:
+    def _end_transaction(self, batch: list[Any]) -> None:
+        """The END checkpoint of the open transaction (the core writes its END event from it)."""
+        if self._open_tx is not None:
+            _, tid, offset, ts_ms = self._open_tx
+            batch.append(Checkpoint(offset, transaction_end=tid, ts_ms=ts_ms))
+            self._open_tx = None
+
+    def _read(self, from_lsn: bytes, to_lsn: bytes) -> Iterator[list[RawChange | Checkpoint]]:
         """Merge every CD table's rows of the window into events, in commit order."""
         streams = []
         for n, query in enumerate(self.queries):
             cur = self.conn.cursor()
             cur.execute(query, (from_lsn, to_lsn))
             streams.append(_keyed(cur.fetchall(), n))
-        batch: list[RawChange] = []
+        batch: list[Any] = []
         last = self.last
         pending: tuple[bytes, bytes, int, tuple[Any, ...]] | None = None
         for item in heapq.merge(*streams):
@@ -142,12 +151,13 @@ class StreamReader:
         if pending is not None:
             p_commit, p_intent, p_n, p_row = pending
             self._emit(batch, p_n, p_commit, p_intent, "d", p_row, None, last)
+        self._end_transaction(batch)  # a window holds whole transactions (asncap writes each one at once)
         # The whole window is read: the next one starts above its end.
         self.last = max(self.last, (to_lsn, _AFTER_ALL))
         if batch:
             yield batch
 
-    def _emit(self, batch: list[RawChange], n: int, commit: bytes, intent: bytes, op: str,
+    def _emit(self, batch: list[Any], n: int, commit: bytes, intent: bytes, op: str,
               before: tuple[Any, ...] | None, after: tuple[Any, ...] | None, last: tuple[bytes, bytes]) -> None:
         """Append one event unless its position is at or below the resume point."""
         if (commit, intent) <= last:
@@ -165,6 +175,8 @@ class StreamReader:
             ts_us = (when - _EPOCH) // _MICRO
         else:
             ts_us = 0
+        if self._open_tx is not None and self._open_tx[0] != commit:
+            self._end_transaction(batch)
         self._position(commit, intent)
         table = self.tables[n].table
         source = source_block(self.server, self.db, ts_us, "false", table.id.schema or "", table.id.table,
@@ -172,6 +184,7 @@ class StreamReader:
         offset = {"commit_lsn": self._commit_text, "change_lsn": self._change_text, "event_serial_no": 1}
         batch.append(RawChange(table, op, list(before[4:]) if before is not None else None,
                                list(after[4:]) if after is not None else None, source, offset, self._commit_text))
+        self._open_tx = (commit, self._commit_text, offset, ts_us // 1000)
 
     def _position(self, commit: bytes, intent: bytes) -> None:
         """Record the position of the last event read (the commit LSN's text once per transaction)."""
