@@ -21,6 +21,7 @@ from cdc_db2 import driver
 from cdc_db2.catalog import (SYSTEM_SCHEMAS, CaptureTable, Registration, max_lsn_query, quote, read_registrations,
                              read_tables, service_status_query)
 from cdc_db2.errors import first_line, is_connection_error, sqlstate
+from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import from_value
 from cdc_db2.snapshot import SnapshotReader, select_for
 from cdc_db2.source import SOURCE_SCHEMA
@@ -71,6 +72,12 @@ class Db2Connector:
         if self.config.get(common.TIME_PRECISION_MODE) == "adaptive_time_microseconds":
             problems.append("time.precision.mode=adaptive_time_microseconds is not a Db2 mode; use adaptive or connect")
         return problems
+
+    def incremental_snapshot_source(self) -> Any:
+        """Ad hoc snapshots (incremental and blocking) over the captured tables (cdc_db2.incremental)."""
+        from cdc_db2.incremental import Db2IncrementalSource
+
+        return Db2IncrementalSource(self)
 
     def partition(self) -> dict[str, Any]:
         """``{"server": topic.prefix}``, as Db2Partition."""
@@ -221,7 +228,10 @@ class Db2Connector:
 
     def _capture_tables(self, registrations: list[Registration], warn: bool = False) -> list[CaptureTable]:
         """The included tables that are in capture mode and ACTIVE, with their definitions."""
-        wanted = [r for r in registrations if self._included(r.schema, r.table) and r.schema not in SYSTEM_SCHEMAS]
+        signal = signal_table(self.config)
+        # The signal table is read whatever the filters say (its rows are signals and watermarks).
+        wanted = [r for r in registrations if (self._included(r.schema, r.table) or (r.schema, r.table) == signal)
+                  and r.schema not in SYSTEM_SCHEMAS]
         if warn:
             for r in wanted:
                 if not r.active:
