@@ -36,6 +36,10 @@ def test_transaction_metadata_heartbeats_and_column_filters(inventory):
     finally:
         engine.stop()
         runner.join(30)
+    # The chapter's MBean names (no task key for Db2), and the streaming counters.
+    assert engine.metrics.mbean_name("streaming") == \
+        "debezium.db2:type=connector-metrics,context=streaming,server=mydatabase"
+    assert engine.metrics.streaming.captured_tables == {"MYSCHEMA.CUSTOMERS", "MYSCHEMA.ORDERS"}
     tx = [r.value for r in records if r.topic == "mydatabase.transaction"]
     assert [t["status"] for t in tx] == ["BEGIN", "END"]
     data = [r for r in records if r.topic.startswith("mydatabase.MYSCHEMA.")]
