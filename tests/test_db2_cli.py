@@ -88,7 +88,8 @@ def _kill_and_restart(inventory, tmp_path, procs) -> None:
     assert _position(after_restart[0]) > stored_position
     ordered = sorted({_position(v) for v in streamed})
     before = [p for p in ordered if p <= stored_position]
-    assert after_restart[0] == next(v for v in streamed if _position(v) == ordered[len(before)])
+    # (changes delivered after the stored offset but before the kill come again: at least once)
+    assert _position(after_restart[0]) == ordered[len(before)]
     # Nothing lost, and nothing at or before the stored offset delivered twice.
     assert len(ordered) == total - 4
     positions = [_position(v) for v in streamed]
