@@ -98,8 +98,9 @@ def test_the_chapters_key_create_update_and_delete_events(mydatabase):
         mydatabase.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "EMAIL" = \'noreply@example.org\' WHERE "ID" = 1005')
         mydatabase.execute('DELETE FROM "MYSCHEMA"."CUSTOMERS" WHERE "ID" = 1005')
 
-    records = _events(mydatabase.properties("mydatabase"), 5, writes)
-    snapshot, create, update, delete, tombstone = records[:5]
+    records = _events(mydatabase.properties("mydatabase"), 6, writes)
+    schema_change, snapshot, create, update, delete, tombstone = records[:6]
+    _check_schema_change(schema_change, snapshot)
     # The key (§2.2.2): the snapshot's row 1004.
     assert snapshot.topic == create.topic == "mydatabase.MYSCHEMA.CUSTOMERS"
     assert snapshot.key_schema.to_json() == {"type": "struct", "fields": [_field("int32", "ID")], "optional": False,
@@ -142,3 +143,32 @@ def test_the_chapters_key_create_update_and_delete_events(mydatabase):
     assert snapshot.value["source"]["snapshot"] in ("first", "last") and snapshot.value["source"]["change_lsn"] is None
     assert LSN.fullmatch(snapshot.value["source"]["commit_lsn"])
     assert snapshot.value["source"]["commit_lsn"] < create.value["source"]["commit_lsn"]
+
+
+def _check_schema_change(record, snapshot) -> None:
+    """The snapshot's schema change event of MYSCHEMA.CUSTOMERS (§2.2.8), on topic ``<topic.prefix>``."""
+    assert record.topic == "mydatabase"
+    assert record.key_schema.to_json() == {"type": "struct", "fields": [_field("string", "databaseName")],
+                                           "optional": False, "name": "io.debezium.connector.db2.SchemaChangeKey",
+                                           "version": 1}
+    assert record.key == {"databaseName": "mydatabase"}
+    value = record.value
+    assert record.value_schema.to_json()["name"] == "io.debezium.connector.db2.SchemaChangeValue"
+    assert {k: value[k] for k in ("databaseName", "schemaName", "ddl")} == {
+        "databaseName": "mydatabase", "schemaName": "MYSCHEMA", "ddl": None}
+    source = value["source"]
+    assert (source["connector"], source["snapshot"], source["schema"], source["table"], source["change_lsn"]) == (
+        "db2", "true", "MYSCHEMA", "CUSTOMERS", None)
+    assert source["commit_lsn"] == snapshot.value["source"]["commit_lsn"]
+    [change] = value["tableChanges"]
+    assert (change["type"], change["id"]) == ("CREATE", '"MYSCHEMA"."CUSTOMERS"')
+    table = change["table"]
+    assert table["defaultCharsetName"] is None and table["primaryKeyColumnNames"] == ["ID"]
+    common = {"nativeType": None, "charsetName": None, "autoIncremented": False, "generated": False, "comment": None,
+              "defaultValueExpression": None, "enumValues": None}
+    assert table["columns"] == [
+        {"name": "ID", "jdbcType": 4, "typeName": "integer", "typeExpression": "integer", "length": 4, "scale": None,
+         "position": 1, "optional": False, **common},
+        *[{"name": n, "jdbcType": 12, "typeName": "varchar", "typeExpression": "varchar", "length": 255,
+           "scale": None, "position": i, "optional": False, **common}
+          for i, n in enumerate(["FIRST_NAME", "LAST_NAME", "EMAIL"], 2)]]

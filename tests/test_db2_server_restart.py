@@ -36,7 +36,7 @@ def test_server_restart_mid_stream_reconnects_and_loses_nothing(caplog):
                 try:
                     def wait(n):
                         deadline = time.monotonic() + 60
-                        while len([r for r in records if r.value]) < n:
+                        while len([r for r in records if r.value and r.topic != 'mydatabase']) < n:
                             assert runner.is_alive() and time.monotonic() < deadline, len(records)
                             time.sleep(0.05)
 
@@ -57,7 +57,7 @@ def test_server_restart_mid_stream_reconnects_and_loses_nothing(caplog):
         finally:
             s.agent.stop()
             driver.install(saved)
-    ids = [r.value["after"]["ID"] for r in records if r.value]
+    ids = [r.value["after"]["ID"] for r in records if r.value and r.topic != "mydatabase"]
     assert ids == list(range(1001, 1041))  # in order, each once
     assert any("lost the connection to Db2" in r.getMessage() or "cannot connect to Db2" in r.getMessage()
                for r in caplog.records), [r.getMessage() for r in caplog.records]

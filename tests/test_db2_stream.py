@@ -157,6 +157,11 @@ def test_tables_put_into_and_taken_out_of_capture_mode_while_streaming(inventory
     assert [(r.value["op"], r.value["after"]["ID"]) for r in orders] == [("c", 2), ("c", 3)]
     assert orders[0].topic == "mydatabase.MYSCHEMA.ORDERS"
     assert [r.value["op"] for r in _data(records)] == ["r"] * 4  # nothing streamed after REMOVETABLE
+    # Schema change events: the snapshot's CREATE of CUSTOMERS, then ORDERS entering and CUSTOMERS leaving.
+    changes = [(r.value["tableChanges"][0]["type"], r.value["tableChanges"][0]["id"]) for r in records
+               if r.topic == "mydatabase"]
+    assert changes == [("CREATE", '"MYSCHEMA"."CUSTOMERS"'), ("CREATE", '"MYSCHEMA"."ORDERS"'),
+                       ("DROP", '"MYSCHEMA"."CUSTOMERS"')]
     messages = [r.getMessage() for r in caplog.records]
     assert any("added: MYSCHEMA.ORDERS" in m for m in messages), messages
     assert any("removed: MYSCHEMA.CUSTOMERS" in m for m in messages), messages
@@ -181,7 +186,7 @@ def test_capture_service_stopped_is_a_clear_error_then_streaming_resumes(standin
                 assert runner.is_alive() and time.monotonic() < deadline
                 time.sleep(0.05)
             standin.execute(INSERT + "('john', 'doe', 'john.doe@example.org')")
-            while not records:
+            while not _data(records):
                 assert runner.is_alive() and time.monotonic() < deadline
                 time.sleep(0.05)
         finally:
@@ -189,4 +194,5 @@ def test_capture_service_stopped_is_a_clear_error_then_streaming_resumes(standin
             runner.join(30)
     message = next(r.getMessage() for r in caplog.records if "is not running" in r.getMessage())
     assert "the ASN capture service of" in message and "ASNCDC.ASNCDCSERVICES('start','asncdc')" in message
-    assert _ops(records) == [("c", 1001)]
+    assert _ops(_data(records)) == [("c", 1001)]
+    assert [r.value["tableChanges"][0]["type"] for r in records if r.topic == "mydatabase"] == ["CREATE"]

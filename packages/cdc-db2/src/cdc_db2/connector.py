@@ -24,7 +24,8 @@ from cdc_db2.errors import first_line, is_connection_error, sqlstate
 from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import from_value
 from cdc_db2.snapshot import SnapshotReader, select_for
-from cdc_db2.source import SOURCE_SCHEMA
+from cdc_db2.schema_changes import schema_change_record
+from cdc_db2.source import SOURCE_SCHEMA, source_block
 from cdc_db2.streaming import ResumePoint, StreamReader
 from cdc_db2.types import TypeModes
 
@@ -86,9 +87,6 @@ class Db2Connector:
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect and check the capture service, the captured tables' registration and the user's access."""
         self._offset = offset
-        if msc_set(self.config, dbc.INCLUDE_SCHEMA_CHANGES):
-            self.log.warning("include.schema.changes=true: cdc's Db2 connector emits no schema change events yet "
-                             "(a table entering or leaving capture mode is picked up without one)")
         self._conn = self._connect()
         try:
             self._check()
@@ -309,6 +307,10 @@ class Db2Connector:
             lsn = reader.begin(tables)
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(tables), lsn,
                           reader.isolation)
+            if self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
+                yield [self._schema_change("CREATE", t.table, "true", None, lsn,
+                                           {"snapshot": True, "snapshot_completed": False, "commit_lsn": lsn})
+                       for t in self._tables]
             yield from reader.read([(t, self._select(t)) for t in tables])
             reader.end()
         finally:
@@ -326,21 +328,37 @@ class Db2Connector:
             return f"SELECT {cols} FROM ({override}) AS cdc_snapshot_select"
         return select_for(t)
 
-    def _refresh(self, reader: StreamReader, log: Any) -> None:
+    def _schema_change(self, change: str, table: Any, snapshot: str, change_lsn: str | None, commit_lsn: str | None,
+                       offset: dict[str, Any] | None) -> Any:
+        """A schema change event of ``table`` on the ``<topic.prefix>`` topic."""
+        source = source_block(self.server, self.db, time.time_ns() // 1000, snapshot, table.id.schema or "",
+                              table.id.table, change_lsn, commit_lsn)
+        return schema_change_record(self.server, self.db, SOURCE_SCHEMA, change, table, source, offset,
+                                    self.partition())
+
+    def _refresh(self, reader: StreamReader, log: Any) -> list[Any]:
         """Follow tables put into or taken out of capture mode (ADDTABLE/REMOVETABLE, STATE) since the last window."""
         registrations = read_registrations(self._conn, self.control)
         if registrations == self._registrations:
-            return
+            return []
         self._registrations = registrations
         tables = self._capture_tables(registrations)
         before = {t.table.id.identifier for t in self._tables}
         after = {t.table.id.identifier for t in tables}
+        events = []
+        if self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
+            offset = reader.offset()
+            changed = [("CREATE", t) for t in tables if t.table.id.identifier not in before] + \
+                [("DROP", t) for t in self._tables if t.table.id.identifier not in after]
+            events = [self._schema_change(kind, t.table, "false", offset.get("change_lsn"), offset.get("commit_lsn"),
+                                          offset) for kind, t in changed]
         self._tables = tables
         reader.set_tables(tables)
         log.info("tables in capture mode changed: now %s (added: %s; removed: %s)", ", ".join(sorted(after)) or "none",
                  ", ".join(sorted(after - before)) or "none", ", ".join(sorted(before - after)) or "none")
         if self.metrics is not None:
             self.metrics.streaming.captured_tables = after
+        return events
 
     def _stream(self, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
         """Poll the CD tables until stopped."""
@@ -357,7 +375,9 @@ class Db2Connector:
         last_service_check = time.monotonic()
         service_stopped = False
         while not self._stop.is_set():
-            self._refresh(reader, log)
+            changes = self._refresh(reader, log)
+            if changes:
+                yield changes
             window = reader.window()
             got = False
             if window is not None:
@@ -380,7 +400,3 @@ class Db2Connector:
                 yield [Checkpoint(reader.offset())]  # an idle position: the core sends a heartbeat when one is due
                 self._stop.wait(interval)
 
-
-def msc_set(config: Config, field: Any) -> bool:
-    """True when ``field`` is set explicitly to a true value."""
-    return field.name in config and bool(config.get(field))
