@@ -196,3 +196,26 @@ def test_capture_service_stopped_is_a_clear_error_then_streaming_resumes(standin
     assert "the ASN capture service of" in message and "ASNCDC.ASNCDCSERVICES('start','asncdc')" in message
     assert _ops(_data(records)) == [("c", 1001)]
     assert [r.value["tableChanges"][0]["type"] for r in records if r.topic == "mydatabase"] == ["CREATE"]
+
+
+def test_a_column_added_online_is_an_alter_event_then_in_the_events(inventory):
+    store = MemoryOffsetStore()
+
+    def actions():
+        inventory.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "LAST_NAME" = \'before\' WHERE "ID" = 1001')
+        inventory.wait_captured()
+        time.sleep(0.3)
+        inventory.add_column("MYSCHEMA", "CUSTOMERS", "PHONE", "VARCHAR(20)")
+        time.sleep(0.3)
+        inventory.execute(INSERT.replace('"EMAIL")', '"EMAIL", "PHONE")') + "('new', 'n', 'new@x', '555')")
+
+    records = _run(inventory.properties(**{"snapshot.mode": "no_data"}), store,
+                   lambda rs: len(_data(rs)) >= 2, action=actions)
+    changes = [r.value for r in records if r.topic == "mydatabase"]
+    assert [c["tableChanges"][0]["type"] for c in changes] == ["ALTER"]
+    assert [col["name"] for col in changes[0]["tableChanges"][0]["table"]["columns"]] == [
+        "ID", "FIRST_NAME", "LAST_NAME", "EMAIL", "PHONE"]
+    update, insert = _data(records)
+    assert "PHONE" not in update.value["after"] and update.value["after"]["LAST_NAME"] == "before"
+    assert insert.value["after"] == {"ID": 1005, "FIRST_NAME": "new", "LAST_NAME": "n", "EMAIL": "new@x",
+                                     "PHONE": "555"}

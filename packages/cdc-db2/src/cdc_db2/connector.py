@@ -13,6 +13,7 @@ from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
+from cdc_core.relational import Table
 from cdc_core.snapshot import snapshotter
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
@@ -31,6 +32,13 @@ from cdc_db2.types import TypeModes
 
 #: How often streaming re-checks the capture service while no change arrives (seconds).
 SERVICE_CHECK_INTERVAL = 10.0
+
+
+def _shape(table: Any) -> Any:
+    """What a schema change event describes of a table (None for no table)."""
+    if table is None:
+        return None
+    return [(c.name, c.type_name, c.length, c.scale, c.optional) for c in table.columns], list(table.primary_key)
 
 
 class Db2Connector:
@@ -64,6 +72,7 @@ class Db2Connector:
         self._snapshot_reader: SnapshotReader | None = None
         self._tables: list[CaptureTable] = []
         self._registrations: list[Registration] = []
+        self._known_tables: dict[str, Any] | None = None
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -237,14 +246,21 @@ class Db2Connector:
                                      "captured until it is ACTIVE again (UPDATE %s.IBMSNAP_REGISTER SET STATE = 'A' ..., "
                                      "then reinit)", r.schema, r.table, self.control, self.control)
         active = [r for r in wanted if r.active]
-        tables = read_tables(self._conn, self.db, sorted({r.schema for r in active}), self.modes)
+        schemas = {r.schema for r in active} | {r.cd_schema for r in active}
+        tables = read_tables(self._conn, self.db, sorted(schemas), self.modes)
         out = []
         for r in active:
             table = tables.get((r.schema, r.table))
-            if table is None:
-                self.log.warning("table %s.%s is registered for capture but does not exist", r.schema, r.table)
+            cd = tables.get((r.cd_schema, r.cd_table))
+            if table is None or cd is None:
+                self.log.warning("table %s.%s is registered for capture but %s does not exist", r.schema, r.table,
+                                 "it" if table is None else f"its CD table {r.cd_schema}.{r.cd_table}")
                 continue
-            out.append(CaptureTable(table, r))
+            # The CD table's columns are what is captured (its schema is static: a column added to the source
+            # table appears in events once the CD table has it too, as the chapter's evolution procedure does).
+            captured = {c.name for c in cd.columns}
+            view = Table(table.id, [c for c in table.columns if c.name in captured], table.primary_key)
+            out.append(CaptureTable(view, r))
         return out
 
     def _check_access(self, t: CaptureTable) -> None:
@@ -336,6 +352,17 @@ class Db2Connector:
         return schema_change_record(self.server, self.db, SOURCE_SCHEMA, change, table, source, offset,
                                     self.partition())
 
+    @property
+    def _known(self) -> dict[str, Any]:
+        """The last definition of every registered table the events announced (by ``schema.table``)."""
+        if self._known_tables is None:
+            self._known_tables = {t.table.id.identifier: t.table for t in self._tables}
+        return self._known_tables
+
+    @_known.setter
+    def _known(self, value: dict[str, Any]) -> None:
+        self._known_tables = value
+
     def _refresh(self, reader: StreamReader, log: Any) -> list[Any]:
         """Follow tables put into or taken out of capture mode (ADDTABLE/REMOVETABLE, STATE) since the last window."""
         registrations = read_registrations(self._conn, self.control)
@@ -348,8 +375,14 @@ class Db2Connector:
         events = []
         if self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
             offset = reader.offset()
-            changed = [("CREATE", t) for t in tables if t.table.id.identifier not in before] + \
-                [("DROP", t) for t in self._tables if t.table.id.identifier not in after]
+            registered = {f"{r.schema}.{r.table}" for r in registrations}
+            known = self._known
+            changed = [("CREATE" if t.table.id.identifier not in known else "ALTER", t) for t in tables
+                       if _shape(known.get(t.table.id.identifier)) != _shape(t.table)] + \
+                [("DROP", t) for t in self._tables if t.table.id.identifier not in registered]
+            # An INACTIVE table is not read, but still known: no event until it is ACTIVE again.
+            self._known = {k: v for k, v in known.items() if k in registered}
+            self._known.update({t.table.id.identifier: t.table for t in tables})
             events = [self._schema_change(kind, t.table, "false", offset.get("change_lsn"), offset.get("commit_lsn"),
                                           offset) for kind, t in changed]
         self._tables = tables

@@ -63,6 +63,24 @@ class StandIn:
         self.execute("CALL asncdc.removetable(%s, %s)", (schema, table))
         self.execute("SELECT asncdc.asncdcservices('reinit', 'asncdc')")
 
+    def add_column(self, schema: str, table: str, column: str, db2_type: str) -> None:
+        """The chapter's online schema update, a column added at the end (DB2-53): INACTIVE, reinit, ALTER the
+        source table, ALTER its CD table, ACTIVE, reinit."""
+        ctype, rest = column_type(db2_type)
+        cd = self.execute("SELECT cd_table FROM asncdc.ibmsnap_register WHERE source_owner = %s AND source_table = %s",
+                          (schema, table))[0][0]
+        self.set_state(schema, table, "I")
+        self.execute("SELECT asncdc.asncdcservices('reinit', 'asncdc')")
+        with self._connect() as conn, conn.transaction():
+            conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {} {}").format(
+                sql.Identifier(schema, table), sql.Identifier(column), sql.SQL(ctype.pg_type), sql.SQL(rest)))
+            conn.execute("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s)",
+                         (schema, table, column, ctype.typename, ctype.length, ctype.scale, ctype.codepage))
+            conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
+                sql.Identifier("ASNCDC", cd), sql.Identifier(column), sql.SQL(ctype.pg_type)))
+        self.set_state(schema, table, "A")
+        self.execute("SELECT asncdc.asncdcservices('reinit', 'asncdc')")
+
     def set_state(self, schema: str, table: str, state: str) -> None:
         """Mark a registered table ``A`` (ACTIVE) or ``I`` (INACTIVE) in IBMSNAP_REGISTER."""
         self.execute("UPDATE asncdc.ibmsnap_register SET state = %s WHERE source_owner = %s AND source_table = %s",
