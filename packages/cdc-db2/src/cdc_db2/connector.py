@@ -25,20 +25,14 @@ from cdc_db2.errors import first_line, is_connection_error, sqlstate
 from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import from_value
 from cdc_db2.snapshot import SnapshotReader, select_for
-from cdc_db2.schema_changes import schema_change_record
+from cdc_db2.history import replay
+from cdc_db2.schema_changes import schema_change_record, table_json
 from cdc_db2.source import SOURCE_SCHEMA, source_block
 from cdc_db2.streaming import ResumePoint, StreamReader
 from cdc_db2.types import TypeModes
 
 #: How often streaming re-checks the capture service while no change arrives (seconds).
 SERVICE_CHECK_INTERVAL = 10.0
-
-
-def _shape(table: Any) -> Any:
-    """What a schema change event describes of a table (None for no table)."""
-    if table is None:
-        return None
-    return [(c.name, c.type_name, c.length, c.scale, c.optional) for c in table.columns], list(table.primary_key)
 
 
 class Db2Connector:
@@ -72,7 +66,11 @@ class Db2Connector:
         self._snapshot_reader: SnapshotReader | None = None
         self._tables: list[CaptureTable] = []
         self._registrations: list[Registration] = []
-        self._known_tables: dict[str, Any] | None = None
+        self._cd_columns: list[tuple[Any, ...]] = []
+        #: What the schema change events announced last of every registered table: ``schema.table`` to
+        #: ``(schema, table, definition)``; None until the snapshot or the schema history sets it.
+        self._known: dict[str, tuple[str, str, dict[str, Any]]] | None = None
+        self.history = context.history
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -96,6 +94,8 @@ class Db2Connector:
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect and check the capture service, the captured tables' registration and the user's access."""
         self._offset = offset
+        if offset is not None and self.history is not None and self.history.exists():
+            self._known = replay(self.history, offset)
         self._conn = self._connect()
         try:
             self._check()
@@ -209,6 +209,7 @@ class Db2Connector:
                                      "(and the other IBMSNAP_ tables and the CD tables) to it") from None
             raise
         self._registrations = registrations
+        self._cd_columns = self._cd_signature(registrations)
         return registrations
 
     def _check_service(self) -> None:
@@ -323,10 +324,12 @@ class Db2Connector:
             lsn = reader.begin(tables)
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(tables), lsn,
                           reader.isolation)
-            if self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
-                yield [self._schema_change("CREATE", t.table, "true", None, lsn,
-                                           {"snapshot": True, "snapshot_completed": False, "commit_lsn": lsn})
-                       for t in self._tables]
+            offset = {"snapshot": True, "snapshot_completed": False, "commit_lsn": lsn}
+            self._known = {}
+            events = [self._schema_change("CREATE", t.table.id.schema or "", t.table.id.table, table_json(t.table),
+                                          "true", None, lsn, offset) for t in self._tables]
+            if events and self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
+                yield events
             yield from reader.read([(t, self._select(t)) for t in tables])
             reader.end()
         finally:
@@ -344,48 +347,70 @@ class Db2Connector:
             return f"SELECT {cols} FROM ({override}) AS cdc_snapshot_select"
         return select_for(t)
 
-    def _schema_change(self, change: str, table: Any, snapshot: str, change_lsn: str | None, commit_lsn: str | None,
-                       offset: dict[str, Any] | None) -> Any:
-        """A schema change event of ``table`` on the ``<topic.prefix>`` topic."""
-        source = source_block(self.server, self.db, time.time_ns() // 1000, snapshot, table.id.schema or "",
-                              table.id.table, change_lsn, commit_lsn)
-        return schema_change_record(self.server, self.db, SOURCE_SCHEMA, change, table, source, offset,
-                                    self.partition())
+    def _schema_change(self, change: str, schema: str, name: str, definition: dict[str, Any], snapshot: str,
+                       change_lsn: str | None, commit_lsn: str | None, offset: dict[str, Any] | None) -> Any:
+        """A schema change event of ``schema.name`` on the ``<topic.prefix>`` topic, recorded in the schema history."""
+        assert self._known is not None
+        if change == "DROP":
+            self._known.pop(f"{schema}.{name}", None)
+        else:
+            self._known[f"{schema}.{name}"] = (schema, name, definition)
+        source = source_block(self.server, self.db, time.time_ns() // 1000, snapshot, schema, name, change_lsn,
+                              commit_lsn)
+        record = schema_change_record(self.server, self.db, SOURCE_SCHEMA, change, schema, name, definition, source,
+                                      offset, self.partition())
+        if self.history is not None:
+            self.history.append({"source": {"server": self.server}, "position": dict(offset or {}),
+                                 "databaseName": self.db, "schemaName": schema, "ddl": None,
+                                 "tableChanges": record.value["tableChanges"], "version": 1})
+        return record
 
-    @property
-    def _known(self) -> dict[str, Any]:
-        """The last definition of every registered table the events announced (by ``schema.table``)."""
-        if self._known_tables is None:
-            self._known_tables = {t.table.id.identifier: t.table for t in self._tables}
-        return self._known_tables
+    def _diff(self, registered: set[str], offset: dict[str, Any]) -> list[Any]:
+        """Schema change events for what changed since the last announced definitions (``_known``)."""
+        if self._known is None:
+            self._known = {t.table.id.identifier: (t.table.id.schema or "", t.table.id.table, table_json(t.table))
+                           for t in self._tables}
+            return []
+        known = self._known
+        changed = []
+        for t in self._tables:
+            definition = table_json(t.table)
+            before = known.get(t.table.id.identifier)
+            if before is None or before[2] != definition:
+                changed.append(("CREATE" if before is None else "ALTER", t.table.id.schema or "", t.table.id.table,
+                                definition))
+        # An INACTIVE table is not read, but still registered: no event until it is ACTIVE again.
+        changed += [("DROP", schema, name, definition) for key, (schema, name, definition) in list(known.items())
+                    if key not in registered]
+        events = [self._schema_change(kind, schema, name, definition, "false", offset.get("change_lsn"),
+                                      offset.get("commit_lsn"), offset) for kind, schema, name, definition in changed]
+        return events if self.config.get(dbc.INCLUDE_SCHEMA_CHANGES) else []
 
-    @_known.setter
-    def _known(self, value: dict[str, Any]) -> None:
-        self._known_tables = value
+    def _cd_signature(self, registrations: list[Registration]) -> list[tuple[Any, ...]]:
+        """The column count of every CD table: a column added to one (the evolution procedure) changes it.
+
+        The register alone may look the same before and after the procedure (INACTIVE, then ACTIVE again
+        between two polls).
+        """
+        schemas = sorted({r.cd_schema for r in registrations})
+        if not schemas:
+            return []
+        return sorted(tuple(r) for r in self._query(
+            "SELECT TABSCHEMA, TABNAME, COUNT(*) FROM SYSCAT.COLUMNS WHERE TABSCHEMA IN "
+            f"({', '.join('?' for _ in schemas)}) GROUP BY TABSCHEMA, TABNAME", tuple(schemas)))
 
     def _refresh(self, reader: StreamReader, log: Any) -> list[Any]:
         """Follow tables put into or taken out of capture mode (ADDTABLE/REMOVETABLE, STATE) since the last window."""
         registrations = read_registrations(self._conn, self.control)
-        if registrations == self._registrations:
+        signature = self._cd_signature(registrations)
+        if registrations == self._registrations and signature == self._cd_columns:
             return []
-        self._registrations = registrations
+        self._registrations, self._cd_columns = registrations, signature
         tables = self._capture_tables(registrations)
         before = {t.table.id.identifier for t in self._tables}
         after = {t.table.id.identifier for t in tables}
-        events = []
-        if self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
-            offset = reader.offset()
-            registered = {f"{r.schema}.{r.table}" for r in registrations}
-            known = self._known
-            changed = [("CREATE" if t.table.id.identifier not in known else "ALTER", t) for t in tables
-                       if _shape(known.get(t.table.id.identifier)) != _shape(t.table)] + \
-                [("DROP", t) for t in self._tables if t.table.id.identifier not in registered]
-            # An INACTIVE table is not read, but still known: no event until it is ACTIVE again.
-            self._known = {k: v for k, v in known.items() if k in registered}
-            self._known.update({t.table.id.identifier: t.table for t in tables})
-            events = [self._schema_change(kind, t.table, "false", offset.get("change_lsn"), offset.get("commit_lsn"),
-                                          offset) for kind, t in changed]
         self._tables = tables
+        events = self._diff({f"{r.schema}.{r.table}" for r in registrations}, reader.offset())
         reader.set_tables(tables)
         log.info("tables in capture mode changed: now %s (added: %s; removed: %s)", ", ".join(sorted(after)) or "none",
                  ", ".join(sorted(after - before)) or "none", ", ".join(sorted(before - after)) or "none")
@@ -404,6 +429,10 @@ class Db2Connector:
         if self.metrics is not None:
             self.metrics.streaming.connected = True
             self.metrics.streaming.captured_tables = {t.table.id.identifier for t in self._tables}
+        # Changes while the connector was down (against the schema history, or the snapshot's definitions).
+        changes = self._diff({f"{r.schema}.{r.table}" for r in self._registrations}, reader.offset())
+        if changes:
+            yield changes
         interval = self.config.get(common.POLL_INTERVAL_MS) / 1000.0
         last_service_check = time.monotonic()
         service_stopped = False

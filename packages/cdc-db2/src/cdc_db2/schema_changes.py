@@ -60,13 +60,19 @@ def table_json(table: Table) -> dict[str, Any]:
             "comment": None}
 
 
-def schema_change_record(server: str, db: str, source_schema: Schema, change: str, table: Table,
-                         source: dict[str, Any], offset: dict[str, Any] | None,
+def table_id(schema: str, table: str) -> str:
+    """A ``tableChanges`` id: ``"<schema>"."<table>"``."""
+    return f'"{schema}"."{table}"'
+
+
+def schema_change_record(server: str, db: str, source_schema: Schema, change: str, schema: str, name: str,
+                         definition: dict[str, Any], source: dict[str, Any], offset: dict[str, Any] | None,
                          partition: dict[str, Any]) -> ChangeRecord:
-    """The schema change event of one table (``change``: CREATE, ALTER or DROP) on topic ``server``."""
-    schema = table.id.schema or ""
+    """The schema change event of table ``schema.name`` (``change``: CREATE, ALTER or DROP) on topic ``server``.
+
+    ``definition`` is the table as ``table_json`` describes it.
+    """
     value = {"source": source, "ts_ms": time.time_ns() // 1_000_000, "databaseName": db, "schemaName": schema,
-             "ddl": None, "tableChanges": [{"type": change, "id": f'"{schema}"."{table.id.table}"',
-                                            "table": table_json(table)}]}
+             "ddl": None, "tableChanges": [{"type": change, "id": table_id(schema, name), "table": definition}]}
     return ChangeRecord(server, {"databaseName": db}, value, KEY_SCHEMA, value_schema(source_schema), offset, {},
                         partition)

@@ -19,6 +19,7 @@ from typing import Any
 from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_db2.catalog import CaptureTable, max_lsn_query, quote
+from cdc_db2.errors import sqlstate
 from cdc_db2.lsn import Lsn, from_value, text
 from cdc_db2.source import source_block
 
@@ -118,7 +119,15 @@ class StreamReader:
         streams = []
         for n, query in enumerate(self.queries):
             cur = self.conn.cursor()
-            cur.execute(query, (from_lsn, to_lsn))
+            try:
+                cur.execute(query, (from_lsn, to_lsn))
+            except Exception as e:
+                if sqlstate(e) != "42704":
+                    raise
+                # REMOVETABLE dropped the CD table since the last look at the register: nothing left to read.
+                self.log.info("CD table %s is gone (the table left capture mode)",
+                              self.tables[n].registration.change_table)
+                continue
             streams.append(_keyed(cur.fetchall(), n))
         batch: list[Any] = []
         last = self.last
