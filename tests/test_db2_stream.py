@@ -219,3 +219,45 @@ def test_a_column_added_online_is_an_alter_event_then_in_the_events(inventory):
     assert "PHONE" not in update.value["after"] and update.value["after"]["LAST_NAME"] == "before"
     assert insert.value["after"] == {"ID": 1005, "FIRST_NAME": "new", "LAST_NAME": "n", "EMAIL": "new@x",
                                      "PHONE": "555"}
+
+
+def test_the_schema_history_announces_changes_made_while_the_connector_was_down(inventory):
+    from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+
+    store, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
+    config = inventory.properties()
+
+    def run(until, action=None):
+        engine = Engine(config, offset_store=store, history_store=history)
+        records: list = []
+        runner = threading.Thread(target=engine.run, args=(records.extend,))
+        runner.start()
+        try:
+            deadline = time.monotonic() + 30
+            while not engine.metrics.streaming.connected:
+                assert runner.is_alive() and time.monotonic() < deadline
+                time.sleep(0.05)
+            if action:
+                action()
+            while not until(records):
+                assert runner.is_alive() and time.monotonic() < deadline, records
+                time.sleep(0.05)
+            time.sleep(0.3)
+        finally:
+            engine.stop()
+            runner.join(30)
+        return records
+
+    first = run(lambda rs: len(_data(rs)) >= 4)
+    assert [r.value["tableChanges"][0]["type"] for r in first if r.topic == "mydatabase"] == ["CREATE"]
+    assert [rec["tableChanges"][0]["type"] for rec in history.records()] == ["CREATE"]
+    # A restart without changes announces nothing again.
+    again = run(lambda rs: True)
+    assert [r for r in again if r.topic == "mydatabase"] == []
+    # While it is down: a column added online.
+    inventory.add_column("MYSCHEMA", "CUSTOMERS", "PHONE", "VARCHAR(20)")
+    third = run(lambda rs: any(r.topic == "mydatabase" for r in rs))
+    [alter] = [r.value for r in third if r.topic == "mydatabase"]
+    assert alter["tableChanges"][0]["type"] == "ALTER"
+    assert alter["tableChanges"][0]["table"]["columns"][-1]["name"] == "PHONE"
+    assert [rec["tableChanges"][0]["type"] for rec in history.records()] == ["CREATE", "ALTER"]
