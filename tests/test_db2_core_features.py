@@ -52,3 +52,29 @@ def test_transaction_metadata_heartbeats_and_column_filters(inventory):
     assert customer == {"ID": 1005, "FIRST_NAME": "john", "EMAIL": "*****"}  # LAST_NAME excluded, EMAIL masked
     beat = next(r for r in records if r.topic.startswith("__debezium-heartbeat"))
     assert beat.topic == "__debezium-heartbeat.mydatabase" and beat.key == {"serverName": "mydatabase"}
+
+
+def test_skipped_operations_and_message_key_columns(inventory):
+    config = inventory.properties(**{"skipped.operations": "u,d", "snapshot.mode": "no_data",
+                                     "message.key.columns": "MYSCHEMA.CUSTOMERS:EMAIL"})
+    engine = Engine(config, offset_store=MemoryOffsetStore())
+    records: list = []
+    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not engine.metrics.streaming.connected:
+            assert runner.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        inventory.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "LAST_NAME" = \'x\' WHERE "ID" = 1001')
+        inventory.execute('DELETE FROM "MYSCHEMA"."CUSTOMERS" WHERE "ID" = 1002')
+        inventory.execute('INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") '
+                          "VALUES ('n', 'd', 'n@d')")
+        while not records:
+            assert runner.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.3)
+    finally:
+        engine.stop()
+        runner.join(30)
+    assert [(r.value["op"], r.key) for r in records] == [("c", {"EMAIL": "n@d"})]
