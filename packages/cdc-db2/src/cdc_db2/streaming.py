@@ -20,7 +20,7 @@ from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_db2.catalog import CaptureTable, max_lsn_query, quote
 from cdc_db2.errors import sqlstate
-from cdc_db2.lsn import Lsn, from_value, text
+from cdc_db2.lsn import Lsn, text
 from cdc_db2.source import source_block
 
 _EPOCH = datetime(1970, 1, 1)
