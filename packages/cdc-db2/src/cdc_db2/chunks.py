@@ -27,7 +27,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_db2 import config as dbc
 from cdc_db2 import driver
 from cdc_db2.catalog import CaptureTable, max_lsn_query, quote
-from cdc_db2.incremental import _after, _upto
+from cdc_db2.incremental import key_after, key_upto
 from cdc_db2.lsn import from_value
 from cdc_db2.snapshot import snapshot_offset, table_name
 from cdc_db2.source import source_block
@@ -133,11 +133,11 @@ class Db2SnapshotChunks:
         key, after, upto = chunk.bounds["key"], chunk.bounds["after"], chunk.bounds["upto"]
         parts, params = [], []
         if after is not None:
-            text, values = _after(key, after)
+            text, values = key_after(key, after)
             parts.append(text)
             params += values
         if upto is not None:
-            text, values = _upto(key, upto)
+            text, values = key_upto(key, upto)
             parts.append(text)
             params += values
         where = f" WHERE {' AND '.join(parts)}" if parts else ""

@@ -36,7 +36,7 @@ def _table(table: Table) -> str:
     return f"{quote(table.id.schema or '')}.{quote(table.id.table)}"
 
 
-def _after(key: list[str], values: Key) -> tuple[str, list[Any]]:
+def key_after(key: list[str], values: Key) -> tuple[str, list[Any]]:
     """``key > values`` in lexicographic order, without row-value comparison (Db2 has none)."""
     ors, params = [], []
     for i in range(len(key)):
@@ -46,9 +46,9 @@ def _after(key: list[str], values: Key) -> tuple[str, list[Any]]:
     return "(" + " OR ".join(ors) + ")", params
 
 
-def _upto(key: list[str], values: Key) -> tuple[str, list[Any]]:
+def key_upto(key: list[str], values: Key) -> tuple[str, list[Any]]:
     """``key <= values``: not ``key > values``."""
-    text, params = _after(key, values)
+    text, params = key_after(key, values)
     return f"NOT {text}", params
 
 
@@ -82,10 +82,10 @@ class Db2ChunkReader:
         """At most ``limit`` rows with ``after < key <= upto`` in key order, as incremental ``op: r`` READs."""
         parts, params = [], []
         if after is not None:
-            text, values = _after(key, after)
+            text, values = key_after(key, after)
             parts.append(text)
             params += values
-        text, values = _upto(key, upto)
+        text, values = key_upto(key, upto)
         parts.append(text)
         params += values
         if condition is not None:
