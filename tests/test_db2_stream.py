@@ -261,3 +261,20 @@ def test_the_schema_history_announces_changes_made_while_the_connector_was_down(
     assert alter["tableChanges"][0]["type"] == "ALTER"
     assert alter["tableChanges"][0]["table"]["columns"][-1]["name"] == "PHONE"
     assert [rec["tableChanges"][0]["type"] for rec in history.records()] == ["CREATE", "ALTER"]
+
+
+def test_zos_update_rows_are_one_update_each(standin):
+    standin.create_table("MYSCHEMA", "CUSTOMERS", CUSTOMERS, key=["ID"])
+    standin.add_table("MYSCHEMA", "CUSTOMERS", delete_insert=False)
+    standin.agent.start()
+
+    def actions():
+        standin.execute(INSERT + "('john', 'doe', 'john.doe@example.org')")
+        standin.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "EMAIL" = \'noreply@example.org\' WHERE "ID" = 1001')
+        standin.execute('DELETE FROM "MYSCHEMA"."CUSTOMERS" WHERE "ID" = 1001')
+
+    records = _run(standin.properties(**{"db2.platform": "ZOS", "snapshot.mode": "no_data"}), MemoryOffsetStore(),
+                   lambda rs: len(_data(rs)) >= 4, action=actions)
+    assert _ops(_data(records)) == [("c", 1001), ("u", 1001), ("d", 1001), ("tombstone", 1001)]
+    update = _data(records)[1].value
+    assert update["before"] is None and update["after"]["EMAIL"] == "noreply@example.org"  # a U row has no before image

@@ -14,7 +14,7 @@ CONTROL_SCHEMA = F("cdc.control.schema", "string", "ASNCDC", allow_blank=False,
                    doc="The schema of the ASN control tables (IBMSNAP_REGISTER, IBMSNAP_UOW, ...).")
 CHANGE_TABLES_SCHEMA = F("cdc.change.tables.schema", "string", "ASNCDC", allow_blank=False,
                          doc="The schema of the change-data (CD) tables.")
-PLATFORM = F("db2.platform", "enum", "LUW", allowed=("LUW", "ZOS"))
+PLATFORM = F("db2.platform", "enum", "luw", allowed=("luw", "zos"), doc="LUW or ZOS (any case).")
 SNAPSHOT_MODE = F(
     "snapshot.mode", "enum", "initial",
     allowed=("initial", "initial_only", "no_data", "when_needed", "always", "configuration_based", "custom"),

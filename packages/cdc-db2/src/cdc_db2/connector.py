@@ -54,7 +54,7 @@ class Db2Connector:
         self.db = config.get(dbc.DBNAME) or ""
         self.control = config.get(dbc.CONTROL_SCHEMA)
         self.address = dbc.server_address(config)
-        self.zos = config.get(dbc.PLATFORM) == "ZOS"
+        self.zos = config.get(dbc.PLATFORM) == "zos"
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(dbc.SNAPSHOT_MODE), plugins)
         self.modes = TypeModes(config.get(common.DECIMAL_MODE), config.get(common.TIME_PRECISION_MODE),

@@ -43,6 +43,8 @@ class Registered(NamedTuple):
     cd_table: str
     start: bytes
     columns: list[str]
+    #: ``CHG_UPD_TO_DEL_INS``: 'Y' records an update as a D and an I row (LUW), 'N' as one U row (z/OS).
+    delete_insert: bool = True
 
 
 class CaptureAgent:
@@ -109,13 +111,13 @@ class CaptureAgent:
     def _registered(self, conn: psycopg.Connection) -> dict[tuple[str, str], Registered]:
         """The ACTIVE tables in capture mode, with their CD table's source columns."""
         rows = conn.execute(
-            "SELECT r.source_owner, r.source_table, r.cd_table, s.start_lsn, "
+            "SELECT r.source_owner, r.source_table, r.cd_table, s.start_lsn, r.chg_upd_to_del_ins = 'Y', "
             "(SELECT array_agg(a.attname::text ORDER BY a.attnum) FROM pg_attribute a "
             "  WHERE a.attrelid = format('%I.%I', 'ASNCDC', r.cd_table)::regclass AND a.attnum > 3 "
             "  AND NOT a.attisdropped) "
             "FROM asncdc.ibmsnap_register r JOIN standin.capture_start s ON s.source_owner = r.source_owner "
             "AND s.source_table = r.source_table WHERE r.state = 'A' AND r.source_owner <> ''").fetchall()
-        return {(s, t): Registered(cd, bytes(start), list(cols or [])) for s, t, cd, start, cols in rows}
+        return {(s, t): Registered(cd, bytes(start), list(cols or []), di) for s, t, cd, start, di, cols in rows}
 
     def poll(self, conn: psycopg.Connection) -> bool:
         """Capture every complete transaction the slot holds; True if a full batch was read (poll again at once)."""
@@ -169,9 +171,11 @@ class CaptureAgent:
                 images.append(("I", change.new or {}))
             elif change.kind == "DELETE":
                 images.append(("D", change.old or {}))
-            else:  # an update: the before image deleted, the after image inserted
+            elif reg.delete_insert:  # an update: the before image deleted, the after image inserted
                 images.append(("D", change.old if change.old is not None else change.new or {}))
                 images.append(("I", change.new or {}))
+            else:  # an update as one U row with the after image
+                images.append(("U", change.new or {}))
             for op, values in images:
                 n += 1
                 rows.setdefault(reg.cd_table, []).append(

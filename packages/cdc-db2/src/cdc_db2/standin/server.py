@@ -53,9 +53,15 @@ class StandIn:
             with conn.cursor() as cur:
                 cur.executemany("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s)", types)
 
-    def add_table(self, schema: str, table: str) -> None:
-        """``CALL ASNCDC.ADDTABLE(schema, table)`` then ``reinit``: the table enters capture mode."""
+    def add_table(self, schema: str, table: str, delete_insert: bool = True) -> None:
+        """``CALL ASNCDC.ADDTABLE(schema, table)`` then ``reinit``: the table enters capture mode.
+
+        ``delete_insert`` False registers it with ``CHG_UPD_TO_DEL_INS='N'``: updates as one ``U`` row (z/OS).
+        """
         self.execute("CALL asncdc.addtable(%s, %s)", (schema, table))
+        if not delete_insert:
+            self.execute("UPDATE asncdc.ibmsnap_register SET chg_upd_to_del_ins = 'N' WHERE source_owner = %s "
+                         "AND source_table = %s", (schema, table))
         self.execute("SELECT asncdc.asncdcservices('reinit', 'asncdc')")
 
     def remove_table(self, schema: str, table: str) -> None:
