@@ -93,3 +93,16 @@ def test_bad_configuration_names_the_property(change, expected):
     with pytest.raises(ConfigError) as info:
         Engine(config, offset_store=MemoryOffsetStore())
     assert expected in str(info.value) and SECRET not in str(info.value)
+
+
+def test_database_query_timeout_cancels_a_long_statement(inventory):
+    from cdc_core.config import Config
+    from cdc_db2.errors import sqlstate
+
+    conn = driver.connect(Config({**inventory.properties(), "database.query.timeout.ms": 500}))
+    try:
+        with pytest.raises(Exception) as info:
+            conn.cursor().execute("SELECT pg_sleep(3) FROM SYSIBM.SYSDUMMY1")
+        assert sqlstate(info.value) == "57014" and "SQL0952N" in str(info.value)
+    finally:
+        conn.close()

@@ -58,3 +58,9 @@ def test_a_refused_connection_through_the_real_driver_is_the_connectors_clear_er
     assert isinstance(info.value, RetriableError)
     assert message.startswith(f"cannot connect to Db2 at 127.0.0.1:{port}/TESTDB: [IBM][CLI Driver] SQL30081N")
     assert SECRET not in message and "\n" not in message
+
+
+def test_the_cli_query_timeout_attribute_is_the_clis():
+    import ibm_db
+
+    assert driver.SQL_ATTR_QUERY_TIMEOUT == ibm_db.SQL_ATTR_QUERY_TIMEOUT

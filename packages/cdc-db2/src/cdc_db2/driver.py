@@ -57,8 +57,17 @@ def connection_string(config: Config) -> str:
     return "".join(f"{k}={_value(v)};" for k, v in parts.items())
 
 
+#: The CLI's ``SQL_ATTR_QUERY_TIMEOUT`` (``ibm_db.SQL_ATTR_QUERY_TIMEOUT``): set on the connection, the
+#: default of every statement it prepares.
+SQL_ATTR_QUERY_TIMEOUT = 0
+
+
 def connect(config: Config) -> Any:
-    """A DB-API connection to the configured database, autocommit on."""
+    """A DB-API connection to the configured database, autocommit on, ``database.query.timeout.ms`` set."""
     conn = CONNECT(connection_string(config), config.get(dbc.USER) or "", config.get(dbc.PASSWORD) or "")
     conn.set_autocommit(True)
+    timeout_ms = config.get(dbc.QUERY_TIMEOUT_MS)
+    if timeout_ms:
+        # Whole seconds, as the CLI counts them (at least 1: 0 would mean no timeout).
+        conn.set_option({SQL_ATTR_QUERY_TIMEOUT: max(1, (timeout_ms + 999) // 1000)})
     return conn

@@ -48,7 +48,10 @@ def parse_connection_string(text: str) -> dict[str, str]:
 def _error(e: psycopg.Error) -> ibm_db_dbi.Error:
     """A psycopg error as ibm_db_dbi raises one: Db2's message shape, with the SQLSTATE last."""
     message = (str(e).strip().splitlines() or [type(e).__name__])[0]
-    if isinstance(e, psycopg.OperationalError) and not isinstance(e, psycopg.errors.QueryCanceled):
+    if isinstance(e, psycopg.errors.QueryCanceled):
+        return ibm_db_dbi.OperationalError(f"[stand-in] SQL0952N Processing was cancelled due to an interrupt: "
+                                           f"{message} SQLSTATE=57014 SQLCODE=-952")
+    if isinstance(e, psycopg.OperationalError):
         return ibm_db_dbi.OperationalError(f"[stand-in] SQL30081N A communication error has been detected: {message}. "
                                            "SQLSTATE=08001 SQLCODE=-30081")
     state = getattr(e, "sqlstate", None) or "58004"
@@ -136,6 +139,13 @@ class Connection:
             self._pg.autocommit = value
         except psycopg.Error as e:
             raise _error(e) from None
+        return True
+
+    def set_option(self, attributes: dict[int, Any]) -> bool:
+        """As ibm_db_dbi: CLI attributes; ``SQL_ATTR_QUERY_TIMEOUT`` (0, seconds) is PostgreSQL's statement_timeout."""
+        for key, value in attributes.items():
+            if key == 0:
+                self._pg.execute(f"SET statement_timeout = {int(value) * 1000}")
         return True
 
     def cursor(self) -> Cursor:
