@@ -10,6 +10,7 @@ import pytest
 
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_db2 import streaming
 from cdc_db2.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
 
 INSERT = 'INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") VALUES '
@@ -47,7 +48,9 @@ def _ops(records):
             for r in records]
 
 
-def test_snapshot_then_streaming_in_commit_order_and_restarts_at_the_exact_change(inventory):
+@pytest.mark.parametrize("window", [5000, 1])
+def test_snapshot_then_streaming_in_commit_order_and_restarts_at_the_exact_change(inventory, window, monkeypatch):
+    monkeypatch.setattr(streaming, "WINDOW_TRANSACTIONS", window)  # 1: one transaction per window
     store = MemoryOffsetStore()
     config = inventory.properties()
     snap = _data(_run(config, store, lambda rs: len(_data(rs)) >= 4))

@@ -28,6 +28,14 @@ _MICRO = timedelta(microseconds=1)
 #: Above every intent sequence: a position ``(commit, _AFTER_ALL)`` covers the whole transaction.
 _AFTER_ALL = b"\xff" * 17
 _SKIPPED = {"c": "I", "d": "D"}
+#: At most this many transactions per window (a backlog is read in steps, not all into memory at once).
+WINDOW_TRANSACTIONS = 5000
+
+
+def nth_commit_query(control: str) -> str:
+    """The commit sequence of the n-th unit of work after a position (two parameters: the position, n)."""
+    return (f"SELECT MAX(t.IBMSNAP_COMMITSEQ) FROM (SELECT IBMSNAP_COMMITSEQ FROM {control}.IBMSNAP_UOW "
+            "WHERE IBMSNAP_COMMITSEQ > ? ORDER BY IBMSNAP_COMMITSEQ FETCH FIRST ? ROWS ONLY) t")
 
 
 def change_query(captured: CaptureTable, control: str) -> str:
@@ -105,6 +113,12 @@ class StreamReader:
         to_lsn = self.max_lsn()
         if to_lsn is None or (to_lsn, _AFTER_ALL) <= self.last:
             return None
+        # IBMSNAP_UOW rows are written with their CD rows: any of them below the synchpoint ends a complete window.
+        cur = self.conn.cursor()
+        cur.execute(nth_commit_query(self.control), (self.last[0] or b"\x00", WINDOW_TRANSACTIONS))
+        row = cur.fetchone()
+        if row and row[0] is not None and bytes(row[0]) < to_lsn:
+            to_lsn = bytes(row[0])
         return self._read(self.last[0] or b"\x00", to_lsn)
 
     def _end_transaction(self, batch: list[Any]) -> None:
