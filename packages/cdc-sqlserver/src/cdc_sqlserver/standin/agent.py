@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 
-from cdc_sqlserver.standin.decoding import DecodedChange, parse_change
+from cdc_postgres.standin.decoding import DecodedChange, parse_change
 from cdc_sqlserver.standin.ddl import quote
 
 _COMMIT = re.compile(r"COMMIT (\d+)(?: \(at (.+)\))?")

@@ -1,0 +1,115 @@
+"""Db2 streaming benchmark on the stand-in: a change backlog through the connector vs a bare read of the same CD rows.
+
+A 5-column table on the stand-in (a throwaway PostgreSQL with SQL Replication's ASN objects, filled
+by its asncap-like agent). ``--changes`` inserts (200k by default, in transactions of 1000 rows) are
+captured first; then the clock runs (1) for the connector streaming the backlog through the Engine
+(from an offset at the table's registration, every record serialized to JSON with schemas and
+dropped), and (2) for a bare SELECT of the same CD rows through the same ibm_db_dbi-shaped connection
+(the connector's own CD-table query, rows fetched and dropped). Target: connector >= 0.5x bare.
+``BENCH_NO_SERIALIZE=1`` leaves the JSON out. What it measures is the connector's Python per change,
+not Db2: the stand-in's adaptation and PostgreSQL serve both sides.
+Usage: ``uv run python benchmarks/db2_streaming.py [--changes N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+import time
+import uuid
+
+from cdc_core.config import Config
+from cdc_core.engine import Engine
+from cdc_core.relational import Table, TableId
+from cdc_core.serializers.json import JsonSerializer
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_db2.catalog import CaptureTable, Registration
+from cdc_db2.lsn import from_value
+from cdc_db2.standin import dbapi
+from cdc_db2.standin.server import StandIn
+from cdc_db2.streaming import change_query
+from cdc_postgres.embedded import EmbeddedPostgres
+
+NO_SERIALIZE = bool(os.environ.get("BENCH_NO_SERIALIZE"))
+COLUMNS = [("ID", "INTEGER NOT NULL"), ("NAME", "VARCHAR(40)"), ("AMOUNT", "DECIMAL(12,2)"), ("QTY", "BIGINT"),
+           ("CREATED", "TIMESTAMP(3)")]
+
+
+def main() -> None:
+    """Run the benchmark and print the rates."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--changes", type=int, default=200_000)
+    args = parser.parse_args()
+    dbapi.install()
+    pg = EmbeddedPostgres()
+    pg.start()
+    try:
+        db = "bench_" + uuid.uuid4().hex[:8]
+        pg.create_database(db)
+        s = StandIn(pg, db)
+        s.create_table("BENCH", "ITEMS", COLUMNS, key=["ID"])
+        s.add_table("BENCH", "ITEMS")
+        s.agent.batch = 200_000
+        s.agent.start()
+        started = time.monotonic()
+        for lo in range(0, args.changes, 1000):
+            s.execute(f'INSERT INTO "BENCH"."ITEMS" SELECT g, \'name-\' || g, g * 1.25, g * 7, '
+                      f"timestamp '2024-01-01' + g * interval '1 second' "
+                      f"FROM generate_series({lo + 1}, {min(lo + 1000, args.changes)}) g")
+        s.wait_captured(600)
+        print(f"backlog of {args.changes} changes captured in {time.monotonic() - started:.1f}s")
+        start = bytes(s.execute("SELECT cd_old_synchpoint FROM asncdc.ibmsnap_register WHERE source_table = 'ITEMS'")
+                      [0][0])
+
+        config = s.properties(**{"snapshot.mode": "no_data"})
+        store = MemoryOffsetStore()
+        store.commit([({"server": "mydatabase"}, {"commit_lsn": str(from_value(start)), "change_lsn": "NULL",
+                                                  "event_serial_no": 0})])
+        serializer = JsonSerializer.from_config(Config(config))
+        count = [0]
+        done = threading.Event()
+
+        def handler(records):
+            if not NO_SERIALIZE:
+                serializer.serialize(records)
+            count[0] += sum(1 for r in records if r.value is not None)
+            if count[0] >= args.changes:
+                done.set()
+
+        engine = Engine(config, offset_store=store)
+        runner = threading.Thread(target=engine.run, args=(handler,))
+        started = time.monotonic()
+        runner.start()
+        done.wait(1200)
+        connector_s = time.monotonic() - started
+        engine.stop()
+        runner.join(60)
+
+        conn = dbapi.connect(f"DATABASE={db};HOSTNAME={pg.host};PORT={pg.port};PROTOCOL=TCPIP;", pg.user, "")
+        table = Table(TableId(db, "BENCH", "ITEMS"), [], ["ID"])
+        query = change_query(CaptureTable(table, Registration("BENCH", "ITEMS", "ASNCDC", "CDC_BENCH_ITEMS", True)),
+                             "ASNCDC")
+        query = query.replace("u.IBMSNAP_LOGMARKER, ", "u.IBMSNAP_LOGMARKER, " + ", ".join(
+            f'cd."{c}"' for c, _ in COLUMNS)).replace(", FROM", " FROM")
+        started = time.monotonic()
+        cur = conn.cursor()
+        cur.execute("SELECT MAX(SYNCHPOINT) FROM ASNCDC.IBMSNAP_REGISTER")
+        top = cur.fetchone()[0]
+        cur.execute(query, (start, top))
+        bare = 0
+        while rows := cur.fetchmany(10_000):
+            bare += len(rows)
+        bare_s = time.monotonic() - started
+        print(f"connector: {count[0]} changes in {connector_s:.2f}s = {count[0] / connector_s:,.0f}/s "
+              + ("(records built, not serialized)" if NO_SERIALIZE else "(JSON with schemas)"))
+        print(f"bare read: {bare} rows in {bare_s:.2f}s = {bare / bare_s:,.0f}/s")
+        print(f"ratio connector/bare: {(count[0] / connector_s) / (bare / bare_s):.2f} (target >= 0.5)")
+        print(f"load average: {os.getloadavg()}")
+        s.agent.stop()
+    finally:
+        pg.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,464 @@
+"""The Db2 connector: start-up checks, the snapshot, then the change-data tables."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+from cdc_core.config import Config, Fields, common
+from cdc_core.delays import wait_before
+from cdc_core.errors import ConnectorError, RetriableError
+from cdc_core.events import Checkpoint, RawChange
+from cdc_core.filters import snapshot_order
+from cdc_core.plugins import registry
+from cdc_core.relational import Table
+from cdc_core.snapshot import snapshotter
+from cdc_core.spi.connector import ConnectorContext
+from cdc_core.spi.offsets import OffsetShape
+from cdc_db2 import config as dbc
+from cdc_db2 import driver
+from cdc_db2.catalog import (SYSTEM_SCHEMAS, CaptureTable, Registration, max_lsn_query, quote, read_registrations,
+                             read_tables, service_status_query)
+from cdc_db2.errors import first_line, is_connection_error, sqlstate
+from cdc_db2.incremental import signal_table
+from cdc_db2.lsn import from_value
+from cdc_db2.snapshot import SnapshotReader, select_for
+from cdc_db2.history import replay
+from cdc_db2.schema_changes import schema_change_record, table_json
+from cdc_db2.source import SOURCE_SCHEMA, source_block
+from cdc_db2.streaming import ResumePoint, StreamReader
+from cdc_db2.types import TypeModes
+
+#: How often streaming re-checks the capture service while no change arrives (seconds).
+SERVICE_CHECK_INTERVAL = 10.0
+
+
+class Db2Connector:
+    """Debezium's Db2 connector: snapshot at the highest synchpoint, then the CD tables in commit order."""
+
+    name: ClassVar[str] = "db2"
+    class_names: ClassVar[tuple[str, ...]] = ("io.debezium.connector.db2.Db2Connector",)
+    fields: ClassVar[Fields] = dbc.FIELDS
+    source_schema = SOURCE_SCHEMA
+    offset_shape: ClassVar[OffsetShape] = OffsetShape(
+        required={"commit_lsn": "str"},
+        optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool"})
+
+    def __init__(self, config: Config, context: ConnectorContext):
+        """Read the configuration; no I/O."""
+        self.config = config
+        self.log = context.log
+        self.server = config.get(common.TOPIC_PREFIX)
+        self.db = config.get(dbc.DBNAME) or ""
+        self.control = config.get(dbc.CONTROL_SCHEMA)
+        self.address = dbc.server_address(config)
+        self.zos = config.get(dbc.PLATFORM) == "zos"
+        plugins = context.plugins if context.plugins is not None else registry()
+        self.snapshotter = snapshotter(config, config.get(dbc.SNAPSHOT_MODE), plugins)
+        self.modes = TypeModes(config.get(common.DECIMAL_MODE), config.get(common.TIME_PRECISION_MODE),
+                               config.get(common.BINARY_MODE))
+        self.metrics = context.metrics
+        self._stop = threading.Event()
+        self._conn: Any = None
+        self._offset: dict[str, Any] | None = None
+        self._snapshot_reader: SnapshotReader | None = None
+        self._tables: list[CaptureTable] = []
+        self._registrations: list[Registration] = []
+        self._cd_columns: list[tuple[Any, ...]] = []
+        #: What the schema change events announced last of every registered table: ``schema.table`` to
+        #: ``(schema, table, definition)``; None until the snapshot or the schema history sets it.
+        self._known: dict[str, tuple[str, str, dict[str, Any]]] | None = None
+        self.history = context.history
+
+    # -- SPI ---------------------------------------------------------------------------------
+
+    def validate(self) -> list[str]:
+        """Cross-property problems (no I/O)."""
+        problems = []
+        if self.config.get(common.TIME_PRECISION_MODE) == "adaptive_time_microseconds":
+            problems.append("time.precision.mode=adaptive_time_microseconds is not a Db2 mode; use adaptive or connect")
+        return problems
+
+    def incremental_snapshot_source(self) -> Any:
+        """Ad hoc snapshots (incremental and blocking) over the captured tables (cdc_db2.incremental)."""
+        from cdc_db2.incremental import Db2IncrementalSource
+
+        return Db2IncrementalSource(self)
+
+    def partition(self) -> dict[str, Any]:
+        """``{"server": topic.prefix}``, as Db2Partition."""
+        return {"server": self.server}
+
+    def start(self, offset: dict[str, Any] | None) -> None:
+        """Connect and check the capture service, the captured tables' registration and the user's access."""
+        self._offset = offset
+        if offset is not None and self.history is not None and self.history.exists():
+            self._known = replay(self.history, offset)
+        self._conn = self._connect()
+        try:
+            self._check()
+        except (ConnectorError, RetriableError):
+            raise
+        except Exception as e:
+            if is_connection_error(e):
+                raise RetriableError(f"lost the connection to Db2 at {self.address}: {first_line(e)}") from None
+            raise ConnectorError(f"Db2 at {self.address} refused a start-up query as user "
+                                 f"{self.config.get(dbc.USER)!r}: {first_line(e)}; check the user's privileges (it "
+                                 f"needs SELECT on SYSCAT, the {self.control} control tables and the CD tables)") from None
+
+    def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
+        """Snapshot if the mode and offsets ask for it, then poll the CD tables."""
+        try:
+            yield from self._run()
+        except Exception as e:
+            if is_connection_error(e):
+                if self._stop.is_set():
+                    return
+                raise RetriableError(f"lost the connection to Db2 at {self.address}: {first_line(e)}") from None
+            raise
+
+    def acknowledge(self, offset: dict[str, Any]) -> None:
+        """Nothing to release: the capture program prunes CD rows by its own schedule."""
+
+    def stop(self) -> None:
+        """Ask ``stream`` to end."""
+        self._stop.set()
+        if self._snapshot_reader is not None:
+            self._snapshot_reader.stopped = True
+
+    def close(self) -> None:
+        """Close the connection."""
+        if self.metrics is not None:
+            self.metrics.streaming.connected = False
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception as e:  # closing a broken connection: nothing left to release
+                self.log.debug("closing the connection: %s", first_line(e))
+            self._conn = None
+
+    # -- connection and checks ---------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        """A connection; a login refusal or unknown database is a ConnectorError, the rest retriable."""
+        password = self.config.get(dbc.PASSWORD)
+        try:
+            return driver.connect(self.config)
+        except ConnectorError:
+            raise
+        except Exception as e:
+            message = first_line(e)
+            if password:
+                message = message.replace(password, "****")
+            if "SQL30082N" in message or "SQL1013N" in message or sqlstate(e) in ("28000", "08004"):
+                raise ConnectorError(f"Db2 at {self.address} refused the connection of user "
+                                     f"{self.config.get(dbc.USER)!r}: {message}; check database.user, "
+                                     "database.password and database.dbname") from None
+            raise RetriableError(f"cannot connect to Db2 at {self.address}: {message}") from None
+
+    def _query(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """Run one statement on the main connection; every row."""
+        cur = self._conn.cursor()
+        cur.execute(sql, params) if params else cur.execute(sql)
+        return cur.fetchall()
+
+    def _included(self, schema: str, table: str) -> bool:
+        """Whether ``schema.table`` passes the table include/exclude lists."""
+        ident = f"{schema}.{table}"
+        inc, exc = self.config.get(common.TABLE_INCLUDE), self.config.get(common.TABLE_EXCLUDE)
+        if inc:
+            return any(p.fullmatch(ident) for p in inc)
+        return not (exc and any(p.fullmatch(ident) for p in exc))
+
+    def _check(self) -> None:
+        """The capture service, the register, the captured tables and the user's access to their CD tables."""
+        registrations = self._read_registrations()
+        self._check_service()
+        self._tables = self._capture_tables(registrations, warn=True)
+        if not self._tables:
+            candidates = [f"{r.schema}.{r.table}" for r in registrations if self._included(r.schema, r.table)]
+            raise ConnectorError(
+                f"no captured table of database {self.db!r} at {self.address} is in capture mode and ACTIVE in "
+                f"{self.control}.IBMSNAP_REGISTER (registered tables matching the filters: "
+                f"{', '.join(candidates) or 'none'}): run CALL {self.control}.ADDTABLE('<SCHEMA>', '<TABLE>') for each "
+                f"table, then VALUES {self.control}.ASNCDCSERVICES('reinit','{self.control.lower()}'), or fix "
+                "table.include.list")
+        for t in self._tables:
+            self._check_access(t)
+        order = snapshot_order(self._tables, self.config.get(common.TABLE_INCLUDE), lambda t: t.table.id.identifier)
+        self._tables = list(order)
+        self.log.info("capturing %d tables of database %s: %s", len(self._tables), self.db, ", ".join(
+            f"{t.table.id.identifier} (CD table {t.registration.cd_schema}.{t.registration.cd_table})"
+            for t in self._tables))
+
+    def _read_registrations(self) -> list[Registration]:
+        """``IBMSNAP_REGISTER``; a missing control table is a clear refusal."""
+        try:
+            registrations = read_registrations(self._conn, self.control)
+        except Exception as e:
+            if sqlstate(e) in ("42704", "42P01"):
+                raise ConnectorError(
+                    f"the ASN control table {self.control}.IBMSNAP_REGISTER does not exist in database {self.db!r} at "
+                    f"{self.address}: set up SQL Replication's capture control tables (asncdctables.sql) or set "
+                    "cdc.control.schema to their schema") from None
+            if sqlstate(e) == "42501":
+                raise ConnectorError(f"user {self.config.get(dbc.USER)!r} may not read {self.control}.IBMSNAP_REGISTER "
+                                     f"at {self.address}: {first_line(e)}; GRANT SELECT ON {self.control}.IBMSNAP_REGISTER "
+                                     "(and the other IBMSNAP_ tables and the CD tables) to it") from None
+            raise
+        self._registrations = registrations
+        self._cd_columns = self._cd_signature(registrations)
+        return registrations
+
+    def _check_service(self) -> None:
+        """The ASN capture service must run: without it no change reaches the CD tables."""
+        status = self._service_status()
+        if status is not None and "not running" in status.lower():
+            raise RetriableError(
+                f"the ASN capture service of {self.db!r} at {self.address} is not running ({status.strip()}): no change "
+                f"reaches the CD tables until it runs; start it with VALUES {self.control}.ASNCDCSERVICES('start',"
+                f"'{self.control.lower()}') (or asncap capture_schema={self.control.lower()} capture_server={self.db})")
+
+    def _service_status(self) -> str | None:
+        """The status text of ``ASNCDCSERVICES('status', ...)``; None (with a warning) where the UDF is missing."""
+        try:
+            rows = self._query(service_status_query(self.control))
+        except Exception as e:
+            if is_connection_error(e):
+                raise
+            self.log.warning("cannot ask the ASN capture service for its status (%s): %s.ASNCDCSERVICES is missing or "
+                             "not executable by this user; the connector cannot tell whether asncap runs",
+                             first_line(e), self.control)
+            return None
+        return str(rows[0][0]) if rows and rows[0][0] is not None else ""
+
+    def _capture_tables(self, registrations: list[Registration], warn: bool = False) -> list[CaptureTable]:
+        """The included tables that are in capture mode and ACTIVE, with their definitions."""
+        signal = signal_table(self.config)
+        # The signal table is read whatever the filters say (its rows are signals and watermarks).
+        wanted = [r for r in registrations if (self._included(r.schema, r.table) or (r.schema, r.table) == signal)
+                  and r.schema not in SYSTEM_SCHEMAS]
+        if warn:
+            for r in wanted:
+                if not r.active:
+                    self.log.warning("table %s.%s is registered in %s.IBMSNAP_REGISTER but INACTIVE: its changes are not "
+                                     "captured until it is ACTIVE again (UPDATE %s.IBMSNAP_REGISTER SET STATE = 'A' ..., "
+                                     "then reinit)", r.schema, r.table, self.control, self.control)
+        active = [r for r in wanted if r.active]
+        schemas = {r.schema for r in active} | {r.cd_schema for r in active}
+        tables = read_tables(self._conn, self.db, sorted(schemas), self.modes)
+        out = []
+        for r in active:
+            table = tables.get((r.schema, r.table))
+            cd = tables.get((r.cd_schema, r.cd_table))
+            if table is None or cd is None:
+                self.log.warning("table %s.%s is registered for capture but %s does not exist", r.schema, r.table,
+                                 "it" if table is None else f"its CD table {r.cd_schema}.{r.cd_table}")
+                continue
+            # The CD table's columns are what is captured (its schema is static: a column added to the source
+            # table appears in events once the CD table has it too, as the chapter's evolution procedure does).
+            captured = {c.name for c in cd.columns}
+            view = Table(table.id, [c for c in table.columns if c.name in captured], table.primary_key)
+            out.append(CaptureTable(view, r))
+        return out
+
+    def _check_access(self, t: CaptureTable) -> None:
+        """The user must read the table and its CD table."""
+        for name in (t.registration.change_table, f"{quote(t.table.id.schema or '')}.{quote(t.table.id.table)}"):
+            try:
+                self._query(f"SELECT 1 FROM {name} FETCH FIRST 1 ROWS ONLY")
+            except Exception as e:
+                if is_connection_error(e):
+                    raise
+                raise ConnectorError(f"user {self.config.get(dbc.USER)!r} cannot read {name} (table "
+                                     f"{t.table.id.identifier}) at {self.address}: {first_line(e)}; GRANT SELECT ON "
+                                     f"{name} TO USER {self.config.get(dbc.USER)}") from None
+
+    # -- the run -----------------------------------------------------------------------------
+
+    def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
+        """Snapshot if due, then stream."""
+        offset = self._offset
+        offset_exists = offset is not None
+        in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
+        snapshot = self.snapshotter.should_snapshot_data(offset_exists, in_progress)
+        stream = self.snapshotter.should_stream()
+        if not snapshot and not stream:
+            self.log.info("no snapshot is due and snapshot.mode=%s does not stream: nothing to do", self.snapshotter.name)
+            return
+        if snapshot:
+            if wait_before("snapshot", self.config, self._stop, self.log):
+                return
+            last_offset: dict[str, Any] | None = None
+            for batch in self._snapshot():
+                last_offset = batch[-1].offset if batch else last_offset
+                yield batch
+            if self._stop.is_set():
+                self.snapshotter.snapshot_aborted()
+                return
+            self.snapshotter.snapshot_completed()
+            offset = last_offset
+            if stream and wait_before("streaming", self.config, self._stop, self.log):
+                return
+        elif offset is None:
+            # no_data: streaming starts at the highest synchpoint now.
+            row = self._query(max_lsn_query(self.control))
+            offset = {"snapshot": True, "snapshot_completed": True,
+                      "commit_lsn": str(from_value(row[0][0] if row else None))}
+            yield [Checkpoint(offset)]
+        if not stream:
+            return
+        yield from self._stream(ResumePoint(offset))
+
+    def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
+        """The snapshot on its own connection and transaction."""
+        conn = self._connect()
+        try:
+            reader = self._snapshot_reader = SnapshotReader(
+                conn, self.server, self.db, self.control, self.config.get(dbc.SNAPSHOT_ISOLATION_MODE),
+                self.config.get(dbc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"))
+            include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
+            tables = [t for t in self._tables if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
+            lsn = reader.begin(tables)
+            self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(tables), lsn,
+                          reader.isolation)
+            offset = {"snapshot": True, "snapshot_completed": False, "commit_lsn": lsn}
+            self._known = {}
+            events = [self._schema_change("CREATE", t.table.id.schema or "", t.table.id.table, table_json(t.table),
+                                          "true", None, lsn, offset) for t in self._tables]
+            if events and self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
+                yield events
+            yield from reader.read([(t, self._select(t)) for t in tables])
+            reader.end()
+        finally:
+            self._snapshot_reader = None
+            try:
+                conn.close()
+            except Exception as e:  # the snapshot's own connection; closing it cannot lose data
+                self.log.debug("closing the snapshot connection: %s", first_line(e))
+
+    def _select(self, t: CaptureTable) -> str:
+        """The table's snapshot SELECT: an override if configured, else its columns."""
+        override = self.config.get(f"snapshot.select.statement.overrides.{t.table.id.identifier}")
+        if override:
+            cols = ", ".join(quote(c.name) for c in t.table.columns)
+            return f"SELECT {cols} FROM ({override}) AS cdc_snapshot_select"
+        return select_for(t)
+
+    def _schema_change(self, change: str, schema: str, name: str, definition: dict[str, Any], snapshot: str,
+                       change_lsn: str | None, commit_lsn: str | None, offset: dict[str, Any] | None) -> Any:
+        """A schema change event of ``schema.name`` on the ``<topic.prefix>`` topic, recorded in the schema history."""
+        assert self._known is not None
+        if change == "DROP":
+            self._known.pop(f"{schema}.{name}", None)
+        else:
+            self._known[f"{schema}.{name}"] = (schema, name, definition)
+        source = source_block(self.server, self.db, time.time_ns() // 1000, snapshot, schema, name, change_lsn,
+                              commit_lsn)
+        record = schema_change_record(self.server, self.db, SOURCE_SCHEMA, change, schema, name, definition, source,
+                                      offset, self.partition())
+        if self.history is not None:
+            self.history.append({"source": {"server": self.server}, "position": dict(offset or {}),
+                                 "databaseName": self.db, "schemaName": schema, "ddl": None,
+                                 "tableChanges": record.value["tableChanges"], "version": 1})
+        return record
+
+    def _diff(self, registered: set[str], offset: dict[str, Any]) -> list[Any]:
+        """Schema change events for what changed since the last announced definitions (``_known``)."""
+        if self._known is None:
+            self._known = {t.table.id.identifier: (t.table.id.schema or "", t.table.id.table, table_json(t.table))
+                           for t in self._tables}
+            return []
+        known = self._known
+        changed = []
+        for t in self._tables:
+            definition = table_json(t.table)
+            before = known.get(t.table.id.identifier)
+            if before is None or before[2] != definition:
+                changed.append(("CREATE" if before is None else "ALTER", t.table.id.schema or "", t.table.id.table,
+                                definition))
+        # An INACTIVE table is not read, but still registered: no event until it is ACTIVE again.
+        changed += [("DROP", schema, name, definition) for key, (schema, name, definition) in list(known.items())
+                    if key not in registered]
+        events = [self._schema_change(kind, schema, name, definition, "false", offset.get("change_lsn"),
+                                      offset.get("commit_lsn"), offset) for kind, schema, name, definition in changed]
+        return events if self.config.get(dbc.INCLUDE_SCHEMA_CHANGES) else []
+
+    def _cd_signature(self, registrations: list[Registration]) -> list[tuple[Any, ...]]:
+        """The column count of every CD table: a column added to one (the evolution procedure) changes it.
+
+        The register alone may look the same before and after the procedure (INACTIVE, then ACTIVE again
+        between two polls).
+        """
+        schemas = sorted({r.cd_schema for r in registrations})
+        if not schemas:
+            return []
+        return sorted(tuple(r) for r in self._query(
+            "SELECT TABSCHEMA, TABNAME, COUNT(*) FROM SYSCAT.COLUMNS WHERE TABSCHEMA IN "
+            f"({', '.join('?' for _ in schemas)}) GROUP BY TABSCHEMA, TABNAME", tuple(schemas)))
+
+    def _refresh(self, reader: StreamReader, log: Any) -> list[Any]:
+        """Follow tables put into or taken out of capture mode (ADDTABLE/REMOVETABLE, STATE) since the last window."""
+        registrations = read_registrations(self._conn, self.control)
+        signature = self._cd_signature(registrations)
+        if registrations == self._registrations and signature == self._cd_columns:
+            return []
+        self._registrations, self._cd_columns = registrations, signature
+        tables = self._capture_tables(registrations)
+        before = {t.table.id.identifier for t in self._tables}
+        after = {t.table.id.identifier for t in tables}
+        self._tables = tables
+        events = self._diff({f"{r.schema}.{r.table}" for r in registrations}, reader.offset())
+        reader.set_tables(tables)
+        log.info("tables in capture mode changed: now %s (added: %s; removed: %s)", ", ".join(sorted(after)) or "none",
+                 ", ".join(sorted(after - before)) or "none", ", ".join(sorted(before - after)) or "none")
+        if self.metrics is not None:
+            self.metrics.streaming.captured_tables = after
+        return events
+
+    def _stream(self, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
+        """Poll the CD tables until stopped."""
+        log = self.log.with_context("streaming")
+        skipped = {s.strip() for s in self.config.get(common.SKIPPED_OPERATIONS) or [] if s.strip() != "none"}
+        reader = StreamReader(self._conn, self.server, self.db, self.control, self._tables, resume, skipped, log,
+                              self.zos)
+        log.info("streaming from commit LSN %s (change LSN %s)", resume.offset.get("commit_lsn"),
+                 resume.offset.get("change_lsn"))
+        if self.metrics is not None:
+            self.metrics.streaming.connected = True
+            self.metrics.streaming.captured_tables = {t.table.id.identifier for t in self._tables}
+        # Changes while the connector was down (against the schema history, or the snapshot's definitions).
+        changes = self._diff({f"{r.schema}.{r.table}" for r in self._registrations}, reader.offset())
+        if changes:
+            yield changes
+        interval = self.config.get(common.POLL_INTERVAL_MS) / 1000.0
+        last_service_check = time.monotonic()
+        service_stopped = False
+        while not self._stop.is_set():
+            changes = self._refresh(reader, log)
+            if changes:
+                yield changes
+            window = reader.window()
+            got = False
+            if window is not None:
+                for batch in window:
+                    got = True
+                    yield batch
+                    if self._stop.is_set():
+                        return
+            if not got:
+                if time.monotonic() - last_service_check >= SERVICE_CHECK_INTERVAL:
+                    last_service_check = time.monotonic()
+                    status = self._service_status()
+                    stopped = status is not None and "not running" in status.lower()
+                    if stopped and not service_stopped:
+                        log.warning("the ASN capture service stopped (%s): no change is streamed until it runs again",
+                                    status.strip() if status else "")
+                    elif service_stopped and not stopped:
+                        log.info("the ASN capture service runs again")
+                    service_stopped = stopped
+                yield [Checkpoint(reader.offset())]  # an idle position: the core sends a heartbeat when one is due
+                self._stop.wait(interval)
+

@@ -1,0 +1,155 @@
+"""The PostgreSQL objects that stand in for Db2's catalog views and SQL Replication's ASN control objects.
+
+Db2 folds unquoted names to upper case and PostgreSQL to lower case, so the fixed objects the
+connector names unquoted (``SYSCAT.COLUMNS``, ``ASNCDC.IBMSNAP_REGISTER``) are created unquoted
+(lower case) here, while the objects it names quoted, from catalog values (source tables and the CD
+tables of ``"ASNCDC"``), keep their upper-case names.
+"""
+
+from __future__ import annotations
+
+OBJECTS = r"""
+CREATE SCHEMA IF NOT EXISTS standin;
+CREATE SCHEMA IF NOT EXISTS sysibm;
+CREATE SCHEMA IF NOT EXISTS syscat;
+CREATE SCHEMA IF NOT EXISTS asncdc;
+CREATE SCHEMA IF NOT EXISTS "ASNCDC";
+CREATE TABLE sysibm.sysdummy1 (ibmreqd char(1));
+INSERT INTO sysibm.sysdummy1 VALUES ('Y');
+-- The Db2 type of each source column (PostgreSQL has no GRAPHIC, DECFLOAT, FOR BIT DATA...).
+CREATE TABLE standin.column_types (tabschema text, tabname text, colname text, typename text, length int,
+    scale int, codepage int, PRIMARY KEY (tabschema, tabname, colname));
+CREATE VIEW syscat.tables AS
+    SELECT n.nspname::varchar AS tabschema, c.relname::varchar AS tabname, 'T'::char(1) AS type,
+           0 AS tbspaceid, c.oid::int AS tableid
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'standin');
+CREATE VIEW syscat.columns AS
+    SELECT n.nspname::varchar AS tabschema, c.relname::varchar AS tabname, a.attname::varchar AS colname,
+           (a.attnum - 1)::smallint AS colno,
+           COALESCE(ct.typename, upper(format_type(a.atttypid, NULL))) AS typename,
+           COALESCE(ct.length, 0) AS length, COALESCE(ct.scale, 0)::smallint AS scale,
+           CASE WHEN a.attnotnull THEN 'N' ELSE 'Y' END::char(1) AS nulls,
+           (SELECT k.ord::smallint FROM pg_index i, unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
+             WHERE i.indrelid = c.oid AND i.indisprimary AND k.attnum = a.attnum) AS keyseq,
+           COALESCE(ct.codepage, 1208) AS codepage
+    FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+    LEFT JOIN standin.column_types ct ON ct.tabschema = n.nspname AND ct.tabname = c.relname
+         AND ct.colname = a.attname
+    WHERE a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p')
+      AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'standin');
+
+CREATE TABLE asncdc.ibmsnap_register (
+    global_record char(1) NOT NULL DEFAULT 'N', source_owner varchar(128) NOT NULL,
+    source_table varchar(128) NOT NULL, source_view_qual smallint NOT NULL DEFAULT 0,
+    source_type char(1) NOT NULL DEFAULT 'L', source_condensed char(1) NOT NULL DEFAULT 'N',
+    source_complete char(1) NOT NULL DEFAULT 'Y', cd_owner varchar(128), cd_table varchar(128),
+    phys_change_owner varchar(128), phys_change_table varchar(128), cd_old_synchpoint bytea,
+    cd_new_synchpoint bytea, disable_refresh smallint NOT NULL DEFAULT 0, ccd_owner varchar(128),
+    ccd_table varchar(128), ccd_old_synchpoint bytea, synchpoint bytea, synchtime timestamp,
+    chg_upd_to_del_ins char(1) NOT NULL DEFAULT 'Y', chgonly char(1) NOT NULL DEFAULT 'N',
+    recapture char(1) NOT NULL DEFAULT 'Y', state char(1) NOT NULL DEFAULT 'A', state_info char(8),
+    PRIMARY KEY (source_owner, source_table, source_view_qual));
+-- The global record (no source owner): the capture program's own synchpoint.
+INSERT INTO asncdc.ibmsnap_register (global_record, source_owner, source_table, synchpoint, synchtime)
+    VALUES ('Y', '', 'IBMSNAP_REGISTER', '\x00000000000000000000000000000000'::bytea, now() AT TIME ZONE 'UTC');
+CREATE TABLE asncdc.ibmsnap_uow (ibmsnap_uowid bytea NOT NULL, ibmsnap_commitseq bytea NOT NULL PRIMARY KEY,
+    ibmsnap_logmarker timestamp NOT NULL, ibmsnap_authtkn varchar(30) NOT NULL DEFAULT '',
+    ibmsnap_authid varchar(128) NOT NULL DEFAULT '', ibmsnap_rejcode char(1) NOT NULL DEFAULT '0',
+    ibmsnap_applyqual char(18) NOT NULL DEFAULT '');
+CREATE TABLE asncdc.ibmsnap_capparms (retention_limit int DEFAULT 10080, lag_limit int DEFAULT 10080,
+    commit_interval int DEFAULT 30, prune_interval int DEFAULT 300, trace_limit int DEFAULT 10080,
+    monitor_limit int DEFAULT 10080, monitor_interval int DEFAULT 300, memory_limit smallint DEFAULT 32,
+    sleep_interval smallint DEFAULT 5, autoprune char(1) DEFAULT 'Y', term char(1) DEFAULT 'Y',
+    autostop char(1) DEFAULT 'N', logreuse char(1) DEFAULT 'N', logstdout char(1) DEFAULT 'N',
+    signal_limit int DEFAULT 10080, capture_path varchar(1040), arch_level char(4) DEFAULT '1021',
+    compatibility char(4) DEFAULT '1021');
+INSERT INTO asncdc.ibmsnap_capparms DEFAULT VALUES;
+CREATE TABLE asncdc.ibmsnap_pruncntl (target_server char(18) NOT NULL, target_owner varchar(128) NOT NULL,
+    target_table varchar(128) NOT NULL, synchtime timestamp, synchpoint bytea, source_owner varchar(128) NOT NULL,
+    source_table varchar(128) NOT NULL, source_view_qual smallint NOT NULL DEFAULT 0, apply_qual char(18) NOT NULL,
+    set_name char(18) NOT NULL, cntl_server char(18) NOT NULL, target_structure smallint NOT NULL DEFAULT 8,
+    cntl_alias char(8), phys_change_owner varchar(128), phys_change_table varchar(128), map_id varchar(10) NOT NULL);
+-- The capture program's state, kept by the stand-in's agent; and where each table's capture starts.
+CREATE TABLE standin.asncap (running boolean NOT NULL DEFAULT false, reinits int NOT NULL DEFAULT 0);
+INSERT INTO standin.asncap VALUES (false, 0);
+CREATE TABLE standin.capture_start (source_owner text, source_table text, start_lsn bytea,
+    PRIMARY KEY (source_owner, source_table));
+
+-- Db2 compares VARCHAR FOR BIT DATA values with MAX; PostgreSQL has no max(bytea).
+CREATE FUNCTION standin.bytea_larger(a bytea, b bytea) RETURNS bytea LANGUAGE sql IMMUTABLE STRICT
+    AS $$ SELECT CASE WHEN b > a THEN b ELSE a END $$;
+CREATE AGGREGATE public.max(bytea) (sfunc = standin.bytea_larger, stype = bytea);
+
+CREATE FUNCTION standin.position() RETURNS bytea LANGUAGE sql VOLATILE AS $$
+    SELECT decode(lpad(split_part(pg_current_wal_lsn()::text, '/', 1), 8, '0')
+                  || lpad(split_part(pg_current_wal_lsn()::text, '/', 2), 8, '0') || '0000000000000000', 'hex') $$;
+
+CREATE FUNCTION asncdc.asncdcservices(action text, capture_schema text) RETURNS varchar LANGUAGE plpgsql AS $$
+DECLARE
+    running boolean := (SELECT a.running FROM standin.asncap a);
+BEGIN
+    IF lower(capture_schema) <> 'asncdc' THEN
+        RETURN 'asncdc: unknown capture schema ' || capture_schema;
+    END IF;
+    CASE lower(action)
+        WHEN 'status' THEN
+            RETURN CASE WHEN running THEN 'asncap is doing work' ELSE 'asncap is not running' END;
+        WHEN 'start' THEN
+            RETURN CASE WHEN running THEN 'asncap is already running'
+                        ELSE 'start --> asncap capture_schema=asncdc capture_server=' || current_database() || ' &' END;
+        WHEN 'stop' THEN
+            RETURN CASE WHEN running THEN 'stop --> asnccmd capture_schema=asncdc capture_server='
+                        || current_database() || ' stop' ELSE 'asncap is not running' END;
+        WHEN 'reinit' THEN
+            UPDATE standin.asncap SET reinits = reinits + 1;
+            RETURN CASE WHEN running THEN 'REINIT command issued' ELSE 'asncap is not running' END;
+        ELSE
+            RETURN 'asncdc: unknown action ' || action;
+    END CASE;
+END $$;
+
+CREATE PROCEDURE asncdc.addtable(tableschema varchar, tablename varchar) LANGUAGE plpgsql AS $$
+DECLARE
+    cd text := 'CDC_' || tableschema || '_' || tablename;
+    cols text;
+    now_lsn bytea := standin.position();
+BEGIN
+    IF to_regclass(format('%I.%I', tableschema, tablename)) IS NULL THEN
+        RAISE EXCEPTION 'table %.% does not exist', tableschema, tablename USING ERRCODE = '42P01';
+    END IF;
+    SELECT string_agg(format('%I %s', a.attname, format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY a.attnum)
+      INTO cols FROM pg_attribute a
+     WHERE a.attrelid = format('%I.%I', tableschema, tablename)::regclass AND a.attnum > 0 AND NOT a.attisdropped;
+    EXECUTE format('CREATE TABLE "ASNCDC".%I (ibmsnap_commitseq bytea NOT NULL, ibmsnap_intentseq bytea NOT NULL, '
+                   'ibmsnap_operation char(1) NOT NULL, %s)', cd, cols);
+    EXECUTE format('CREATE UNIQUE INDEX ON "ASNCDC".%I (ibmsnap_commitseq, ibmsnap_intentseq)', cd);
+    -- DATA CAPTURE CHANGES: the full row in the log.
+    EXECUTE format('ALTER TABLE %I.%I REPLICA IDENTITY FULL', tableschema, tablename);
+    INSERT INTO asncdc.ibmsnap_register (source_owner, source_table, cd_owner, cd_table, phys_change_owner,
+        phys_change_table, cd_old_synchpoint, cd_new_synchpoint, state)
+        VALUES (tableschema, tablename, 'ASNCDC', cd, 'ASNCDC', cd, now_lsn, NULL, 'A');
+    INSERT INTO asncdc.ibmsnap_pruncntl (target_server, target_owner, target_table, source_owner, source_table,
+        apply_qual, set_name, cntl_server, phys_change_owner, phys_change_table, map_id)
+        VALUES (current_database(), tableschema, 'CDC_' || tablename, tableschema, tablename, 'asncdc', 'asncdc',
+                current_database(), 'ASNCDC', cd,
+                (SELECT (count(*) + 1)::text FROM asncdc.ibmsnap_pruncntl));
+    INSERT INTO standin.capture_start VALUES (tableschema, tablename, now_lsn)
+        ON CONFLICT (source_owner, source_table) DO UPDATE SET start_lsn = EXCLUDED.start_lsn;
+END $$;
+
+CREATE PROCEDURE asncdc.removetable(tableschema varchar, tablename varchar) LANGUAGE plpgsql AS $$
+DECLARE
+    cd text := (SELECT cd_table FROM asncdc.ibmsnap_register WHERE source_owner = tableschema
+                AND source_table = tablename);
+BEGIN
+    DELETE FROM asncdc.ibmsnap_register WHERE source_owner = tableschema AND source_table = tablename;
+    DELETE FROM asncdc.ibmsnap_pruncntl WHERE source_owner = tableschema AND source_table = tablename;
+    DELETE FROM standin.capture_start WHERE source_owner = tableschema AND source_table = tablename;
+    IF cd IS NOT NULL THEN
+        EXECUTE format('DROP TABLE IF EXISTS "ASNCDC".%I', cd);
+    END IF;
+END $$;
+GRANT USAGE ON SCHEMA sysibm, syscat TO PUBLIC;
+GRANT SELECT ON ALL TABLES IN SCHEMA sysibm, syscat TO PUBLIC;
+"""

@@ -1,0 +1,57 @@
+"""Db2 column types to PostgreSQL column types for the stand-in's source tables, with what SYSCAT.COLUMNS shows."""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+_TYPE = re.compile(r"\s*(?P<name>LONG\s+VARCHAR|LONG\s+VARGRAPHIC|DOUBLE\s+PRECISION|[A-Z]+)\s*"
+                   r"(?:\(\s*(?P<a>\d+)\s*(?:,\s*(?P<b>\d+)\s*)?\))?\s*(?P<bits>FOR\s+BIT\s+DATA)?", re.I)
+
+
+class ColumnType(NamedTuple):
+    """A source column's PostgreSQL type and its Db2 catalog description."""
+
+    pg_type: str
+    typename: str
+    length: int
+    scale: int
+    codepage: int
+
+
+def column_type(db2_type: str) -> tuple[ColumnType, str]:
+    """The stand-in type of a Db2 type text (``DECIMAL(10,2)``, ``VARCHAR(20) FOR BIT DATA``...), and the rest."""
+    m = _TYPE.match(db2_type)
+    if not m:
+        raise ValueError(f"cannot read the Db2 type {db2_type!r}")
+    name = " ".join(m.group("name").upper().split())
+    a, b = m.group("a"), m.group("b")
+    rest = db2_type[m.end():]
+    if m.group("bits"):
+        return ColumnType("bytea", "CHARACTER" if name in ("CHAR", "CHARACTER") else "VARCHAR", int(a or 1), 0, 0), rest
+    if name in ("CHAR", "CHARACTER", "GRAPHIC"):
+        n = int(a or 1)
+        return ColumnType(f"char({n})", "CHARACTER" if name != "GRAPHIC" else "GRAPHIC", n, 0, 1208), rest
+    if name in ("VARCHAR", "VARGRAPHIC"):
+        return ColumnType(f"varchar({a})", name, int(a), 0, 1208), rest
+    if name in ("CLOB", "DBCLOB", "LONG VARCHAR", "LONG VARGRAPHIC"):
+        return ColumnType("text", name, int(a or 1048576), 0, 1208), rest
+    if name in ("DECIMAL", "NUMERIC", "DEC"):
+        p, s = int(a or 5), int(b or 0)
+        return ColumnType(f"numeric({p},{s})", "DECIMAL", p, s, 0), rest
+    if name == "DECFLOAT":
+        return ColumnType("numeric", "DECFLOAT", int(a or 34), 0, 0), rest
+    if name == "TIMESTAMP":
+        p = int(a) if a is not None else 6
+        return ColumnType(f"timestamp({min(p, 6)})", "TIMESTAMP", 10 if p == 0 else 11 + p, p, 0), rest
+    if name in ("BINARY", "VARBINARY", "BLOB"):
+        return ColumnType("bytea", name, int(a or 1), 0, 0), rest
+    simple = {"SMALLINT": ("smallint", 2), "INTEGER": ("integer", 4), "INT": ("integer", 4), "BIGINT": ("bigint", 8),
+              "REAL": ("real", 4), "DOUBLE": ("double precision", 8), "DOUBLE PRECISION": ("double precision", 8),
+              "FLOAT": ("double precision", 8), "DATE": ("date", 4), "TIME": ("time(0)", 3),
+              "XML": ("xml", 0), "BOOLEAN": ("boolean", 1)}
+    if name in simple:
+        pg, length = simple[name]
+        canonical = {"INT": "INTEGER", "DOUBLE PRECISION": "DOUBLE", "FLOAT": "DOUBLE"}.get(name, name)
+        return ColumnType(pg, canonical, length, 0, 0), rest
+    raise ValueError(f"the stand-in has no PostgreSQL type for the Db2 type {name}")

@@ -1,0 +1,43 @@
+"""Db2 SQL to PostgreSQL for the stand-in: the one place that adapts what PostgreSQL lacks.
+
+The connector's statements are Db2 SQL. PostgreSQL runs most of them as they are (``VALUES (f(...))``,
+``LOCK TABLE ... IN EXCLUSIVE MODE``, ``FETCH FIRST n ROWS ONLY``, ``LEAD``/``LAG``); here only:
+``?`` markers become ``%s``; ``SET CURRENT ISOLATION`` becomes the session's isolation level;
+the ``CURRENT TIMESTAMP``/``CURRENT SERVER`` special registers become PostgreSQL's functions; a
+trailing isolation clause (``WITH UR|CS|RS|RR``) is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_ISOLATION = re.compile(r"\s*SET\s+CURRENT\s+ISOLATION\s*=?\s*(UR|CS|RS|RR|RESET)\s*;?\s*$", re.I)
+_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?|%|CURRENT\s+TIMESTAMP\b|CURRENT\s+SERVER\b", re.I)
+_ISOLATION_CLAUSE = re.compile(r"\s+WITH\s+(UR|CS|RS|RR)\s*;?\s*$", re.I)
+
+#: Db2 isolation levels and the PostgreSQL level a reader gets for them. PostgreSQL never reads
+#: uncommitted rows, and its REPEATABLE READ is a snapshot (stronger than Db2's RS, read stability).
+ISOLATION_LEVELS = {"UR": "READ UNCOMMITTED", "CS": "READ COMMITTED", "RS": "REPEATABLE READ", "RR": "SERIALIZABLE",
+                    "RESET": "READ COMMITTED"}
+
+
+def _token(m: re.Match[str]) -> str:
+    """One token outside string literals, adapted."""
+    t = m.group(0)
+    if t == "?":
+        return "%s"
+    if t == "%":
+        return "%%"
+    if t[0] in "'\"":
+        return t.replace("%", "%%")  # psycopg reads every % of a statement with parameters
+    return "CURRENT_TIMESTAMP" if "TIMESTAMP" in t.upper() else "current_database()"
+
+
+@lru_cache(maxsize=1024)
+def translate(db2: str) -> tuple[str, str]:
+    """``(kind, PostgreSQL text)`` for one Db2 statement: kind ``isolation`` (the text is the level) or ``query``."""
+    m = _ISOLATION.match(db2)
+    if m:
+        return "isolation", ISOLATION_LEVELS[m.group(1).upper()]
+    return "query", _TOKENS.sub(_token, _ISOLATION_CLAUSE.sub("", db2))

@@ -1,0 +1,108 @@
+"""What the Db2 connector refuses at start, on the stand-in: one clear line each, never the password."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import pytest
+
+from cdc_core.engine import Engine
+from cdc_core.errors import ConfigError, ConnectorError
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_db2 import driver
+from cdc_db2.standin import dbapi
+from cdc_db2.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
+
+SECRET = "s3cr3t-Pa55"
+
+
+def _start_error(config) -> str:
+    config = {"errors.max.retries": 0, **config}
+    with pytest.raises((ConnectorError, ConfigError)) as info:
+        Engine(config, offset_store=MemoryOffsetStore()).run(lambda records: None)
+    message = str(info.value)
+    lines = message.strip().splitlines()
+    assert len(lines) == (2 if isinstance(info.value, ConfigError) else 1) and SECRET not in message
+    return message
+
+
+def test_unknown_user_is_refused_without_the_password(inventory):
+    message = _start_error({**inventory.properties(), "database.user": "nobody", "database.password": SECRET})
+    assert "refused the connection of user 'nobody'" in message and "SQL30082N" in message
+    assert "database.password" in message
+
+
+def test_unknown_database_is_refused(inventory):
+    message = _start_error({**inventory.properties(), "database.dbname": "NOSUCHDB", "database.password": SECRET})
+    assert "SQL1013N" in message and "NOSUCHDB" in message and "database.dbname" in message
+
+
+def test_a_database_without_the_asn_control_tables_is_refused(pg_server, pg_db):
+    saved = driver.CONNECT
+    dbapi.install()
+    try:
+        message = _start_error({"connector.class": "db2", "database.hostname": pg_server.host,
+                                "database.port": pg_server.port, "database.user": pg_server.user,
+                                "database.password": SECRET, "database.dbname": pg_db, "topic.prefix": "p"})
+    finally:
+        driver.install(saved)
+    assert "ASNCDC.IBMSNAP_REGISTER does not exist" in message and "cdc.control.schema" in message
+
+
+def test_no_table_in_capture_mode_is_refused_naming_addtable(standin):
+    standin.create_table("MYSCHEMA", "CUSTOMERS", CUSTOMERS, key=["ID"])
+    standin.agent.start()
+    message = _start_error(standin.properties())
+    assert "no captured table" in message and "CALL ASNCDC.ADDTABLE" in message and "reinit" in message
+
+
+def test_an_inactive_table_is_named_in_a_warning_and_not_captured(inventory, caplog):
+    inventory.set_state("MYSCHEMA", "CUSTOMERS", "I")
+    with caplog.at_level(logging.WARNING):
+        message = _start_error(inventory.properties())
+    assert "registered tables matching the filters: MYSCHEMA.CUSTOMERS" in message
+    assert any("MYSCHEMA.CUSTOMERS is registered" in r.getMessage() and "INACTIVE" in r.getMessage()
+               for r in caplog.records)
+
+
+def test_a_user_who_cannot_read_the_change_data_table_is_refused(inventory):
+    user = "cdc_" + uuid.uuid4().hex[:8]
+    inventory.execute(f"CREATE ROLE {user} LOGIN PASSWORD '{SECRET}'")
+    try:
+        inventory.execute(f'GRANT USAGE ON SCHEMA asncdc, "MYSCHEMA", "ASNCDC" TO {user}')
+        inventory.execute(f"GRANT SELECT ON ALL TABLES IN SCHEMA asncdc TO {user}")
+        inventory.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "MYSCHEMA" TO {user}')
+        message = _start_error({**inventory.properties(), "database.user": user, "database.password": SECRET})
+        assert f"user {user!r} cannot read \"ASNCDC\".\"CDC_MYSCHEMA_CUSTOMERS\"" in message
+        assert "GRANT SELECT ON" in message and "SQLSTATE=42501" in message
+    finally:
+        inventory.execute(f"DROP OWNED BY {user}")
+        inventory.execute(f"DROP ROLE {user}")
+
+
+@pytest.mark.parametrize("change,expected", [
+    ({"database.dbname": None}, "database.dbname"),
+    ({"snapshot.isolation.mode": "snapshot"}, "snapshot.isolation.mode"),
+    ({"db2.platform": "ISERIES"}, "db2.platform"),
+])
+def test_bad_configuration_names_the_property(change, expected):
+    config = {"connector.class": "io.debezium.connector.db2.Db2Connector", "database.hostname": "db.example",
+              "database.user": "u", "database.password": SECRET, "database.dbname": "SAMPLE", "topic.prefix": "p"}
+    config = {k: v for k, v in {**config, **change}.items() if v is not None}
+    with pytest.raises(ConfigError) as info:
+        Engine(config, offset_store=MemoryOffsetStore())
+    assert expected in str(info.value) and SECRET not in str(info.value)
+
+
+def test_database_query_timeout_cancels_a_long_statement(inventory):
+    from cdc_core.config import Config
+    from cdc_db2.errors import sqlstate
+
+    conn = driver.connect(Config({**inventory.properties(), "database.query.timeout.ms": 500}))
+    try:
+        with pytest.raises(Exception) as info:
+            conn.cursor().execute("SELECT pg_sleep(3) FROM SYSIBM.SYSDUMMY1")
+        assert sqlstate(info.value) == "57014" and "SQL0952N" in str(info.value)
+    finally:
+        conn.close()

@@ -1,0 +1,283 @@
+"""The Db2 connector end to end on the stand-in: snapshot, handoff, streaming, restarts, capture-mode changes."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+
+from cdc_core.engine import Engine
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_db2 import streaming
+from cdc_db2.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
+
+INSERT = 'INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") VALUES '
+
+
+def _run(config, store, until, timeout=30.0, action=None):
+    """Run an Engine until ``until(records)`` holds (``action()`` once streaming); return the records."""
+    engine = Engine(config, offset_store=store)
+    records: list = []
+    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    runner.start()
+    try:
+        deadline = time.monotonic() + timeout
+        if action is not None:
+            while not engine.metrics.streaming.connected:
+                assert runner.is_alive() and time.monotonic() < deadline, "the engine stopped before streaming"
+                time.sleep(0.05)
+            action()
+        while not until(records):
+            assert runner.is_alive(), "the engine stopped"
+            assert time.monotonic() < deadline, f"timed out with {len(records)} records"
+            time.sleep(0.05)
+    finally:
+        engine.stop()
+        runner.join(30)
+    return records
+
+
+def _data(records, table="CUSTOMERS"):
+    return [r for r in records if r.topic.endswith("." + table)]
+
+
+def _ops(records):
+    return [(r.value["op"], (r.value["after"] or r.value["before"])["ID"]) if r.value else ("tombstone", r.key["ID"])
+            for r in records]
+
+
+@pytest.mark.parametrize("window", [5000, 1])
+def test_snapshot_then_streaming_in_commit_order_and_restarts_at_the_exact_change(inventory, window, monkeypatch):
+    monkeypatch.setattr(streaming, "WINDOW_TRANSACTIONS", window)  # 1: one transaction per window
+    store = MemoryOffsetStore()
+    config = inventory.properties()
+    snap = _data(_run(config, store, lambda rs: len(_data(rs)) >= 4))
+    assert [r.value["op"] for r in snap] == ["r"] * 4
+    assert [r.value["after"]["ID"] for r in snap] == [1001, 1002, 1003, 1004]
+    assert snap[0].topic == "mydatabase.MYSCHEMA.CUSTOMERS"
+    assert [r.value["source"]["snapshot"] for r in snap] == ["first", "true", "true", "last"]
+    assert all(r.value["source"]["change_lsn"] is None for r in snap)
+    # Written while no connector runs: an insert, an update (a D+I pair), a key change, a delete in one transaction.
+    inventory.execute(INSERT + "('john', 'doe', 'john.doe@example.org')")
+    inventory.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "EMAIL" = \'noreply@example.org\' WHERE "ID" = 1005')
+    inventory.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "ID" = 2001 WHERE "ID" = 1001')
+    inventory.execute('BEGIN; DELETE FROM "MYSCHEMA"."CUSTOMERS" WHERE "ID" = 1005; '
+                      'UPDATE "MYSCHEMA"."CUSTOMERS" SET "LAST_NAME" = \'W\' WHERE "ID" = 1003; COMMIT')
+    second = _run(config, store, lambda rs: len(rs) >= 8)
+    assert _ops(second) == [("c", 1005), ("u", 1005), ("d", 1001), ("tombstone", 1001), ("c", 2001), ("d", 1005),
+                            ("tombstone", 1005), ("u", 1003)]
+    update = second[1].value
+    assert update["before"]["EMAIL"] == "john.doe@example.org" and update["after"]["EMAIL"] == "noreply@example.org"
+    # One transaction: one commit LSN, change LSNs in log order.
+    last_tx = [second[5].value["source"], second[7].value["source"]]
+    assert last_tx[0]["commit_lsn"] == last_tx[1]["commit_lsn"] and last_tx[0]["change_lsn"] < last_tx[1]["change_lsn"]
+    stored = store.get({"server": "mydatabase"})
+    assert stored == {"commit_lsn": last_tx[1]["commit_lsn"], "change_lsn": last_tx[1]["change_lsn"],
+                      "event_serial_no": 1}
+    # A third run delivers only what came after the stored offset.
+    inventory.execute(INSERT + "('x', 'y', 'z@x')")
+    third = _run(config, store, lambda rs: len(rs) >= 1)
+    time.sleep(0.3)
+    assert _ops(third) == [("c", 1006)]
+
+
+@pytest.mark.parametrize("isolation", ["read_committed", "exclusive"])
+def test_concurrent_writers_during_the_snapshot_lose_nothing(standin, isolation):
+    standin.create_table("MYSCHEMA", "CUSTOMERS", CUSTOMERS, key=["ID"])
+    standin.execute(INSERT + ", ".join(f"('f{i}', 'l', 'e{i}@x')" for i in range(1500)))
+    standin.add_table("MYSCHEMA", "CUSTOMERS")
+    standin.agent.start()
+    stop = threading.Event()
+    written = []
+
+    def writer():
+        n = 0
+        while not stop.is_set() and n < 100:
+            standin.execute(INSERT + f"('w{n}', 'l', 'w{n}@x')")
+            standin.execute(f'UPDATE "MYSCHEMA"."CUSTOMERS" SET "LAST_NAME" = \'u{n}\' WHERE "ID" = {1001 + n * 7}')
+            standin.execute(f'DELETE FROM "MYSCHEMA"."CUSTOMERS" WHERE "ID" = {1002 + n * 7}')
+            written.append(n)
+            n += 1
+            time.sleep(0.002)
+
+    thread = threading.Thread(target=writer)
+    config = standin.properties(**{"snapshot.isolation.mode": isolation, "snapshot.fetch.size": 100})
+    engine = Engine(config, offset_store=MemoryOffsetStore())
+    records: list = []
+    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    runner.start()
+    thread.start()
+    try:
+        thread.join(60)
+        stop.set()
+        standin.wait_captured()
+        final = {r[0]: r for r in standin.execute('SELECT "ID", "FIRST_NAME", "LAST_NAME", "EMAIL" '
+                                                  'FROM "MYSCHEMA"."CUSTOMERS"')}
+        deadline = time.monotonic() + 30
+        while True:
+            state: dict = {}
+            for r in _data(records):
+                if r.value is None:
+                    continue
+                if r.value["op"] == "d":
+                    state.pop(r.value["before"]["ID"], None)
+                else:
+                    a = r.value["after"]
+                    state[a["ID"]] = (a["ID"], a["FIRST_NAME"], a["LAST_NAME"], a["EMAIL"])
+            if state == final or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        engine.stop()
+        runner.join(30)
+    assert state == final  # replaying the events in order gives the table's contents: nothing lost
+    assert len(written) == 100
+
+
+def test_tables_put_into_and_taken_out_of_capture_mode_while_streaming(inventory, caplog):
+    inventory.create_table("MYSCHEMA", "ORDERS", [("ID", "INTEGER NOT NULL"), ("QTY", "INTEGER")], key=["ID"])
+    store = MemoryOffsetStore()
+
+    def actions():
+        inventory.execute('INSERT INTO "MYSCHEMA"."ORDERS" VALUES (1, 10)')  # not in capture mode yet: not streamed
+        inventory.add_table("MYSCHEMA", "ORDERS")
+        time.sleep(0.5)
+        inventory.execute('INSERT INTO "MYSCHEMA"."ORDERS" VALUES (2, 20)')
+        inventory.wait_captured()
+        time.sleep(0.5)
+        inventory.remove_table("MYSCHEMA", "CUSTOMERS")
+        time.sleep(0.5)
+        inventory.execute(INSERT + "('gone', 'x', 'gone@x')")  # out of capture mode: not streamed
+        inventory.execute('INSERT INTO "MYSCHEMA"."ORDERS" VALUES (3, 30)')
+
+    with caplog.at_level(logging.INFO):
+        records = _run(inventory.properties(), store, lambda rs: len(_data(rs, "ORDERS")) >= 2, action=actions)
+    time.sleep(0.3)
+    orders = _data(records, "ORDERS")
+    assert [(r.value["op"], r.value["after"]["ID"]) for r in orders] == [("c", 2), ("c", 3)]
+    assert orders[0].topic == "mydatabase.MYSCHEMA.ORDERS"
+    assert [r.value["op"] for r in _data(records)] == ["r"] * 4  # nothing streamed after REMOVETABLE
+    # Schema change events: the snapshot's CREATE of CUSTOMERS, then ORDERS entering and CUSTOMERS leaving.
+    changes = [(r.value["tableChanges"][0]["type"], r.value["tableChanges"][0]["id"]) for r in records
+               if r.topic == "mydatabase"]
+    assert changes == [("CREATE", '"MYSCHEMA"."CUSTOMERS"'), ("CREATE", '"MYSCHEMA"."ORDERS"'),
+                       ("DROP", '"MYSCHEMA"."CUSTOMERS"')]
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("added: MYSCHEMA.ORDERS" in m for m in messages), messages
+    assert any("removed: MYSCHEMA.CUSTOMERS" in m for m in messages), messages
+
+
+def test_capture_service_stopped_is_a_clear_error_then_streaming_resumes(standin, caplog):
+    standin.create_table("MYSCHEMA", "CUSTOMERS", CUSTOMERS, key=["ID"])
+    standin.add_table("MYSCHEMA", "CUSTOMERS")  # asncap not started
+    config = standin.properties(**{"errors.retry.delay.initial.ms": 100, "errors.retry.delay.max.ms": 300})
+    engine = Engine(config, offset_store=MemoryOffsetStore())
+    records: list = []
+    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    with caplog.at_level(logging.WARNING):
+        runner.start()
+        try:
+            deadline = time.monotonic() + 20
+            while not any("is not running" in r.getMessage() for r in caplog.records):
+                assert runner.is_alive() and time.monotonic() < deadline
+                time.sleep(0.05)
+            standin.agent.start()  # VALUES ASNCDC.ASNCDCSERVICES('start','asncdc') and the asncap it names
+            while not engine.metrics.streaming.connected:
+                assert runner.is_alive() and time.monotonic() < deadline
+                time.sleep(0.05)
+            standin.execute(INSERT + "('john', 'doe', 'john.doe@example.org')")
+            while not _data(records):
+                assert runner.is_alive() and time.monotonic() < deadline
+                time.sleep(0.05)
+        finally:
+            engine.stop()
+            runner.join(30)
+    message = next(r.getMessage() for r in caplog.records if "is not running" in r.getMessage())
+    assert "the ASN capture service of" in message and "ASNCDC.ASNCDCSERVICES('start','asncdc')" in message
+    assert _ops(_data(records)) == [("c", 1001)]
+    assert [r.value["tableChanges"][0]["type"] for r in records if r.topic == "mydatabase"] == ["CREATE"]
+
+
+def test_a_column_added_online_is_an_alter_event_then_in_the_events(inventory):
+    store = MemoryOffsetStore()
+
+    def actions():
+        inventory.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "LAST_NAME" = \'before\' WHERE "ID" = 1001')
+        inventory.wait_captured()
+        time.sleep(0.3)
+        inventory.add_column("MYSCHEMA", "CUSTOMERS", "PHONE", "VARCHAR(20)")
+        time.sleep(0.3)
+        inventory.execute(INSERT.replace('"EMAIL")', '"EMAIL", "PHONE")') + "('new', 'n', 'new@x', '555')")
+
+    records = _run(inventory.properties(**{"snapshot.mode": "no_data"}), store,
+                   lambda rs: len(_data(rs)) >= 2, action=actions)
+    changes = [r.value for r in records if r.topic == "mydatabase"]
+    assert [c["tableChanges"][0]["type"] for c in changes] == ["ALTER"]
+    assert [col["name"] for col in changes[0]["tableChanges"][0]["table"]["columns"]] == [
+        "ID", "FIRST_NAME", "LAST_NAME", "EMAIL", "PHONE"]
+    update, insert = _data(records)
+    assert "PHONE" not in update.value["after"] and update.value["after"]["LAST_NAME"] == "before"
+    assert insert.value["after"] == {"ID": 1005, "FIRST_NAME": "new", "LAST_NAME": "n", "EMAIL": "new@x",
+                                     "PHONE": "555"}
+
+
+def test_the_schema_history_announces_changes_made_while_the_connector_was_down(inventory):
+    from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+
+    store, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
+    config = inventory.properties()
+
+    def run(until, action=None):
+        engine = Engine(config, offset_store=store, history_store=history)
+        records: list = []
+        runner = threading.Thread(target=engine.run, args=(records.extend,))
+        runner.start()
+        try:
+            deadline = time.monotonic() + 30
+            while not engine.metrics.streaming.connected:
+                assert runner.is_alive() and time.monotonic() < deadline
+                time.sleep(0.05)
+            if action:
+                action()
+            while not until(records):
+                assert runner.is_alive() and time.monotonic() < deadline, records
+                time.sleep(0.05)
+            time.sleep(0.3)
+        finally:
+            engine.stop()
+            runner.join(30)
+        return records
+
+    first = run(lambda rs: len(_data(rs)) >= 4)
+    assert [r.value["tableChanges"][0]["type"] for r in first if r.topic == "mydatabase"] == ["CREATE"]
+    assert [rec["tableChanges"][0]["type"] for rec in history.records()] == ["CREATE"]
+    # A restart without changes announces nothing again.
+    again = run(lambda rs: True)
+    assert [r for r in again if r.topic == "mydatabase"] == []
+    # While it is down: a column added online.
+    inventory.add_column("MYSCHEMA", "CUSTOMERS", "PHONE", "VARCHAR(20)")
+    third = run(lambda rs: any(r.topic == "mydatabase" for r in rs))
+    [alter] = [r.value for r in third if r.topic == "mydatabase"]
+    assert alter["tableChanges"][0]["type"] == "ALTER"
+    assert alter["tableChanges"][0]["table"]["columns"][-1]["name"] == "PHONE"
+    assert [rec["tableChanges"][0]["type"] for rec in history.records()] == ["CREATE", "ALTER"]
+
+
+def test_zos_update_rows_are_one_update_each(standin):
+    standin.create_table("MYSCHEMA", "CUSTOMERS", CUSTOMERS, key=["ID"])
+    standin.add_table("MYSCHEMA", "CUSTOMERS", delete_insert=False)
+    standin.agent.start()
+
+    def actions():
+        standin.execute(INSERT + "('john', 'doe', 'john.doe@example.org')")
+        standin.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "EMAIL" = \'noreply@example.org\' WHERE "ID" = 1001')
+        standin.execute('DELETE FROM "MYSCHEMA"."CUSTOMERS" WHERE "ID" = 1001')
+
+    records = _run(standin.properties(**{"db2.platform": "ZOS", "snapshot.mode": "no_data"}), MemoryOffsetStore(),
+                   lambda rs: len(_data(rs)) >= 4, action=actions)
+    assert _ops(_data(records)) == [("c", 1001), ("u", 1001), ("d", 1001), ("tombstone", 1001)]
+    update = _data(records)[1].value
+    assert update["before"] is None and update["after"]["EMAIL"] == "noreply@example.org"  # a U row has no before image
