@@ -20,25 +20,20 @@ from collections.abc import Iterator
 
 import pytest
 
+from cdc_core.containers import docker_problem
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2.standin.dbapi import parse_connection_string
 
 
 def _docker_problem() -> str | None:
-    try:
-        import docker
-
-        docker.from_env().ping()
-    except Exception as e:  # noqa: BLE001 - any failure means no engine to talk to
-        where = os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
-        detail = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        return (f"no Docker engine at {where} ({detail}), and CDC_TEST_DB2 is not set: the real Db2 tests need a "
-                "Db2 with SQL Replication set up (CDC_TEST_DB2) or Docker with CDC_TEST_DB2_IMAGE")
-    if not os.environ.get("CDC_TEST_DB2_IMAGE"):
+    """Why no Db2 container can be started here (Docker, and an image with the ASNCDC setup), or None."""
+    problem = docker_problem("CDC_TEST_DB2",
+                             "real Db2 (a Db2 with SQL Replication set up, or Docker with CDC_TEST_DB2_IMAGE)")
+    if problem is None and not os.environ.get("CDC_TEST_DB2_IMAGE"):
         return ("Docker runs, but CDC_TEST_DB2_IMAGE names no image with the ASNCDC setup (icr.io/db2_community/db2 "
                 "alone has no asncdc UDFs), and CDC_TEST_DB2 is not set")
-    return None
+    return problem
 
 
 @pytest.fixture(scope="session")
