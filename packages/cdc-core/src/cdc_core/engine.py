@@ -330,7 +330,8 @@ class Engine:
                     self._connector = connector
                 if self.stopping:  # stop() came while the connector was being set up
                     connector.stop()
-                builder = EventBuilder(self.config, connector.source_schema, self.partition, self.plugins)
+                builder = EventBuilder(self.config, connector.source_schema, self.partition, self.plugins,
+                                       getattr(self.connector_class, "catalog_in_data_collection", False))
                 # The hook of cdc_core.signals: signal-table rows, watermarks, ad hoc snapshots, notifications.
                 signals = SignalController(
                     self.config, connector, self.plugins,
@@ -409,7 +410,8 @@ class Engine:
                     self._check_stored_offset(offset)
                 finally:
                     self.partition = saved
-            builders[key] = EventBuilder(self.config, connector.source_schema, part, self.plugins)
+            builders[key] = EventBuilder(self.config, connector.source_schema, part, self.plugins,
+                                         getattr(self.connector_class, "catalog_in_data_collection", False))
             builders[key].restore(offset)
             offsets.append((part, offset))
         connector.start_partitions(offsets)

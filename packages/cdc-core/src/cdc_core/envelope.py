@@ -31,10 +31,13 @@ _RUN_OPS = frozenset({"r", "c"})
 _MIN_RUN = 8
 
 
-def data_collection(tid: Any) -> str:
-    """The name transaction metadata counts a table under: Debezium's ``TableId.identifier()``, every part set
-    (``<database>.<schema>.<table>`` for SQL Server; ``schema.table`` or ``database.table`` elsewhere)."""
-    if tid.catalog is not None and tid.schema is not None:
+def data_collection(tid: Any, with_catalog: bool = False) -> str:
+    """The name transaction metadata counts a table under: Debezium's ``TableId.identifier()``.
+
+    ``with_catalog``: the connector's Debezium TableIds carry the database beside the schema (SQL Server's:
+    ``<database>.<schema>.<table>``); elsewhere ``schema.table`` or ``database.table`` (Db2's change tables
+    have an empty catalog, so ``schema.table``)."""
+    if with_catalog and tid.catalog is not None and tid.schema is not None:
         return f"{tid.catalog}.{tid.schema}.{tid.table}"
     return tid.identifier
 
@@ -43,7 +46,8 @@ class EventBuilder:
     """Builds ChangeRecords from RawChanges: compiled converters, tombstones, key changes,
     skipped operations, transaction metadata and heartbeats."""
 
-    def __init__(self, config: Config, source_schema: Schema, partition: dict[str, Any], plugins: Any = None):
+    def __init__(self, config: Config, source_schema: Schema, partition: dict[str, Any], plugins: Any = None,
+                 catalog_in_data_collection: bool = False):
         self.config = config
         self.settings = EventSettings(config, source_schema, plugins)
         self.partition = partition
@@ -60,6 +64,9 @@ class EventBuilder:
             config.get(common.HEARTBEAT_INTERVAL_MS), self.topics.heartbeat_topic(), self.topics.prefix
         )
         self._tables: dict[int, TableEvents] = {}
+        #: Transaction metadata names tables ``<database>.<schema>.<table>`` (the connector class's
+        #: ``catalog_in_data_collection``: SQL Server's).
+        self.catalog_in_data_collection = catalog_in_data_collection
 
     def restore(self, offset: dict[str, Any] | None) -> None:
         """Continue from a committed offset (an open transaction's numbering)."""
@@ -205,8 +212,8 @@ class EventBuilder:
                 continue
             block = None
             if tx is not None and ch.transaction_id is not None:
-                block = tx.event(ch.transaction_id, data_collection(ch.table.id), ch.source.get("ts_ms"), ch.offset, out,
-                                 ch.transaction_event_id)
+                block = tx.event(ch.transaction_id, data_collection(ch.table.id, self.catalog_in_data_collection),
+                                 ch.source.get("ts_ms"), ch.offset, out, ch.transaction_event_id)
             if old_key != key:
                 # A primary-key change: a delete of the old key, its tombstone, and a create of the new.
                 del_value = {"before": before, "after": None, "source": ch.source, "transaction": block, "op": "d",
@@ -216,7 +223,8 @@ class EventBuilder:
                 if self.tombstones:  # a tombstone carries its delete's headers, as in Debezium
                     append(ChangeRecord(te.topic, old_key, None, te.key_schema, None, None, dict(headers), partition))
                 if block is not None:  # the create is an event of its own, as in Debezium's TransactionMonitor
-                    block = tx.second_event(block, data_collection(ch.table.id), ch.offset)
+                    block = tx.second_event(block, data_collection(ch.table.id, self.catalog_in_data_collection),
+                                            ch.offset)
                 value = {"before": None, "after": after, "source": ch.source, "transaction": block, "op": "c",
                          "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
                 append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, ch.offset,

@@ -218,7 +218,8 @@ class ConnectorFeed:
             while not self._stop.is_set():
                 ctx = ConnectorContext(log=connector_logger(f"cdc.{cls.name}", cls.name, name))
                 connector = cls(config, ctx)
-                builder = EventBuilder(config, cls.source_schema, connector.partition())
+                builder = EventBuilder(config, cls.source_schema, connector.partition(),
+                                       catalog_in_data_collection=getattr(cls, "catalog_in_data_collection", False))
                 with self._cond:
                     self._connector = connector
                     offset = self.cuts[-1][1] or self.start_offset

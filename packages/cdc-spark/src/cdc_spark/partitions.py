@@ -67,7 +67,8 @@ def read_chunk(options: SourceOptions, chunk: Chunk, position: int, encoder: Row
     config = options.config
     name = config.get(common.NAME) or config.get(common.TOPIC_PREFIX)
     connector = cls(config, ConnectorContext(log=connector_logger(f"cdc.{cls.name}", cls.name, name, "snapshot")))
-    builder = EventBuilder(config, cls.source_schema, connector.partition())
+    builder = EventBuilder(config, cls.source_schema, connector.partition(),
+                           catalog_in_data_collection=getattr(cls, "catalog_in_data_collection", False))
     chain = build_chain(config, registry())  # transforms=: applied as the engine applies them (None: none)
     serializer = JsonSerializer(options.key_schemas, options.value_schemas,
                                 key_replace_null_with_default=options.key_replace_null_with_default,

@@ -77,5 +77,6 @@ def value_schema(options: Any) -> Schema:
     tables = chunks_cls(options.config, None).describe([options.table])
     log = connector_logger("cdc.spark", cls.name, "-")
     connector = cls(options.config, ConnectorContext(log=log))
-    builder = EventBuilder(options.config, cls.source_schema, connector.partition())
+    builder = EventBuilder(options.config, cls.source_schema, connector.partition(),
+                           catalog_in_data_collection=getattr(cls, "catalog_in_data_collection", False))
     return builder.table_events(tables[0]).value_schema

@@ -39,6 +39,8 @@ class SqlServerConnector:
     class_names: ClassVar[tuple[str, ...]] = ("io.debezium.connector.sqlserver.SqlServerConnector",)
     fields: ClassVar[Fields] = msc.FIELDS
     source_schema = SOURCE_SCHEMA
+    #: Debezium's SQL Server TableIds carry the database: transaction metadata counts ``<db>.<schema>.<table>``.
+    catalog_in_data_collection: ClassVar[bool] = True
     #: ``<prefix>.<database>.<schema>.<table>`` topics (cdc_sqlserver.topics), as Debezium's SQL Server connector.
     defaults: ClassVar[dict[str, Any]] = {"topic.naming.strategy": "sqlserver-schema"}
     #: MBeans ``debezium.sql_server:type=connector-metrics,server=<prefix>,task=0,context=<context>[,database=<db>]``.
