@@ -73,8 +73,9 @@ def _stats(profiler: cProfile.Profile, top: int, title: str) -> None:
     print("\n".join("    " + line.replace(str(Path.cwd()) + "/", "") for line in lines[start:]))
 
 
-def run(name: str, props: dict[str, Any], batches: list[list[Any]], top: int, repeat: int) -> float:
-    """Events/s of ``write`` over every batch (``repeat`` times), the sink made and warmed up beforehand."""
+def run(name: str, props: dict[str, Any], batches: list[list[Any]], top: int, repeat: int) -> tuple[float, float]:
+    """Events/s of ``write`` over every batch (``repeat`` times), the sink made and warmed up beforehand,
+    and this process' CPU time per event in microseconds (every thread: the client library's too)."""
     sink = registry().get("sink", name)(Config(props))
     sink.write(batches[0][:10])  # connect, create streams/queues
     loop_profiler = None
@@ -84,7 +85,7 @@ def run(name: str, props: dict[str, Any], batches: list[list[Any]], top: int, re
         loop.call_soon_threadsafe(loop_profiler.enable)
     profiler = cProfile.Profile() if top else None
     n = 0
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     if profiler is not None:
         profiler.enable()
     for _ in range(repeat):
@@ -93,7 +94,7 @@ def run(name: str, props: dict[str, Any], batches: list[list[Any]], top: int, re
             n += len(batch)
     if profiler is not None:
         profiler.disable()
-    elapsed = time.perf_counter() - started
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     if loop_profiler is not None:
         done = threading.Event()
         loop.call_soon_threadsafe(lambda: (loop_profiler.disable(), done.set()))
@@ -103,7 +104,7 @@ def run(name: str, props: dict[str, Any], batches: list[list[Any]], top: int, re
         _stats(profiler, top, f"{name}: the writing thread ({n:,} events, {elapsed:.2f}s)")
     if loop_profiler is not None:
         _stats(loop_profiler, top, f"{name}: the sink's event loop thread")
-    return n / elapsed
+    return n / elapsed, cpu / n * 1e6
 
 
 def main() -> None:
@@ -128,8 +129,9 @@ def main() -> None:
             rates[n] = run(n, props, batches, args.profile, args.repeat)
     print(f"sink write only (load average {os.getloadavg()[0]:.1f}):")
     for n in names:
-        ratio = "" if n == "file" else f"   ratio to file sink {rates[n] / rates['file']:.2f}"
-        print(f"  {n:<14} sink: {rates[n]:>10,.0f} events/s{ratio}")
+        rate, cpu = rates[n]
+        ratio = "" if n == "file" else f"   ratio to file sink {rate / rates['file'][0]:.2f}"
+        print(f"  {n:<14} sink: {rate:>10,.0f} events/s   {cpu:5.1f} us CPU per event in this process{ratio}")
 
 
 if __name__ == "__main__":
