@@ -265,7 +265,8 @@ class NatsJetStreamSink:
             await self._create_stream()
         self._reply_prefix = nc.new_inbox() + "."
         self._reply_prefix_bytes = self._reply_prefix.encode()
-        await nc.subscribe(self._reply_prefix + "*", cb=self._on_reply)
+        subscription = await nc.subscribe(self._reply_prefix + "*", cb=self._on_reply)
+        self._take_replies_early(nc, getattr(subscription, "_id", None))
         log.info("nats-jetstream sink: connected to %s", self._where())
 
     def _classify_connect_error(self, e: BaseException) -> SinkError:
@@ -309,23 +310,45 @@ class NatsJetStreamSink:
             except Exception as e:  # noqa: BLE001 - a broken connection is being dropped anyway
                 log.debug("nats-jetstream sink: closing the connection: %s", e)
 
-    async def _on_reply(self, msg: Any) -> None:
-        """A PubAck, an API error, or the server's "no responders" status (no stream takes the subject)."""
-        entry = self._pending.pop(msg.subject[len(self._reply_prefix):].encode(), None)
+    def _take_replies_early(self, nc: Any, sid: int | None) -> None:
+        """Answer PubAcks where nats-py's parser hands over each message, before it builds a ``Msg`` and
+        queues it for the subscription's task (most of the per-message cost); other messages go on as before.
+        Left as it is (the subscription's callback answers) if this nats-py has no such hook."""
+        process = getattr(nc, "_process_msg", None)
+        if sid is None or process is None:
+            return
+        answer = self._answer
+
+        async def process_msg(msg_sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes) -> None:
+            if msg_sid == sid:
+                answer(subject, data, headers)
+                return
+            await process(msg_sid, subject, reply, data, headers)
+
+        nc._process_msg = process_msg  # noqa: SLF001
+
+    def _answer(self, subject: bytes, data: bytes, headers: bytes | None) -> None:
+        """A PubAck, an API error, or the server's "no responders" status, for the raw message on the reply inbox."""
+        entry = self._pending.pop(subject[len(self._reply_prefix_bytes):], None)
         if entry is None:
             return
-        waiter, position, subject = entry
-        if msg.headers and msg.headers.get("Status") == "503":
-            waiter.answer(position, _Nack(subject))
+        waiter, position, topic = entry
+        if headers and headers[9:12] == b"503":  # "NATS/1.0 503\r\n": no stream takes the subject
+            waiter.answer(position, _Nack(topic))
             return
         try:
-            reply = orjson.loads(msg.data)
+            reply = orjson.loads(data)
         except orjson.JSONDecodeError:
-            waiter.answer(position, _Nack(subject, 500, 0, "unreadable PubAck"))
+            waiter.answer(position, _Nack(topic, 500, 0, "unreadable PubAck"))
             return
         error = reply.get("error")
-        waiter.answer(position, _Nack(subject, error.get("code", 0), error.get("err_code", 0),
+        waiter.answer(position, _Nack(topic, error.get("code", 0), error.get("err_code", 0),
                                       error.get("description", "")) if error else None)
+
+    async def _on_reply(self, msg: Any) -> None:
+        """The same for a ``Msg`` delivered to the subscription (where ``_take_replies_early`` did not hook in)."""
+        raw = b"NATS/1.0 503\r\n\r\n" if msg.headers and msg.headers.get("Status") == "503" else None
+        self._answer(msg.subject.encode(), msg.data, raw)
 
     # ------------------------------------------------------------------ publishing
     def _where(self) -> str:
