@@ -140,6 +140,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         for n in names:
             props = bench.TARGETS[n](stack, Path(tmp))
+            extra = os.environ.get("SINK_WRITE_EXTRA")  # k=v,k=v: more sink properties, to try settings
+            if extra and n != "file":
+                props.update(kv.split("=", 1) for kv in extra.split(","))
             if n.startswith("nats-jetstream"):
                 props["subjects"] = "bench.>"
             rates[n] = run(n, props, batches, args.profile, args.repeat)
