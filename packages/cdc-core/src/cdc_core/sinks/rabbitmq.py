@@ -308,9 +308,27 @@ class RabbitMqSink:
             if left <= 0:
                 raise TransientSinkError(f"no answer to {what} from {self._where()} within {timeout * 1000:.0f} ms "
                                          f"({P}{ACK_TIMEOUT.name})")
-            self._connection.process_data_events(time_limit=min(left, 0.5))
+            self._wait(lambda: ready() or self._closed is not None, left)
         if self._closed is not None:
             raise self._closed
+
+    def _wait(self, ready: Any, timeout: float) -> None:
+        """Process the connection's I/O until ``ready()`` or ``timeout`` seconds pass, returning as soon as it is.
+
+        ``process_data_events(time_limit=t)`` always blocks for the whole ``t`` when the awaited event is a
+        callback of the asynchronous channel (a publisher confirm): every batch took at least that long.
+        pika's own wait for "output flushed and one of these conditions" does what is wanted; where this pika
+        has no such method, short ``process_data_events`` calls stand in.
+        """
+        from pika.adapters import blocking_connection as bc
+
+        timer_context = getattr(bc, "_IoloopTimerContext", None)
+        flush = getattr(self._connection, "_flush_output", None)
+        if timer_context is None or flush is None:
+            self._connection.process_data_events(time_limit=min(timeout, 0.01))
+            return
+        with timer_context(timeout, self._connection._impl) as timer:
+            flush(timer.is_ready, ready)
 
     def _declare(self, queue: str) -> None:
         """Declare the queue named after a routing key (``autoCreateRoutingKey``), once per connection."""
