@@ -1,7 +1,8 @@
 """Sink benchmark: events/s draining a PostgreSQL backlog into each sink, beside the file sink in the same run.
 
 Every target reads the same WAL (200k single-row inserts into a 5-column table, one transaction,
-written while nothing reads) through its own slot made beforehand, serialized by the same
+written while nothing reads) through its own slot made beforehand (the file sink before the first
+sink and again after each, each sink compared with the file runs on either side), serialized by the same
 JsonSerializer, written by the sink's own ``write`` (which returns only once the batch is
 acknowledged). A second measurement streams single-row transactions at about ``--tx-rate`` per
 second and reports p50/p99 of commit-to-acknowledgement latency (the writer's clock after COMMIT
@@ -15,7 +16,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import cProfile
+import io
 import os
+import pstats
 import statistics
 import sys
 import tempfile
@@ -58,12 +62,18 @@ def _redis(stack: contextlib.ExitStack, tmp: Path) -> dict[str, Any]:
     return {"address": stack.enter_context(EmbeddedRedis()).address}
 
 
-def _nats(stack: contextlib.ExitStack, tmp: Path) -> dict[str, Any]:
+def _nats(stack: contextlib.ExitStack, tmp: Path, storage: str = "memory") -> dict[str, Any]:
     from brokers.nats import EmbeddedNats
 
-    # A file-storage stream: what survives a broker restart, as the file sink's fsynced files do.
+    # Debezium Server's default stream storage is memory (nats-jetstream-file: a stream that survives a
+    # broker restart; JetStream still does not fsync each message, it syncs every 2 minutes by default).
+    name = "nats-jetstream" if storage == "memory" else "nats-jetstream-file"
     return {"url": stack.enter_context(EmbeddedNats()).url, "create-stream": "true", "stream-name": "BENCH",
-            "subjects": "bench_nats-jetstream.>,lat_nats-jetstream.>", "storage": "file"}
+            "subjects": f"bench_{name}.>,lat_{name}.>", "storage": storage}
+
+
+def _nats_file(stack: contextlib.ExitStack, tmp: Path) -> dict[str, Any]:
+    return _nats(stack, tmp, "file")
 
 
 def _rabbitmq(stack: contextlib.ExitStack, tmp: Path) -> dict[str, Any]:
@@ -82,6 +92,7 @@ TARGETS: dict[str, Callable[[contextlib.ExitStack, Path], dict[str, Any]]] = {
     "kafka": _kafka,
     "redis": _redis,
     "nats-jetstream": _nats,
+    "nats-jetstream-file": _nats_file,
     "rabbitmq": _rabbitmq,
 }
 
@@ -94,9 +105,18 @@ def _config(pg: Any, slot: str, prefix: str) -> Config:
     })
 
 
-def drain_rate(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, rows: int) -> float:
-    """Events/s of the whole engine into ``sink_name`` until ``rows`` events were acknowledged."""
-    sink = registry().get("sink", sink_name)(Config(sink_props))
+def _sink_type(name: str) -> str:
+    """The sink type of a target (``nats-jetstream-file`` is the nats-jetstream sink on a file-storage stream)."""
+    return "nats-jetstream" if name.startswith("nats-jetstream") else name
+
+
+def drain_rate(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, rows: int, profile: int = 0) -> float:
+    """Events/s of the whole engine into ``sink_name`` until ``rows`` events were acknowledged.
+
+    ``profile`` > 0: cProfile the thread that serializes and writes (the sink's side of the engine)
+    and print that many of its top functions by own time.
+    """
+    sink = registry().get("sink", _sink_type(sink_name))(Config(sink_props))
     serializer = JsonSerializer()
     store = MemoryOffsetStore()
     store.commit([({"server": f"bench_{sink_name}"}, {"lsn_commit": 0, "lsn_proc": None, "lsn": 0})])
@@ -104,9 +124,15 @@ def drain_rate(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, r
     count = 0
     done = threading.Event()
 
+    profiler = cProfile.Profile() if profile else None
+
     def handler(records: list[Any]) -> None:
         nonlocal count
+        if profiler is not None:
+            profiler.enable()
         sink.write(serializer.serialize(records))
+        if profiler is not None:
+            profiler.disable()
         count += len(records)
         if count >= rows:
             done.set()
@@ -119,12 +145,19 @@ def drain_rate(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, r
     elapsed = time.perf_counter() - started
     runner.join()
     sink.close()
+    if profiler is not None:
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(profile)
+        lines = [line for line in out.getvalue().splitlines() if line.strip()]
+        start = next((i for i, line in enumerate(lines) if "function calls" in line), 0)
+        print(f"profile of the {sink_name} sink's thread ({count:,} events, {elapsed:.2f}s):")
+        print("\n".join("    " + line for line in lines[start:]))
     return count / elapsed
 
 
 def latency(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, tx_rate: int, seconds: float) -> list[float]:
     """Commit-to-acknowledgement latencies (ms) of single-row transactions written at ``tx_rate`` per second."""
-    sink = registry().get("sink", sink_name)(Config(sink_props))
+    sink = registry().get("sink", _sink_type(sink_name))(Config(sink_props))
     serializer = JsonSerializer()
     store = MemoryOffsetStore()
     prefix = f"lat_{sink_name}"
@@ -172,17 +205,25 @@ def latency(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, tx_r
 
 def _slot(sink_name: str) -> str:
     """A replication slot name for a sink (slot names take lower-case letters, digits and underscores)."""
-    return sink_name.replace("-", "_")
+    return sink_name.replace("-", "_").replace("#", "_")
+
+
+def _load() -> str:
+    """The 1, 5 and 15 minute load averages."""
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 def main() -> None:
     """Run the benchmark and print the numbers."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=200_000)
-    parser.add_argument("--sinks", default=",".join(n for n in TARGETS if n != "file"),
+    parser.add_argument("--sinks", default=",".join(n for n in TARGETS if n not in ("file", "nats-jetstream-file")),
                         help=f"sinks to measure beside the file sink (available: {', '.join(TARGETS)})")
     parser.add_argument("--tx-rate", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="print the top N functions (own time) of each sink's serialize+write thread")
+    parser.add_argument("--no-latency", action="store_true", help="measure the drain rate only")
     args = parser.parse_args()
     names = ["file"] + [n for n in args.sinks.split(",") if n and n != "file"]
     rates: dict[str, float] = {}
@@ -192,22 +233,30 @@ def main() -> None:
         pg.execute(TABLE, dbname="bench")
         pg.execute("CREATE PUBLICATION bench_pub FOR TABLE bench", dbname="bench")
         props = {n: TARGETS[n](stack, Path(tmp)) for n in names}
-        for n in names:
-            pg.execute(f"SELECT pg_create_logical_replication_slot('bench_{_slot(n)}', 'pgoutput')", dbname="bench")
+        # The file sink runs before the first sink and after each one: a sink's ratio is to the mean of
+        # the file runs on either side of it, so that a change of the machine's load hits both alike.
+        others = names[1:]
+        order = ["file#0"] + [x for i, n in enumerate(others) for x in (n, f"file#{i + 1}")]
+        for run in order:
+            pg.execute(f"SELECT pg_create_logical_replication_slot('bench_{_slot(run)}', 'pgoutput')", dbname="bench")
         t = time.perf_counter()
         pg.execute(INSERT % args.rows, dbname="bench")
-        print(f"inserted {args.rows} rows in {time.perf_counter() - t:.2f}s")
+        print(f"inserted {args.rows} rows in {time.perf_counter() - t:.2f}s; load average {_load()}")
+        for run in order:
+            n = run.split("#")[0]
+            rates[run] = drain_rate(pg, n, props[n], f"bench_{_slot(run)}", args.rows, args.profile)
         for n in names:
-            rates[n] = drain_rate(pg, n, props[n], f"bench_{_slot(n)}", args.rows)
-        for n in names:
-            if n == "file":
+            if n == "file" or args.no_latency:
                 continue
             pg.execute(f"SELECT pg_create_logical_replication_slot('lat_{_slot(n)}', 'pgoutput')", dbname="bench")
             lat[n] = latency(pg, n, props[n], f"lat_{_slot(n)}", args.tx_rate, args.seconds)
-    print(f"drain a {args.rows:,}-row backlog (PostgreSQL, pgoutput), JSON with schemas:")
-    for n in names:
-        ratio = "" if n == "file" else f"   ratio to file sink {rates[n] / rates['file']:.2f}"
-        print(f"  {n:<14} sink: {rates[n]:>10,.0f} events/s{ratio}")
+    print(f"drain a {args.rows:,}-row backlog (PostgreSQL, pgoutput), JSON with schemas; load average {_load()}:")
+    for i, run in enumerate(order):
+        if run.startswith("file#"):
+            print(f"  {'file':<14} sink: {rates[run]:>10,.0f} events/s")
+            continue
+        baseline = (rates[order[i - 1]] + rates[order[i + 1]]) / 2
+        print(f"  {run:<14} sink: {rates[run]:>10,.0f} events/s   ratio to the file sink around it {rates[run] / baseline:.2f}")
     print(f"commit-to-acknowledgement latency at ~{args.tx_rate:,} tx/s:")
     for n, values in lat.items():
         if not values:

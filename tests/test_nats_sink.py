@@ -170,9 +170,8 @@ def test_a_resent_batch_is_stored_once_and_sync_mode_keeps_order(nats_server):
                                          "subjects": "dbserver1.>", "async.enabled": mode}))
         try:
             batch = [SinkRecord("dbserver1.public.t", None, b'{"n":%d}' % i, {}) for i in range(100)]
-            sink.write(batch)
-            messages = [(r.topic, r.value, {"Nats-Msg-Id": f"cdc-{sink._run_id}-{i + 1}"})
-                        for i, r in enumerate(batch)]
+            messages = sink._messages(batch)
+            sink._run(sink._publish(messages))
             sink._run(sink._publish(messages))  # the same messages again, as a retry of the batch sends them
         finally:
             sink.close()

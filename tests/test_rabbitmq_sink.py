@@ -180,3 +180,35 @@ def test_routing_key_sources_and_auto_created_queues(rabbitmq_server):
         sink.close()
     assert channel.queue_declare("db.s.auto", durable=True, passive=True).method.queue == "db.s.auto"
     connection.close()
+
+
+def test_frames_made_by_the_sink_carry_large_bodies_headers_and_delivery_mode(rabbitmq_server):
+    """A body larger than the frame size (split in body frames), a header table, an empty body and
+    deliveryMode=1 arrive as a consumer reads them through pika (the sink writes the AMQP frames itself)."""
+    from cdc_core.config import Config
+    from cdc_core.sinks.rabbitmq import RabbitMqSink
+    from cdc_core.spi.sink import SinkRecord
+
+    connection = pika.BlockingConnection(rabbitmq_server.parameters())
+    channel = connection.channel()
+    channel.queue_declare("frames", durable=True)
+    channel.queue_purge("frames")
+    channel.queue_bind("frames", "amq.direct", "frames")
+    base = {"connection.host": rabbitmq_server.host, "connection.port": rabbitmq_server.port,
+            "exchange": "amq.direct", "routingKey": "frames"}
+    big = b'{"v":"' + b"x" * 400_000 + b'"}'  # the broker's frame_max is 128 KB: four body frames
+    records = [SinkRecord("db.s.t", b"1", big, {}), SinkRecord("db.s.t", b"2", b'{"v":2}', {"h": {"a": 1}, "s": "t"}),
+               SinkRecord("db.s.t", b"3", b"", {})]
+    for mode in ("2", "1"):
+        sink = RabbitMqSink(Config({**base, "deliveryMode": mode}))
+        try:
+            sink.write(records)
+        finally:
+            sink.close()
+        got = []
+        while (message := channel.basic_get("frames", auto_ack=True))[0] is not None:
+            got.append(message)
+        assert [body for _, _, body in got] == [big, b'{"v":2}', b""]
+        assert [p.delivery_mode for _, p, _ in got] == [int(mode)] * 3
+        assert [p.headers for _, p, _ in got] == [{}, {"h": '{"a":1}', "s": "t"}, {}]
+    connection.close()

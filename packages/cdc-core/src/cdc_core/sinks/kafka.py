@@ -76,6 +76,8 @@ class KafkaSink:
             "delivery.report.only.error": True,  # no Python call per delivered record
             "message.timeout.ms": str(self.wait_ms),
             "error_cb": self._on_error,
+            # One callback for the producer, not one per produce() call (each would be a reference held per record).
+            "on_delivery": self._on_delivery,
         }
         mapped = client_config(given, f"{PREFIX}producer.")
         if str(mapped.get("acks", "all")).lower() not in ("all", "-1") and "enable.idempotence" not in mapped:
@@ -86,6 +88,7 @@ class KafkaSink:
         self._stopping = threading.Event()
         self._backoff = Backoff("kafka sink", log, stopping=self._stopping)
         self._last_error = ""
+        self._failures: list[tuple[Any, Any]] = []
         self._producer = self._new_producer()
         self._check_reachable()
 
@@ -93,6 +96,11 @@ class KafkaSink:
 
     def _new_producer(self) -> Any:
         return new_client("Producer", self._conf, f"{PREFIX}producer.", self._given)
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        """A record that could not be delivered (only failures are reported: delivery.report.only.error)."""
+        if err is not None:
+            self._failures.append((err, msg))
 
     def _on_error(self, err: Any) -> None:
         """librdkafka's client-wide errors (brokers down, ...): remembered for the next message, logged at debug."""
@@ -140,18 +148,25 @@ class KafkaSink:
             return [(r.topic, r.key, r.value, _headers(r.headers)) if fresh else r for r in records]
 
     def _attempt(self, records: list[Any], fresh: bool) -> list[Any]:
-        failures: list[tuple[Any, Any]] = []
-        on_delivery = lambda err, msg: failures.append((err, msg))  # noqa: E731 - called for failures only
+        failures = self._failures = []
         producer = self._producer
         produce, poll = producer.produce, producer.poll
         for r in records:
-            topic, key, value, headers = r if not fresh else (r.topic, r.key, r.value, _headers(r.headers))
-            while True:
-                try:
-                    produce(topic, value, key, headers=headers, on_delivery=on_delivery)
-                    break
-                except BufferError:  # librdkafka's queue is full: let it send, then go on
+            if fresh:
+                topic, key, value, headers = r.topic, r.key, r.value, r.headers
+                headers = _headers(headers) if headers else None
+            else:
+                topic, key, value, headers = r
+            try:
+                produce(topic, value, key, headers=headers)
+            except BufferError:  # librdkafka's queue is full: let it send, then go on
+                while True:
                     poll(0.05)
+                    try:
+                        produce(topic, value, key, headers=headers)
+                        break
+                    except BufferError:
+                        continue
         deadline = time.monotonic() + self.wait_ms / 1000.0 if self.wait_ms else None
         while producer.flush(0.2) > 0:
             if deadline is not None and time.monotonic() > deadline:

@@ -3,7 +3,10 @@
 Each record's value is published to the subject named after its topic; a tombstone (null value) is
 not published, as in Debezium Server. nats-py runs on asyncio, so the sink owns one event loop in a
 thread of its own; ``write`` publishes a whole batch in order without waiting in between and returns
-once every record's PubAck came back (``async.enabled=false``: one record at a time).
+once every record's PubAck came back (``async.enabled=false``: one record at a time). The batch's
+HPUB commands are made here (the value bytes as they came, the headers rendered once) and handed to
+nats-py's outgoing buffer in large pieces, then flushed once; the PubAcks are counted against one
+waiter per batch rather than a future per record.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import re
 import socket
 import ssl
 import threading
@@ -93,6 +97,52 @@ def _header_value(value: Any) -> str:
     return value if isinstance(value, str) else orjson.dumps(value).decode()
 
 
+#: What nats-py accepts as a header name; values have CR and LF replaced by spaces (as nats-py does).
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_NEWLINES = str.maketrans({"\r": " ", "\n": " "})
+#: Bytes of HPUB commands per piece handed to nats-py's outgoing buffer.
+CHUNK_BYTES = 1 << 20
+
+
+def _headers_block(headers: dict[str, Any], msg_id: str) -> bytes:
+    """The NATS/1.0 header block of one message: its record headers, then ``Nats-Msg-Id``."""
+    lines = [b"NATS/1.0\r\n"]
+    for k, v in headers.items():
+        if v is None:
+            continue
+        name = k.strip()
+        if not name:
+            continue
+        if not _HEADER_NAME.fullmatch(name):
+            raise SinkError(f"nats-jetstream sink: header name {name!r} cannot be sent as a NATS header")
+        lines.append(b"%s: %s\r\n" % (name.encode(), _header_value(v).strip().translate(_NEWLINES).encode()))
+    lines.append(b"Nats-Msg-Id: %s\r\n\r\n" % msg_id.encode())
+    return b"".join(lines)
+
+
+class _Waiter:
+    """The PubAcks one send waits for: how many are still to come, and the refusals by position."""
+
+    __slots__ = ("left", "errors", "done")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, count: int):
+        self.left = count
+        self.errors: dict[int, _Nack] = {}
+        self.done: asyncio.Future[None] = loop.create_future()
+
+    def answer(self, position: int, error: _Nack | None) -> None:
+        if error is not None:
+            self.errors[position] = error
+        self.left -= 1
+        if self.left <= 0 and not self.done.done():
+            self.done.set_result(None)
+
+    def fail(self, error: _Nack) -> None:
+        if not self.done.done():
+            self.done.set_exception(error)
+            self.done.exception()  # retrieved: a batch that failed early is retried whole, nobody awaits it
+
+
 class NatsJetStreamSink:
     """Publishes each record's value to JetStream on the subject named after its topic; acknowledged per PubAck."""
 
@@ -126,7 +176,10 @@ class NatsJetStreamSink:
         self._nc: Any = None
         self._js: Any = None
         self._reply_prefix = ""
-        self._pending: dict[str, tuple[asyncio.Future[Any], str]] = {}
+        self._reply_prefix_bytes = b""
+        self._subjects: dict[str, bytes] = {}
+        #: Reply token -> the waiter, the message's position in its send, its subject.
+        self._pending: dict[bytes, tuple[_Waiter, int, str]] = {}
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="cdc-nats-jetstream", daemon=True)
         self._thread.start()
@@ -211,7 +264,9 @@ class NatsJetStreamSink:
         if self.config.get(CREATE_STREAM):
             await self._create_stream()
         self._reply_prefix = nc.new_inbox() + "."
-        await nc.subscribe(self._reply_prefix + "*", cb=self._on_reply)
+        self._reply_prefix_bytes = self._reply_prefix.encode()
+        subscription = await nc.subscribe(self._reply_prefix + "*", cb=self._on_reply)
+        self._take_replies_early(nc, getattr(subscription, "_id", None))
         log.info("nats-jetstream sink: connected to %s", self._where())
 
     def _classify_connect_error(self, e: BaseException) -> SinkError:
@@ -246,10 +301,8 @@ class NatsJetStreamSink:
 
     async def _disconnect(self) -> None:
         nc, self._nc, self._js = self._nc, None, None
-        for future, subject in self._pending.values():
-            if not future.done():
-                future.set_exception(_Nack(subject, 503, 0, "connection lost"))
-                future.exception()  # retrieved: a batch that failed early is retried whole, nobody awaits these
+        for waiter, _, subject in self._pending.values():
+            waiter.fail(_Nack(subject, 503, 0, "connection lost"))
         self._pending.clear()
         if nc is not None:
             try:
@@ -257,26 +310,45 @@ class NatsJetStreamSink:
             except Exception as e:  # noqa: BLE001 - a broken connection is being dropped anyway
                 log.debug("nats-jetstream sink: closing the connection: %s", e)
 
-    async def _on_reply(self, msg: Any) -> None:
-        """A PubAck, an API error, or the server's "no responders" status (no stream takes the subject)."""
-        entry = self._pending.pop(msg.subject[len(self._reply_prefix):], None)
-        if entry is None or entry[0].done():
+    def _take_replies_early(self, nc: Any, sid: int | None) -> None:
+        """Answer PubAcks where nats-py's parser hands over each message, before it builds a ``Msg`` and
+        queues it for the subscription's task (most of the per-message cost); other messages go on as before.
+        Left as it is (the subscription's callback answers) if this nats-py has no such hook."""
+        process = getattr(nc, "_process_msg", None)
+        if sid is None or process is None:
             return
-        future, subject = entry
-        if msg.headers and msg.headers.get("Status") == "503":
-            future.set_exception(_Nack(subject))
+        answer = self._answer
+
+        async def process_msg(msg_sid: int, subject: bytes, reply: bytes, data: bytes, headers: bytes) -> None:
+            if msg_sid == sid:
+                answer(subject, data, headers)
+                return
+            await process(msg_sid, subject, reply, data, headers)
+
+        nc._process_msg = process_msg  # noqa: SLF001
+
+    def _answer(self, subject: bytes, data: bytes, headers: bytes | None) -> None:
+        """A PubAck, an API error, or the server's "no responders" status, for the raw message on the reply inbox."""
+        entry = self._pending.pop(subject[len(self._reply_prefix_bytes):], None)
+        if entry is None:
+            return
+        waiter, position, topic = entry
+        if headers and headers[9:12] == b"503":  # "NATS/1.0 503\r\n": no stream takes the subject
+            waiter.answer(position, _Nack(topic))
             return
         try:
-            reply = orjson.loads(msg.data)
+            reply = orjson.loads(data)
         except orjson.JSONDecodeError:
-            future.set_exception(_Nack(subject, 500, 0, "unreadable PubAck"))
+            waiter.answer(position, _Nack(topic, 500, 0, "unreadable PubAck"))
             return
         error = reply.get("error")
-        if error:
-            future.set_exception(_Nack(subject, error.get("code", 0), error.get("err_code", 0),
-                                       error.get("description", "")))
-        else:
-            future.set_result(reply.get("seq"))
+        waiter.answer(position, _Nack(topic, error.get("code", 0), error.get("err_code", 0),
+                                      error.get("description", "")) if error else None)
+
+    async def _on_reply(self, msg: Any) -> None:
+        """The same for a ``Msg`` delivered to the subscription (where ``_take_replies_early`` did not hook in)."""
+        raw = b"NATS/1.0 503\r\n\r\n" if msg.headers and msg.headers.get("Status") == "503" else None
+        self._answer(msg.subject.encode(), msg.data, raw)
 
     # ------------------------------------------------------------------ publishing
     def _where(self) -> str:
@@ -289,58 +361,103 @@ class NatsJetStreamSink:
 
     def write(self, batch: list[SinkRecord]) -> None:
         """Publish every record with a value; return once each has its PubAck (retrying transient failures)."""
-        messages = []
-        for r in batch:
-            if r.value is None:
-                continue  # Debezium Server does not publish tombstones to NATS
-            headers = {k: _header_value(v) for k, v in r.headers.items() if v is not None}
-            headers["Nats-Msg-Id"] = f"cdc-{self._run_id}-{next(self._sequence)}"
-            messages.append((r.topic, r.value, headers))
+        messages = self._messages(batch)
         if messages:
             self.backoff.call(lambda: self._run(self._publish(messages)))
 
-    async def _publish(self, messages: list[tuple[str, bytes, dict[str, str]]]) -> None:
+    def _messages(self, batch: list[SinkRecord]) -> list[tuple[str, bytes, bytes, bytes, bytes]]:
+        """Each record with a value as (topic, subject, reply token, header block, payload); ids drawn once,
+        so that every retry of the batch sends the same ``Nats-Msg-Id``s."""
+        messages = []
+        run_id = self._run_id
+        sequence = self._sequence
+        subjects = self._subjects
+        plain = b"NATS/1.0\r\nNats-Msg-Id: cdc-%s-%d\r\n\r\n"
+        for r in batch:
+            if r.value is None:
+                continue  # Debezium Server does not publish tombstones to NATS
+            topic = r.topic
+            subject = subjects.get(topic)
+            if subject is None:
+                if not topic or any(c.isspace() for c in topic):
+                    raise SinkError(f"nats-jetstream sink: topic {topic!r} is not a valid NATS subject")
+                if len(subjects) > 10_000:  # subjects named from data: keep the cache bounded
+                    subjects.clear()
+                subject = subjects[topic] = topic.encode()
+            n = next(sequence)
+            token = b"%d" % n
+            if r.headers:
+                block = _headers_block(r.headers, f"cdc-{run_id}-{n}")
+            else:
+                block = plain % (run_id.encode(), n)
+            messages.append((topic, subject, token, block, r.value))
+        return messages
+
+    def _commands(self, messages: list[tuple[str, bytes, bytes, bytes, bytes]]) -> list[bytes]:
+        """The HPUB commands of ``messages`` (reply subjects on the current connection's inbox)."""
+        reply = self._reply_prefix_bytes
+        limit = self._nc.max_payload
+        out = []
+        for topic, subject, token, block, payload in messages:
+            size = len(block) + len(payload)
+            if size > limit:
+                raise SinkError(f"nats-jetstream sink: a record of {len(payload)} bytes for subject {topic!r} is "
+                                f"larger than the server's max_payload ({limit} bytes)")
+            out.append(b"HPUB %s %s%s %d %d\r\n%s%s\r\n" % (subject, reply, token, len(block), size, block, payload))
+        return out
+
+    async def _send(self, commands: list[bytes]) -> None:
+        """Hand HPUB commands to nats-py's outgoing buffer in pieces of about CHUNK_BYTES, in order."""
+        send = self._nc._send_command  # noqa: SLF001 - the buffer publish() appends to, without per-message work
+        piece: list[bytes] = []
+        size = 0
+        for command in commands:
+            piece.append(command)
+            size += len(command)
+            if size >= CHUNK_BYTES:
+                await send(b"".join(piece))
+                piece, size = [], 0
+        if piece:
+            await send(b"".join(piece))
+
+    async def _publish(self, messages: list[tuple[str, bytes, bytes, bytes, bytes]]) -> None:
         import nats.errors
 
         if self._nc is None or not self._nc.is_connected:
             await self._connect()
         loop = asyncio.get_running_loop()
-        futures: list[asyncio.Future[Any]] = []
+        commands = self._commands(messages)
+        sends = [(0, len(messages))] if self._async else [(i, i + 1) for i in range(len(messages))]
+        waiter: _Waiter | None = None
         try:
-            for subject, payload, headers in messages:
-                token = headers["Nats-Msg-Id"]
-                future = loop.create_future()
-                self._pending[token] = (future, subject)
-                futures.append(future)
-                await self._nc.publish(subject, payload, reply=self._reply_prefix + token, headers=headers)
-                if not self._async:  # one record at a time
-                    await asyncio.wait([future], timeout=self._timeout)
-                    if not future.done() or future.exception() is not None:
-                        break
-            await self._nc.flush(timeout=max(1, int(self._timeout)))
-            _, waiting = await asyncio.wait(futures, timeout=self._timeout)
-        except nats.errors.MaxPayloadError:
-            subject, payload, _ = messages[len(futures) - 1]
-            raise SinkError(f"nats-jetstream sink: a record of {len(payload)} bytes for subject {subject!r} is "
-                            f"larger than the server's max_payload") from None
+            for start, end in sends:
+                waiter = _Waiter(loop, end - start)
+                for position in range(start, end):
+                    self._pending[messages[position][2]] = (waiter, position, messages[position][0])
+                await self._send(commands[start:end])
+                await self._nc.flush(timeout=max(1, int(self._timeout)))
+                await asyncio.wait([waiter.done], timeout=self._timeout)
+                if not waiter.done.done() or waiter.done.exception() is not None or waiter.errors:
+                    break
         except (nats.errors.Error, OSError, TimeoutError) as e:
             await self._disconnect()
             raise TransientSinkError(f"publishing to {self._where()} failed: {type(e).__name__} {e}".rstrip()) from None
         finally:
-            for token in [h["Nats-Msg-Id"] for _, _, h in messages]:
-                entry = self._pending.get(token)
-                if entry is not None and entry[0].done():
-                    self._pending.pop(token, None)
-        if waiting:
-            for f in waiting:
-                f.cancel()
+            for _, _, token, _, _ in messages:
+                self._pending.pop(token, None)
+        if waiter is None:
+            return
+        if not waiter.done.done():
+            left = waiter.left
+            waiter.fail(_Nack("", 408, 0, "timed out"))
             await self._disconnect()
-            raise TransientSinkError(f"{len(waiting)} of {len(futures)} PubAcks did not come within "
+            raise TransientSinkError(f"{left} of {len(messages)} PubAcks did not come within "
                                      f"{self._timeout * 1000:.0f} ms ({P}{ASYNC_TIMEOUT_MS.name})")
-        for f in futures:
-            error = f.exception()
-            if error is not None:
-                await self._nack(error)
+        error = waiter.done.exception()
+        if error is None and waiter.errors:
+            error = waiter.errors[min(waiter.errors)]
+        if error is not None:
+            await self._nack(error)
 
     async def _nack(self, e: BaseException) -> None:
         """Raise the error a refused publish means: permanent for a missing stream or bad request, else transient."""

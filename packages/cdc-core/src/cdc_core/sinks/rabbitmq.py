@@ -2,7 +2,9 @@
 
 Each record goes to ``exchange`` (the topic's name when unset) with a routing key from
 ``routingKey.source``; a batch is acknowledged once the broker confirmed every message (publisher
-confirms), gathered in one go rather than one round-trip per message.
+confirms), gathered in one go rather than one round-trip per message. A batch's AMQP frames
+(Basic.Publish, content header, body) are made here, the method frame once per exchange and
+routing key, and handed to pika's connection as one buffer rather than one socket send per frame.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 import socket
 import ssl
+import struct
 import threading
 import time
 from typing import Any, ClassVar
@@ -87,6 +90,12 @@ def _quiet_pika() -> None:
     logging.getLogger("pika").setLevel(logging.CRITICAL)
 
 
+#: AMQP frame types and the frame end octet.
+_FRAME_HEADER, _FRAME_BODY, _FRAME_END = 2, 3, b"\xce"
+_frame_start = struct.Struct(">BHI").pack
+_content_start = struct.Struct(">HxxQ").pack
+
+
 class _ChannelClosed(Exception):
     """The broker closed the channel: ``code`` and ``text`` of its Channel.Close."""
 
@@ -136,6 +145,8 @@ class RabbitMqSink:
         self._connection: Any = None
         self._channel: Any = None
         self._declared: set[str] = set()
+        self._method_frames: dict[tuple[int, str, str], bytes] = {}
+        self._plain_properties: bytes | None = None
         self._closed: _ChannelClosed | None = None
         self._next_tag = 1
         self._unconfirmed: set[int] = set()
@@ -308,9 +319,27 @@ class RabbitMqSink:
             if left <= 0:
                 raise TransientSinkError(f"no answer to {what} from {self._where()} within {timeout * 1000:.0f} ms "
                                          f"({P}{ACK_TIMEOUT.name})")
-            self._connection.process_data_events(time_limit=min(left, 0.5))
+            self._wait(lambda: ready() or self._closed is not None, left)
         if self._closed is not None:
             raise self._closed
+
+    def _wait(self, ready: Any, timeout: float) -> None:
+        """Process the connection's I/O until ``ready()`` or ``timeout`` seconds pass, returning as soon as it is.
+
+        ``process_data_events(time_limit=t)`` always blocks for the whole ``t`` when the awaited event is a
+        callback of the asynchronous channel (a publisher confirm): every batch took at least that long.
+        pika's own wait for "output flushed and one of these conditions" does what is wanted; where this pika
+        has no such method, short ``process_data_events`` calls stand in.
+        """
+        from pika.adapters import blocking_connection as bc
+
+        timer_context = getattr(bc, "_IoloopTimerContext", None)
+        flush = getattr(self._connection, "_flush_output", None)
+        if timer_context is None or flush is None:
+            self._connection.process_data_events(time_limit=min(timeout, 0.01))
+            return
+        with timer_context(timeout, self._connection._impl) as timer:
+            flush(timer.is_ready, ready)
 
     def _declare(self, queue: str) -> None:
         """Declare the queue named after a routing key (``autoCreateRoutingKey``), once per connection."""
@@ -337,15 +366,42 @@ class RabbitMqSink:
 
     def write(self, batch: list[SinkRecord]) -> None:
         """Publish a batch; return once the broker confirmed every message (retrying transient failures)."""
-        import pika
-
         messages = []
         for r in batch:
             exchange, routing_key = self._route(r)
-            headers = {k: _header_value(v) for k, v in r.headers.items() if v is not None}
-            properties = pika.BasicProperties(delivery_mode=self.delivery_mode, headers=headers)
-            messages.append((exchange, routing_key, r.value if r.value is not None else self.null_value, properties))
+            headers = {k: _header_value(v) for k, v in r.headers.items() if v is not None} if r.headers else None
+            messages.append((exchange, routing_key, r.value if r.value is not None else self.null_value, headers))
         self.backoff.call(lambda: self._publish(messages))
+
+    def _properties(self, headers: dict[str, str] | None) -> Any:
+        import pika
+
+        return pika.BasicProperties(delivery_mode=self.delivery_mode, headers=headers or {})
+
+    def _frames(self, channel: int, body_max: int, messages: list[tuple[str, str, bytes, Any]]) -> bytes:
+        """The AMQP frames publishing ``messages`` on ``channel``, as pika's Connection._send_message makes them."""
+        import pika.frame
+        import pika.spec
+
+        methods = self._method_frames
+        if len(methods) > 10_000:  # routing keys made from data: keep the cache bounded
+            methods.clear()
+        plain = self._plain_properties
+        if plain is None:
+            plain = self._plain_properties = b"".join(self._properties(None).encode())
+        parts = []
+        for exchange, routing_key, body, headers in messages:
+            method = methods.get((channel, exchange, routing_key))
+            if method is None:
+                method = methods[(channel, exchange, routing_key)] = pika.frame.Method(
+                    channel, pika.spec.Basic.Publish(exchange=exchange, routing_key=routing_key)).marshal()
+            properties = plain if headers is None else b"".join(self._properties(headers).encode())
+            header = _content_start(pika.spec.BasicProperties.INDEX, len(body)) + properties
+            parts += (method, _frame_start(_FRAME_HEADER, channel, len(header)), header, _FRAME_END)
+            for start in range(0, len(body), body_max):
+                chunk = body[start:start + body_max]
+                parts += (_frame_start(_FRAME_BODY, channel, len(chunk)), chunk, _FRAME_END)
+        return b"".join(parts)
 
     def _publish(self, messages: list[tuple[str, str, bytes, Any]]) -> None:
         import pika.exceptions as px
@@ -354,13 +410,19 @@ class RabbitMqSink:
             if self._channel is None or not self._channel.is_open or not self._connection.is_open:
                 self._connect()
             impl = self._channel._impl
-            tags: set[int] = set()
-            for exchange, routing_key, body, properties in messages:
-                if self.routing_key_source == "topic" and self.auto_create:
+            if self.routing_key_source == "topic" and self.auto_create:
+                for _, routing_key, _, _ in messages:
                     self._declare(routing_key)
-                impl.basic_publish(exchange, routing_key, body, properties)
-                tags.add(self._next_tag)
-                self._next_tag += 1
+            connection = self._connection._impl
+            emit = getattr(connection, "_output_marshaled_frames", None)
+            body_max = getattr(connection, "_body_max_length", 0)
+            if emit is not None and body_max > 0:
+                emit([self._frames(impl.channel_number, body_max, messages)])
+            else:  # a pika without those: one basic_publish per message
+                for exchange, routing_key, body, headers in messages:
+                    impl.basic_publish(exchange, routing_key, body, self._properties(headers))
+            tags = set(range(self._next_tag, self._next_tag + len(messages)))
+            self._next_tag += len(messages)
             self._unconfirmed |= tags
             nacked_before = self._nacked
             self._pump(lambda: not (self._unconfirmed & tags), self.ack_timeout, f"{len(tags)} publisher confirms")

@@ -2,7 +2,10 @@
 
 Each record is XADDed to the stream named after its topic: ``{key: value}`` (``compact``) or
 ``{"key": key, "value": value, <HEADER>: ...}`` (``extended``). A batch goes out in pipelines of
-``batch.size`` XADDs (no MULTI) and is acknowledged once every reply is in. Connection failures,
+``batch.size`` XADDs (no MULTI) and is acknowledged once every reply is in. Each pipeline is packed
+here into one buffer of RESP commands (the record bytes as they came, no per-argument encoding) and
+sent with one write; the replies are read in order on the same connection (redis-py's parser,
+hiredis' where installed). Connection failures,
 timeouts and Redis answering OOM (or being above ``memory.threshold.percentage`` of its memory)
 are retried with back-off from ``retry.initial.delay.ms`` doubling to ``retry.max.delay.ms``, for as
 long as it takes, as Debezium Server does; refused credentials and wrong key types stop at once.
@@ -46,6 +49,16 @@ def _text(b: bytes | str) -> bytes:
     return b.encode("utf-8") if isinstance(b, str) else b
 
 
+def _bulk(b: bytes) -> bytes:
+    """A RESP bulk string."""
+    return b"$%d\r\n%s\r\n" % (len(b), b)
+
+
+def _xadd_prefix(stream: str, fields: int) -> bytes:
+    """``XADD <stream> *`` as the start of a RESP array of ``3 + 2 * fields`` bulk strings."""
+    return b"*%d\r\n$4\r\nXADD\r\n%s$1\r\n*\r\n" % (3 + 2 * fields, _bulk(stream.encode("utf-8")))
+
+
 def _header_value(value: Any) -> bytes:
     """A header value as text: a string as is, anything else as JSON."""
     if isinstance(value, (bytes, str)):
@@ -73,6 +86,7 @@ class RedisStreamSink:
         self._backoff = Backoff("redis sink", log, self.settings.retry_initial_ms,
                                 self.settings.retry_max_ms, -1, self._stopping)
         self._client: Any = None
+        self._prefixes: dict[str, bytes] = {}
         try:
             self._connect()
         except TransientSinkError as e:  # unreachable at start: retried on the first batch, as Debezium Server does
@@ -116,6 +130,28 @@ class RedisStreamSink:
             out[name.upper().encode("utf-8")] = _header_value(header)
         return out
 
+    def _commands(self, records: list[SinkRecord]) -> list[tuple[str, bytes]]:
+        """Each record's stream and its XADD, packed as RESP (compact entries without a dict in between)."""
+        prefixes = self._prefixes
+        if len(prefixes) > 10_000:  # streams named from data: keep the cache bounded
+            prefixes.clear()
+        out = []
+        null_key, null_value = self.null_key, self.null_value
+        for r in records:
+            topic = r.topic
+            if self.extended:
+                fields = self._fields(r)
+                out.append((topic, b"".join((_xadd_prefix(topic, len(fields)),
+                                             *(_bulk(k) + _bulk(v) for k, v in fields.items())))))
+                continue
+            prefix = prefixes.get(topic)
+            if prefix is None:
+                prefix = prefixes[topic] = _xadd_prefix(topic, 1)
+            key = r.key if r.key is not None else null_key
+            value = r.value if r.value is not None else null_value
+            out.append((topic, b"%s$%d\r\n%s\r\n$%d\r\n%s\r\n" % (prefix, len(key), key, len(value), value)))
+        return out
+
     def _memory_ok(self, client: Any) -> bool:
         """False while Redis' used memory is at or above ``memory.threshold.percentage`` of its limit."""
         if self.memory_threshold <= 0:
@@ -133,7 +169,7 @@ class RedisStreamSink:
             return False
         return True
 
-    def _send(self, pending: list[tuple[str, dict[bytes, bytes]]]) -> None:
+    def _send(self, pending: list[tuple[str, bytes]]) -> None:
         """One pipeline of XADDs; removes what Redis took from ``pending``; raises if anything is left."""
         from redis import exceptions as rx
 
@@ -142,10 +178,16 @@ class RedisStreamSink:
             if not self._memory_ok(client):
                 raise TransientSinkError(f"Redis at {self.settings.address} is above "
                                          f"debezium.sink.redis.memory.threshold.percentage={self.memory_threshold}")
-            pipe = client.pipeline(transaction=False)
-            for stream, fields in pending:
-                pipe.xadd(stream, fields)
-            replies = pipe.execute(raise_on_error=False)
+            connection = client.connection  # the client's one connection (single_connection_client)
+            connection.send_packed_command([b"".join([command for _, command in pending])], check_health=False)
+            # Every reply is read, errors included, so that the connection stays in step for the next pipeline.
+            replies: list[Any] = []
+            read = connection.read_response
+            for _ in range(len(pending)):
+                try:
+                    replies.append(read(disable_decoding=True))
+                except rx.ResponseError as e:
+                    replies.append(e)
         except (rx.RedisError, OSError) as e:
             raise self._fail(e) from None
         # Everything before the first failure is in the streams; retry from there, in order.
@@ -170,7 +212,7 @@ class RedisStreamSink:
     def write(self, batch: list[SinkRecord]) -> None:
         """XADD the batch in pipelines of ``batch.size``; return once Redis has taken every record."""
         for start in range(0, len(batch), self.batch_size):
-            pending = [(r.topic, self._fields(r)) for r in batch[start:start + self.batch_size]]
+            pending = self._commands(batch[start:start + self.batch_size])
             self._backoff.call(lambda: self._send(pending))
 
     def stop(self) -> None:
