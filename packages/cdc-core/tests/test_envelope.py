@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -316,3 +317,27 @@ def test_a_new_table_version_gets_new_schemas() -> None:
 
 def test_records_are_change_records() -> None:
     assert all(isinstance(r, ChangeRecord) for r in builder().build([insert(1), delete(2, ("1", "n", "e"))]))
+
+
+# (raw key values before, after) -> is it a key change?  Equal raw values that would convert to
+# different key fields (-0.0 and 0.0, Decimal 1.0 and 1.00, True and 1) still count as a change.
+OLD_KEY_CASES = [
+    ((1, "a"), (1, "a"), False),
+    ((1, "a"), (2, "a"), True),
+    ((1, "a"), (1, "b"), True),
+    ((None, "a"), (2, "a"), False),  # the old row does not carry the key: old key unknown
+    ((-0.0, "a"), (0.0, "a"), True),
+    ((Decimal("1.0"), "a"), (Decimal("1.00"), "a"), True),
+    ((True, "a"), (1, "a"), True),
+    ((b"\x01", "a"), (b"\x01", "a"), False),
+]
+
+
+@pytest.mark.parametrize("before, after, changed", OLD_KEY_CASES)
+def test_update_key_change_is_decided_on_converted_keys(before: tuple, after: tuple, changed: bool) -> None:
+    from cdc_core.schema import OPTIONAL_STRING
+    table = Table(TableId(None, "public", "pairs"),
+                  [Column("k1", "any", OPTIONAL_STRING, repr, position=1),
+                   Column("k2", "text", STRING, str, position=2)], ["k1", "k2"])
+    records = builder().build([RawChange(table, "u", before, after, source(1), offset(1))])
+    assert [r.value["op"] for r in records if r.value is not None] == (["d", "c"] if changed else ["u"])

@@ -191,11 +191,10 @@ class EventBuilder:
                 keyed_row = ch.after if ch.after is not None else ch.before
                 key = keyf(keyed_row) if keyf is not None and keyed_row is not None else None
                 old_key = key
-                if op == "u" and keyf is not None and ch.before is not None:
+                if op == "u" and keyf is not None and ch.before is not None and ch.after is not None:
                     # The old key is known only if the old row carries every key column (with REPLICA
                     # IDENTITY INDEX on another index it carries that index's columns only).
-                    if all(ch.before[i] is not None for i in te.key_positions):
-                        old_key = keyf(ch.before)
+                    old_key = te.old_key(ch.before, ch.after, key)
             except Exception as e:
                 self._failed(ch, e)
                 append(Checkpoint(ch.offset))
@@ -207,7 +206,7 @@ class EventBuilder:
             if tx is not None and ch.transaction_id is not None:
                 block = tx.event(ch.transaction_id, data_collection(ch.table.id), ch.source.get("ts_ms"), ch.offset, out,
                                  ch.transaction_event_id)
-            if old_key != key:
+            if old_key is not key and old_key != key:
                 # A primary-key change: a delete of the old key, its tombstone, and a create of the new.
                 del_value = {"before": before, "after": None, "source": ch.source, "transaction": block, "op": "d",
                              "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}

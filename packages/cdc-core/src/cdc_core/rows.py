@@ -164,3 +164,29 @@ def compile_batch_function(
     lines.append(f"    return {values}, {keys}")
     exec(compile("\n".join(lines), "<cdc batch row converter>", "exec"), env)
     return env["rows"]
+
+
+#: Raw value types whose equal values always convert to equal key fields (not floats: -0.0 == 0.0;
+#: not Decimals: 1.0 == 1.00; not bool, which equals 0 and 1).
+_EXACT_TYPES = frozenset({str, int, bytes})
+
+
+def compile_old_key_function(
+    key: Callable[[Sequence[Any]], dict], positions: Sequence[int]
+) -> Callable[[Sequence[Any], Sequence[Any], dict], dict]:
+    """Generate ``old_key(before, after, new_key) -> dict``: the key of an update's old row.
+
+    ``new_key`` (``key(after)``) when the old row lacks a key column (the old key is not known:
+    REPLICA IDENTITY on another index carries that index's columns only) or carries the very raw
+    key values of the new row (str, int or bytes values that are equal convert to the same key);
+    else ``key(before)``.
+    """
+    lines = ["def old_key(b, a, k):"]
+    same = []
+    for n, i in enumerate(positions):
+        lines += [f"    b{n} = b[{i}]", f"    if b{n} is None:", "        return k", f"    a{n} = a[{i}]"]
+        same.append(f"(b{n} == a{n} and b{n}.__class__ is a{n}.__class__ and b{n}.__class__ in EXACT)")
+    lines.append(f"    return k if {' and '.join(same)} else KEY(b)")
+    env: dict[str, Any] = {"KEY": key, "EXACT": _EXACT_TYPES}
+    exec(compile("\n".join(lines), "<cdc old key>", "exec"), env)
+    return env["old_key"]
