@@ -167,7 +167,7 @@ class EventBuilder:
         last_table = None
         te: TableEvents | None = None
         # The current table's parts, as locals (set on each change of table).
-        topic = key_schema_of_table = envelope = row = row_toast = keyf = old_keyf = None
+        topic = key_schema_of_table = envelope = row = row_toast = row_pair = keyf = old_keyf = None
         for ch in changes:
             cls = ch.__class__
             if cls is not RawChange:
@@ -187,12 +187,15 @@ class EventBuilder:
                 te = self.table_events(table)
                 last_table = table
                 topic, key_schema_of_table, envelope = te.topic, te.key_schema, te.envelope
-                row, row_toast, keyf, old_keyf = te.row, te.row_toast, te.key, te.old_key
+                row, row_toast, row_pair, keyf, old_keyf = te.row, te.row_toast, te.row_pair, te.key, te.old_key
             assert te is not None
             try:
                 if op == "u":
-                    before = None if raw_before is None else row_toast(raw_before)
-                    after = None if raw_after is None else row_toast(raw_after)
+                    if raw_before is not None and raw_after is not None:
+                        before, after = row_pair(raw_before, raw_after)
+                    else:
+                        before = None if raw_before is None else row_toast(raw_before)
+                        after = None if raw_after is None else row_toast(raw_after)
                 else:
                     before = None if raw_before is None else row(raw_before)
                     after = None if raw_after is None else row(raw_after)

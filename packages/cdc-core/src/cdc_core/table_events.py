@@ -15,7 +15,8 @@ from cdc_core.errors import ConfigError, ConnectorError
 from cdc_core.filters import ColumnFilter
 from cdc_core.naming import field_adjuster, schema_adjuster
 from cdc_core.relational import Column, Table, TableId
-from cdc_core.rows import FailureHandler, compile_batch_function, compile_old_key_function, compile_row_function
+from cdc_core.rows import (FailureHandler, compile_batch_function, compile_old_key_function, compile_pair_function,
+                           compile_row_function)
 from cdc_core.schema import INT64, OPTIONAL_INT64, STRING, Schema, struct
 from cdc_core.topics import topic_naming_strategy
 
@@ -143,7 +144,7 @@ class TableEvents:
     """Everything needed to build one table version's records: topic, schemas and row functions."""
 
     __slots__ = ("table", "topic", "key_schema", "value_schema", "envelope", "row", "row_toast", "key", "key_positions",
-                 "rows", "old_key")
+                 "rows", "old_key", "row_pair")
 
     def __init__(self, table: Table, settings: EventSettings):
         tid = table.id
@@ -185,3 +186,5 @@ class TableEvents:
         self.rows = compile_batch_function(included, key_columns)
         self.row_toast = compile_row_function(included, with_unavailable=True, placeholder=settings.placeholder,
                                               on_failure=on_failure)
+        #: ``row_pair(before, after) -> (row_toast(before), row_toast(after))``, unchanged values converted once.
+        self.row_pair = compile_pair_function(included, self.row_toast, placeholder=settings.placeholder)
