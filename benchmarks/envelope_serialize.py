@@ -33,7 +33,7 @@ from typing import Any
 from cdc_core.config import Config
 from cdc_core.engine import _tune_gc, _tune_malloc
 from cdc_core.envelope import EventBuilder
-from cdc_core.events import RawChange
+from cdc_core.events import ChangeRecord, RawChange
 from cdc_core.relational import Table, TableId
 from cdc_core.serializers.json import JsonSerializer
 from cdc_postgres.source import SOURCE_SCHEMA, sequence, source_block
@@ -90,14 +90,15 @@ def changes(t: Table, n: int) -> list[list[RawChange]]:
 
 
 def setup(n: int) -> tuple[EventBuilder, list[list[RawChange]], list[list[Any]], JsonSerializer, JsonSerializer]:
+    """The builder, the batches of raw changes, the first batch built, and both serializers, all warmed up."""
     _tune_malloc()  # as the engine does before its first batch
     _tune_gc()
     builder = EventBuilder(Config({"topic.prefix": "bench"}), SOURCE_SCHEMA, {"server": "bench"})
     batches = changes(table(), n)
     built = [builder.build(b) for b in batches[:1]]  # compile the table's functions and schema JSON once
     with_schemas, bare = JsonSerializer(True, True), JsonSerializer(False, False)
-    with_schemas.serialize(built[0]) if built else None
-    bare.serialize(built[0]) if built else None
+    for serializer in (with_schemas, bare) if built else ():
+        serializer.serialize([r for r in built[0] if isinstance(r, ChangeRecord)])
     return builder, batches, built, with_schemas, bare
 
 
