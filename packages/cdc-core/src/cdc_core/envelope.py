@@ -170,8 +170,11 @@ class EventBuilder:
         append = out.append
         partition = self.partition
         skipped, tx = self.skipped, self.transactions
+        skip_unchanged, tombstones = self.skip_unchanged, self.tombstones
         last_table = None
         te: TableEvents | None = None
+        # The current table's parts, as locals (set on each change of table).
+        topic = key_schema_of_table = envelope = row = row_toast = row_pair = keyf = old_keyf = None
         for ch in changes:
             cls = ch.__class__
             if cls is not RawChange:
@@ -183,58 +186,64 @@ class EventBuilder:
                 else:
                     append(ch)
                 continue
-            op = ch.op
+            table, op, raw_before, raw_after, source, offset, transaction_id, transaction_event_id = ch
             if op in skipped:
-                append(Checkpoint(ch.offset))
+                append(Checkpoint(offset))
                 continue
-            if ch.table is not last_table:
-                te = self.table_events(ch.table)
-                last_table = ch.table
+            if table is not last_table:
+                te = self.table_events(table)
+                last_table = table
+                topic, key_schema_of_table, envelope = te.topic, te.key_schema, te.envelope
+                row, row_toast, row_pair, keyf, old_keyf = te.row, te.row_toast, te.row_pair, te.key, te.old_key
             assert te is not None
-            keyf = te.key
             try:
-                before = None if ch.before is None else (te.row_toast(ch.before) if op == "u" else te.row(ch.before))
-                after = None if ch.after is None else (te.row_toast(ch.after) if op == "u" else te.row(ch.after))
-                keyed_row = ch.after if ch.after is not None else ch.before
+                if op == "u":
+                    if raw_before is not None and raw_after is not None:
+                        before, after = row_pair(raw_before, raw_after)
+                    else:
+                        before = None if raw_before is None else row_toast(raw_before)
+                        after = None if raw_after is None else row_toast(raw_after)
+                else:
+                    before = None if raw_before is None else row(raw_before)
+                    after = None if raw_after is None else row(raw_after)
+                keyed_row = raw_after if raw_after is not None else raw_before
                 key = keyf(keyed_row) if keyf is not None and keyed_row is not None else None
                 old_key = key
-                if op == "u" and keyf is not None and ch.before is not None:
+                if op == "u" and keyf is not None and raw_before is not None and raw_after is not None:
                     # The old key is known only if the old row carries every key column (with REPLICA
                     # IDENTITY INDEX on another index it carries that index's columns only).
-                    if all(ch.before[i] is not None for i in te.key_positions):
-                        old_key = keyf(ch.before)
+                    old_key = old_keyf(raw_before, raw_after, key)
             except Exception as e:
                 self._failed(ch, e)
-                append(Checkpoint(ch.offset))
+                append(Checkpoint(offset))
                 continue
-            if op == "u" and self.skip_unchanged and before == after:
-                append(Checkpoint(ch.offset))
+            if skip_unchanged and op == "u" and before == after:
+                append(Checkpoint(offset))
                 continue
             block = None
-            if tx is not None and ch.transaction_id is not None:
-                block = tx.event(ch.transaction_id, data_collection(ch.table.id, self.catalog_in_data_collection),
-                                 ch.source.get("ts_ms"), ch.offset, out, ch.transaction_event_id)
-            if old_key != key:
+            if tx is not None and transaction_id is not None:
+                block = tx.event(transaction_id, data_collection(table.id, self.catalog_in_data_collection),
+                                 source.get("ts_ms"), offset, out, transaction_event_id)
+            if old_key is not key and old_key != key:
                 # A primary-key change: a delete of the old key, its tombstone, and a create of the new.
-                del_value = {"before": before, "after": None, "source": ch.source, "transaction": block, "op": "d",
+                del_value = {"before": before, "after": None, "source": source, "transaction": block, "op": "d",
                              "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
                 headers = {"__debezium.newkey": key}
-                append(ChangeRecord(te.topic, old_key, del_value, te.key_schema, te.envelope, None, headers, partition))
-                if self.tombstones:  # a tombstone carries its delete's headers, as in Debezium
-                    append(ChangeRecord(te.topic, old_key, None, te.key_schema, None, None, dict(headers), partition))
+                append(ChangeRecord(topic, old_key, del_value, key_schema_of_table, envelope, None, headers, partition))
+                if tombstones:  # a tombstone carries its delete's headers, as in Debezium
+                    append(ChangeRecord(topic, old_key, None, key_schema_of_table, None, None, dict(headers), partition))
                 if block is not None:  # the create is an event of its own, as in Debezium's TransactionMonitor
-                    block = tx.second_event(block, data_collection(ch.table.id, self.catalog_in_data_collection),
-                                            ch.offset)
-                value = {"before": None, "after": after, "source": ch.source, "transaction": block, "op": "c",
+                    block = tx.second_event(block, data_collection(table.id, self.catalog_in_data_collection), offset)
+                value = {"before": None, "after": after, "source": source, "transaction": block, "op": "c",
                          "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
-                append(ChangeRecord(te.topic, key, value, te.key_schema, te.envelope, ch.offset,
+                append(ChangeRecord(topic, key, value, key_schema_of_table, envelope, offset,
                                     {"__debezium.oldkey": old_key}, partition))
                 continue
-            value = {"before": before, "after": after, "source": ch.source, "transaction": block, "op": op,
+            value = {"before": before, "after": after, "source": source, "transaction": block, "op": op,
                      "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
-            key_schema = te.key_schema if key is not None else None  # a truncate has no key at all
-            if op == "d" and self.tombstones:
-                append(ChangeRecord(te.topic, key, value, key_schema, te.envelope, None, {}, partition))
-                append(ChangeRecord(te.topic, key, None, key_schema, None, ch.offset, {}, partition))
+            key_schema = key_schema_of_table if key is not None else None  # a truncate has no key at all
+            if op == "d" and tombstones:
+                append(ChangeRecord(topic, key, value, key_schema, envelope, None, {}, partition))
+                append(ChangeRecord(topic, key, None, key_schema, None, offset, {}, partition))
             else:
-                append(ChangeRecord(te.topic, key, value, key_schema, te.envelope, ch.offset, {}, partition))
+                append(ChangeRecord(topic, key, value, key_schema, envelope, offset, {}, partition))

@@ -164,3 +164,70 @@ def compile_batch_function(
     lines.append(f"    return {values}, {keys}")
     exec(compile("\n".join(lines), "<cdc batch row converter>", "exec"), env)
     return env["rows"]
+
+
+#: Raw value types whose equal values always convert to equal key fields (not floats: -0.0 == 0.0;
+#: not Decimals: 1.0 == 1.00; not bool, which equals 0 and 1).
+_EXACT_TYPES = frozenset({str, int, bytes})
+
+
+def compile_old_key_function(
+    key: Callable[[Sequence[Any]], dict], positions: Sequence[int]
+) -> Callable[[Sequence[Any], Sequence[Any], dict], dict]:
+    """Generate ``old_key(before, after, new_key) -> dict``: the key of an update's old row.
+
+    ``new_key`` (``key(after)``) when the old row lacks a key column (the old key is not known:
+    REPLICA IDENTITY on another index carries that index's columns only) or carries the very raw
+    key values of the new row (str, int or bytes values that are equal convert to the same key);
+    else ``key(before)``.
+    """
+    lines = ["def old_key(b, a, k):"]
+    same = []
+    for n, i in enumerate(positions):
+        lines += [f"    b{n} = b[{i}]", f"    if b{n} is None:", "        return k", f"    a{n} = a[{i}]"]
+        same.append(f"(b{n} == a{n} and b{n}.__class__ is a{n}.__class__ and b{n}.__class__ in EXACT)")
+    lines.append(f"    return k if {' and '.join(same)} else KEY(b)")
+    env: dict[str, Any] = {"KEY": key, "EXACT": _EXACT_TYPES}
+    exec(compile("\n".join(lines), "<cdc old key>", "exec"), env)
+    return env["old_key"]
+
+
+#: Schema types whose converted values are immutable (str, int, float, bool), so a before and an
+#: after row may share one; structs, arrays and maps are dicts and lists, each row gets its own.
+_SHAREABLE_TYPES = frozenset({"int8", "int16", "int32", "int64", "float32", "float64", "boolean", "string", "bytes"})
+
+
+def compile_pair_function(
+    columns: list[tuple[int, Column]], row: Callable[[Sequence[Any]], dict],
+    placeholder: str = "__debezium_unavailable_value",
+) -> Callable[[Sequence[Any], Sequence[Any]], tuple[dict, dict]]:
+    """Generate ``pair(before, after) -> (row(before), row(after))`` for an update's two images.
+
+    ``row`` is ``compile_row_function(columns, with_unavailable=True, ...)``. A column whose raw
+    value is the same in both images (equal str, int or bytes values, as in ``compile_old_key_function``)
+    is converted once, where its converter is not a plain type call (``int``, ``str``: cheaper than
+    the test) and its values are immutable. Converters are taken to be deterministic. If anything
+    raises, both rows are converted again by ``row`` (before first), with its failure handling.
+    """
+    env: dict[str, Any] = {"U": UNAVAILABLE, "EXACT": _EXACT_TYPES, "ROW": row}
+    body = []
+    before_items, after_items = [], []
+    for n, (index, column) in enumerate(columns):
+        env[f"c{n}"] = column.convert
+        env[f"p{n}"] = _placeholder_for(column, placeholder)
+        env[f"f{n}"] = null_value(column)
+        body.append(f"x{n} = a[{index}]")
+        body.append(f"y{n} = b[{index}]")
+        body.append(f"ax{n} = p{n} if x{n} is U else (f{n} if x{n} is None else c{n}(x{n}))")
+        convert_before = f"p{n} if y{n} is U else (f{n} if y{n} is None else c{n}(y{n}))"
+        if column.schema.type in _SHAREABLE_TYPES and not isinstance(column.convert, type):
+            convert_before = (f"ax{n} if (y{n} == x{n} and y{n}.__class__ in EXACT and y{n}.__class__ is x{n}.__class__)"
+                              f" else ({convert_before})")
+        body.append(f"bx{n} = {convert_before}")
+        before_items.append(f"{column.name!r}: bx{n}")
+        after_items.append(f"{column.name!r}: ax{n}")
+    body.append("return {" + ", ".join(before_items) + "}, {" + ", ".join(after_items) + "}")
+    lines = ["def pair(b, a):", "    try:", *("        " + line for line in body),
+             "    except Exception:", "        return ROW(b), ROW(a)"]
+    exec(compile("\n".join(lines), "<cdc update pair converter>", "exec"), env)
+    return env["pair"]

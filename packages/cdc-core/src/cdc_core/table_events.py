@@ -15,7 +15,8 @@ from cdc_core.errors import ConfigError, ConnectorError
 from cdc_core.filters import ColumnFilter
 from cdc_core.naming import field_adjuster, schema_adjuster
 from cdc_core.relational import Column, Table, TableId
-from cdc_core.rows import FailureHandler, compile_batch_function, compile_row_function
+from cdc_core.rows import (FailureHandler, compile_batch_function, compile_old_key_function, compile_pair_function,
+                           compile_row_function)
 from cdc_core.schema import INT64, OPTIONAL_INT64, STRING, Schema, struct
 from cdc_core.topics import topic_naming_strategy
 
@@ -143,7 +144,7 @@ class TableEvents:
     """Everything needed to build one table version's records: topic, schemas and row functions."""
 
     __slots__ = ("table", "topic", "key_schema", "value_schema", "envelope", "row", "row_toast", "key", "key_positions",
-                 "rows")
+                 "rows", "old_key", "row_pair")
 
     def __init__(self, table: Table, settings: EventSettings):
         tid = table.id
@@ -171,14 +172,19 @@ class TableEvents:
             self.key_schema = struct(f"{prefix}.Key", [(c.name, c.schema) for _, c in key_columns])
             self.key = compile_row_function(key_columns, with_unavailable=False)
             self.key_positions = tuple(i for i, _ in key_columns)
+            #: ``old_key(before, after, key(after))``: an update's old key (the new one where unknown or unchanged).
+            self.old_key = compile_old_key_function(self.key, self.key_positions)
         else:
             key_columns = []
             self.key_schema = None
             self.key = None
             self.key_positions = ()
+            self.old_key = None
         on_failure = settings.on_converting_failure(tid)
         self.row = compile_row_function(included, with_unavailable=False, on_failure=on_failure)
         #: ``rows(raw_rows) -> (values, keys)``: ``row`` and ``key`` for a run of inserts or reads at once.
         self.rows = compile_batch_function(included, key_columns)
         self.row_toast = compile_row_function(included, with_unavailable=True, placeholder=settings.placeholder,
                                               on_failure=on_failure)
+        #: ``row_pair(before, after) -> (row_toast(before), row_toast(after))``, unchanged values converted once.
+        self.row_pair = compile_pair_function(included, self.row_toast, placeholder=settings.placeholder)
