@@ -36,7 +36,8 @@ from cdc_core.signals.config import SIGNAL_FIELDS, signal_problems
 from cdc_core.signals.controller import SignalController
 from cdc_core.sinks.retry import SinkStopped
 from cdc_core.spi.connector import Connector, ConnectorContext
-from cdc_core.spi.sink import Sink
+from cdc_core.spi.sink import Sink, SinkRecord
+from cdc_core.snapshot.processes import SerializedRecords, WorkerPipeline
 from cdc_core.transforms.chain import TRANSFORM_FIELDS, build_chain, chain_problems
 
 Handler = Callable[[list[ChangeRecord]], None]
@@ -50,7 +51,31 @@ def record_size(record: ChangeRecord | Checkpoint) -> int:
     """
     if record.__class__ is Checkpoint:
         return 0
+    if record.__class__ is SinkRecord:  # serialized by a snapshot worker process (cdc_core.snapshot.processes)
+        return len(record.topic) + len(record.key or b"") + len(record.value or b"")
     return len(record.topic) + len(orjson.dumps(record.key, default=str)) + len(orjson.dumps(record.value, default=str))
+
+
+def _sink_handler(serialize: Callable[[list], list], write: Callable[[list], None]) -> Handler:
+    """Serialize a batch and write it; records a snapshot worker process serialized already pass as they are."""
+    def handle(records: list) -> None:
+        if records[0].__class__ is not SinkRecord and records[-1].__class__ is not SinkRecord:
+            write(serialize(records))
+            return
+        out: list = []
+        run: list = []
+        for r in records:
+            if r.__class__ is SinkRecord:
+                if run:
+                    out += serialize(run)
+                    run = []
+                out.append(r)
+            else:
+                run.append(r)
+        if run:
+            out += serialize(run)
+        write(out)
+    return handle
 
 
 def connector_class(config: Config, plugins: PluginRegistry | None = None) -> type:
@@ -241,6 +266,8 @@ class Engine:
         # Reentrant: stop() may run in a signal handler while this thread holds the lock.
         self._connector_lock = threading.RLock()
         self._producer_error: BaseException | None = None
+        #: The serializer of ``run`` into the sink (None with a handler): what snapshot worker processes use.
+        self._sink_serializer: Any = None
         self._acked_offset: dict[str, Any] | None = None
         self._flushed_offset: dict[str, Any] | None = None
         self._produced = 0
@@ -326,6 +353,9 @@ class Engine:
                 if self.stopping:  # stop() came while the connector was being set up
                     connector.stop()
                 builder = EventBuilder(self.config, connector.source_schema, self.partition, self.plugins)
+                if self._sink_serializer is not None and hasattr(connector, "worker_pipeline"):
+                    # snapshot.max.threads > 1: snapshot chunks may be serialized in worker processes.
+                    connector.worker_pipeline = WorkerPipeline(builder, chain, self._sink_serializer)
                 # The hook of cdc_core.signals: signal-table rows, watermarks, ad hoc snapshots, notifications.
                 signals = SignalController(
                     self.config, connector, self.plugins,
@@ -347,10 +377,15 @@ class Engine:
                             delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
                         if not raw:
                             continue
+                        serialized = None
+                        if raw[-1].__class__ is SerializedRecords:  # built, transformed, serialized by a worker
+                            serialized = raw.pop().records
                         records = builder.build(raw)
                         self.metrics.record_batch(records)
                         if chain is not None:
                             records = chain.apply(records)
+                        if serialized is not None:
+                            records += serialized
                         with self._progress:
                             self._produced += len(records)
                         if not self.queue.put(records, self._stopping.is_set):
@@ -393,8 +428,8 @@ class Engine:
                 raise ValueError("Engine.run needs a handler or a sink")
             if self.serializer is None:
                 self.serializer = _connect_serializer(self.config)
-            serialize, write = self.serializer.serialize, self.sink.write
-            handler = lambda records: write(serialize(records))  # noqa: E731
+            self._sink_serializer = self.serializer
+            handler = _sink_handler(self.serializer.serialize, self.sink.write)
         elif _CHECK_JSON:  # the test suite: records handed to a handler are checked as if serialized
             from cdc_core.serializers.checking import wrap_handler
 
@@ -471,7 +506,7 @@ class Engine:
 
     def _acknowledge(self, batch: list[ChangeRecord | Checkpoint]) -> None:
         for r in reversed(batch):
-            if r.offset is not None:
+            if r.__class__ is not SinkRecord and r.offset is not None:
                 self._acked_offset = r.offset
                 break
         with self._progress:
