@@ -10,7 +10,10 @@ Where ``fork`` does not exist, ``available()`` says why and the caller reads in 
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
+import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -79,11 +82,24 @@ def unpack(packed: tuple) -> list[SinkRecord]:
 
 
 _STATE: Any = None
+_PR_SET_PDEATHSIG = 1
 
 
-def _init(state: Any) -> None:
+def _init(state: Any, parent: int) -> None:
     global _STATE
     _STATE = state
+    _die_with_parent(parent)
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this worker when the process that forked it dies (kill -9 included), where Linux allows it."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux
+        return
+    if os.getppid() != parent:  # it died before the call took effect
+        os._exit(1)
 
 
 def _run(task: Any) -> Any:
@@ -100,7 +116,7 @@ def run_in_order(state: Any, tasks: Iterable[Any], processes: int, stopped: Call
     closed) the workers are ended at once.
     """
     ctx = multiprocessing.get_context("fork")
-    executor = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=_init, initargs=(state,))
+    executor = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=_init, initargs=(state, os.getpid()))
     todo = iter(tasks)
     pending: deque[Future] = deque()
     window = window or 2 * processes
