@@ -178,32 +178,35 @@ def test_a_killed_worker_stops_the_engine_with_an_error(pg_server, pg_db, tmp_pa
 
 
 def test_kill_9_mid_snapshot_then_restart(pg_server, pg_db, tmp_path):
+    rows = 80000
     pg_server.execute("CREATE TABLE t (id int PRIMARY KEY, pad text)", dbname=pg_db)
-    pg_server.execute("INSERT INTO t SELECT g, repeat('p', 200) FROM generate_series(1, 150000) g", dbname=pg_db)
+    pg_server.execute(f"INSERT INTO t SELECT g, repeat('p', 200) FROM generate_series(1, {rows}) g", dbname=pg_db)
     pg_server.execute("ANALYZE t", dbname=pg_db)
     config = write_properties(tmp_path / "app.properties",
                               server_properties(pg_server, pg_db, tmp_path, **{"snapshot.max.threads": 2}))
-    topic = "dbserver1.public.t"
+    path = tmp_path / "events" / "dbserver1.public.t.jsonl"
+
+    def written() -> bytes:
+        return path.read_bytes() if path.exists() else b""
+
     cdc = CdcProcess(config, tmp_path).start()
-    cdc.wait_until(lambda: 0 < len(cdc.events(topic)), 60, "the first snapshot records")
+    cdc.wait_until(lambda: written().count(b"\n") > 0, 60, "the first snapshot records")
     workers = [int(p) for t in Path(f"/proc/{cdc.proc.pid}/task").iterdir()
                for p in (t / "children").read_text().split()]
     cdc.kill()
-    first_run = len(cdc.events(topic))
-    if first_run >= 150000:
+    first_run = written().count(b"\n")
+    if first_run >= rows:
         pytest.skip("the snapshot finished before the kill (machine too fast for this scenario)")
     deadline = time.monotonic() + 10
     while any(Path(f"/proc/{p}").exists() for p in workers) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not [p for p in workers if Path(f"/proc/{p}").exists() and
-                b"python" in Path(f"/proc/{p}/cmdline").read_bytes()], "workers outlived the killed cdc"
+    assert not [p for p in workers if Path(f"/proc/{p}").exists()], "workers outlived the killed cdc"
     cdc = CdcProcess(config, tmp_path).start()
-    cdc.wait_until(lambda: any(e["value"]["payload"]["source"]["snapshot"] == "last" for e in cdc.events(topic)[-5:]),
-                   120, "the snapshot's last record")
-    pg_server.execute("INSERT INTO t VALUES (150001, 'after')", dbname=pg_db)
-    events = cdc.wait_events(topic, first_run + 150001, 60)
+    cdc.wait_until(lambda: b'"snapshot":"last"' in written()[-20000:], 120, "the snapshot's last record")
+    pg_server.execute(f"INSERT INTO t VALUES ({rows + 1}, 'after')", dbname=pg_db)
+    cdc.wait_until(lambda: b'"after"' in written()[-20000:], 60, "the row inserted after the snapshot")
     assert cdc.terminate() == 0
-    payloads = [e["value"]["payload"] for e in events]
+    payloads = [orjson.loads(line)["value"]["payload"] for line in written().split(b"\n") if line]
     start = max(i for i, p in enumerate(payloads) if p["source"]["snapshot"] == "first")
     ids = [p["after"]["id"] for p in payloads[start:]]
-    assert len(ids) == 150001 and set(ids) == set(range(1, 150002))
+    assert len(ids) == rows + 1 and set(ids) == set(range(1, rows + 2))
