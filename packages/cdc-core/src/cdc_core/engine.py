@@ -56,10 +56,12 @@ def record_size(record: ChangeRecord | Checkpoint) -> int:
     return len(record.topic) + len(orjson.dumps(record.key, default=str)) + len(orjson.dumps(record.value, default=str))
 
 
-def _sink_handler(serialize: Callable[[list], list], write: Callable[[list], None]) -> Handler:
-    """Serialize a batch and write it; records a snapshot worker process serialized already pass as they are."""
+def _sink_handler(serialize: Callable[[list], list], write: Callable[[list], None],
+                  worker_records: Callable[[], bool]) -> Handler:
+    """Serialize a batch and write it; records a snapshot worker process serialized already pass as they are
+    (looked for only once ``worker_records()`` says there were any)."""
     def handle(records: list) -> None:
-        if records[0].__class__ is not SinkRecord and records[-1].__class__ is not SinkRecord:
+        if not worker_records():
             write(serialize(records))
             return
         out: list = []
@@ -268,6 +270,8 @@ class Engine:
         self._producer_error: BaseException | None = None
         #: The serializer of ``run`` into the sink (None with a handler): what snapshot worker processes use.
         self._sink_serializer: Any = None
+        #: Whether the connector handed on records serialized by snapshot worker processes (set before queueing them).
+        self._worker_records = False
         self._acked_offset: dict[str, Any] | None = None
         self._flushed_offset: dict[str, Any] | None = None
         self._produced = 0
@@ -380,6 +384,7 @@ class Engine:
                         serialized = None
                         if raw[-1].__class__ is SerializedRecords:  # built, transformed, serialized by a worker
                             serialized = raw.pop().records
+                            self._worker_records = True
                         records = builder.build(raw)
                         self.metrics.record_batch(records)
                         if chain is not None:
@@ -429,7 +434,7 @@ class Engine:
             if self.serializer is None:
                 self.serializer = _connect_serializer(self.config)
             self._sink_serializer = self.serializer
-            handler = _sink_handler(self.serializer.serialize, self.sink.write)
+            handler = _sink_handler(self.serializer.serialize, self.sink.write, lambda: self._worker_records)
         elif _CHECK_JSON:  # the test suite: records handed to a handler are checked as if serialized
             from cdc_core.serializers.checking import wrap_handler
 

@@ -23,7 +23,8 @@ from psycopg import sql
 
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.relational import Table
-from cdc_core.snapshot.processes import SerializedRecords, WorkerPipeline, pack, run_in_order, unpack
+from cdc_core.snapshot.chunk_merge import merge_in_order
+from cdc_core.snapshot.processes import WorkerPipeline, pack, run_in_order
 from cdc_postgres.copyread import read_blocks
 from cdc_postgres.copytext import parse_block
 from cdc_postgres.snapshot import _refusal_named
@@ -116,82 +117,37 @@ def _qualified(table: Table) -> str:
 
 def read_in_processes(reader: Any, tables: list[tuple[Table, str]], pipeline: WorkerPipeline) -> Iterator[list[Any]]:
     """``SnapshotReader.read`` with the chunks read, converted and serialized by ``reader.threads`` worker processes."""
-    several = len(tables) > 1
     chunks = plan(reader, tables)
     reader.log.info("snapshot.max.threads=%d: %d tables in %d chunks read in worker processes",
                     reader.threads, len(tables), len(chunks))
     worker = ChunkWorker(reader, tables, pipeline)
     sources: dict[int, dict] = {}
+    started: dict[int, float] = {}
     offset = reader._offset(False)
-    held: RawChange | None = None  # the latest row, held back until we know whether it ends its table or all
-    started = {}
-    rows_of: dict[int, int] = {}
-    current = -1
-    first_overall = True
 
-    def table_done(index: int) -> None:
+    def table_started(index: int) -> None:
         table = tables[index][0]
-        reader.log.info("snapshot of %s: %d rows in %.1fs", table.id, rows_of.get(index, 0),
-                        time.monotonic() - started[index])
+        started[index] = time.monotonic()
+        ts_us = next(c.ts_us for c in chunks if c.table == index)
+        sources[index] = source_block(reader.server, reader.db, ts_us, "true", table.id.schema or "",
+                                      table.id.table, reader.tx_id, reader.lsn, sequence(None, reader.lsn))
+
+    def table_done(index: int, rows: int) -> None:
+        table = tables[index][0]
+        reader.log.info("snapshot of %s: %d rows in %.1fs", table.id, rows, time.monotonic() - started[index])
         if reader.metrics is not None:
             reader.metrics.table_completed(table.id.identifier)
 
     def raw(index: int, row: Any, marker: str) -> RawChange:
-        source = sources[index]
-        if marker != "true":
-            source = {**source, "snapshot": marker}
+        source = sources[index] if marker == "true" else {**sources[index], "snapshot": marker}
         return RawChange(tables[index][0], "r", None, row, source, offset, None, None)
 
-    def end_of_table(change: RawChange) -> RawChange:
-        # Debezium's precedence: last, first, last_in_data_collection, first_in_data_collection, true.
-        if change.source["snapshot"] != "first":
-            return change._replace(source={**change.source, "snapshot": "last_in_data_collection"})
-        return change
-
-    for chunk, (first, packed, last) in zip(chunks, run_in_order(worker, chunks, reader.threads,
-                                                                 lambda: reader.stopped)):
-        index = chunk.table
-        if index != current:
-            if current >= 0:
-                if held is not None and held.table is tables[current][0]:
-                    held = end_of_table(held)
-                table_done(current)
-            current = index
-            started[index] = time.monotonic()
-            table = tables[index][0]
-            sources[index] = source_block(reader.server, reader.db, chunk.ts_us, "true", table.id.schema or "",
-                                          table.id.table, reader.tx_id, reader.lsn, sequence(None, reader.lsn))
-        if first is None:
-            continue
-        n = 1 + (len(packed[1]) if packed is not None else 0) + (1 if last is not None else 0)
-        new_table = not rows_of.get(index)
-        rows_of[index] = rows_of.get(index, 0) + n
-        batch: list[Any] = []
-        if held is not None:
-            batch.append(held)
-        if new_table:
-            marker = "first" if first_overall and not several else "first_in_data_collection"
-            first_overall = False
-            head = raw(index, first, marker)
-        else:
-            head = raw(index, first, "true")
-        if last is None:
-            held = head
-        else:
-            batch.append(head)
-            held = raw(index, last, "true")
-        if packed is not None:
-            batch.append(SerializedRecords(unpack(packed)))
-        yield batch
-        if reader.stopped:
-            return
+    results = run_in_order(worker, chunks, reader.threads, lambda: reader.stopped)
+    held = yield from merge_in_order(((c.table, r) for c, r in zip(chunks, results)), len(tables) > 1, raw,
+                                     table_started, table_done, lambda: reader.stopped)
     if reader.stopped:
         return
-    if current >= 0:
-        if held is not None and held.table is tables[current][0]:
-            held = end_of_table(held)
-        table_done(current)
-    batch = []
+    batch: list[Any] = []
     if held is not None:
         batch.append(held._replace(source={**held.source, "snapshot": "last"}, offset=reader._offset(True)))
     batch.append(Checkpoint({"lsn": reader.lsn, "lsn_commit": reader.lsn, "lsn_proc": None,

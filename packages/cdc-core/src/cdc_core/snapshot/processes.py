@@ -89,6 +89,9 @@ def _init(state: Any, parent: int) -> None:
     global _STATE
     _STATE = state
     _die_with_parent(parent)
+    started = getattr(state, "started", None)
+    if started is not None:  # e.g. to claim this worker's own connection
+        started()
 
 
 def _die_with_parent(parent: int) -> None:
