@@ -64,18 +64,24 @@ def test_same_bytes_as_one_process(pg_server, pg_db, tmp_path, monkeypatch):
                       "FROM generate_series(1, 12000) g", dbname=pg_db)
     pg_server.execute("DELETE FROM t WHERE id BETWEEN 3000 AND 4500", dbname=pg_db)  # empty pages: empty chunks
     pg_server.execute("VACUUM ANALYZE t", dbname=pg_db)
-    out = {}
-    for threads in (1, 2):
-        directory = tmp_path / str(threads)
-        engine = Engine(_config(pg_server, pg_db, **{"snapshot.mode": "initial_only", "slot.name": f"proc{threads}",
-                                                     "snapshot.max.threads": threads}),
+    out, metrics = {}, {}
+    # A transform runs in the workers as in the main process (HeaderFrom: records with headers, pickled whole).
+    headers = {"transforms": "hdr", "transforms.hdr.type": "org.apache.kafka.connect.transforms.HeaderFrom$Value",
+               "transforms.hdr.fields": "op", "transforms.hdr.headers": "operation", "transforms.hdr.operation": "copy"}
+    for run, threads, more in (("one", 1, {}), ("workers", 2, {}), ("one+hdr", 1, headers), ("workers+hdr", 2, headers)):
+        directory = tmp_path / run
+        engine = Engine(_config(pg_server, pg_db, **{"snapshot.mode": "initial_only", "slot.name": f"proc{len(out)}",
+                                                     "snapshot.max.threads": threads, **more}),
                         sink=FileSink(Config({"dir": str(directory)})), offset_store=MemoryOffsetStore())
         engine.run()
-        out[threads] = [_RUN_FIELDS.sub(b"", line) for line in _lines(directory)]
-    assert len(out[1]) == 12000 - 1501
-    assert out[2] == out[1]
-    marks = Counter(orjson.loads(line)["value"]["payload"]["source"]["snapshot"] for line in _lines(tmp_path / "2"))
-    assert marks == {"true": len(out[1]) - 2, "first": 1, "last": 1}
+        out[run] = [_RUN_FIELDS.sub(b"", line) for line in _lines(directory)]
+        metrics[run] = (engine.metrics.snapshot.total_events, engine.metrics.snapshot.rows_scanned)
+    assert len(out["one"]) == 12000 - 1501
+    assert out["workers"] == out["one"]
+    assert out["workers+hdr"] == out["one+hdr"] and b'"headers":{"operation":"r"}' in out["workers+hdr"][1]
+    assert metrics["workers"] == metrics["one"] == (10499, {"public.t": 10499})
+    marks = Counter(orjson.loads(line)["value"]["payload"]["source"]["snapshot"] for line in _lines(tmp_path / "workers"))
+    assert marks == {"true": len(out["one"]) - 2, "first": 1, "last": 1}
 
 
 def test_each_row_once_with_a_writer_then_streaming(pg_server, pg_db, tmp_path, monkeypatch):

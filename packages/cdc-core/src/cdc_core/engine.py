@@ -390,6 +390,8 @@ class Engine:
                         if chain is not None:
                             records = chain.apply(records)
                         if serialized is not None:
+                            if serialized:
+                                self.metrics.record_serialized(len(serialized), serialized[0].topic, records)
                             records += serialized
                         with self._progress:
                             self._produced += len(records)
