@@ -216,3 +216,28 @@ def test_kill_9_mid_snapshot_then_restart(pg_server, pg_db, tmp_path):
     start = max(i for i, p in enumerate(payloads) if p["source"]["snapshot"] == "first")
     ids = [p["after"]["id"] for p in payloads[start:]]
     assert len(ids) == rows + 1 and set(ids) == set(range(1, rows + 2))
+
+
+def test_stop_mid_snapshot_ends_the_workers(pg_server, pg_db, tmp_path, monkeypatch):
+    monkeypatch.setattr(process_snapshot, "CHUNK_ROWS", 500)
+    pg_server.execute("CREATE TABLE t (id int PRIMARY KEY, pad text)", dbname=pg_db)
+    pg_server.execute("INSERT INTO t SELECT g, repeat('p', 40) FROM generate_series(1, 60000) g", dbname=pg_db)
+    pg_server.execute("ANALYZE t", dbname=pg_db)
+    offsets = MemoryOffsetStore()
+    engine = Engine(_config(pg_server, pg_db, **{"snapshot.max.threads": 2, "max.batch.size": 500}),
+                    sink=_SlowSink(Config({"dir": str(tmp_path)})), offset_store=offsets)
+    errors: list = []
+    runner = threading.Thread(target=lambda: _run(engine, errors))
+    runner.start()
+    deadline = time.monotonic() + 60
+    while not _lines(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    engine.stop()
+    runner.join(30)
+    if runner.is_alive():
+        import faulthandler, sys
+        faulthandler.dump_traceback(sys.stderr, all_threads=True)
+    assert not runner.is_alive() and not errors, errors
+    assert 0 < len(_lines(tmp_path)) < 60000
+    assert offsets.get(engine.partition)["snapshot"] is True  # the next start takes the snapshot again
+    assert not _children(), "worker processes left behind"

@@ -16,8 +16,6 @@ import os
 import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
@@ -81,17 +79,32 @@ def unpack(packed: tuple) -> list[SinkRecord]:
 
 
 
-_STATE: Any = None
 _PR_SET_PDEATHSIG = 1
 
 
-def _init(state: Any, parent: int) -> None:
-    global _STATE
-    _STATE = state
+def _serve(state: Any, conn: Any, parent: int) -> None:
+    """A worker's life: ``state.run`` each task received on ``conn``, its result (or exception) sent back."""
     _die_with_parent(parent)
     started = getattr(state, "started", None)
     if started is not None:  # e.g. to claim this worker's own connection
         started()
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        try:
+            reply = (True, state.run(task))
+        except BaseException as e:  # noqa: BLE001 - handed to the main process, which raises it
+            reply = (False, e)
+        try:
+            conn.send(reply)
+        except (BrokenPipeError, OSError):
+            return
+        except Exception as e:  # noqa: BLE001 - an exception that cannot be pickled: its text
+            conn.send((False, ConnectorError(f"{type(reply[1]).__name__}: {reply[1]}")))
 
 
 def _die_with_parent(parent: int) -> None:
@@ -105,52 +118,72 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _run(task: Any) -> Any:
-    return _STATE.run(task)
-
-
 def run_in_order(state: Any, tasks: Iterable[Any], processes: int, stopped: Callable[[], bool],
-                 window: int = 0) -> Iterator[Any]:
+                 window: int = 2) -> Iterator[Any]:
     """Yield ``state.run(task)`` of each task, in the order of ``tasks``, computed in ``processes`` forked workers.
 
-    ``state`` reaches the workers through the fork (not pickled); tasks and results are pickled.
-    A worker's exception is raised here; a worker that died (killed, out of memory) raises a
-    ConnectorError saying so. When the caller stops (``stopped()``, an error, the generator
-    closed) the workers are ended at once.
+    ``state`` reaches the workers through the fork (not pickled); tasks and results are pickled. Each
+    worker has at most ``window`` tasks outstanding and gets its next one when its oldest result is
+    taken (results come back from each worker in the order it was given its tasks, and tasks are given
+    out in order, so the oldest outstanding task is always some worker's oldest). A worker's exception
+    is raised here; a worker that died (killed, out of memory) raises a ConnectorError saying so. When
+    the caller stops (``stopped()``, an error, the generator closed) the workers are killed at once
+    (none is waited for: a worker in the middle of sending a result is simply gone).
     """
     ctx = multiprocessing.get_context("fork")
-    executor = ProcessPoolExecutor(max_workers=processes, mp_context=ctx, initializer=_init, initargs=(state, os.getpid()))
     todo = iter(tasks)
-    pending: deque[Future] = deque()
-    window = window or 2 * processes
+    workers: list[tuple[Any, Any]] = []  # (process, this side of its pipe)
+    pending: deque[tuple[int, Any]] = deque()  # (worker, task) in task order
     finished = False
     try:
-        for task in todo:
-            pending.append(executor.submit(_run, task))
-            if len(pending) >= window:
-                break
+        for _ in range(processes):
+            mine, theirs = ctx.Pipe()
+            process = ctx.Process(target=_serve, args=(state, theirs, os.getpid()), name="cdc-snapshot-worker",
+                                  daemon=True)
+            process.start()
+            theirs.close()  # only the worker holds its end: its death is an end of file here
+            workers.append((process, mine))
+        for _ in range(window):
+            for w, (_, conn) in enumerate(workers):
+                task = next(todo, None)
+                if task is None:
+                    break
+                conn.send(task)
+                pending.append((w, task))
         while pending:
             if stopped():
                 return
+            w, _task = pending.popleft()
+            process, conn = workers[w]
             try:
-                result = pending.popleft().result()
-            except BrokenProcessPool:
+                ok, result = conn.recv()
+            except (EOFError, OSError):
                 raise ConnectorError(
                     f"a snapshot worker process (snapshot.max.threads={processes}) died before finishing its chunk "
-                    "(killed, or out of memory); the snapshot stops here and is taken again on the next start, "
-                    "as an interrupted snapshot is") from None
-            for task in todo:
-                pending.append(executor.submit(_run, task))
-                break
+                    f"(exit code {_exit_code(process)}: killed, or out of memory); the snapshot stops here and is "
+                    "taken again on the next start, as an interrupted snapshot is") from None
+            if not ok:
+                raise result
+            task = next(todo, None)
+            if task is not None:
+                conn.send(task)
+                pending.append((w, task))
             yield result
         finished = True
     finally:
-        if not finished:
-            for future in pending:
-                future.cancel()
-            # Workers in the middle of a chunk are ended rather than waited for.
-            for process in list(getattr(executor, "_processes", {}).values()):
-                if process.is_alive():
-                    process.terminate()
-        executor.shutdown(wait=True, cancel_futures=True)
+        for process, conn in workers:
+            if finished:
+                try:
+                    conn.send(None)
+                except OSError:
+                    pass
+            elif process.is_alive():
+                process.kill()
+        for process, conn in workers:
+            process.join(10)
+            conn.close()
 
+
+def _exit_code(process: Any) -> Any:
+    process.join(1)
+    return process.exitcode
