@@ -8,9 +8,11 @@ takes its workers with it, and the restart snapshots again.
 
 from __future__ import annotations
 
+import faulthandler
+import os
 import re
 import signal
-import os
+import sys
 import threading
 import time
 from collections import Counter
@@ -234,8 +236,7 @@ def test_stop_mid_snapshot_ends_the_workers(pg_server, pg_db, tmp_path, monkeypa
         time.sleep(0.02)
     engine.stop()
     runner.join(30)
-    if runner.is_alive():
-        import faulthandler, sys
+    if runner.is_alive():  # where it hangs, for the failure report
         faulthandler.dump_traceback(sys.stderr, all_threads=True)
     assert not runner.is_alive() and not errors, errors
     assert 0 < len(_lines(tmp_path)) < 60000
