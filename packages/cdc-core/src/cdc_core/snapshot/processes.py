@@ -135,6 +135,21 @@ def run_in_order(state: Any, tasks: Iterable[Any], processes: int, stopped: Call
     workers: list[tuple[Any, Any]] = []  # (process, this side of its pipe)
     pending: deque[tuple[int, Any]] = deque()  # (worker, task) in task order
     finished = False
+
+    def died(process: Any) -> ConnectorError:
+        return ConnectorError(
+            f"a snapshot worker process (snapshot.max.threads={processes}) died before finishing its chunk "
+            f"(exit code {_exit_code(process)}: killed, or out of memory); the snapshot stops here and is "
+            "taken again on the next start, as an interrupted snapshot is")
+
+    def give(w: int, task: Any) -> None:
+        process, conn = workers[w]
+        try:
+            conn.send(task)
+        except OSError:  # its end is closed: it died
+            raise died(process) from None
+        pending.append((w, task))
+
     try:
         for _ in range(processes):
             mine, theirs = ctx.Pipe()
@@ -144,12 +159,11 @@ def run_in_order(state: Any, tasks: Iterable[Any], processes: int, stopped: Call
             theirs.close()  # only the worker holds its end: its death is an end of file here
             workers.append((process, mine))
         for _ in range(window):
-            for w, (_, conn) in enumerate(workers):
+            for w in range(len(workers)):
                 task = next(todo, None)
                 if task is None:
                     break
-                conn.send(task)
-                pending.append((w, task))
+                give(w, task)
         while pending:
             if stopped():
                 return
@@ -158,16 +172,12 @@ def run_in_order(state: Any, tasks: Iterable[Any], processes: int, stopped: Call
             try:
                 ok, result = conn.recv()
             except (EOFError, OSError):
-                raise ConnectorError(
-                    f"a snapshot worker process (snapshot.max.threads={processes}) died before finishing its chunk "
-                    f"(exit code {_exit_code(process)}: killed, or out of memory); the snapshot stops here and is "
-                    "taken again on the next start, as an interrupted snapshot is") from None
+                raise died(process) from None
             if not ok:
                 raise result
             task = next(todo, None)
             if task is not None:
-                conn.send(task)
-                pending.append((w, task))
+                give(w, task)
             yield result
         finished = True
     finally:
