@@ -10,7 +10,8 @@ The same run snapshots the same table with Debezium's embedded engine (PostgresC
 ``snapshot.mode=initial_only``, JsonConverter with schemas into a file fsynced per batch; the JVM
 ends with the snapshot) and prints its rate, CPU per record and peak RSS beside a cdc file-sink
 snapshot run alone in a fresh Python process (``debezium_baseline``). ``--no-debezium`` leaves it out.
-Usage: ``uv run python benchmarks/pg_snapshot.py [--rows N] [--repeat N] [--file-sink] [--no-debezium]``.
+``--threads N`` (default 2) adds cdc with ``snapshot.max.threads=N`` into the file sink (worker processes).
+Usage: ``uv run python benchmarks/pg_snapshot.py [--rows N] [--repeat N] [--file-sink] [--no-debezium] [--threads N]``.
 """
 
 from __future__ import annotations
@@ -88,6 +89,24 @@ def engine_rate(pg: Any, rows: int, out_dir: Path | None) -> tuple[float, float]
     return rows / elapsed, cpu / rows * 1e6
 
 
+def worker_rate(pg: Any, rows: int, out_dir: Path, threads: int) -> tuple[float, float, float]:
+    """(rows/s, CPU µs/row of this process, of its worker processes) of the snapshot into the file sink with
+    ``snapshot.max.threads=threads``: chunks read, converted and serialized by worker processes."""
+    config = Config({
+        "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
+        "database.user": pg.user, "database.dbname": "bench", "topic.prefix": "bench",
+        "snapshot.mode": "initial_only", "slot.name": f"snap_{time.monotonic_ns()}", "snapshot.max.threads": threads,
+    })
+    engine = Engine(config, sink=FileSink(Config({"dir": str(out_dir)})), offset_store=MemoryOffsetStore())
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started, cpu = time.perf_counter(), _cpu_seconds()
+    engine.run()
+    elapsed, cpu = time.perf_counter() - started, _cpu_seconds() - cpu
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    workers = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+    return rows / elapsed, cpu / rows * 1e6, workers / rows * 1e6
+
+
 def main() -> None:
     """Run the benchmark and print the numbers."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -95,6 +114,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="run each measurement N times, report the best")
     parser.add_argument("--file-sink", action="store_true")
     parser.add_argument("--no-debezium", action="store_true", help="do not run Debezium's engine beside cdc")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="also run cdc with snapshot.max.threads=N into the file sink (worker processes); 1: not")
     args = parser.parse_args()
     why_not = "--no-debezium" if args.no_debezium else debezium_baseline.missing()
     dbz: Figures | None = None
@@ -109,6 +130,13 @@ def main() -> None:
         # Against Debezium: cdc into the file sink, alone in a fresh process (its CPU and peak RSS, as the JVM's).
         (rate, _), cpu_s, rss, wall = isolated.run(engine_rate, isolated.address(pg), args.rows, Path(tmp) / "cdc")
         cdc = Figures(args.rows, args.rows / rate, wall, cpu_s, rss)
+        workers = None
+        if args.threads > 1:
+            (w_rate, w_cpu, w_children), w_cpu_s, w_rss, w_wall = isolated.run(
+                worker_rate, isolated.address(pg), args.rows, Path(tmp) / "cdc-workers", args.threads)
+            # The process's CPU and its worker processes' (which its own rusage leaves out).
+            workers = (Figures(args.rows, args.rows / w_rate, w_wall, w_cpu_s + w_children * args.rows / 1e6, w_rss),
+                       w_cpu, w_children)
         if why_not is None:
             props = debezium_baseline.engine_properties(debezium_baseline.postgres(
                 pg, "bench", "dbz_snapshot", "initial_only", **{"table.include.list": "public.bench",
@@ -127,8 +155,12 @@ def main() -> None:
     print(f"target: snapshot >= {TARGET_ROWS_PER_S:,} rows/s (issue 3); baseline, the code before issue 3 run "
           "side by side (load 2-5): 61-94k rows/s, 8.5-8.8 us CPU/row (11.2 at load 1.2)")
     print()
-    print(debezium_baseline.table(f"snapshot of one {args.rows:,}-row table (PostgreSQL)",
-                                  [("snapshot, file sink", cdc, dbz)], why_not))
+    lines = [("snapshot, file sink", cdc, dbz)]
+    if workers is not None:
+        lines.append((f"snapshot, {args.threads} workers", workers[0], dbz))
+        print(f"snapshot.max.threads={args.threads} (file): {workers[1]:.2f} us CPU/row in the main process + "
+              f"{workers[2]:.2f} in worker processes")
+    print(debezium_baseline.table(f"snapshot of one {args.rows:,}-row table (PostgreSQL)", lines, why_not))
     print("target: cdc >= 3x Debezium's rate, CPU per record <= 0.15x (issue 20)")
 
 

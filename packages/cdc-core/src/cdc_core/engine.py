@@ -36,7 +36,8 @@ from cdc_core.signals.config import SIGNAL_FIELDS, signal_problems
 from cdc_core.signals.controller import SignalController
 from cdc_core.sinks.retry import SinkStopped
 from cdc_core.spi.connector import Connector, ConnectorContext
-from cdc_core.spi.sink import Sink
+from cdc_core.spi.sink import Sink, SinkRecord
+from cdc_core.snapshot.processes import SerializedRecords, WorkerPipeline
 from cdc_core.transforms.chain import TRANSFORM_FIELDS, build_chain, chain_problems
 
 Handler = Callable[[list[ChangeRecord]], None]
@@ -50,7 +51,33 @@ def record_size(record: ChangeRecord | Checkpoint) -> int:
     """
     if record.__class__ is Checkpoint:
         return 0
+    if record.__class__ is SinkRecord:  # serialized by a snapshot worker process (cdc_core.snapshot.processes)
+        return len(record.topic) + len(record.key or b"") + len(record.value or b"")
     return len(record.topic) + len(orjson.dumps(record.key, default=str)) + len(orjson.dumps(record.value, default=str))
+
+
+def _sink_handler(serialize: Callable[[list], list], write: Callable[[list], None],
+                  worker_records: Callable[[], bool]) -> Handler:
+    """Serialize a batch and write it; records a snapshot worker process serialized already pass as they are
+    (looked for only once ``worker_records()`` says there were any)."""
+    def handle(records: list) -> None:
+        if not worker_records():
+            write(serialize(records))
+            return
+        out: list = []
+        run: list = []
+        for r in records:
+            if r.__class__ is SinkRecord:
+                if run:
+                    out += serialize(run)
+                    run = []
+                out.append(r)
+            else:
+                run.append(r)
+        if run:
+            out += serialize(run)
+        write(out)
+    return handle
 
 
 def connector_class(config: Config, plugins: PluginRegistry | None = None) -> type:
@@ -242,6 +269,10 @@ class Engine:
         # Reentrant: stop() may run in a signal handler while this thread holds the lock.
         self._connector_lock = threading.RLock()
         self._producer_error: BaseException | None = None
+        #: The serializer of ``run`` into the sink (None with a handler): what snapshot worker processes use.
+        self._sink_serializer: Any = None
+        #: Whether the connector handed on records serialized by snapshot worker processes (set before queueing them).
+        self._worker_records = False
         self._acked_offset: dict[str, Any] | None = None
         self._flushed_offset: dict[str, Any] | None = None
         self._produced = 0
@@ -332,6 +363,9 @@ class Engine:
                     connector.stop()
                 builder = EventBuilder(self.config, connector.source_schema, self.partition, self.plugins,
                                        getattr(self.connector_class, "catalog_in_data_collection", False))
+                if self._sink_serializer is not None and hasattr(connector, "worker_pipeline"):
+                    # snapshot.max.threads > 1: snapshot chunks may be serialized in worker processes.
+                    connector.worker_pipeline = WorkerPipeline(builder, chain, self._sink_serializer)
                 # The hook of cdc_core.signals: signal-table rows, watermarks, ad hoc snapshots, notifications.
                 signals = SignalController(
                     self.config, connector, self.plugins,
@@ -359,10 +393,18 @@ class Engine:
                             delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
                         if not raw:
                             continue
+                        serialized = None
+                        if raw[-1].__class__ is SerializedRecords:  # built, transformed, serialized by a worker
+                            serialized = raw.pop().records
+                            self._worker_records = True
                         records = builder.build(raw) if builders is None else self._build_partition(builders, raw)
                         self.metrics.record_batch(records)
                         if chain is not None:
                             records = chain.apply(records)
+                        if serialized is not None:
+                            if serialized:
+                                self.metrics.record_serialized(len(serialized), serialized[0].topic, records)
+                            records += serialized
                         with self._progress:
                             self._produced += len(records)
                         if not self.queue.put(records, self._stopping.is_set):
@@ -443,8 +485,8 @@ class Engine:
                 raise ValueError("Engine.run needs a handler or a sink")
             if self.serializer is None:
                 self.serializer = _connect_serializer(self.config)
-            serialize, write = self.serializer.serialize, self.sink.write
-            handler = lambda records: write(serialize(records))  # noqa: E731
+            self._sink_serializer = self.serializer
+            handler = _sink_handler(self.serializer.serialize, self.sink.write, lambda: self._worker_records)
         elif _CHECK_JSON:  # the test suite: records handed to a handler are checked as if serialized
             from cdc_core.serializers.checking import wrap_handler
 
@@ -521,7 +563,7 @@ class Engine:
 
     def _acknowledge(self, batch: list[ChangeRecord | Checkpoint]) -> None:
         for r in reversed(batch):
-            if r.offset is not None:
+            if r.__class__ is not SinkRecord and r.offset is not None:
                 self._acked_offset = r.offset
                 break
         if self._multi_partition:

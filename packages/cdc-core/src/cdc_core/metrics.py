@@ -232,6 +232,12 @@ class ConnectorMetrics:
                 found = self.groups[context] = factory()
             return found
 
+    def record_serialized(self, count: int, topic: str, built: list) -> None:
+        """Account ``count`` snapshot reads of ``topic`` serialized by a worker process (``built``: the records
+        built beside them, which name the table)."""
+        self.snapshot.total_events += count
+        self.snapshot.rows(_table_of(topic, built), count)
+
     def record_batch(self, records: list) -> None:
         """Account a converted batch: counts by op and rows per table; the last event and the lag from
         the batch's last data event only (the per-record work is a few integer additions)."""

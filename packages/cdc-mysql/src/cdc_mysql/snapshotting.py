@@ -24,6 +24,7 @@ from cdc_core.config import common
 from cdc_core.delays import wait_before
 from cdc_core.events import ChangeRecord, Checkpoint
 from cdc_core.filters import snapshot_order
+from cdc_core.snapshot.processes import available as processes_available
 from cdc_core.relational import TableId as CoreTableId
 
 from cdc_mysql import config as myc
@@ -33,6 +34,7 @@ from cdc_mysql.metrics import snapshot_lock_metrics
 from cdc_mysql.model import TableChange, TableId
 from cdc_mysql.schema_changes import schema_change_record
 from cdc_mysql.parallel_snapshot import ParallelSnapshotReader
+from cdc_mysql.process_snapshot import ProcessSnapshotReader
 from cdc_mysql.snapshot import SnapshotReader
 from cdc_mysql.snapshot_locks import SnapshotLocks, quote_table
 from cdc_mysql.snapshot_plan import SnapshotPlan
@@ -41,6 +43,19 @@ from cdc_mysql.source import DEBEZIUM_VERSION
 
 class Snapshotting:
     """The connector's snapshot (a mixin: it uses the connector's config, model, history, locks and queries)."""
+
+    #: Set by the engine when it writes into a sink: with ``snapshot.max.threads`` above 1 the rows are read,
+    #: converted and serialized in worker processes (``cdc_mysql.process_snapshot``).
+    worker_pipeline: Any = None
+
+    def _in_processes(self) -> bool:
+        """Whether worker processes read the snapshot's rows (``snapshot.max.threads`` > 1, into a sink, fork)."""
+        if self.config.get(myc.SNAPSHOT_MAX_THREADS) <= 1:
+            return False
+        why = "the records go to a handler, not a sink" if self.worker_pipeline is None else processes_available()
+        if why is not None:
+            self.log.info("snapshot.max.threads: the rows are read in this process (%s)", why)
+        return why is None
 
     def _captured_tables(self, catalog: Catalog) -> tuple[list[TableId], list[TableId]]:
         """(tables to record in the history, tables to capture)."""
@@ -117,13 +132,16 @@ class Snapshotting:
         """``snapshot.max.threads``: further connections whose consistent snapshots start while the global
         read lock is held, so they see exactly the state at the snapshot's position (none without that lock:
         ``none``, table locks, Percona's backup lock, under which InnoDB still commits)."""
-        threads = min(self.config.get(myc.SNAPSHOT_MAX_THREADS), tables)
+        processes = self._in_processes()
+        # Worker processes: one connection each (this process keeps its own); threads: this one reads too.
+        threads = self.config.get(myc.SNAPSHOT_MAX_THREADS) + 1 if processes else min(
+            self.config.get(myc.SNAPSHOT_MAX_THREADS), tables)
         if threads <= 1:
             return []
         if not locks.commits_blocked:
             log.info("snapshot.max.threads=%d: reading the tables on one connection, since without the global read "
                      "lock (snapshot.locking.mode=%s) other connections cannot share the snapshot's position",
-                     threads, self.config.get(myc.SNAPSHOT_LOCKING_MODE))
+                     self.config.get(myc.SNAPSHOT_MAX_THREADS), self.config.get(myc.SNAPSHOT_LOCKING_MODE))
             return []
         workers = []
         try:
@@ -138,7 +156,8 @@ class Snapshotting:
             for worker in workers:
                 worker.close()
             raise
-        log.info("snapshot.max.threads: reading %d tables at once", threads)
+        if not processes:
+            log.info("snapshot.max.threads: reading %d tables at once", threads)
         return workers
 
     def _snapshot_rows(self, conn: Any, catalog: Catalog, position: dict[str, Any], capture_ids: list[TableId],
@@ -161,7 +180,9 @@ class Snapshotting:
                 tables.append((self.versions.table(definition), definition, select))
         args = (self.flavor.name, self.server, self._server_id, position, self.config.get(myc.SNAPSHOT_FETCH_SIZE),
                 log, self.config.get(myc.MIN_ROW_COUNT_TO_STREAM), estimates)
-        if workers and len(tables) > 1:
+        if workers and self.worker_pipeline is not None and len(workers) == self.config.get(myc.SNAPSHOT_MAX_THREADS):
+            reader = self._snapshot_reader = ProcessSnapshotReader(conn, workers, self.worker_pipeline, *args)
+        elif workers and len(tables) > 1:
             reader = self._snapshot_reader = ParallelSnapshotReader([conn, *workers], *args)
         else:
             reader = self._snapshot_reader = SnapshotReader(conn, *args)

@@ -57,6 +57,8 @@ class PostgresConnector:
     #: Beyond Debezium (whose default is 0): heartbeats are on, once a minute, so a quiet slot's
     #: offset keeps moving and its position is visible downstream.
     defaults: ClassVar[dict[str, Any]] = {"heartbeat.interval.ms": 60000}
+    #: Set by the engine when it writes into a sink: snapshot chunks may be serialized in worker processes.
+    worker_pipeline: Any = None
     #: What a stored offset looks like (checked by the engine before ``start``).
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"lsn": "uint"},
@@ -512,6 +514,7 @@ class PostgresConnector:
                 self.log.with_context("snapshot"), self.config.get(MAX_THREADS), self._connect,
             )
             reader.query_timeout_ms = self.config.get(pgc.QUERY_TIMEOUT_MS)
+            reader.pipeline = self.worker_pipeline
             reader.begin(snapshot_name)
             tables = self._snapshot_tables()
             reader.lock([st for t, _ in tables if (st := self.snapshot_lock.table_lock_statement(

@@ -60,6 +60,9 @@ class SnapshotReader:
         self.metrics = None
         #: ``database.query.timeout.ms``: the longest wait for a table's first rows (0: none).
         self.query_timeout_ms = 0
+        #: The engine's builder, transforms and serializer when it writes into a sink: with ``threads`` above 1
+        #: the chunks are read and serialized in worker processes (``cdc_postgres.process_snapshot``).
+        self.pipeline = None
 
     def begin(self, snapshot_name: str | None) -> None:
         """Open the snapshot transaction, on the exported snapshot if there is one."""
@@ -69,6 +72,15 @@ class SnapshotReader:
             self.conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot_name)))
         row = self.conn.execute("SELECT txid_snapshot_xmin(txid_current_snapshot())").fetchone()
         self.tx_id = int(row[0]) if row else None
+
+    def _in_processes(self) -> bool:
+        """Whether worker processes read the snapshot; if not, the log says why (once per snapshot)."""
+        from cdc_core.snapshot.processes import available
+
+        why = "the records go to a handler, not a sink" if self.pipeline is None else available()
+        if why is not None:
+            self.log.info("snapshot.max.threads=%d: the snapshot is read in this process (%s)", self.threads, why)
+        return why is None
 
     def end(self) -> None:
         """Close the snapshot transaction."""
@@ -99,6 +111,11 @@ class SnapshotReader:
         ``source.snapshot`` is ``first`` for the first record, ``first_in_data_collection`` /
         ``last_in_data_collection`` at each table's edges, ``last`` for the very last, ``true`` otherwise.
         """
+        if self.threads > 1 and self.connect is not None and self.snapshot_name and self._in_processes():
+            from cdc_postgres.process_snapshot import read_in_processes
+
+            yield from read_in_processes(self, tables, self.pipeline)
+            return
         if self.threads > 1 and self.connect is not None and self.snapshot_name and len(tables) > 1:
             yield from self._read_parallel(tables)
             return
