@@ -2,8 +2,8 @@
 
 The shapes of 2.7.4's ``SchemaFactory`` (``schemaHistoryColumnSchema``, ``schemaHistoryTableSchema``,
 ``schemaHistoryChangeSchema``, ``schemaChangeKeySchema``/``ValueSchema``), for connectors that build
-``tableChanges`` from a catalog instead of a DDL parser (SQL Server, Db2). cdc_mysql keeps its own copy
-(cdc_mysql.schema_changes), written before this module.
+``tableChanges`` from a catalog (SQL Server, Db2) and for the MySQL/MariaDB DDL parser's changes
+(cdc_mysql.schema_changes).
 """
 
 from __future__ import annotations
