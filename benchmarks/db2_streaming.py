@@ -15,14 +15,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import threading
 import time
 import uuid
 
-from cdc_core.config import Config
-from cdc_core.engine import Engine
 from cdc_core.relational import Table, TableId
-from cdc_core.serializers.json import JsonSerializer
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2.catalog import CaptureTable, Registration
 from cdc_db2.lsn import from_value
@@ -30,6 +26,8 @@ from cdc_db2.standin import dbapi
 from cdc_db2.standin.server import StandIn
 from cdc_db2.streaming import change_query
 from cdc_postgres.embedded import EmbeddedPostgres
+
+from change_table_backlog import drain, read_all, report
 
 NO_SERIALIZE = bool(os.environ.get("BENCH_NO_SERIALIZE"))
 COLUMNS = [("ID", "INTEGER NOT NULL"), ("NAME", "VARCHAR(40)"), ("AMOUNT", "DECIMAL(12,2)"), ("QTY", "BIGINT"),
@@ -66,25 +64,7 @@ def main() -> None:
         store = MemoryOffsetStore()
         store.commit([({"server": "mydatabase"}, {"commit_lsn": str(from_value(start)), "change_lsn": "NULL",
                                                   "event_serial_no": 0})])
-        serializer = JsonSerializer.from_config(Config(config))
-        count = [0]
-        done = threading.Event()
-
-        def handler(records):
-            if not NO_SERIALIZE:
-                serializer.serialize(records)
-            count[0] += sum(1 for r in records if r.value is not None)
-            if count[0] >= args.changes:
-                done.set()
-
-        engine = Engine(config, offset_store=store)
-        runner = threading.Thread(target=engine.run, args=(handler,))
-        started = time.monotonic()
-        runner.start()
-        done.wait(1200)
-        connector_s = time.monotonic() - started
-        engine.stop()
-        runner.join(60)
+        events, connector_s = drain(config, store, args.changes, serialize=not NO_SERIALIZE)
 
         conn = dbapi.connect(f"DATABASE={db};HOSTNAME={pg.host};PORT={pg.port};PROTOCOL=TCPIP;", pg.user, "")
         table = Table(TableId(db, "BENCH", "ITEMS"), [], ["ID"])
@@ -97,15 +77,9 @@ def main() -> None:
         cur.execute("SELECT MAX(SYNCHPOINT) FROM ASNCDC.IBMSNAP_REGISTER")
         top = cur.fetchone()[0]
         cur.execute(query, (start, top))
-        bare = 0
-        while rows := cur.fetchmany(10_000):
-            bare += len(rows)
+        bare = read_all(cur)
         bare_s = time.monotonic() - started
-        print(f"connector: {count[0]} changes in {connector_s:.2f}s = {count[0] / connector_s:,.0f}/s "
-              + ("(records built, not serialized)" if NO_SERIALIZE else "(JSON with schemas)"))
-        print(f"bare read: {bare} rows in {bare_s:.2f}s = {bare / bare_s:,.0f}/s")
-        print(f"ratio connector/bare: {(count[0] / connector_s) / (bare / bare_s):.2f} (target >= 0.5)")
-        print(f"load average: {os.getloadavg()}")
+        report(events, connector_s, bare, bare_s, serialize=not NO_SERIALIZE)
         s.agent.stop()
     finally:
         pg.stop()

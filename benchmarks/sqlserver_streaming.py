@@ -14,20 +14,17 @@ and PostgreSQL serve both sides. Usage: ``uv run python benchmarks/sqlserver_str
 from __future__ import annotations
 
 import argparse
-import threading
+import os
 import time
 import uuid
 
-from cdc_core.config import Config
-from cdc_core.engine import Engine
-from cdc_core.serializers.json import JsonSerializer
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_postgres.embedded import EmbeddedPostgres
 from cdc_sqlserver.lsn import from_value
 from cdc_sqlserver.standin import dbapi
 from cdc_sqlserver.standin.server import StandIn
 
-import os
+from change_table_backlog import drain, read_all, report
 
 NO_SERIALIZE = bool(os.environ.get("BENCH_NO_SERIALIZE"))
 TABLE = ("CREATE TABLE dbo.bench (id INT NOT NULL PRIMARY KEY, name VARCHAR(40), amount DECIMAL(12,2), "
@@ -64,25 +61,7 @@ def main() -> None:
         store = MemoryOffsetStore()
         store.commit([({"server": "server1", "database": db},
                        {"commit_lsn": start_lsn, "change_lsn": "NULL", "event_serial_no": 0})])
-        serializer = JsonSerializer.from_config(Config(config))
-        count = [0]
-        done = threading.Event()
-
-        def handler(records):
-            if not NO_SERIALIZE:
-                serializer.serialize(records)
-            count[0] += sum(1 for r in records if r.value is not None)
-            if count[0] >= args.changes:
-                done.set()
-
-        engine = Engine(config, offset_store=store)
-        runner = threading.Thread(target=engine.run, args=(handler,))
-        started = time.monotonic()
-        runner.start()
-        done.wait(1200)
-        connector_s = time.monotonic() - started
-        engine.stop()
-        runner.join(60)
+        events, connector_s = drain(config, store, args.changes, serialize=not NO_SERIALIZE)
 
         conn = dbapi.connect(f"Server={pg.host},{pg.port};Database={db};UID={pg.user};PWD=", autocommit=True)
         started = time.monotonic()
@@ -90,14 +69,9 @@ def main() -> None:
         cur = conn.execute("SELECT [__$start_lsn], [__$seqval], [__$operation], [id], [name], [amount], [qty], "
                            "[created] FROM cdc.[fn_cdc_get_all_changes_dbo_bench](?, ?, N'all update old') "
                            "ORDER BY [__$start_lsn], [__$seqval], [__$operation]", mn, mx)
-        bare = 0
-        while rows := cur.fetchmany(10_000):
-            bare += len(rows)
+        bare = read_all(cur)
         bare_s = time.monotonic() - started
-        print(f"connector: {count[0]} changes in {connector_s:.2f}s = {count[0] / connector_s:,.0f}/s "
-              + ("(records built, not serialized)" if NO_SERIALIZE else "(JSON with schemas)"))
-        print(f"bare read: {bare} rows in {bare_s:.2f}s = {bare / bare_s:,.0f}/s")
-        print(f"ratio connector/bare: {(count[0] / connector_s) / (bare / bare_s):.2f} (target >= 0.5)")
+        report(events, connector_s, bare, bare_s, serialize=not NO_SERIALIZE)
         s.agent.stop()
     finally:
         pg.stop()

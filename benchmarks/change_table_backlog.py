@@ -1,0 +1,54 @@
+"""What the change-table benchmarks share (SQL Server's and Db2's): drain a backlog through the engine, print the ratio."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Any
+
+from cdc_core.config import Config
+from cdc_core.engine import Engine
+from cdc_core.serializers.json import JsonSerializer
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+
+
+def drain(config: dict[str, Any], store: MemoryOffsetStore, changes: int, serialize: bool = True) -> tuple[int, float]:
+    """Run the engine from ``store``'s offsets until ``changes`` change events arrived; (events, seconds)."""
+    serializer = JsonSerializer.from_config(Config(config))
+    count = [0]
+    done = threading.Event()
+
+    def handler(records):
+        if serialize:
+            serializer.serialize(records)
+        count[0] += sum(1 for r in records if r.value is not None)
+        if count[0] >= changes:
+            done.set()
+
+    engine = Engine(config, offset_store=store)
+    runner = threading.Thread(target=engine.run, args=(handler,))
+    started = time.monotonic()
+    runner.start()
+    done.wait(1200)
+    seconds = time.monotonic() - started
+    engine.stop()
+    runner.join(60)
+    return count[0], seconds
+
+
+def read_all(cursor: Any) -> int:
+    """Fetch every row of an executed cursor in blocks of 10,000; how many there were."""
+    n = 0
+    while rows := cursor.fetchmany(10_000):
+        n += len(rows)
+    return n
+
+
+def report(events: int, connector_s: float, bare: int, bare_s: float, serialize: bool = True) -> None:
+    """Print both rates, their ratio against the issue's 0.5x target, and the load average."""
+    print(f"connector: {events} changes in {connector_s:.2f}s = {events / connector_s:,.0f}/s "
+          + ("(JSON with schemas)" if serialize else "(records built, not serialized)"))
+    print(f"bare read: {bare} rows in {bare_s:.2f}s = {bare / bare_s:,.0f}/s")
+    print(f"ratio connector/bare: {(events / connector_s) / (bare / bare_s):.2f} (target >= 0.5)")
+    print(f"load average: {os.getloadavg()}")
