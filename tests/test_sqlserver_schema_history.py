@@ -102,3 +102,38 @@ def test_no_data_sends_the_create_events_and_a_restart_with_nothing_new_sends_no
 
     again = _run(config, store, lambda rs: time.sleep(1.0) is None)
     assert again == []
+
+
+def _prices(records):
+    return [r for r in records if r.topic.endswith(".prices")]
+
+
+def _amount_parameters(record):
+    fields = {f.name: f.schema for f in record.value_schema.field("after").schema.fields}
+    return fields["amount"].parameters
+
+
+def test_a_type_changed_while_stopped_converts_with_the_historys_type_until_the_new_instance(inventory, tmp_path):
+    inventory.create_table("CREATE TABLE dbo.prices (id INT NOT NULL PRIMARY KEY, amount DECIMAL(10,2))")
+    inventory.execute("INSERT INTO dbo.prices VALUES (1, 1.50)")
+    inventory.enable_table("dbo", "prices")
+    store = MemoryOffsetStore()
+    config = inventory.properties(**{"table.include.list": "dbo.prices",
+                                     "schema.history.internal.file.filename": str(tmp_path / "history.dat")})
+    _run(config, store, lambda rs: len(_prices(rs)) >= 1)
+    # While the connector is down: a change under the old type, the ALTER, a new capture instance, a change under it.
+    inventory.execute("INSERT INTO dbo.prices VALUES (2, 2.25)")
+    inventory.wait_captured()
+    inventory.alter_column("dbo", "prices", "amount", "DECIMAL(12,4)")
+    inventory.enable_table("dbo", "prices", "dbo_prices_v2")
+    inventory.execute("INSERT INTO dbo.prices VALUES (3, 3.1234)")
+    inventory.wait_captured()
+    records = _run(config, store, lambda rs: len(_prices(rs)) >= 2)
+    kinds = ["schema" if r.topic == "server1" else r.value["after"]["id"] for r in records if r.value]
+    assert kinds == [2, "schema", 3]
+    old, new = _prices(records)
+    assert _amount_parameters(old) == {"scale": "2", "connect.decimal.precision": "10"}
+    assert _amount_parameters(new) == {"scale": "4", "connect.decimal.precision": "12"}
+    (alter,) = _schema(records)
+    (column,) = [c for c in alter.value["tableChanges"][0]["table"]["columns"] if c["name"] == "amount"]
+    assert (column["length"], column["scale"]) == (12, 4)

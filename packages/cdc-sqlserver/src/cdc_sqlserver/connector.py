@@ -352,6 +352,17 @@ class SqlServerConnector:
                              "VARCHAR(32) NOT NULL, data VARCHAR(2048)) and enable it for CDC to use the source signal "
                              "channel and incremental snapshots", self.db, *signal,
                              "has no capture instance" if signal in included else "does not exist")
+        if self._history is not None:
+            for instances in found.values():
+                # The instance a newer one replaces converts with the history's structure (Debezium: the
+                # schema's table until migrateTable), not the catalog's, which already has the new one's.
+                for inst in instances[:-1]:
+                    recorded = self._history.table_from_history(inst.table, inst.columns, self.modes)
+                    if recorded is not None and recorded is not inst.table:
+                        self.log.info("capture instance %s of %s converts with the schema history's structure "
+                                      "until capture instance %s starts at %s", inst.name, inst.table.id,
+                                      instances[-1].name, inst.stop_lsn)
+                        inst.table = recorded
         return [i for instances in found.values() for i in instances]
 
     def incremental_snapshot_source(self) -> SqlServerIncrementalSource:

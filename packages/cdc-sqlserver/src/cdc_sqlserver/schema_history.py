@@ -16,8 +16,10 @@ enabled later) gets a CREATE. On restart the known structures are replayed from 
 the stored offset, so an ALTER that happened while the connector was down is still announced;
 records after the offset (written, never acknowledged) are ignored, as Debezium's recovery does.
 
-Not done: a capture instance whose columns changed type while the connector was down still converts
-with the live catalog's types (Debezium would use the history's until the new instance starts).
+A table's older capture instance (one a newer instance replaces) converts with the structure the
+history last recorded (``table_from_history``), not the live catalog's, as Debezium's
+getChangeTablesToQuery sets the current change table's source table from the schema: a column whose
+type changed while the connector was down keeps its recorded type until the new instance starts.
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.schema import Schema
 from cdc_core.schema_change_events import schema_change_record
-from cdc_sqlserver.jdbc import column_size, decimal_digits, jdbc_type, type_name
+from cdc_sqlserver.jdbc import _MAX, _NMAX, column_size, decimal_digits, jdbc_type, type_name
 from cdc_sqlserver.lsn import Lsn
 from cdc_sqlserver.source import source_block
+from cdc_sqlserver.types import ColumnInfo, column
 
 HISTORY_VERSION = 1
 
@@ -83,6 +86,23 @@ def table_json(table: Table) -> dict[str, Any]:
             "columns": [column_json(c) for c in table.columns], "attributes": [], "comment": None}
 
 
+def column_info(doc: dict[str, Any]) -> ColumnInfo:
+    """The ``sys.columns`` facts of a recorded column (column_json's inverse, as far as conversion needs)."""
+    name = doc["typeName"]
+    identity = name.endswith(" identity")
+    t = name[:-len(" identity")] if identity else name
+    length, scale = doc.get("length"), doc.get("scale") or 0
+    max_length = precision = 0
+    if t in ("char", "varchar", "binary", "varbinary"):
+        max_length = -1 if length == _MAX else int(length or 0)
+    elif t in ("nchar", "nvarchar"):
+        max_length = -1 if length == _NMAX else int(length or 0) * 2
+    else:
+        precision = int(length or 0)
+    return ColumnInfo(doc["name"], int(doc.get("position") or 0), t, max_length, precision, int(scale), bool(doc["optional"]),
+                      identity, doc.get("defaultValueExpression"))
+
+
 def signature(table_doc: dict[str, Any]) -> tuple[Any, ...]:
     """What makes two structures of a table the same (names, types, sizes, nullability, key)."""
     return (tuple((c["name"], c["typeName"], c["length"], c["scale"], c["optional"], c.get("defaultValueExpression"))
@@ -112,6 +132,8 @@ class SchemaHistory:
         self.log = log
         #: identifier (``schema.table``) -> signature of the last recorded structure.
         self.known: dict[str, tuple[Any, ...]] = {}
+        #: identifier -> the last recorded ``table`` document (for table_from_history).
+        self.docs: dict[str, dict[str, Any]] = {}
         #: Tables first seen after a restart without history are recorded without an event.
         self.adopt = False
         self._checked: dict[int, Table] = {}
@@ -121,6 +143,7 @@ class SchemaHistory:
     def recover(self, offset: dict[str, Any] | None) -> int:
         """Replay this database's records at or before ``offset``; returns how many were applied."""
         self.known.clear()
+        self.docs.clear()
         if offset is None:
             return 0
         limit = position_key(offset)
@@ -136,8 +159,10 @@ class SchemaHistory:
                 ident = _identifier(change["id"])
                 if change["type"] == "DROP" or change.get("table") is None:
                     self.known.pop(ident, None)
+                    self.docs.pop(ident, None)
                 else:
                     self.known[ident] = signature(change["table"])
+                    self.docs[ident] = change["table"]
             count += 1
         if not count:
             self.adopt = True
@@ -145,6 +170,20 @@ class SchemaHistory:
                              "table structures are taken from the capture instances as they are now (and recorded)",
                              self.db)
         return count
+
+    def table_from_history(self, live: Table, captured: list[str], modes: Any) -> Table | None:
+        """``live``'s table as the history last recorded it, restricted to ``captured`` (None if unknown or
+        if the record names a column the capture instance does not capture)."""
+        doc = self.docs.get(live.id.identifier)
+        if doc is None:
+            return None
+        names = set(captured)
+        docs = doc["columns"]
+        if not docs or any(c["name"] not in names for c in docs):
+            return None
+        if signature(doc) == signature(table_json(live)):
+            return live
+        return Table(live.id, [column(column_info(c), modes) for c in docs], list(doc.get("primaryKeyColumnNames") or ()))
 
     # -- recording ---------------------------------------------------------------------------
 
@@ -156,6 +195,7 @@ class SchemaHistory:
                            "position": dict(position), "ts_ms": time.time_ns() // 1_000_000, "databaseName": self.db,
                            "schemaName": table.id.schema, "ddl": ddl, "tableChanges": [change]})
         self.known[table.id.identifier] = signature(doc)
+        self.docs[table.id.identifier] = doc
         if not (emit and self.include_events):
             return None
         return schema_change_record("sqlserver", self.source_schema, self.topic, self.db, table.id.schema, ddl,
