@@ -137,3 +137,29 @@ def test_a_type_changed_while_stopped_converts_with_the_historys_type_until_the_
     (alter,) = _schema(records)
     (column,) = [c for c in alter.value["tableChanges"][0]["table"]["columns"] if c["name"] == "amount"]
     assert (column["length"], column["scale"]) == (12, 4)
+
+
+def _alters(records):
+    return [r for r in _schema(records) if r.value["tableChanges"][0]["type"] == "ALTER"]
+
+
+def test_an_alter_with_no_change_after_it_is_announced_at_the_next_poll(inventory, tmp_path):
+    inventory.create_table("CREATE TABLE dbo.pings (id INT NOT NULL PRIMARY KEY)")
+    inventory.enable_table("dbo", "pings")
+    config = inventory.properties(**{"schema.history.internal.file.filename": str(tmp_path / "history.dat")})
+    altered = []
+
+    def until(records):
+        if len(_data(records)) >= 4 and not altered:
+            altered.append(True)
+            inventory.add_column("dbo", "customers", "phone_number", "VARCHAR(32)")
+            inventory.enable_table("dbo", "customers", "dbo_customers_v2")
+            # Another table's change moves the max LSN past the new instance's start; customers has none.
+            inventory.execute("INSERT INTO dbo.pings VALUES (1)")
+        return bool(_alters(records))
+
+    records = _run(config, MemoryOffsetStore(), until)
+    (alter,) = _alters(records)
+    assert [c["name"] for c in alter.value["tableChanges"][0]["table"]["columns"]][-1] == "phone_number"
+    assert alter.value["source"]["table"] == "customers" and alter.value["source"]["snapshot"] == "false"
+    assert not [r for r in _data(records) if r.value["op"] != "r"]

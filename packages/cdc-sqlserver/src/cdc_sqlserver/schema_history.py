@@ -11,7 +11,9 @@ ALTER/CREATE carry ``"N/A"``, as the emitter sets it.
 When the streaming side meets a change whose capture instance describes its table differently from
 the last recorded structure (a new instance after an ALTER took over), the ALTER is recorded and sent
 just before that change, at the position of the change before it (Debezium's migrateTable runs at
-the first change at or after the new instance's start LSN). A table first seen while streaming (CDC
+the first change at or after the new instance's start LSN); when no change of it comes, at the end
+of the poll whose window reached the instance's start LSN (a ``TableCheck`` the streaming side
+yields; Debezium: at the start of the next iteration, the same position). A table first seen while streaming (CDC
 enabled later) gets a CREATE. On restart the known structures are replayed from the history, up to
 the stored offset, so an ALTER that happened while the connector was down is still announced;
 records after the offset (written, never acknowledged) are ignored, as Debezium's recovery does.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from cdc_core.config import Config, common
 from cdc_core.errors import SchemaHistoryError
@@ -42,6 +44,17 @@ from cdc_sqlserver.source import source_block
 from cdc_sqlserver.types import ColumnInfo, column
 
 HISTORY_VERSION = 1
+
+
+class TableCheck(NamedTuple):
+    """A capture instance whose start LSN streaming reached: its structure is checked (an ALTER/CREATE if new).
+
+    The streaming side yields it inside a batch; ``SchemaHistory.watch`` replaces it with the event (or
+    drops it), so nothing downstream sees it. Debezium migrates a table at the first change at or
+    after the new instance's start LSN, or at the start of the next iteration when none comes.
+    """
+
+    table: Table
 
 #: Memory histories by the id of a live Config, so a retry of the same engine keeps its history (as cdc_mysql).
 _MEMORY_HISTORIES: dict[int, Any] = {}
@@ -213,9 +226,24 @@ class SchemaHistory:
                 out.append(event)
         return out
 
+    def _table_check(self, check: TableCheck, previous: dict[str, Any]) -> ChangeRecord | None:
+        """The CREATE/ALTER of a capture instance reached without a change of it, at the last position."""
+        table = check.table
+        source = source_block(self.server, self.db, time.time_ns() // 1000, "false", table.id.schema or "",
+                              table.id.table, previous.get("change_lsn"), previous.get("commit_lsn"),
+                              previous.get("event_serial_no"))
+        return self._structure(table, previous, source)
+
     def _streaming_change(self, change: RawChange, previous: dict[str, Any]) -> ChangeRecord | None:
         """The CREATE/ALTER due before ``change``, if its table's structure is new."""
-        table = change.table
+        if self._checked.get(change.table.id.identifier) is change.table:
+            return None  # the common case, without building a source block
+        source = {**change.source, "snapshot": "false", "change_lsn": previous.get("change_lsn"),
+                  "commit_lsn": previous.get("commit_lsn"), "event_serial_no": previous.get("event_serial_no")}
+        return self._structure(change.table, previous, source)
+
+    def _structure(self, table: Table, previous: dict[str, Any], source: dict[str, Any]) -> ChangeRecord | None:
+        """The CREATE/ALTER of ``table`` if its structure differs from the recorded one (once per Table object)."""
         if self._checked.get(table.id.identifier) is table:
             return None
         self._checked[table.id.identifier] = table
@@ -225,8 +253,6 @@ class SchemaHistory:
             return None
         adopt = known is None and self.adopt
         kind = "CREATE" if known is None else "ALTER"
-        source = {**change.source, "snapshot": "false", "change_lsn": previous.get("change_lsn"),
-                  "commit_lsn": previous.get("commit_lsn"), "event_serial_no": previous.get("event_serial_no")}
         if not adopt:
             self.log.info("%s of %s: %s", kind, table.id, ", ".join(c["name"] for c in doc["columns"]))
         return self._record(kind, table, doc, previous, "N/A", source, not adopt)
@@ -252,6 +278,14 @@ class SchemaHistory:
             done = 0
             for i in range(len(batch)):
                 item = batch[i]
+                if item.__class__ is TableCheck:
+                    out = [] if out is None else out
+                    out += batch[done:i]
+                    event = self._table_check(item, _before(batch, i, tail))
+                    if event is not None:
+                        out.append(event)
+                    done = i + 1
+                    continue
                 if item.__class__ is RawChange:
                     if item.table is last_table:
                         continue

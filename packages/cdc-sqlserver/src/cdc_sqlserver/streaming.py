@@ -120,6 +120,8 @@ class StreamReader:
         #: ``streaming.fetch.size``: rows per fetch of a capture instance read alone in a window (0: all at once).
         self.fetch_size = fetch_size
         self.names = frozenset(inst.name for inst in instances)
+        #: Capture instances whose start LSN a window reached (their structure was checked, see reached()).
+        self._reached: set[str] = set()
         self._set_instances(instances)
 
     def _set_instances(self, instances: list[CaptureInstance]) -> None:
@@ -153,6 +155,20 @@ class StreamReader:
             self.log.info("capture instances now: %s", ", ".join(
                 f"{i.name} ({i.table.id}, from {i.start_lsn}{'' if not i.stop_lsn.available else f' to {i.stop_lsn}'})"
                 for i in self.instances))
+
+    def reached(self) -> list[CaptureInstance]:
+        """The current capture instances whose start LSN the last window reached, each once.
+
+        As Debezium's schema change checkpoints: a new instance's structure is checked (an ALTER if it
+        differs) at the first poll that covers its start LSN, whether or not a change of it follows.
+        """
+        if self.caught_up is None or not self.caught_up.available:
+            return []
+        end = self.caught_up.key()
+        out = [inst for inst in self.instances if inst.name not in self._reached and not inst.stop_lsn.available
+               and inst.start_lsn.key() <= end]
+        self._reached.update(inst.name for inst in out)
+        return out
 
     @property
     def last_commit(self) -> Lsn:
