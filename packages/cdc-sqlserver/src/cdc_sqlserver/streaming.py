@@ -145,11 +145,19 @@ class StreamReader:
         return {**offset, CAUGHT_UP: str(self.caught_up)}
 
     def _check_instances(self) -> None:
-        """Pick up a new capture instance (after an ALTER) or forget a dropped one."""
+        """Pick up a new capture instance (after an ALTER) or forget a dropped one.
+
+        A table whose last instance ``sys.sp_cdc_disable_table`` dropped is no longer read; as in
+        Debezium 2.7.4 nothing is emitted or recorded for it (its SQL Server schema change emitter
+        knows CREATE and ALTER only), so enabling it again later announces an ALTER only if its
+        structure differs from the recorded one.
+        """
         if self.refresh is None:
             return
         names = instance_names(self.conn)
         if names != self.names:
+            for gone in sorted(self.names - names):
+                self.log.info("capture instance %s was dropped (sys.sp_cdc_disable_table): no longer read", gone)
             self.names = names
             self._set_instances(self.refresh())
             self.log.info("capture instances now: %s", ", ".join(
@@ -216,7 +224,16 @@ class StreamReader:
             return ()
         if inst.stop_lsn.available and inst.stop_lsn.key() <= start.key():
             return ()  # replaced by a newer instance before this window
-        cursor = self.conn.execute(self.queries[inst.name], start.raw, to_lsn.raw)
+        try:
+            cursor = self.conn.execute(self.queries[inst.name], start.raw, to_lsn.raw)
+        except Exception as e:
+            if type(e).__name__ == "OperationalError" or inst.name in instance_names(self.conn):
+                raise
+            # sp_cdc_disable_table between the instance check and this query: as Debezium's
+            # processErrorFromChangeTableQuery, the instance is no longer read (and nothing is emitted).
+            self.log.info("capture instance %s of %s is gone (sys.sp_cdc_disable_table): no longer read", inst.name,
+                          inst.table.id)
+            return ()
         rows: Iterable[tuple[Any, ...]] = (cursor.fetchall() if whole or not self.fetch_size
                                            else _batches(cursor, self.fetch_size))
         if inst.stop_lsn.available:

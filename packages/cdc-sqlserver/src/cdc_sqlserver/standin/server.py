@@ -127,6 +127,9 @@ class StandIn:
             conn.execute("DELETE FROM cdc.captured_columns WHERE object_id = "
                          "(SELECT object_id FROM cdc.change_tables WHERE capture_instance = %s)", (capture_instance,))
             conn.execute("DELETE FROM cdc.change_tables WHERE capture_instance = %s", (capture_instance,))
+            # The table's last instance gone: no longer tracked (sys.tables.is_tracked_by_cdc = 0).
+            conn.execute("DELETE FROM standin.tracked t WHERE NOT EXISTS (SELECT 1 FROM cdc.change_tables ct "
+                         "WHERE ct.source_object_id = t.source_object_id)")
             conn.execute(f"DROP TABLE cdc.{quote(capture_instance + '_CT')} CASCADE")
 
     def cleanup(self, low_water: bytes) -> None:
