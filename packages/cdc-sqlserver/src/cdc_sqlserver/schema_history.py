@@ -13,8 +13,9 @@ the last recorded structure (a new instance after an ALTER took over), the ALTER
 just before that change, at the position of the change before it (Debezium's migrateTable runs at
 the first change at or after the new instance's start LSN); when no change of it comes, at the end
 of the poll whose window reached the instance's start LSN (a ``TableCheck`` the streaming side
-yields; Debezium: at the start of the next iteration, the same position). A table first seen while streaming (CDC
-enabled later) gets a CREATE. On restart the known structures are replayed from the history, up to
+yields; Debezium: at the start of the next iteration, the same position). A table first seen while
+streaming (CDC enabled later) gets a CREATE, at the first poll that reaches its capture instance. On
+restart the known structures are replayed from the history, up to
 the stored offset, so an ALTER that happened while the connector was down is still announced;
 records after the offset (written, never acknowledged) are ignored, as Debezium's recovery does.
 
@@ -112,8 +113,8 @@ def column_info(doc: dict[str, Any]) -> ColumnInfo:
         max_length = -1 if length == _NMAX else int(length or 0) * 2
     else:
         precision = int(length or 0)
-    return ColumnInfo(doc["name"], int(doc.get("position") or 0), t, max_length, precision, int(scale), bool(doc["optional"]),
-                      identity, doc.get("defaultValueExpression"))
+    return ColumnInfo(doc["name"], int(doc.get("position") or 0), t, max_length, precision, int(scale),
+                      bool(doc["optional"]), identity, doc.get("defaultValueExpression"))
 
 
 def signature(table_doc: dict[str, Any]) -> tuple[Any, ...]:
@@ -196,7 +197,8 @@ class SchemaHistory:
             return None
         if signature(doc) == signature(table_json(live)):
             return live
-        return Table(live.id, [column(column_info(c), modes) for c in docs], list(doc.get("primaryKeyColumnNames") or ()))
+        return Table(live.id, [column(column_info(c), modes) for c in docs],
+                     list(doc.get("primaryKeyColumnNames") or ()))
 
     # -- recording ---------------------------------------------------------------------------
 
