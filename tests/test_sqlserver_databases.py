@@ -169,3 +169,61 @@ def test_an_incremental_snapshot_of_the_second_databases_table_with_the_signal_t
     other = store.get({"server": "server1", "database": OTHER})
     assert first is not None and other is not None
     assert other["commit_lsn"] == _data(records, OTHER)[-1].value["source"]["commit_lsn"]
+
+
+@pytest.mark.parametrize("signal_first", [True, False], ids=["signal-db-first", "signal-db-second"])
+def test_an_incremental_snapshot_of_the_other_database_resumes_after_a_restart(inventory, second, signal_first):
+    """Its progress rides in the offsets: a restart in the middle goes on from the last window, not from the start
+    (whichever database the engine starts the signal controller with)."""
+    import threading
+    import time
+
+    from cdc_core.engine import Engine
+    from cdc_core.incremental.state import STATE_KEY
+
+    inventory.create_table(SIGNAL)
+    inventory.enable_table("dbo", "debezium_signal")
+    second.execute("INSERT INTO dbo.customers (first_name, last_name, email) "
+                   "SELECT 'n' || g, 'n', 'n' || g || '@x' FROM generate_series(1, 398) g")
+    store = MemoryOffsetStore()
+    names = [inventory.dbname, OTHER] if signal_first else [OTHER, inventory.dbname]
+    config = inventory.properties(**{"database.names": ",".join(names), "snapshot.mode": "no_data",
+                                     "table.include.list": "dbo.customers", "poll.interval.ms": 50,
+                                     "signal.data.collection": f"{inventory.dbname}.dbo.debezium_signal",
+                                     "incremental.snapshot.chunk.size": 5})
+
+    def run(until, act=None):
+        engine = Engine(config, offset_store=store)
+        records, notes = [], []
+        engine.add_notification_listener(notes.append)
+        runner = threading.Thread(target=engine.run, args=(records.extend,))
+        runner.start()
+        try:
+            deadline = time.monotonic() + 60
+            while not engine.metrics.streaming.connected:
+                assert runner.is_alive() and time.monotonic() < deadline
+                time.sleep(0.02)
+            if act:
+                act()
+            while not until(records, notes):
+                assert runner.is_alive(), "the engine stopped"
+                assert time.monotonic() < deadline, "timed out"
+                time.sleep(0.02)
+        finally:
+            engine.stop()
+            runner.join(30)
+        return records, notes
+
+    def reads(records):
+        return [r.key["id"] for r in _data(records, OTHER) if r.value and r.value["op"] == "r"]
+
+    signal = ("INSERT INTO dbo.debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', "
+              "'{\"data-collections\": [\"" + OTHER + ".dbo.customers\"]}')")
+    first, _ = run(lambda rs, ns: len(reads(rs)) >= 30, lambda: inventory.execute(signal))
+    done = set(reads(first))
+    assert len(done) < 400
+    assert STATE_KEY in store.get({"server": "server1", "database": inventory.dbname})
+    second_run, notes = run(lambda rs, ns: any(n.type == "COMPLETED" for n in ns))
+    again = reads(second_run)
+    assert set(again) | done == set(range(1001, 1401))
+    assert min(again) > 1001  # resumed, not restarted

@@ -14,7 +14,8 @@ Signals and ad hoc snapshots: as in Debezium, ``signal.data.collection`` names o
 (``<database>.<schema>.<table>``, of one of the databases); its database's stream carries the
 signals and the watermarks, and the batches the signal controller makes keep the partition of the
 batch they came from (cdc_core.signals.controller), so an incremental snapshot's READs and progress
-are stored under the signal table's database. ``MultiDatabaseIncrementalSource`` reads each table's
+are stored under the signal table's database, whose offset the signal controller resumes from
+(``signal_partition``). ``MultiDatabaseIncrementalSource`` reads each table's
 chunks on a connection to the table's own database and writes the watermarks in the signal table's.
 
 Limits: a table of another database than the signal table's is snapshotted in windows of the signal
@@ -97,6 +98,12 @@ class SqlServerDatabases:
     def partitions(self) -> list[dict[str, Any]]:
         """``{"server": <topic.prefix>, "database": <name>}`` per database, in ``database.names`` order."""
         return [{"server": self.server, "database": name} for name in self.names]
+
+    def signal_partition(self) -> dict[str, Any]:
+        """The signal table's database's partition: its offsets hold an ad hoc snapshot's progress that counts
+        (the progress rides in every database's offsets, but only its stream position matches it)."""
+        db = signal_database(self.config, self.names) or self.db
+        return {"server": self.server, "database": db}
 
     def start_partitions(self, offsets: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
         """Start each database's reader with its own stored offset."""

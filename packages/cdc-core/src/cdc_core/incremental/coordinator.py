@@ -150,9 +150,12 @@ class IncrementalSnapshot:
         """Continue the snapshot an offset recorded: each table after its last emitted key."""
         if not state:
             return
-        tables = {t.id.identifier: t for t in self.source.captured_tables()}
+        captured = self.source.captured_tables()
+        tables = {t.id.identifier: t for t in captured}
+        # ``schema.table`` and its database, for connectors over several databases (the same name in each).
+        qualified = {(t.id.catalog, t.id.identifier): t for t in captured}
         for entry in state.get("tables") or []:
-            table = tables.get(entry.get("table"))
+            table = qualified.get((entry.get("catalog"), entry.get("table"))) or tables.get(entry.get("table"))
             if table is None:
                 self.log.warning("incremental snapshot: table %s is no longer captured; it is skipped", entry.get("table"))
                 continue
