@@ -127,8 +127,8 @@ class IncrementalSnapshot:
 
     def add(self, signal_id: str, scans: list[TableScan]) -> None:
         """Start a snapshot of ``scans``, or add those not already in the running one."""
-        known = {s.name for s in self.scans}
-        new = [s for s in scans if s.name not in known]
+        known = {s.table.id for s in self.scans}  # the id, with its database: the same schema.table may be in two
+        new = [s for s in scans if s.table.id not in known]
         if not new:
             self.log.info("incremental snapshot: every requested table is already being snapshotted")
             return
