@@ -107,10 +107,13 @@ class SignalController:
 
         With a connector of several partitions (its batches are ``PartitionBatch``), every batch made
         here keeps the partition of the batch it came from (what a blocking snapshot resumed at start
-        makes: the first partition's), so the engine stores its offsets under the right one.
+        makes: the partition ``start`` got its offset from, ``signal_partition()`` or the first), so the
+        engine stores its offsets under the right one.
         """
         partitions = getattr(self.connector, "partitions", None)
-        part = partitions()[0] if callable(partitions) else None
+        signal_partition = getattr(self.connector, "signal_partition", None)
+        part = (signal_partition() if callable(signal_partition) else partitions()[0]) if callable(partitions) \
+            else None
         if self._blocking is not None:
             yield from _tagged(self._run_blocking(), part)
         for batch in stream:
