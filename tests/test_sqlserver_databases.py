@@ -107,3 +107,123 @@ def test_metrics_per_database_under_the_chapters_mbean_names(inventory, second):
     assert (other["TotalNumberOfEventsSeen"], other["TotalNumberOfDeleteEventsSeen"]) == (1, 1)
     assert other["LastEvent"] == "dbo.customers:d" and other["CapturedTables"] == ["dbo.customers"]
     assert values[f"streaming,database={inventory.dbname}"]["TotalNumberOfEventsSeen"] == 0
+
+
+SIGNAL = "CREATE TABLE dbo.debezium_signal (id VARCHAR(42) NOT NULL PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))"
+
+
+def test_an_incremental_snapshot_of_the_second_databases_table_with_the_signal_table_in_the_first(inventory, second):
+    import threading
+    import time
+
+    from cdc_core.engine import Engine
+
+    inventory.create_table(SIGNAL)
+    inventory.enable_table("dbo", "debezium_signal")
+    second.execute("INSERT INTO dbo.customers (first_name, last_name, email) "
+                   "SELECT 'n' || g, 'n', 'n' || g || '@x' FROM generate_series(1, 48) g")
+    store = MemoryOffsetStore()
+    config = inventory.properties(**{"database.names": f"{inventory.dbname},{OTHER}", "snapshot.mode": "no_data",
+                                     "table.include.list": "dbo.customers", "poll.interval.ms": 50,
+                                     "signal.data.collection": f"{inventory.dbname}.dbo.debezium_signal",
+                                     "incremental.snapshot.chunk.size": 10})
+    engine = Engine(config, offset_store=store)
+    records: list = []
+    notes: list = []
+    engine.add_notification_listener(notes.append)
+    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not engine.metrics.streaming.connected:
+            assert runner.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        inventory.execute("INSERT INTO dbo.debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', "
+                          "'{\"data-collections\": [\"" + OTHER + ".dbo.customers\"]}')")
+        second.execute("UPDATE dbo.customers SET email = 'late@x' WHERE id = 1050")  # streamed meanwhile
+        while not any(n.type == "COMPLETED" for n in notes):
+            assert runner.is_alive(), "the engine stopped"
+            assert time.monotonic() < deadline, "timed out waiting for the incremental snapshot"
+            time.sleep(0.05)
+        second.execute("UPDATE dbo.customers SET email = 'last@x' WHERE id = 1001")
+        while not any(r.value and r.value["op"] == "u" and r.key["id"] == 1001 for r in _data(records, OTHER)):
+            assert runner.is_alive() and time.monotonic() < deadline, "the update after the snapshot"
+            time.sleep(0.05)
+    finally:
+        engine.stop()
+        runner.join(30)
+    reads = [r for r in _data(records, OTHER) if r.value and r.value["op"] == "r"]
+    assert sorted(r.key["id"] for r in reads) == list(range(1001, 1051))
+    assert {(r.value["source"]["db"], r.value["source"]["snapshot"]) for r in reads} == {(OTHER, "incremental")}
+    assert _data(records, inventory.dbname) == []  # its customers were not asked for
+    # The last event of each row is its latest state (a READ never comes after a newer change of its row).
+    latest = {}
+    for r in _data(records, OTHER):
+        if r.value:
+            latest[r.key["id"]] = r.value["after"]["email"]
+    assert latest[1050] == "late@x" and latest[1001] == "last@x"
+    kinds = [(n.aggregate_type, n.type) for n in notes]
+    assert ("Incremental Snapshot", "STARTED") in kinds and ("Incremental Snapshot", "COMPLETED") in kinds
+    # Each database's offset under its own partition; the snapshot's progress rode in the signal database's.
+    first = store.get({"server": "server1", "database": inventory.dbname})
+    other = store.get({"server": "server1", "database": OTHER})
+    assert first is not None and other is not None
+    assert other["commit_lsn"] == _data(records, OTHER)[-1].value["source"]["commit_lsn"]
+
+
+@pytest.mark.parametrize("signal_first", [True, False], ids=["signal-db-first", "signal-db-second"])
+def test_an_incremental_snapshot_of_the_other_database_resumes_after_a_restart(inventory, second, signal_first):
+    """Its progress rides in the offsets: a restart in the middle goes on from the last window, not from the start
+    (whichever database the engine starts the signal controller with)."""
+    import threading
+    import time
+
+    from cdc_core.engine import Engine
+    from cdc_core.incremental.state import STATE_KEY
+
+    inventory.create_table(SIGNAL)
+    inventory.enable_table("dbo", "debezium_signal")
+    second.execute("INSERT INTO dbo.customers (first_name, last_name, email) "
+                   "SELECT 'n' || g, 'n', 'n' || g || '@x' FROM generate_series(1, 398) g")
+    store = MemoryOffsetStore()
+    names = [inventory.dbname, OTHER] if signal_first else [OTHER, inventory.dbname]
+    config = inventory.properties(**{"database.names": ",".join(names), "snapshot.mode": "no_data",
+                                     "table.include.list": "dbo.customers", "poll.interval.ms": 50,
+                                     "signal.data.collection": f"{inventory.dbname}.dbo.debezium_signal",
+                                     "incremental.snapshot.chunk.size": 5})
+
+    def run(until, act=None):
+        engine = Engine(config, offset_store=store)
+        records, notes = [], []
+        engine.add_notification_listener(notes.append)
+        runner = threading.Thread(target=engine.run, args=(records.extend,))
+        runner.start()
+        try:
+            deadline = time.monotonic() + 60
+            while not engine.metrics.streaming.connected:
+                assert runner.is_alive() and time.monotonic() < deadline
+                time.sleep(0.02)
+            if act:
+                act()
+            while not until(records, notes):
+                assert runner.is_alive(), "the engine stopped"
+                assert time.monotonic() < deadline, "timed out"
+                time.sleep(0.02)
+        finally:
+            engine.stop()
+            runner.join(30)
+        return records, notes
+
+    def reads(records):
+        return [r.key["id"] for r in _data(records, OTHER) if r.value and r.value["op"] == "r"]
+
+    signal = ("INSERT INTO dbo.debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', "
+              "'{\"data-collections\": [\"" + OTHER + ".dbo.customers\"]}')")
+    first, _ = run(lambda rs, ns: len(reads(rs)) >= 30, lambda: inventory.execute(signal))
+    done = set(reads(first))
+    assert len(done) < 400
+    assert STATE_KEY in store.get({"server": "server1", "database": inventory.dbname})
+    second_run, notes = run(lambda rs, ns: any(n.type == "COMPLETED" for n in ns))
+    again = reads(second_run)
+    assert set(again) | done == set(range(1001, 1401))
+    assert min(again) > 1001  # resumed, not restarted

@@ -59,10 +59,11 @@ def test_a_missing_database_among_several_is_named(standin):
     assert "database 'other'" in message
 
 
-def test_signals_with_several_databases_are_refused(standin):
-    message = _start_error({**standin.properties(), "database.names": f"{standin.dbname},other",
-                            "signal.data.collection": f"{standin.dbname}.dbo.signals"})
-    assert "signal.data.collection" in message and "one database per connector" in message
+def test_a_signal_table_outside_the_databases_is_refused_with_several_databases(standin):
+    for name in ("dbo.signals", "elsewhere.dbo.signals"):
+        message = _start_error({**standin.properties(), "database.names": f"{standin.dbname},other",
+                                "signal.data.collection": name})
+        assert f"signal.data.collection={name}" in message and "<database>.<schema>.<table>" in message
 
 
 def test_cdc_run_exits_with_one_line_when_cdc_is_off(standin, tmp_path):

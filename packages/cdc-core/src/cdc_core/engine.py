@@ -437,7 +437,8 @@ class Engine:
 
         The contract (optional): ``partitions()`` lists the partitions, ``start_partitions([(partition,
         offset or None), ...])`` replaces ``start``, and every batch ``stream()`` yields is a list with a
-        ``partition`` attribute (``cdc_core.events.PartitionBatch``) naming whose changes it holds.
+        ``partition`` attribute (``cdc_core.events.PartitionBatch``) naming whose changes it holds;
+        ``signal_partition()`` (optional) names the partition whose offset the signal controller starts from.
         """
         self._multi_partition = True
         builders: dict[bytes, EventBuilder] = {}
@@ -457,7 +458,14 @@ class Engine:
             builders[key].restore(offset)
             offsets.append((part, offset))
         connector.start_partitions(offsets)
-        return builders, (offsets[0][1] if offsets else None)
+        # The offset the signal controller resumes an ad hoc snapshot from: the partition whose stream carries
+        # the signals and watermarks (``signal_partition()``, optional), else the first.
+        first = offsets[0][1] if offsets else None
+        pick = getattr(connector, "signal_partition", None)
+        if callable(pick):
+            key = partition_key(pick())
+            first = next((o for p, o in offsets if partition_key(p) == key), first)
+        return builders, first
 
     @staticmethod
     def _build_partition(builders: dict[bytes, EventBuilder], raw: Any) -> list[ChangeRecord | Checkpoint]:

@@ -25,7 +25,7 @@ from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_
 from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups
-from cdc_sqlserver.schema_history import SchemaHistory, history_store
+from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader
@@ -352,6 +352,17 @@ class SqlServerConnector:
                              "VARCHAR(32) NOT NULL, data VARCHAR(2048)) and enable it for CDC to use the source signal "
                              "channel and incremental snapshots", self.db, *signal,
                              "has no capture instance" if signal in included else "does not exist")
+        if self._history is not None:
+            for instances in found.values():
+                # The instance a newer one replaces converts with the history's structure (Debezium: the
+                # schema's table until migrateTable), not the catalog's, which already has the new one's.
+                for inst in instances[:-1]:
+                    recorded = self._history.table_from_history(inst.table, inst.columns, self.modes)
+                    if recorded is not None and recorded is not inst.table:
+                        self.log.info("capture instance %s of %s converts with the schema history's structure "
+                                      "until capture instance %s starts at %s", inst.name, inst.table.id,
+                                      instances[-1].name, inst.stop_lsn)
+                        inst.table = recorded
         return [i for instances in found.values() for i in instances]
 
     def incremental_snapshot_source(self) -> SqlServerIncrementalSource:
@@ -408,9 +419,14 @@ class SqlServerConnector:
                     yield batch
                     if self._stop.is_set():
                         return
+            # Capture instances this poll reached: cdc_sqlserver.schema_history turns each into its ALTER/CREATE if due.
+            checks: list[Any] = [TableCheck(inst.table) for inst in reader.reached()]
             if not got:
-                yield [Checkpoint(reader.idle_offset())]  # an idle position: the core sends a heartbeat when one is due
+                # An idle position: the core sends a heartbeat when one is due.
+                yield [*checks, Checkpoint(reader.idle_offset())]
                 self._stop.wait(interval)
+            elif checks:
+                yield [*checks, Checkpoint(reader.offset())]
 
 
 def _is_connection_error(e: BaseException) -> bool:

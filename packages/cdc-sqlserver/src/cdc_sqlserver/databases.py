@@ -10,22 +10,38 @@ to the engine as a ``PartitionBatch`` so the engine stores each database's offse
 partition (``Connector.partitions``/``start_partitions``, cdc_core.engine). Databases are not merged
 by commit time: as in Debezium, events of different databases have no order between them.
 
-Limits: signals and incremental snapshots (``signal.data.collection``) are refused with several
-databases (the signal controller does not keep a batch's partition yet); Debezium's ``tasks.max``
-spreading of databases over tasks does not apply (one task).
+Signals and ad hoc snapshots: as in Debezium, ``signal.data.collection`` names one table
+(``<database>.<schema>.<table>``, of one of the databases); its database's stream carries the
+signals and the watermarks, and the batches the signal controller makes keep the partition of the
+batch they came from (cdc_core.signals.controller), so an incremental snapshot's READs and progress
+are stored under the signal table's database, whose offset the signal controller resumes from
+(``signal_partition``). ``MultiDatabaseIncrementalSource`` reads each table's
+chunks on a connection to the table's own database and writes the watermarks in the signal table's.
+
+Limits: a table of another database than the signal table's is snapshotted in windows of the signal
+table's stream, so a change to a row of it is set against the chunk only if the round-robin hands it
+over while the window is open (Debezium 2.7.4 sets none against it: its window lives in the signal
+database's offset context); a blocking snapshot of tables of several databases reads them one
+database after the other, each with its own first/last markers; Debezium's ``tasks.max`` spreading of
+databases over tasks does not apply (one task).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from cdc_core.config import Config, common
-from cdc_core.events import PartitionBatch
+from cdc_core.events import PartitionBatch, RawChange
+from cdc_core.incremental.spi import ChunkRows, Key
+from cdc_core.relational import Table
+from cdc_core.signals.conditions import Node
+from cdc_core.signals.names import parse_quoted_name
 from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
 from cdc_core.spi.connector import ConnectorContext
 from cdc_sqlserver import config as msc
 from cdc_sqlserver.connector import SqlServerConnector
+from cdc_sqlserver.incremental import SqlServerChunkReader, SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.schema_history import history_store
 from cdc_sqlserver.source import SOURCE_SCHEMA
 
@@ -66,10 +82,11 @@ class SqlServerDatabases:
     def validate(self) -> list[str]:
         """The checks of one database's connector, plus what several databases cannot do yet."""
         problems = self._reader(self.names[0], self.context.history).validate()
-        if self.config.get(SIGNAL_DATA_COLLECTION):
-            problems.append(f"signal.data.collection is set and database.names lists {len(self.names)} databases: "
-                            "cdc's SQL Server connector takes signals (and incremental snapshots) with one database "
-                            "per connector so far; run one connector per database to use them")
+        signal = self.config.get(SIGNAL_DATA_COLLECTION)
+        if signal and signal_database(self.config, self.names) is None:
+            problems.append(f"signal.data.collection={signal} does not name a table of one of database.names "
+                            f"({', '.join(self.names)}): with several databases it is <database>.<schema>.<table>, "
+                            "the database whose stream carries the signals and watermarks")
         if len(set(self.names)) != len(self.names):
             problems.append(f"database.names lists a database twice: {', '.join(self.names)}")
         return problems
@@ -81,6 +98,12 @@ class SqlServerDatabases:
     def partitions(self) -> list[dict[str, Any]]:
         """``{"server": <topic.prefix>, "database": <name>}`` per database, in ``database.names`` order."""
         return [{"server": self.server, "database": name} for name in self.names]
+
+    def signal_partition(self) -> dict[str, Any]:
+        """The signal table's database's partition: its offsets hold an ad hoc snapshot's progress that counts
+        (the progress rides in every database's offsets, but only its stream position matches it)."""
+        db = signal_database(self.config, self.names) or self.db
+        return {"server": self.server, "database": db}
 
     def start_partitions(self, offsets: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> None:
         """Start each database's reader with its own stored offset."""
@@ -114,6 +137,12 @@ class SqlServerDatabases:
             for _, batches in running:
                 batches.close()
 
+    def incremental_snapshot_source(self) -> MultiDatabaseIncrementalSource:
+        """Ad hoc snapshots over the tables every database captures (``cdc_core.incremental.spi``)."""
+        readers = self.readers or [self._reader(name, self.context.history) for name in self.names]
+        return MultiDatabaseIncrementalSource({r.db: r.incremental_snapshot_source() for r in readers},
+                                              signal_database(self.config, self.names) or self.db)
+
     def acknowledge(self, offset: dict[str, Any]) -> None:
         """Nothing to release (as one database)."""
 
@@ -132,3 +161,93 @@ class SqlServerDatabases:
                 self._store.close()
             except Exception as e:  # a store that cannot close has nothing left to write
                 self.log.warning("closing the schema history store failed: %s", e)
+
+
+def signal_database(config: Config, names: list[str]) -> str | None:
+    """The database of ``signal.data.collection`` (``<database>.<schema>.<table>``) if it is one of ``names``."""
+    signal = config.get(SIGNAL_DATA_COLLECTION)
+    if not signal or len(_parts(signal)) != 3:
+        return None
+    return next((name for name in names if signal_table_key(config, name) is not None), None)
+
+
+def _parts(name: str) -> list[str]:
+    """A dotted name's parts (quoted parts allowed)."""
+    return parse_quoted_name(name) or name.split(".")
+
+
+class MultiDatabaseIncrementalSource:
+    """Ad hoc snapshot capabilities over several databases: each table's own database's, watermarks in the signal's."""
+
+    def __init__(self, sources: dict[str, SqlServerIncrementalSource], signal_db: str):
+        """``sources`` by database name; ``signal_db`` holds the signal table."""
+        self.sources = sources
+        self.signal_db = signal_db
+
+    def captured_tables(self) -> list[Table]:
+        """Every database's captured tables (their ids carry the database)."""
+        return [t for source in self.sources.values() for t in source.captured_tables()]
+
+    def reader(self) -> MultiDatabaseChunkReader:
+        """A chunk reader with a connection per database, opened on first use."""
+        return MultiDatabaseChunkReader(self)
+
+    def transaction_of(self, change: RawChange) -> Any:
+        """Unknown, as for one database."""
+        return None
+
+    def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
+                          stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:
+        """Each database's tables in its own transaction, one database after the other."""
+        by_db: dict[str, list[tuple[Table, Node | None]]] = {}
+        for table, condition in tables:
+            by_db.setdefault(table.id.catalog or self.signal_db, []).append((table, condition))
+        for db, group in by_db.items():
+            if stopped():
+                return
+            yield from self.sources[db].blocking_snapshot(group, offset_for, stopped)
+
+    def close(self) -> None:
+        """Nothing held between calls."""
+
+
+class MultiDatabaseChunkReader:
+    """``cdc_core.incremental.spi.ChunkReader`` over several databases: a SqlServerChunkReader each."""
+
+    def __init__(self, source: MultiDatabaseIncrementalSource):
+        """No connection until a database is used."""
+        self.source = source
+        self.readers: dict[str, SqlServerChunkReader] = {}
+
+    def _of(self, db: str) -> SqlServerChunkReader:
+        reader = self.readers.get(db)
+        if reader is None:
+            reader = self.readers[db] = self.source.sources[db].reader()
+        return reader
+
+    def max_key(self, table: Table, key: list[str], condition: Node | None) -> Key | None:
+        """The table's database's ``max_key``."""
+        return self._of(table.id.catalog or self.source.signal_db).max_key(table, key, condition)
+
+    def read_chunk(self, table: Table, key: list[str], after: Key | None, upto: Key, limit: int,
+                   condition: Node | None) -> ChunkRows:
+        """The table's database's ``read_chunk`` (its source block names that database)."""
+        return self._of(table.id.catalog or self.source.signal_db).read_chunk(table, key, after, upto, limit,
+                                                                              condition)
+
+    def insert_watermark(self, row_id: str, kind: str, data: str) -> None:
+        """In the signal table's database."""
+        self._of(self.source.signal_db).insert_watermark(row_id, kind, data)
+
+    def delete_watermark(self, row_id: str) -> None:
+        """In the signal table's database."""
+        self._of(self.source.signal_db).delete_watermark(row_id)
+
+    def current_position(self) -> Any:
+        """Not offered: SQL Server's watermarks are signal table rows."""
+        raise NotImplementedError("SQL Server incremental snapshots use signal table watermarks")
+
+    def close(self) -> None:
+        """Close every database's connection."""
+        for reader in self.readers.values():
+            reader.close()

@@ -11,13 +11,18 @@ ALTER/CREATE carry ``"N/A"``, as the emitter sets it.
 When the streaming side meets a change whose capture instance describes its table differently from
 the last recorded structure (a new instance after an ALTER took over), the ALTER is recorded and sent
 just before that change, at the position of the change before it (Debezium's migrateTable runs at
-the first change at or after the new instance's start LSN). A table first seen while streaming (CDC
-enabled later) gets a CREATE. On restart the known structures are replayed from the history, up to
+the first change at or after the new instance's start LSN); when no change of it comes, at the end
+of the poll whose window reached the instance's start LSN (a ``TableCheck`` the streaming side
+yields; Debezium: at the start of the next iteration, the same position). A table first seen while
+streaming (CDC enabled later) gets a CREATE, at the first poll that reaches its capture instance. On
+restart the known structures are replayed from the history, up to
 the stored offset, so an ALTER that happened while the connector was down is still announced;
 records after the offset (written, never acknowledged) are ignored, as Debezium's recovery does.
 
-Not done: a capture instance whose columns changed type while the connector was down still converts
-with the live catalog's types (Debezium would use the history's until the new instance starts).
+A table's older capture instance (one a newer instance replaces) converts with the structure the
+history last recorded (``table_from_history``), not the live catalog's, as Debezium's
+getChangeTablesToQuery sets the current change table's source table from the schema: a column whose
+type changed while the connector was down keeps its recorded type until the new instance starts.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from cdc_core.config import Config, common
 from cdc_core.errors import SchemaHistoryError
@@ -34,11 +39,23 @@ from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.schema import Schema
 from cdc_core.schema_change_events import schema_change_record
-from cdc_sqlserver.jdbc import column_size, decimal_digits, jdbc_type, type_name
+from cdc_sqlserver.jdbc import _MAX, _NMAX, column_size, decimal_digits, jdbc_type, type_name
 from cdc_sqlserver.lsn import Lsn
 from cdc_sqlserver.source import source_block
+from cdc_sqlserver.types import ColumnInfo, column
 
 HISTORY_VERSION = 1
+
+
+class TableCheck(NamedTuple):
+    """A capture instance whose start LSN streaming reached: its structure is checked (an ALTER/CREATE if new).
+
+    The streaming side yields it inside a batch; ``SchemaHistory.watch`` replaces it with the event (or
+    drops it), so nothing downstream sees it. Debezium migrates a table at the first change at or
+    after the new instance's start LSN, or at the start of the next iteration when none comes.
+    """
+
+    table: Table
 
 #: Memory histories by the id of a live Config, so a retry of the same engine keeps its history (as cdc_mysql).
 _MEMORY_HISTORIES: dict[int, Any] = {}
@@ -83,6 +100,23 @@ def table_json(table: Table) -> dict[str, Any]:
             "columns": [column_json(c) for c in table.columns], "attributes": [], "comment": None}
 
 
+def column_info(doc: dict[str, Any]) -> ColumnInfo:
+    """The ``sys.columns`` facts of a recorded column (column_json's inverse, as far as conversion needs)."""
+    name = doc["typeName"]
+    identity = name.endswith(" identity")
+    t = name[:-len(" identity")] if identity else name
+    length, scale = doc.get("length"), doc.get("scale") or 0
+    max_length = precision = 0
+    if t in ("char", "varchar", "binary", "varbinary"):
+        max_length = -1 if length == _MAX else int(length or 0)
+    elif t in ("nchar", "nvarchar"):
+        max_length = -1 if length == _NMAX else int(length or 0) * 2
+    else:
+        precision = int(length or 0)
+    return ColumnInfo(doc["name"], int(doc.get("position") or 0), t, max_length, precision, int(scale),
+                      bool(doc["optional"]), identity, doc.get("defaultValueExpression"))
+
+
 def signature(table_doc: dict[str, Any]) -> tuple[Any, ...]:
     """What makes two structures of a table the same (names, types, sizes, nullability, key)."""
     return (tuple((c["name"], c["typeName"], c["length"], c["scale"], c["optional"], c.get("defaultValueExpression"))
@@ -112,6 +146,8 @@ class SchemaHistory:
         self.log = log
         #: identifier (``schema.table``) -> signature of the last recorded structure.
         self.known: dict[str, tuple[Any, ...]] = {}
+        #: identifier -> the last recorded ``table`` document (for table_from_history).
+        self.docs: dict[str, dict[str, Any]] = {}
         #: Tables first seen after a restart without history are recorded without an event.
         self.adopt = False
         self._checked: dict[int, Table] = {}
@@ -121,6 +157,7 @@ class SchemaHistory:
     def recover(self, offset: dict[str, Any] | None) -> int:
         """Replay this database's records at or before ``offset``; returns how many were applied."""
         self.known.clear()
+        self.docs.clear()
         if offset is None:
             return 0
         limit = position_key(offset)
@@ -136,8 +173,10 @@ class SchemaHistory:
                 ident = _identifier(change["id"])
                 if change["type"] == "DROP" or change.get("table") is None:
                     self.known.pop(ident, None)
+                    self.docs.pop(ident, None)
                 else:
                     self.known[ident] = signature(change["table"])
+                    self.docs[ident] = change["table"]
             count += 1
         if not count:
             self.adopt = True
@@ -145,6 +184,21 @@ class SchemaHistory:
                              "table structures are taken from the capture instances as they are now (and recorded)",
                              self.db)
         return count
+
+    def table_from_history(self, live: Table, captured: list[str], modes: Any) -> Table | None:
+        """``live``'s table as the history last recorded it, restricted to ``captured`` (None if unknown or
+        if the record names a column the capture instance does not capture)."""
+        doc = self.docs.get(live.id.identifier)
+        if doc is None:
+            return None
+        names = set(captured)
+        docs = doc["columns"]
+        if not docs or any(c["name"] not in names for c in docs):
+            return None
+        if signature(doc) == signature(table_json(live)):
+            return live
+        return Table(live.id, [column(column_info(c), modes) for c in docs],
+                     list(doc.get("primaryKeyColumnNames") or ()))
 
     # -- recording ---------------------------------------------------------------------------
 
@@ -156,6 +210,7 @@ class SchemaHistory:
                            "position": dict(position), "ts_ms": time.time_ns() // 1_000_000, "databaseName": self.db,
                            "schemaName": table.id.schema, "ddl": ddl, "tableChanges": [change]})
         self.known[table.id.identifier] = signature(doc)
+        self.docs[table.id.identifier] = doc
         if not (emit and self.include_events):
             return None
         return schema_change_record("sqlserver", self.source_schema, self.topic, self.db, table.id.schema, ddl,
@@ -173,9 +228,24 @@ class SchemaHistory:
                 out.append(event)
         return out
 
+    def _table_check(self, check: TableCheck, previous: dict[str, Any]) -> ChangeRecord | None:
+        """The CREATE/ALTER of a capture instance reached without a change of it, at the last position."""
+        table = check.table
+        source = source_block(self.server, self.db, time.time_ns() // 1000, "false", table.id.schema or "",
+                              table.id.table, previous.get("change_lsn"), previous.get("commit_lsn"),
+                              previous.get("event_serial_no"))
+        return self._structure(table, previous, source)
+
     def _streaming_change(self, change: RawChange, previous: dict[str, Any]) -> ChangeRecord | None:
         """The CREATE/ALTER due before ``change``, if its table's structure is new."""
-        table = change.table
+        if self._checked.get(change.table.id.identifier) is change.table:
+            return None  # the common case, without building a source block
+        source = {**change.source, "snapshot": "false", "change_lsn": previous.get("change_lsn"),
+                  "commit_lsn": previous.get("commit_lsn"), "event_serial_no": previous.get("event_serial_no")}
+        return self._structure(change.table, previous, source)
+
+    def _structure(self, table: Table, previous: dict[str, Any], source: dict[str, Any]) -> ChangeRecord | None:
+        """The CREATE/ALTER of ``table`` if its structure differs from the recorded one (once per Table object)."""
         if self._checked.get(table.id.identifier) is table:
             return None
         self._checked[table.id.identifier] = table
@@ -185,8 +255,6 @@ class SchemaHistory:
             return None
         adopt = known is None and self.adopt
         kind = "CREATE" if known is None else "ALTER"
-        source = {**change.source, "snapshot": "false", "change_lsn": previous.get("change_lsn"),
-                  "commit_lsn": previous.get("commit_lsn"), "event_serial_no": previous.get("event_serial_no")}
         if not adopt:
             self.log.info("%s of %s: %s", kind, table.id, ", ".join(c["name"] for c in doc["columns"]))
         return self._record(kind, table, doc, previous, "N/A", source, not adopt)
@@ -212,6 +280,14 @@ class SchemaHistory:
             done = 0
             for i in range(len(batch)):
                 item = batch[i]
+                if item.__class__ is TableCheck:
+                    out = [] if out is None else out
+                    out += batch[done:i]
+                    event = self._table_check(item, _before(batch, i, tail))
+                    if event is not None:
+                        out.append(event)
+                    done = i + 1
+                    continue
                 if item.__class__ is RawChange:
                     if item.table is last_table:
                         continue

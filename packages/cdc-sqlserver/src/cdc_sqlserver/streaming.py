@@ -120,6 +120,8 @@ class StreamReader:
         #: ``streaming.fetch.size``: rows per fetch of a capture instance read alone in a window (0: all at once).
         self.fetch_size = fetch_size
         self.names = frozenset(inst.name for inst in instances)
+        #: Capture instances whose start LSN a window reached (their structure was checked, see reached()).
+        self._reached: set[str] = set()
         self._set_instances(instances)
 
     def _set_instances(self, instances: list[CaptureInstance]) -> None:
@@ -143,16 +145,38 @@ class StreamReader:
         return {**offset, CAUGHT_UP: str(self.caught_up)}
 
     def _check_instances(self) -> None:
-        """Pick up a new capture instance (after an ALTER) or forget a dropped one."""
+        """Pick up a new capture instance (after an ALTER) or forget a dropped one.
+
+        A table whose last instance ``sys.sp_cdc_disable_table`` dropped is no longer read; as in
+        Debezium 2.7.4 nothing is emitted or recorded for it (its SQL Server schema change emitter
+        knows CREATE and ALTER only), so enabling it again later announces an ALTER only if its
+        structure differs from the recorded one.
+        """
         if self.refresh is None:
             return
         names = instance_names(self.conn)
         if names != self.names:
+            for gone in sorted(self.names - names):
+                self.log.info("capture instance %s was dropped (sys.sp_cdc_disable_table): no longer read", gone)
             self.names = names
             self._set_instances(self.refresh())
             self.log.info("capture instances now: %s", ", ".join(
                 f"{i.name} ({i.table.id}, from {i.start_lsn}{'' if not i.stop_lsn.available else f' to {i.stop_lsn}'})"
                 for i in self.instances))
+
+    def reached(self) -> list[CaptureInstance]:
+        """The current capture instances whose start LSN the last window reached, each once.
+
+        As Debezium's schema change checkpoints: a new instance's structure is checked (an ALTER if it
+        differs) at the first poll that covers its start LSN, whether or not a change of it follows.
+        """
+        if self.caught_up is None or not self.caught_up.available:
+            return []
+        end = self.caught_up.key()
+        out = [inst for inst in self.instances if inst.name not in self._reached and not inst.stop_lsn.available
+               and inst.start_lsn.key() <= end]
+        self._reached.update(inst.name for inst in out)
+        return out
 
     @property
     def last_commit(self) -> Lsn:
@@ -200,7 +224,16 @@ class StreamReader:
             return ()
         if inst.stop_lsn.available and inst.stop_lsn.key() <= start.key():
             return ()  # replaced by a newer instance before this window
-        cursor = self.conn.execute(self.queries[inst.name], start.raw, to_lsn.raw)
+        try:
+            cursor = self.conn.execute(self.queries[inst.name], start.raw, to_lsn.raw)
+        except Exception as e:
+            if type(e).__name__ == "OperationalError" or inst.name in instance_names(self.conn):
+                raise
+            # sp_cdc_disable_table between the instance check and this query: as Debezium's
+            # processErrorFromChangeTableQuery, the instance is no longer read (and nothing is emitted).
+            self.log.info("capture instance %s of %s is gone (sys.sp_cdc_disable_table): no longer read", inst.name,
+                          inst.table.id)
+            return ()
         rows: Iterable[tuple[Any, ...]] = (cursor.fetchall() if whole or not self.fetch_size
                                            else _batches(cursor, self.fetch_size))
         if inst.stop_lsn.available:

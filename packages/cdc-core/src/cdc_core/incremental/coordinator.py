@@ -127,8 +127,8 @@ class IncrementalSnapshot:
 
     def add(self, signal_id: str, scans: list[TableScan]) -> None:
         """Start a snapshot of ``scans``, or add those not already in the running one."""
-        known = {s.name for s in self.scans}
-        new = [s for s in scans if s.name not in known]
+        known = {s.table.id for s in self.scans}  # the id, with its database: the same schema.table may be in two
+        new = [s for s in scans if s.table.id not in known]
         if not new:
             self.log.info("incremental snapshot: every requested table is already being snapshotted")
             return
@@ -150,9 +150,12 @@ class IncrementalSnapshot:
         """Continue the snapshot an offset recorded: each table after its last emitted key."""
         if not state:
             return
-        tables = {t.id.identifier: t for t in self.source.captured_tables()}
+        captured = self.source.captured_tables()
+        tables = {t.id.identifier: t for t in captured}
+        # ``schema.table`` and its database, for connectors over several databases (the same name in each).
+        qualified = {(t.id.catalog, t.id.identifier): t for t in captured}
         for entry in state.get("tables") or []:
-            table = tables.get(entry.get("table"))
+            table = qualified.get((entry.get("catalog"), entry.get("table"))) or tables.get(entry.get("table"))
             if table is None:
                 self.log.warning("incremental snapshot: table %s is no longer captured; it is skipped", entry.get("table"))
                 continue

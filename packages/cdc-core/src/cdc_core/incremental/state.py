@@ -52,9 +52,13 @@ class TableScan:
 
     def to_state(self) -> dict[str, Any]:
         """The JSON the offset stores for this table."""
-        return {"table": self.name, "key": list(self.key), "surrogate": self.surrogate,
-                "condition": self.condition_text, "max": self.max_key, "max_known": self.max_known,
-                "first": self.first_key, "last": self.committed, "rows": self.rows}
+        out = {"table": self.name, "key": list(self.key), "surrogate": self.surrogate,
+               "condition": self.condition_text, "max": self.max_key, "max_known": self.max_known,
+               "first": self.first_key, "last": self.committed, "rows": self.rows}
+        if self.table.id.catalog is not None and self.table.id.schema is not None:
+            # Where ``schema.table`` does not say which database (SQL Server's several databases).
+            out["catalog"] = self.table.id.catalog
+        return out
 
 
 def format_key(key: Key | None) -> str:

@@ -19,7 +19,7 @@ from typing import Any
 
 from cdc_core.config import Config
 from cdc_core.errors import RetriableError
-from cdc_core.events import Checkpoint, ChangeRecord, RawChange
+from cdc_core.events import Checkpoint, ChangeRecord, PartitionBatch, RawChange
 from cdc_core.filters import TableFilter
 from cdc_core.incremental.blocking import BLOCKING_KEY, BlockingRequest, run_blocking
 from cdc_core.incremental.coordinator import CLOSE, IDLE_WAIT_S, OPEN, IncrementalSnapshot
@@ -103,11 +103,25 @@ class SignalController:
     # -- the stream --------------------------------------------------------------------------
 
     def wrap(self, stream: Iterator[Batch]) -> Iterator[Batch]:
-        """The connector's batches with signals handled, READs put in and offsets carrying snapshot progress."""
+        """The connector's batches with signals handled, READs put in and offsets carrying snapshot progress.
+
+        With a connector of several partitions (its batches are ``PartitionBatch``), every batch made
+        here keeps the partition of the batch it came from (what a blocking snapshot resumed at start
+        makes: the partition ``start`` got its offset from, ``signal_partition()`` or the first), so the
+        engine stores its offsets under the right one.
+        """
+        partitions = getattr(self.connector, "partitions", None)
+        signal_partition = getattr(self.connector, "signal_partition", None)
+        part = (signal_partition() if callable(signal_partition) else partitions()[0]) if callable(partitions) \
+            else None
         if self._blocking is not None:
-            yield from self._run_blocking()
+            yield from _tagged(self._run_blocking(), part)
         for batch in stream:
-            yield from self._process(batch)
+            part = getattr(batch, "partition", None)
+            if part is None:
+                yield from self._process(batch)
+            else:
+                yield from _tagged(self._process(batch), part)
 
     def _process(self, batch: Batch) -> Iterator[Batch]:
         out: Batch = list(self.notifier.drain())
@@ -347,6 +361,15 @@ class SignalController:
         notes = self.notifier.drain()
         if notes:
             yield notes
+
+
+def _tagged(batches: Iterator[Batch], part: dict[str, Any] | None) -> Iterator[Batch]:
+    """``batches``, each a ``PartitionBatch`` of ``part`` unless it names one (unchanged when ``part`` is None)."""
+    if part is None:
+        yield from batches
+        return
+    for batch in batches:
+        yield batch if getattr(batch, "partition", None) is not None else PartitionBatch(batch, part)
 
 
 def _signal_table_parts(name: str | None) -> list[str] | None:

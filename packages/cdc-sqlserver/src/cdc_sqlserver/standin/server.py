@@ -56,6 +56,16 @@ class StandIn:
             conn.execute(f"ALTER TABLE {quote(schema)}.{quote(table)} ADD COLUMN {quote(column)} {pg_type}")
             record(conn, schema, table, columns)
 
+    def alter_column(self, schema: str, table: str, column: str, tsql_type: str) -> None:
+        """``ALTER TABLE <schema>.<table> ALTER COLUMN <column> <tsql_type>`` (the catalog's type changes)."""
+        _, _, pg_ddl, columns = translate_create_table(f"CREATE TABLE {schema}.{table} ({column} {tsql_type})")
+        pg_type = pg_ddl[pg_ddl.index("(") + 1:pg_ddl.rindex(")")].split(" ", 1)[1].replace(" NOT NULL", "")
+        with self._connect() as conn, conn.transaction():
+            conn.execute(f"ALTER TABLE {quote(schema)}.{quote(table)} ALTER COLUMN {quote(column)} TYPE {pg_type}")
+            conn.execute("DELETE FROM standin.column_types WHERE object_id = %s::regclass::oid::int "
+                         "AND column_name = %s", (f"{quote(schema)}.{quote(table)}", column))
+            record(conn, schema, table, columns)
+
     def enable_db(self) -> None:
         """``sys.sp_cdc_enable_db``: the ``cdc`` schema, metadata, LSN functions, and the agent's slot."""
         with self._connect() as conn:
@@ -117,6 +127,9 @@ class StandIn:
             conn.execute("DELETE FROM cdc.captured_columns WHERE object_id = "
                          "(SELECT object_id FROM cdc.change_tables WHERE capture_instance = %s)", (capture_instance,))
             conn.execute("DELETE FROM cdc.change_tables WHERE capture_instance = %s", (capture_instance,))
+            # The table's last instance gone: no longer tracked (sys.tables.is_tracked_by_cdc = 0).
+            conn.execute("DELETE FROM standin.tracked t WHERE NOT EXISTS (SELECT 1 FROM cdc.change_tables ct "
+                         "WHERE ct.source_object_id = t.source_object_id)")
             conn.execute(f"DROP TABLE cdc.{quote(capture_instance + '_CT')} CASCADE")
 
     def cleanup(self, low_water: bytes) -> None:
