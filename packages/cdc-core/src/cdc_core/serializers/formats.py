@@ -171,7 +171,7 @@ def _side(settings: FormatSettings, side: str) -> Any:
     return _json_side(side == "key", options, prefix)[0]
 
 
-def _header_side(settings: FormatSettings) -> Callable[[ChangeRecord], dict[str, Any]] | None:
+def header_framer(settings: FormatSettings) -> Callable[[ChangeRecord], dict[str, Any]] | None:
     """Headers with schemas (``schemas.enable`` on the header converter), or None to pass them as they are."""
     problems: list[str] = []
     prefix = settings.prefixes["header"]
@@ -256,7 +256,7 @@ def format_problems(settings: FormatSettings, plugins: Any = None) -> list[str]:
                 if close is not None:
                     close()
     try:
-        _header_side(settings)
+        header_framer(settings)
     except ConfigError as e:
         problems += e.problems
     return problems
@@ -320,9 +320,9 @@ def build_serializer(settings: FormatSettings, plugins: Any = None) -> Any:
                    for side, flags in (("key", key_flags), ("value", value_flags)) if not flags[2]}
         cls = plugins.get("serializer", settings.value) if plugins is not None else JsonSerializer
         serializer = cls(key_flags[1], value_flags[1], **replace)
-        header = _header_side(settings)
+        header = header_framer(settings)
         return serializer if header is None else HeaderFraming(serializer, header)
-    return FormatSerializer(_side(settings, "key"), _side(settings, "value"), _header_side(settings),
+    return FormatSerializer(_side(settings, "key"), _side(settings, "value"), header_framer(settings),
                             binary="avro" in (settings.key, settings.value))
 
 

@@ -26,8 +26,8 @@ def typed_literal(text: str) -> tuple[Schema, Any]:
     """The Connect schema and value of a literal, as ``Values.parseString``: BOOLEAN, the smallest of
     INT8..INT64 for a whole number (``1.0`` and ``1e3`` too), FLOAT32 for other decimal numbers, else STRING."""
     stripped = text.strip()
-    if stripped.lower() in ("true", "false"):
-        return Schema("boolean"), stripped.lower() == "true"
+    if stripped in ("true", "false"):  # case-sensitive: Kafka keeps "FALSE" a string
+        return Schema("boolean"), stripped == "true"
     if _NUMBER.fullmatch(stripped):
         exact = Decimal(stripped)
         if exact == exact.to_integral_value() and -(2**63) <= int(exact) < 2**63:
