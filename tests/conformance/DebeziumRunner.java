@@ -4,9 +4,12 @@
 //   java -cp <jars>:<classes> DebeziumRunner run <engine.properties> <records.jsonl>
 //       Runs until standard input says "stop" (or closes), then stops the engine and exits 0.
 //       Each line: {"topic": ..., "key": <key JSON or null>, "value": <value JSON or null>,
-//                   "headers": {name: <header value JSON without schema>}}
+//                   "headers": {name: <header value JSON>}}
 //       Converter options come from the properties "key.converter.*" / "value.converter.*"
 //       (schemas.enable, replace.null.with.default, ...), passed to JsonConverter as Kafka does.
+//       Headers are written by a JsonConverter with its defaults ({"schema":...,"payload":...}), as
+//       Debezium Server's default header converter; runner.header.converter.* options change it
+//       (runner.header.converter.schemas.enable=false: plain values).
 //       Runner options (benchmarks): runner.fsync=true fsyncs after every batch; runner.stop.topic
 //       and runner.stop.after=N end the process once N records of that topic are written. At the
 //       end it prints {"records": N, "start_to_last_ms": ms} (records of runner.stop.topic).
@@ -128,7 +131,12 @@ public class DebeziumRunner {
         Converter values = valueConverter == null ? converter(props, "value.converter.", false)
             : otherConverter(valueConverter, props, "value.converter.", false);
         Map<String, Object> headerCfg = new HashMap<>();
-        headerCfg.put("schemas.enable", "false");
+        for (String name : props.stringPropertyNames()) {
+            if (name.startsWith("runner.header.converter.")) {
+                headerCfg.put(name.substring("runner.header.converter.".length()), props.getProperty(name));
+                props.remove(name);
+            }
+        }
         JsonConverter headers = new JsonConverter();
         headers.configure(headerCfg, false);
         FileOutputStream file = new FileOutputStream(outPath);
@@ -151,7 +159,7 @@ public class DebeziumRunner {
                         out.write(",\"headers\":".getBytes(StandardCharsets.UTF_8));
                         ObjectNode hs = MAPPER.createObjectNode();
                         for (Header h : r.headers()) {
-                            hs.set(h.key(), json(headers.fromConnectData(r.topic(), h.schema(), h.value())));
+                            hs.set(h.key(), json(headers.fromConnectHeader(r.topic(), h.key(), h.schema(), h.value())));
                         }
                         out.write(MAPPER.writeValueAsBytes(hs));
                         out.write(new byte[] {'}', '\n'});
