@@ -222,6 +222,8 @@ class HeaderFraming:
             close()
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "inner":  # not set yet (copy, unpickling): no recursion
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
 
