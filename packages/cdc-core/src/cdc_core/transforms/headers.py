@@ -39,7 +39,9 @@ def typed_literal(text: str) -> tuple[Schema, Any]:
             number = float(stripped)
             if abs(number) <= _FLOAT32_MAX:
                 return Schema("float32"), number
-            return Schema("float64"), number
+            if number not in (float("inf"), float("-inf")):
+                return Schema("float64"), number
+    # Kafka makes a Decimal of a number beyond int64 / float64; cdc keeps its text.
     return Schema("string"), text
 
 
