@@ -296,7 +296,7 @@ class FormatSerializer:
         values = self.value(records)
         header = self.header
         new = tuple.__new__
-        return [new(SinkRecord, (r.topic, k, v, header(r) if header is not None else r.headers))
+        return [new(SinkRecord, (r.topic, k, v, header(r) if header is not None and r.headers else r.headers))
                 for r, k, v in zip(records, keys, values)]
 
     def close(self) -> None:
