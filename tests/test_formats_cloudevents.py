@@ -230,16 +230,25 @@ def _memory():
 
 
 def test_header_format_json_and_its_schemas() -> None:
-    """debezium.format.header=json: headers as their JSON values; with schemas.enable, as {"schema","payload"}."""
+    """debezium.format.header=json: headers as {"schema","payload"} (Debezium Server's default), each with the
+    schema it was made with; schemas.enable=false: their JSON values; Kafka Connect spellings: plain unless asked."""
     record = _example_record()
-    record.headers = {"__debezium.newkey": {"pk": 2}, "origin": "x"}
-    plain = build_serializer(settings_from_server({"debezium.format.header": "json"}), registry())
+    record.headers = {"__debezium.newkey": {"pk": 2}, "origin": "x", "gone": None}
+    record.header_schemas = {"__debezium.newkey": KEY}
+    for framed in (build_serializer(settings_from_server({"debezium.format.header": "json"}), registry()),
+                   build_serializer(settings_from_server({}), registry()),
+                   build_serializer(settings_from_connect({"header.converter.schemas.enable": "true"}))):
+        headers = framed.serialize([record])[0].headers
+        assert headers["__debezium.newkey"] == {"schema": KEY.to_json(), "payload": {"pk": 2}}
+        assert headers["origin"] == {"schema": None, "payload": "x"}
+        assert headers["gone"] is None  # JsonConverter: no schema and no value is a null header
+    plain = build_serializer(settings_from_server({"debezium.format.header.schemas.enable": "false"}), registry())
     assert plain.serialize([record])[0].headers == record.headers
-    framed = build_serializer(settings_from_server({"debezium.format.header": "json",
-                                                    "debezium.format.header.schemas.enable": "true"}), registry())
-    headers = framed.serialize([record])[0].headers
-    assert headers["__debezium.newkey"] == {"schema": KEY.to_json(), "payload": {"pk": 2}}
-    assert headers["origin"] == {"schema": None, "payload": "x"}
+    assert build_serializer(settings_from_server({"debezium.format.schemas.enable": "false"}),
+                            registry()).serialize([record])[0].headers == record.headers
+    assert build_serializer(settings_from_connect({})).serialize([record])[0].headers == record.headers
+    no_headers = _example_record()
+    assert build_serializer(settings_from_server({}), registry()).serialize([no_headers])[0].headers == {}
 
 
 def test_unknown_format_options_are_named() -> None:

@@ -14,13 +14,16 @@ import orjson
 import pytest
 
 from cdc_core.config import Config
-from cdc_core.serializers.json import JsonSerializer
+from cdc_core.serializers.formats import build_serializer, settings_from_server
 from cdc_core.transforms.outbox import EventRouter
 from conformance.check import require_real_debezium
 from conformance.debezium import DebeziumProcess
 from kit.engine import EngineThread
 from test_outbox_conformance_postgres import CHAIN
 from test_outbox_postgres import EVENT_ID, PAYLOAD
+
+#: Debezium Server's default formats: JSON keys and values, headers {"schema","payload"} (as the runner writes them).
+_SERVER = build_serializer(settings_from_server({}))
 
 ROWS = [
     f"INSERT INTO outboxevent VALUES ('{EVENT_ID}', 'Order', '1', 'OrderCreated', '{PAYLOAD}')",
@@ -69,7 +72,7 @@ def test_outbox_event_router_matches_debezium_on_mariadb(mariadb_server, mariadb
         records = [r for r in (router.apply(r) for r in records) if r is not None]
     mine = [{"topic": s.topic, "key": orjson.loads(s.key) if s.key else None,
              "value": orjson.loads(s.value) if s.value else None, "headers": s.headers}
-            for s in JsonSerializer().serialize(records)]
+            for s in _SERVER.serialize(records)]
     theirs = debezium.records()
     assert len(mine) == len(ROWS)
     assert theirs == mine, ("Debezium:\n" + "\n".join(orjson.dumps(r).decode() for r in theirs)

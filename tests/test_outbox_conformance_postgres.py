@@ -18,13 +18,16 @@ import orjson
 import pytest
 
 from cdc_core.config import Config
-from cdc_core.serializers.json import JsonSerializer
+from cdc_core.serializers.formats import build_serializer, settings_from_server
 from cdc_core.transforms.outbox import EventRouter
 from cdc_postgres.testing import _drop_database as drop_database
 from conformance.check import require_real_debezium
 from conformance.debezium import DebeziumProcess
 from kit.engine import EngineThread
 from test_outbox_postgres import CHAPTER_ROW
+
+#: Debezium Server's default formats: JSON keys and values, headers {"schema","payload"} (as the runner writes them).
+_SERVER = build_serializer(settings_from_server({}))
 
 TABLE = """CREATE SCHEMA inventory;
 CREATE TABLE inventory.outboxevent (id uuid NOT NULL PRIMARY KEY, aggregatetype varchar(255) NOT NULL,
@@ -115,7 +118,7 @@ def test_outbox_event_router_matches_debezium(pg_server, tmp_path, name):
         assert len(ours) == ROUTED
         mine = [{"topic": s.topic, "key": orjson.loads(s.key) if s.key else None,
                  "value": orjson.loads(s.value) if s.value else None, "headers": s.headers}
-                for s in JsonSerializer().serialize(ours)]
+                for s in _SERVER.serialize(ours)]
         while len(debezium.records()) < len(mine):
             assert debezium.alive(), debezium.failure()
             assert time.monotonic() < deadline + 60, f"Debezium wrote {len(debezium.records())} of {len(mine)} events"
@@ -125,7 +128,7 @@ def test_outbox_event_router_matches_debezium(pg_server, tmp_path, name):
         if CHAIN:
             mine = [{"topic": s.topic, "key": orjson.loads(s.key) if s.key else None,
                      "value": orjson.loads(s.value) if s.value else None, "headers": s.headers}
-                    for s in JsonSerializer().serialize(cdc.snapshot())]
+                    for s in _SERVER.serialize(cdc.snapshot())]
     finally:
         if cdc is not None:
             cdc.stop()

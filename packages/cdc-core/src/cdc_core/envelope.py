@@ -229,15 +229,19 @@ class EventBuilder:
                 del_value = {"before": before, "after": None, "source": source, "transaction": block, "op": "d",
                              "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
                 headers = {"__debezium.newkey": key}
-                append(ChangeRecord(topic, old_key, del_value, key_schema_of_table, envelope, None, headers, partition))
+                schemas = {"__debezium.newkey": key_schema_of_table}  # the key schema, as Debezium's emitter
+                append(ChangeRecord(topic, old_key, del_value, key_schema_of_table, envelope, None, headers, partition,
+                                    schemas))
                 if tombstones:  # a tombstone carries its delete's headers, as in Debezium
-                    append(ChangeRecord(topic, old_key, None, key_schema_of_table, None, None, dict(headers), partition))
+                    append(ChangeRecord(topic, old_key, None, key_schema_of_table, None, None, dict(headers), partition,
+                                        dict(schemas)))
                 if block is not None:  # the create is an event of its own, as in Debezium's TransactionMonitor
                     block = tx.second_event(block, data_collection(table.id, self.catalog_in_data_collection), offset)
                 value = {"before": None, "after": after, "source": source, "transaction": block, "op": "c",
                          "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
                 append(ChangeRecord(topic, key, value, key_schema_of_table, envelope, offset,
-                                    {"__debezium.oldkey": old_key}, partition))
+                                    {"__debezium.oldkey": old_key}, partition,
+                                    {"__debezium.oldkey": key_schema_of_table}))
                 continue
             value = {"before": before, "after": after, "source": source, "transaction": block, "op": op,
                      "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}

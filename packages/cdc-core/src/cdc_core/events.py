@@ -58,6 +58,12 @@ class ChangeRecord:
 
     ``value`` None is a tombstone. ``offset`` is the connector offset to commit once this record
     and all records before it have been acknowledged; ``partition`` names whose offset it is.
+
+    ``header_schemas`` holds the Connect schema of each header that has one (a Kafka Connect header
+    is a value with its schema), for header converters with ``schemas.enable`` (Debezium Server's
+    default). It is a separate mapping, None on the records that carry no header (most records),
+    so those pay nothing; a header without an entry has no schema (``"schema":null``). Whatever
+    sets a header sets or removes its schema entry.
     """
 
     topic: str
@@ -68,6 +74,18 @@ class ChangeRecord:
     offset: dict[str, Any] | None = None
     headers: dict[str, Any] = field(default_factory=dict)
     partition: dict[str, Any] | None = None
+    header_schemas: dict[str, Schema] | None = None
+
+    def set_header_schemas(self, schemas: dict[str, Schema | None]) -> None:
+        """Record the schemas of headers just set (None: the header has no schema)."""
+        current = self.header_schemas
+        merged = dict(current) if current else {}
+        for name, schema in schemas.items():
+            if schema is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = schema
+        self.header_schemas = merged or None
 
 
 class Checkpoint(NamedTuple):

@@ -11,11 +11,15 @@ serializer plugin's name); headers ``json``. Keys and values are converted per b
 converter each (``FormatSerializer``); with JSON on both sides the JsonSerializer does both in
 one pass, as before.
 
-Headers: cdc hands sinks each header as its JSON value (JsonConverter's payload without schema),
-unlike Debezium Server, whose JSON header converter keeps JsonConverter's default
-``schemas.enable=true``; ``debezium.format.header.schemas.enable=true`` writes each header as
-``{"schema":...,"payload":...}`` (the key schema for ``__debezium.oldkey``/``newkey``, null for
-headers whose schema cdc does not know).
+Headers: as Debezium Server's JSON header converter (JsonConverter, ``schemas.enable`` on by
+default) writes them, each header is ``{"schema":...,"payload":...}`` with the schema the header
+was made with (``ChangeRecord.header_schemas``: the key schema for ``__debezium.oldkey``/``newkey``,
+the field's for HeaderFrom and ExtractNewRecordState ``add.headers``, the literal's for
+InsertHeader; ``"schema":null`` for a header made without one);
+``debezium.format.header.schemas.enable=false`` hands sinks each header as its plain JSON value.
+Kafka Connect spellings (``header.converter.*``, the library engine) keep plain values unless
+``header.converter.schemas.enable=true``. Headers are framed after the keys and values are written,
+only on the records that carry headers (``HeaderFraming``).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any, ClassVar
 from cdc_core.config.fields import InvalidValue, _parse_bool
 from cdc_core.errors import CdcError, ConfigError
 from cdc_core.events import ChangeRecord
+from cdc_core.serializers.defaults import payload_filler
 from cdc_core.spi.sink import SinkRecord
 
 Side = Callable[[list[ChangeRecord]], list]
@@ -43,8 +48,6 @@ CONVERTER_CLASSES = {
 #: JsonConverter's options.
 JSON_OPTIONS = frozenset({"schemas.enable", "replace.null.with.default", "schemas.cache.size", "decimal.format",
                           "converter.type"})
-#: Header keys whose schema is the record's key schema.
-_KEY_HEADERS = ("__debezium.oldkey", "__debezium.newkey")
 
 
 @dataclass
@@ -61,6 +64,9 @@ class FormatSettings:
     names: dict[str, str] = field(default_factory=lambda: {s: f"debezium.format.{s}" for s in CHOICES})
     #: Properties no converter knows (``<property>: unknown property``).
     unknown: list[str] = field(default_factory=list)
+    #: ``schemas.enable`` of the header converter when unset: on in Debezium Server (JsonConverter's
+    #: default), off for Kafka Connect spellings (whose default header converter writes plain values).
+    header_schemas_default: bool = True
 
     def format(self, side: str) -> str:
         """The format of ``key``, ``value`` or ``header``."""
@@ -106,7 +112,8 @@ def settings_from_connect(config: Mapping[str, Any]) -> FormatSettings:
     ``header.converter`` (Kafka Connect's SimpleHeaderConverter by default) is accepted as before and
     headers stay JSON values; ``header.converter.schemas.enable=true`` frames them.
     """
-    out = FormatSettings(prefixes={s: f"{s}.converter." for s in CHOICES}, names={s: f"{s}.converter" for s in CHOICES})
+    out = FormatSettings(prefixes={s: f"{s}.converter." for s in CHOICES}, names={s: f"{s}.converter" for s in CHOICES},
+                         header_schemas_default=False)
     options: dict[str, dict[str, Any]] = {s: {} for s in CHOICES}
     for key, value in config.items():
         key = str(key)
@@ -164,26 +171,60 @@ def _side(settings: FormatSettings, side: str) -> Any:
     return _json_side(side == "key", options, prefix)[0]
 
 
-def _header_side(settings: FormatSettings) -> Callable[[ChangeRecord], dict[str, Any]] | None:
-    """Headers with schemas (``schemas.enable=true`` on the header converter), or None to pass them as they are."""
+def header_framer(settings: FormatSettings) -> Callable[[ChangeRecord], dict[str, Any]] | None:
+    """Headers with schemas (``schemas.enable`` on the header converter), or None to pass them as they are."""
     problems: list[str] = []
     prefix = settings.prefixes["header"]
     options = settings.options["header"]
-    raw = options.get("schemas.enable")
-    schemas = _flag(options, "schemas.enable", False, prefix, problems)
+    schemas = _flag(options, "schemas.enable", settings.header_schemas_default, prefix, problems)
+    replace = _flag(options, "replace.null.with.default", True, prefix, problems)
     if problems:
         raise ConfigError(problems)
-    if raw is None or not schemas:
+    if not schemas:
         return None
+    no_schemas: dict[str, Any] = {}
 
     def framed(r: ChangeRecord) -> dict[str, Any]:
+        # JsonConverter.fromConnectHeader: {"schema","payload"}; a null value without schema is a null header.
         out = {}
+        schemas = r.header_schemas or no_schemas
         for name, value in r.headers.items():
-            schema = r.key_schema if name in _KEY_HEADERS else None
-            out[name] = {"schema": schema.to_json() if schema is not None else None, "payload": value}
+            schema = schemas.get(name)
+            if schema is None:
+                out[name] = None if value is None else {"schema": None, "payload": value}
+            else:
+                filler = payload_filler(schema, replace)
+                out[name] = {"schema": schema.to_json(), "payload": value if filler is None else filler(value)}
         return out
 
     return framed
+
+
+class HeaderFraming:
+    """A serializer whose records' headers are then framed by the header converter (records without headers untouched)."""
+
+    def __init__(self, inner: Any, frame: Callable[[ChangeRecord], dict[str, Any]]):
+        self.inner, self.frame = inner, frame
+
+    def serialize(self, records: list[ChangeRecord]) -> list[SinkRecord]:
+        """The inner serializer's records, each with its headers framed."""
+        out = self.inner.serialize(records)
+        frame = self.frame
+        for i, r in enumerate(records):
+            if r.headers:
+                out[i] = out[i]._replace(headers=frame(r))
+        return out
+
+    def close(self) -> None:
+        """Close the inner serializer."""
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            close()
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "inner":  # not set yet (copy, unpickling): no recursion
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
 
 def format_problems(settings: FormatSettings, plugins: Any = None) -> list[str]:
@@ -217,7 +258,7 @@ def format_problems(settings: FormatSettings, plugins: Any = None) -> list[str]:
                 if close is not None:
                     close()
     try:
-        _header_side(settings)
+        header_framer(settings)
     except ConfigError as e:
         problems += e.problems
     return problems
@@ -233,8 +274,8 @@ def _plugin_formats(plugins: Any) -> list[str]:
 
 
 def uses_json_only(settings: FormatSettings) -> bool:
-    """True when keys and values are JSON and headers pass as they are (the JsonSerializer's case)."""
-    return settings.key == "json" and settings.value == "json" and _header_side(settings) is None
+    """True when keys and values are JSON (the JsonSerializer's case; headers are framed after it)."""
+    return settings.key == "json" and settings.value == "json"
 
 
 class FormatSerializer:
@@ -255,7 +296,7 @@ class FormatSerializer:
         values = self.value(records)
         header = self.header
         new = tuple.__new__
-        return [new(SinkRecord, (r.topic, k, v, header(r) if header is not None else r.headers))
+        return [new(SinkRecord, (r.topic, k, v, header(r) if header is not None and r.headers else r.headers))
                 for r, k, v in zip(records, keys, values)]
 
     def close(self) -> None:
@@ -280,8 +321,10 @@ def build_serializer(settings: FormatSettings, plugins: Any = None) -> Any:
         replace = {f"{side}_replace_null_with_default": False
                    for side, flags in (("key", key_flags), ("value", value_flags)) if not flags[2]}
         cls = plugins.get("serializer", settings.value) if plugins is not None else JsonSerializer
-        return cls(key_flags[1], value_flags[1], **replace)
-    return FormatSerializer(_side(settings, "key"), _side(settings, "value"), _header_side(settings),
+        serializer = cls(key_flags[1], value_flags[1], **replace)
+        header = header_framer(settings)
+        return serializer if header is None else HeaderFraming(serializer, header)
+    return FormatSerializer(_side(settings, "key"), _side(settings, "value"), header_framer(settings),
                             binary="avro" in (settings.key, settings.value))
 
 

@@ -14,7 +14,10 @@ class Transform(Protocol):
 
     A transform sees the whole record: ``topic``, ``key`` and ``value`` (JSON-ready payloads, as the
     converter will write them), ``key_schema`` and ``value_schema`` (``cdc_core.schema.Schema``) and
-    ``headers``. It returns the record (the same object changed, or a new one) or None to drop it.
+    ``headers`` (with ``header_schemas``: a transform that sets a header gives its Connect schema with
+    ``record.set_header_schemas({name: schema})``, None for none, as Kafka's ``headers.add(name, value,
+    schema)``; the default header converter writes it). It returns the record (the same object changed,
+    or a new one) or None to drop it.
     It must not change ``offset`` or ``partition``: the core commits a dropped record's offset too.
     Build schemas once per input schema (cache by identity), never per record.
     """

@@ -28,4 +28,4 @@ class ContentBasedRouter(ScriptingTransform):
         if not result:
             raise self.failure(record, "the expression gave an empty topic name")
         return ChangeRecord(result, record.key, record.value, record.key_schema, record.value_schema, record.offset,
-                            record.headers, record.partition)
+                            record.headers, record.partition, record.header_schemas)

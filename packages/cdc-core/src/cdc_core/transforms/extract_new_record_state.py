@@ -54,6 +54,7 @@ _MODES = {
     "delete-to-tombstone": ("tombstone", False, False),
 }
 _LEGACY = {"drop": None, "none": "null", "rewrite": "rewrite"}
+_STRING = Schema("string")
 
 
 class FieldReference:
@@ -152,7 +153,7 @@ class ExtractNewRecordState:
         # Derived schemas by the identity of the envelope schema (schemas are built once per table version).
         self._flat: dict[tuple[int, str], tuple[Schema, Schema, list[tuple[str, FieldReference]]]] = {}
         self._deleted: dict[int, tuple[Schema, Schema, Any]] = {}
-        self._header_refs: dict[int, tuple[Schema, list[FieldReference]]] = {}
+        self._header_refs: dict[int, tuple[Schema, list[FieldReference], dict[str, Schema]]] = {}
         #: The last envelope schema and op seen, and their flattened schema (runs of one table are the rule).
         self._last: tuple[Any, Any, Any, Any] = (None, None, None, None)
 
@@ -191,20 +192,27 @@ class ExtractNewRecordState:
         return out, present
 
     def _headers(self, record: ChangeRecord, envelope: dict[str, Any] | None) -> None:
-        """Add the ``add.headers`` headers (a tombstone gets only ``op``, as ``d``)."""
+        """Add the ``add.headers`` headers with their field schemas (a tombstone gets only ``op``, as ``d``)."""
         headers = dict(record.headers)
         if envelope is None:
+            schemas: dict[str, Schema | None] = {}
             for ref in self.add_headers:
                 if ref.field == "op":
                     headers[ref.new_field] = "d"
+                    schemas[ref.new_field] = _STRING  # Headers.addString
         else:
             vs = record.value_schema
             found = self._header_refs.get(id(vs))
             if found is None or found[0] is not vs:
-                found = self._header_refs[id(vs)] = (vs, [r for r in self.add_headers if r.schema(vs) is not None])
+                refs = [(r, r.schema(vs)) for r in self.add_headers]
+                found = self._header_refs[id(vs)] = (vs, [r for r, s in refs if s is not None],
+                                                     {r.new_field: s for r, s in refs if s is not None})
             for ref in found[1]:
                 headers[ref.new_field] = ref.value(envelope, vs)
+            schemas = found[2]
         record.headers = headers
+        if schemas:
+            record.set_header_schemas(schemas)
 
     # -- records -------------------------------------------------------------------------------
 

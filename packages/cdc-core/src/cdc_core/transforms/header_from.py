@@ -32,13 +32,15 @@ class HeaderFrom(Side):
         self.pairs = list(zip(o["fields"], o["headers"]))
         self.move = o["operation"] == "move"
         self.replace_null = o["replace.null.with.default"]
-        self._plans: dict[int, tuple[Schema, Schema, Any]] = {}
+        self._plans: dict[int, tuple[Schema, Schema, Any, dict[str, Schema]]] = {}
+        #: A schemaless record's headers have no schema (``headers.add(name, value, null)``).
+        self._no_schemas: dict[str, Schema | None] = {header: None for _, header in self.pairs}
 
-    def _plan(self, schema: Schema) -> tuple[Schema, Any]:
-        """The schema without moved fields, and the default filler, per input schema."""
+    def _plan(self, schema: Schema) -> tuple[Schema, Any, dict[str, Schema]]:
+        """The schema without moved fields, the default filler and the headers' schemas, per input schema."""
         found = self._plans.get(id(schema))
         if found is not None and found[0] is schema:
-            return found[1], found[2]
+            return found[1], found[2], found[3]
         names = {f.name for f in schema.fields}
         for name, _ in self.pairs:
             if name not in names:
@@ -46,8 +48,10 @@ class HeaderFrom(Side):
         moved = {n for n, _ in self.pairs}
         out = basics(schema, [f for f in schema.fields if f.name not in moved]) if self.move else schema
         fill = default_filler(schema) if self.replace_null else None
-        self._plans[id(schema)] = (schema, out, fill)
-        return out, fill
+        by_name = {f.name: f.schema for f in schema.fields}
+        header_schemas = {header: by_name[name] for name, header in self.pairs}  # the field's schema, as Kafka
+        self._plans[id(schema)] = (schema, out, fill, header_schemas)
+        return out, fill, header_schemas
 
     def apply(self, record: ChangeRecord) -> ChangeRecord:
         """The record with the headers added (and the fields removed when moved)."""
@@ -59,16 +63,18 @@ class HeaderFrom(Side):
             for name, header in self.pairs:
                 headers[header] = value.get(name)
             record.headers = headers
+            record.set_header_schemas(self._no_schemas)
             if self.move:
                 moved = {n for n, _ in self.pairs}
                 return self.replace(record, None, {k: v for k, v in value.items() if k not in moved})
             return record
-        out, fill = self._plan(schema)
+        out, fill, header_schemas = self._plan(schema)
         if fill is not None:
             value = fill(value)
         for name, header in self.pairs:
             headers[header] = value.get(name)
         record.headers = headers
+        record.set_header_schemas(header_schemas)
         if self.move:
             moved = {n for n, _ in self.pairs}
             return self.replace(record, out, {k: v for k, v in value.items() if k not in moved})

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field as dataclass_field
 from typing import Any, ClassVar
 
 from cdc_core.config import Config
@@ -197,7 +197,8 @@ class EventRouter:
         if topic is None:
             topic = self._topic(routed)
         return ChangeRecord(topic, row[self.field_key], new_value, columns.key, new_schema, record.offset, headers,
-                            record.partition)
+                            record.partition, {**record.header_schemas, **columns.headers} if record.header_schemas
+                            else columns.headers)
 
     def _topic(self, routed: str) -> str:
         """The topic of a routed value (Kafka's RegexRouter: the value itself when the regex does not match)."""
@@ -231,7 +232,10 @@ class EventRouter:
             elif self.error_on_missing:
                 raise ConnectorError(f"outbox EventRouter: table.fields.additional.placement names the column "
                                      f"{f.column!r}, which the table of topic {topic} does not have")
-        columns = _Columns(after, names[self.field_payload], names.get(self.field_key, STRING), extra)
+        columns = _Columns(after, names[self.field_payload], names.get(self.field_key, STRING), extra,
+                           {"id": names[self.field_id],
+                            **{f.alias: names[f.column] for f in self.additional
+                               if f.placement == "header" and f.column in names}})
         if len(self._tables) >= MAX_SCHEMAS:
             self._tables.clear()
         self._tables[id(envelope)] = (envelope, columns)
@@ -283,6 +287,8 @@ class _Columns:
     payload: Schema
     key: Schema
     extra: dict[str, Schema]
+    #: The schemas of the headers the router adds (``id`` and ``header`` placements): their columns'.
+    headers: dict[str, Schema] = dataclass_field(default_factory=dict)
 
 
 def _optional(config: Config, name: str) -> str | None:
