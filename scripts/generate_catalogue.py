@@ -31,7 +31,7 @@ DEBEZIUM_REPO = Path("/work/.mirror/debezium+debezium/repo")
 SERVER_DOC = "v2.7.4.Final:documentation/modules/ROOT/pages/operations/debezium-server.adoc"
 
 #: connector -> (chapter title in the seed, short connector.class name)
-CHAPTERS = {"mysql": "MySQL", "mariadb": "MariaDB", "postgres": "PostgreSQL", "sqlserver": "SQL Server"}
+CHAPTERS = {"mysql": "MySQL", "mariadb": "MariaDB", "postgres": "PostgreSQL", "sqlserver": "SQL Server", "db2": "Db2"}
 
 #: Printing errors of the seed's property anchors (the displayed name is wrong; the anchor is right).
 ERRATA = {"table-exclude-list": "table.exclude.list"}

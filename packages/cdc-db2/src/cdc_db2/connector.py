@@ -14,7 +14,7 @@ from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
 from cdc_core.relational import Table
-from cdc_core.snapshot import snapshotter
+from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_db2 import config as dbc
@@ -24,7 +24,7 @@ from cdc_db2.catalog import (SYSTEM_SCHEMAS, CaptureTable, Registration, max_lsn
 from cdc_db2.errors import first_line, is_connection_error, sqlstate
 from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import from_value
-from cdc_db2.snapshot import SnapshotReader, select_for
+from cdc_db2.snapshot import ExclusiveSnapshotLock, SnapshotReader, quote_table_id, select_for
 from cdc_db2.history import replay
 from cdc_db2.schema_changes import schema_change_record, table_json
 from cdc_db2.source import SOURCE_SCHEMA, source_block
@@ -57,6 +57,12 @@ class Db2Connector:
         self.zos = config.get(dbc.PLATFORM) == "zos"
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(dbc.SNAPSHOT_MODE), plugins)
+        #: ``snapshot.query.mode=custom``'s SnapshotQuery (select_all: the overrides or every column, below).
+        self.snapshot_query = (snapshot_query(config, "custom", plugins)
+                               if config.get(common.SNAPSHOT_QUERY_MODE) == "custom" else None)
+        locking = config.get(dbc.SNAPSHOT_LOCKING_MODE)
+        self.snapshot_lock = (ExclusiveSnapshotLock() if locking == "exclusive"
+                              else snapshot_lock(config, locking, plugins))
         self.modes = TypeModes(config.get(common.DECIMAL_MODE), config.get(common.TIME_PRECISION_MODE),
                                config.get(common.BINARY_MODE))
         self.metrics = context.metrics
@@ -319,6 +325,8 @@ class Db2Connector:
             reader = self._snapshot_reader = SnapshotReader(
                 conn, self.server, self.db, self.control, self.config.get(dbc.SNAPSHOT_ISOLATION_MODE),
                 self.config.get(dbc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"))
+            reader.lock = self.snapshot_lock
+            reader.lock_timeout_ms = self.config.get(dbc.SNAPSHOT_LOCK_TIMEOUT_MS)
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
             tables = [t for t in self._tables if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
             lsn = reader.begin(tables)
@@ -330,7 +338,7 @@ class Db2Connector:
                                           "true", None, lsn, offset) for t in self._tables]
             if events and self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
                 yield events
-            yield from reader.read([(t, self._select(t)) for t in tables])
+            yield from reader.read([(t, select) for t in tables if (select := self._select(t)) is not None])
             reader.end()
         finally:
             self._snapshot_reader = None
@@ -339,8 +347,11 @@ class Db2Connector:
             except Exception as e:  # the snapshot's own connection; closing it cannot lose data
                 self.log.debug("closing the snapshot connection: %s", first_line(e))
 
-    def _select(self, t: CaptureTable) -> str:
-        """The table's snapshot SELECT: an override if configured, else its columns."""
+    def _select(self, t: CaptureTable) -> str | None:
+        """The table's snapshot SELECT: a custom SnapshotQuery's (None: no rows), an override if configured, else its columns."""
+        if self.snapshot_query is not None:
+            return self.snapshot_query.snapshot_query(t.table.id, [quote(c.name) for c in t.table.columns],
+                                                      quote_table_id)
         override = self.config.get(f"snapshot.select.statement.overrides.{t.table.id.identifier}")
         if override:
             cols = ", ".join(quote(c.name) for c in t.table.columns)
