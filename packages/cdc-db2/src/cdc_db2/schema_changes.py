@@ -55,7 +55,8 @@ def table_json(table: Table) -> dict[str, Any]:
         columns.append({"name": c.name, "jdbcType": JDBC_TYPES.get(c.type_name, 1111), "nativeType": None,
                         "typeName": name, "typeExpression": name, "charsetName": None, "length": c.length,
                         "scale": c.scale, "position": i, "optional": c.optional, "autoIncremented": False,
-                        "generated": False, "comment": None, "defaultValueExpression": None, "enumValues": None})
+                        "generated": False, "comment": None, "defaultValueExpression": c.default_expression,
+                        "enumValues": None})
     return {"defaultCharsetName": None, "primaryKeyColumnNames": list(table.primary_key), "columns": columns,
             "comment": None}
 
