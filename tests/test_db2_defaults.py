@@ -80,3 +80,23 @@ PARSED = [
 @pytest.mark.parametrize("args,expected", PARSED)
 def test_default_texts_as_debezium_parses_them(args, expected):
     assert default_value(*args) == expected
+
+
+def test_a_definition_read_back_from_the_schema_history_is_the_same_table():
+    """The restart path (cdc_db2.schema_changes.infos_from_json): the history's tableChanges give back the same
+    columns, schemas and defaults, FOR BIT DATA (JDBC BINARY/VARBINARY) included."""
+    from cdc_core.relational import Table, TableId
+    from cdc_db2.schema_changes import infos_from_json, table_json
+    from cdc_db2.types import ColumnInfo, TypeModes, column
+
+    modes = TypeModes()
+    infos = [ColumnInfo("ID", 1, "INTEGER", 4, 0, False), ColumnInfo("FB", 2, "VARCHAR", 4, 0, True, 0, "NULL"),
+             ColumnInfo("CB", 3, "CHARACTER", 2, 0, True, 0), ColumnInfo("C", 4, "CHARACTER", 5, 0, True, 1208, "'ab'"),
+             ColumnInfo("DC", 5, "DECIMAL", 10, 2, True, 0, "12.34"), ColumnInfo("TS", 6, "TIMESTAMP", 26, 6, False, 0,
+                                                                              "CURRENT TIMESTAMP")]
+    table = Table(TableId("DB", "S", "T"), [column(i, modes) for i in infos], ["ID"])
+    definition = table_json(table)
+    assert [c["jdbcType"] for c in definition["columns"]] == [4, -3, -2, 1, 3, 93]
+    again = Table(table.id, [column(i, modes) for i in infos_from_json(definition)], ["ID"])
+    assert table_json(again) == definition
+    assert [c.schema.to_json() for c in again.columns] == [c.schema.to_json() for c in table.columns]

@@ -66,6 +66,8 @@ class CaptureTable:
 
     table: Table
     registration: Registration
+    #: The CD table's column names (what can be read from it); empty when unknown.
+    cd_columns: frozenset[str] = frozenset()
 
 
 def _text(value: Any) -> str:

@@ -26,10 +26,10 @@ from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import from_value
 from cdc_db2.snapshot import ExclusiveSnapshotLock, SnapshotReader, quote_table_id, select_for
 from cdc_db2.history import replay
-from cdc_db2.schema_changes import schema_change_record, table_json
+from cdc_db2.schema_changes import infos_from_json, schema_change_record, table_json
 from cdc_db2.source import SOURCE_SCHEMA, source_block
 from cdc_db2.streaming import ResumePoint, StreamReader
-from cdc_db2.types import TypeModes
+from cdc_db2.types import TypeModes, column
 
 #: How often streaming re-checks the capture service while no change arrives (seconds).
 SERVICE_CHECK_INTERVAL = 10.0
@@ -71,6 +71,8 @@ class Db2Connector:
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self._tables: list[CaptureTable] = []
+        #: The captured tables as the catalog describes them at start (a snapshot reads these).
+        self._live_tables: list[CaptureTable] = []
         self._registrations: list[Registration] = []
         self._cd_columns: list[tuple[Any, ...]] = []
         #: What the schema change events announced last of every registered table: ``schema.table`` to
@@ -194,7 +196,9 @@ class Db2Connector:
         for t in self._tables:
             self._check_access(t)
         order = snapshot_order(self._tables, self.config.get(common.TABLE_INCLUDE), lambda t: t.table.id.identifier)
-        self._tables = list(order)
+        self._tables = self._live_tables = list(order)
+        if self._known:
+            self._tables = [self._from_history(t) for t in self._tables]
         self.log.info("capturing %d tables of database %s: %s", len(self._tables), self.db, ", ".join(
             f"{t.table.id.identifier} (CD table {t.registration.cd_schema}.{t.registration.cd_table})"
             for t in self._tables))
@@ -267,8 +271,26 @@ class Db2Connector:
             # table appears in events once the CD table has it too, as the chapter's evolution procedure does).
             captured = {c.name for c in cd.columns}
             view = Table(table.id, [c for c in table.columns if c.name in captured], table.primary_key)
-            out.append(CaptureTable(view, r))
+            out.append(CaptureTable(view, r, frozenset(captured)))
         return out
+
+    def _from_history(self, t: CaptureTable) -> CaptureTable:
+        """``t`` with the definition the schema history last announced (as Debezium recovers its schema on restart).
+
+        The live catalog is only used for a table the history does not know. Columns the history has
+        but the CD table lacks cannot be read and are left out.
+        """
+        known = (self._known or {}).get(t.table.id.identifier)
+        if known is None:
+            return t
+        definition = known[2]
+        columns = [column(info, self.modes) for info in infos_from_json(definition) if info.name in t.cd_columns]
+        if table_json(t.table) != definition:
+            self.log.info("table %s: the definition recovered from the schema history differs from the catalog's; "
+                          "events keep the recovered one until the table is registered again (as Debezium)",
+                          t.table.id.identifier)
+        return CaptureTable(Table(t.table.id, columns, list(definition.get("primaryKeyColumnNames") or [])),
+                            t.registration, t.cd_columns)
 
     def _check_access(self, t: CaptureTable) -> None:
         """The user must read the table and its CD table."""
@@ -319,7 +341,8 @@ class Db2Connector:
         yield from self._stream(ResumePoint(offset))
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
-        """The snapshot on its own connection and transaction."""
+        """The snapshot on its own connection and transaction (of the catalog's definitions, not the history's)."""
+        self._tables = self._live_tables
         conn = self._connect()
         try:
             reader = self._snapshot_reader = SnapshotReader(

@@ -116,15 +116,14 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
 def column(info: ColumnInfo, modes: TypeModes) -> Column:
     """The relational Column for ``info``."""
     from cdc_db2.defaults import default_value, with_default
-    from cdc_db2.schema_changes import JDBC_TYPES
+    from cdc_db2.schema_changes import jdbc_type
 
     schema, convert = mapping(info, modes)
     if schema is not None and info.default is not None:
-        bits = info.codepage == 0 and info.type_name in ("CHARACTER", "CHAR", "VARCHAR")  # JDBC (VAR)BINARY
-        jdbc = -2 if bits else JDBC_TYPES.get(info.type_name, 1111)
-        schema = with_default(schema, default_value(jdbc, info.type_name, info.length, info.nullable, info.default,
+        schema = with_default(schema, default_value(jdbc_type(info.type_name, info.codepage), info.type_name, info.length, info.nullable, info.default,
                                                     convert))
     scaled = info.type_name in ("DECIMAL", "NUMERIC", "TIMESTAMP")
     return Column(name=info.name, type_name=info.type_name, schema=schema, convert=convert,
                   position=info.position, optional=info.nullable, length=info.length,
-                  scale=info.scale if scaled else None, default_expression=info.default)
+                  scale=info.scale if scaled else None, default_expression=info.default,
+                  extra={"codepage": info.codepage})
