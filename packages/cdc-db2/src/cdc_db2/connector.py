@@ -244,8 +244,9 @@ class Db2Connector:
             return None
         return str(rows[0][0]) if rows and rows[0][0] is not None else ""
 
-    def _capture_tables(self, registrations: list[Registration], warn: bool = False) -> list[CaptureTable]:
-        """The included tables that are in capture mode and ACTIVE, with their definitions."""
+    def _capture_tables(self, registrations: list[Registration], warn: bool = False,
+                        conn: Any = None) -> list[CaptureTable]:
+        """The included tables that are in capture mode and ACTIVE, with their definitions (read on ``conn``)."""
         signal = signal_table(self.config)
         # The signal table is read whatever the filters say (its rows are signals and watermarks).
         wanted = [r for r in registrations if (self._included(r.schema, r.table) or (r.schema, r.table) == signal)
@@ -258,7 +259,7 @@ class Db2Connector:
                                      "then reinit)", r.schema, r.table, self.control, self.control)
         active = [r for r in wanted if r.active]
         schemas = {r.schema for r in active} | {r.cd_schema for r in active}
-        tables = read_tables(self._conn, self.db, sorted(schemas), self.modes)
+        tables = read_tables(conn if conn is not None else self._conn, self.db, sorted(schemas), self.modes)
         out = []
         for r in active:
             table = tables.get((r.schema, r.table))
@@ -352,7 +353,14 @@ class Db2Connector:
             reader.lock_timeout_ms = self.config.get(dbc.SNAPSHOT_LOCK_TIMEOUT_MS)
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
             tables = [t for t in self._tables if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
-            lsn = reader.begin(tables)
+
+            def structure() -> None:
+                """The table definitions read again under the snapshot's locks (as Debezium's readTableStructure)."""
+                fresh = {t.table.id.identifier: t for t in self._capture_tables(self._registrations, conn=conn)}
+                self._tables = self._live_tables = [fresh.get(t.table.id.identifier, t) for t in self._tables]
+
+            lsn = reader.begin(tables, structure)
+            tables = [t for t in self._tables if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(tables), lsn,
                           reader.isolation)
             offset = {"snapshot": True, "snapshot_completed": False, "commit_lsn": lsn}

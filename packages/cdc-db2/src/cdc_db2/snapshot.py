@@ -79,7 +79,7 @@ class SnapshotReader:
         self.lock: Any = None
         self.lock_timeout_ms = 10000
 
-    def begin(self, tables: list[CaptureTable]) -> str:
+    def begin(self, tables: list[CaptureTable], structure: Any = None) -> str:
         """Set the isolation level, take the locks, read the highest synchpoint inside the transaction.
 
         As Db2SnapshotChangeEventSource: under ``repeatable_read`` and ``exclusive`` each table gets
@@ -87,6 +87,7 @@ class SnapshotReader:
         ``CURRENT LOCK TIMEOUT`` = ``snapshot.lock.timeout.ms``; ``repeatable_read`` releases them (a
         rollback to a savepoint) once the synchpoint is read, ``exclusive`` keeps them and also takes
         ``LOCK TABLE ... IN EXCLUSIVE MODE`` (cdc's reading of the chapter's "exclusive lock").
+        ``structure`` (if given) reads the table definitions after the synchpoint, under the locks.
         """
         self.conn.set_autocommit(False)
         cur = self.conn.cursor()
@@ -114,6 +115,8 @@ class SnapshotReader:
         cur.execute(max_lsn_query(self.control))
         row = cur.fetchone()
         self.max_lsn = str(from_value(row[0] if row else None))
+        if structure is not None:
+            structure()
         if locks and self.isolation == "repeatable_read":
             cur.execute("ROLLBACK TO SAVEPOINT cdc_schema_snapshot")
             self.log.info("schema locks released")
