@@ -184,6 +184,8 @@ class Db2Connector:
         """The capture service, the register, the captured tables and the user's access to their CD tables."""
         registrations = self._read_registrations()
         self._check_service()
+        if self.zos:
+            self._check_lsn_format()
         self._tables = self._capture_tables(registrations, warn=True)
         if not self._tables:
             candidates = [f"{r.schema}.{r.table}" for r in registrations if self._included(r.schema, r.table)]
@@ -221,6 +223,16 @@ class Db2Connector:
         self._registrations = registrations
         self._cd_columns = self._cd_signature(registrations)
         return registrations
+
+    def _check_lsn_format(self) -> None:
+        """z/OS: refuse 6-byte log sequence numbers (10-byte synchpoints), which the chapter says cannot be used."""
+        rows = self._query(max_lsn_query(self.control))
+        raw = rows[0][0] if rows else None
+        if raw is not None and len(bytes(raw)) < 16:
+            raise ConnectorError(
+                f"Db2 for z/OS at {self.address} uses {len(bytes(raw))}-byte synchpoints in {self.control}.IBMSNAP_REGISTER "
+                "(6-byte RBA/LRSN log sequence numbers): Debezium's Db2 connector, and cdc's, cannot be used with them "
+                "(the Db2 chapter); convert the subsystem to the extended 10-byte RBA/LRSN format (16-byte synchpoints)")
 
     def _check_service(self) -> None:
         """The ASN capture service must run: without it no change reaches the CD tables."""
