@@ -1,7 +1,7 @@
 """Generate the property catalogue (cdc_core/config/catalogue/*.yaml) from the specification's property tables.
 
 Reads the connector chapters of the Debezium 2.7 documentation in the seeds (MySQL, MariaDB,
-PostgreSQL) and Debezium Server's documentation (not in the seeds: taken from Debezium 2.7.4's
+PostgreSQL, SQL Server, Db2) and Debezium Server's documentation (not in the seeds: taken from Debezium 2.7.4's
 ``documentation/modules/ROOT/pages/operations/debezium-server.adoc`` in a clone of
 debezium/debezium at ``DEBEZIUM_REPO``; without one, server.yaml is left as it is), records every documented
 property with its default, asks the code whether cdc implements it (the connector's ``fields``),
@@ -31,7 +31,7 @@ DEBEZIUM_REPO = Path("/work/.mirror/debezium+debezium/repo")
 SERVER_DOC = "v2.7.4.Final:documentation/modules/ROOT/pages/operations/debezium-server.adoc"
 
 #: connector -> (chapter title in the seed, short connector.class name)
-CHAPTERS = {"mysql": "MySQL", "mariadb": "MariaDB", "postgres": "PostgreSQL", "sqlserver": "SQL Server"}
+CHAPTERS = {"mysql": "MySQL", "mariadb": "MariaDB", "postgres": "PostgreSQL", "sqlserver": "SQL Server", "db2": "Db2"}
 
 #: Printing errors of the seed's property anchors (the displayed name is wrong; the anchor is right).
 ERRATA = {"table-exclude-list": "table.exclude.list"}

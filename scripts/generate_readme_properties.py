@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 HEADING = "## Configuration properties"
 NEXT = "## Benchmarks"
-CONNECTORS = (("mysql", "MySQL"), ("mariadb", "MariaDB"), ("postgres", "PostgreSQL"), ("sqlserver", "SQL Server"))
+CONNECTORS = (("mysql", "MySQL"), ("mariadb", "MariaDB"), ("postgres", "PostgreSQL"), ("sqlserver", "SQL Server"), ("db2", "Db2"))
 MARKS = {"implemented": "yes", "owned": "yes", "accepted": "no effect", "refused": "refused"}
 
 

@@ -106,3 +106,11 @@ def test_database_query_timeout_cancels_a_long_statement(inventory):
         assert sqlstate(info.value) == "57014" and "SQL0952N" in str(info.value)
     finally:
         conn.close()
+
+
+def test_zos_with_six_byte_lsns_is_refused(inventory):
+    """The chapter: Debezium cannot be used with Db2 for z/OS versions that use 6-byte LSNs (10-byte synchpoints)."""
+    inventory.execute("UPDATE asncdc.ibmsnap_register SET synchpoint = %s", (b"\xff" * 10,))
+    with pytest.raises(ConnectorError, match="10-byte synchpoints.*6-byte RBA/LRSN"):
+        Engine(inventory.properties(**{"db2.platform": "ZOS"}), offset_store=MemoryOffsetStore()).run(lambda rs: None)
+    # LUW does not look at it (its synchpoints are 16 bytes; the chapter's refusal is z/OS's).

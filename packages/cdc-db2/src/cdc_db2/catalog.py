@@ -17,7 +17,7 @@ def columns_query(schemas: list[str]) -> str:
     """Every column of the tables of ``schemas``, in ``SYSCAT.COLUMNS`` order (``KEYSEQ`` > 0: a key column)."""
     markers = ", ".join("?" for _ in schemas)
     return ("SELECT c.TABSCHEMA, c.TABNAME, c.COLNAME, c.COLNO, c.TYPENAME, c.LENGTH, c.SCALE, c.NULLS, c.KEYSEQ, "
-            "c.CODEPAGE FROM SYSCAT.COLUMNS c JOIN SYSCAT.TABLES t ON t.TABSCHEMA = c.TABSCHEMA "
+            "c.CODEPAGE, c.\"DEFAULT\" FROM SYSCAT.COLUMNS c JOIN SYSCAT.TABLES t ON t.TABSCHEMA = c.TABSCHEMA "
             f"AND t.TABNAME = c.TABNAME WHERE t.TYPE = 'T' AND c.TABSCHEMA IN ({markers}) "
             "ORDER BY c.TABSCHEMA, c.TABNAME, c.COLNO")
 
@@ -66,6 +66,8 @@ class CaptureTable:
 
     table: Table
     registration: Registration
+    #: The CD table's column names (what can be read from it); empty when unknown.
+    cd_columns: frozenset[str] = frozenset()
 
 
 def _text(value: Any) -> str:
@@ -89,12 +91,13 @@ def read_tables(conn: Any, db: str, schemas: list[str], modes: TypeModes) -> dic
     cur.execute(columns_query(schemas), tuple(schemas))
     infos: dict[tuple[str, str], list[ColumnInfo]] = {}
     keys: dict[tuple[str, str], list[tuple[int, str]]] = {}
-    for schema, table, name, colno, tname, length, scale, nulls, keyseq, codepage in cur.fetchall():
+    for schema, table, name, colno, tname, length, scale, nulls, keyseq, codepage, default in cur.fetchall():
         key = (_text(schema), _text(table))
         name = _text(name)
         infos.setdefault(key, []).append(ColumnInfo(name, int(colno) + 1, _text(tname).upper(), int(length or 0),
                                                     int(scale or 0), _text(nulls) == "Y",
-                                                    int(codepage if codepage is not None else 1208)))
+                                                    int(codepage if codepage is not None else 1208),
+                                                    None if default is None else str(default)))
         if keyseq:
             keys.setdefault(key, []).append((int(keyseq), name))
     return {k: Table(TableId(db, k[0], k[1]), [column(i, modes) for i in cols], [n for _, n in sorted(keys.get(k, []))])

@@ -22,13 +22,19 @@ SNAPSHOT_MODE = F(
 )
 SNAPSHOT_ISOLATION_MODE = F("snapshot.isolation.mode", "enum", "repeatable_read",
                             allowed=("read_uncommitted", "read_committed", "repeatable_read", "exclusive"))
+SNAPSHOT_LOCKING_MODE = F("snapshot.locking.mode", "enum", "exclusive", allowed=("exclusive", "none", "custom"),
+                          doc="exclusive: each table is locked (Db2's SELECT ... WHERE 0=1 WITH CS) while its "
+                              "structure is read under repeatable_read/exclusive; none: no lock; custom: a SnapshotLock plugin.")
+SNAPSHOT_LOCK_TIMEOUT_MS = F("snapshot.lock.timeout.ms", "long", 10000, minimum=-1,
+                             doc="CURRENT LOCK TIMEOUT while the snapshot takes its locks (whole seconds, rounded up); "
+                                 "0 fails at once, -1 waits.")
 SNAPSHOT_FETCH_SIZE = F("snapshot.fetch.size", "int", 2000, minimum=1)
 QUERY_TIMEOUT_MS = F("database.query.timeout.ms", "long", 600000, minimum=0)
 INCLUDE_SCHEMA_CHANGES = F("include.schema.changes", "boolean", True)
 
 FIELDS = Fields(
     [HOSTNAME, PORT, USER, PASSWORD, DBNAME, CONTROL_SCHEMA, CHANGE_TABLES_SCHEMA, PLATFORM, SNAPSHOT_MODE,
-     SNAPSHOT_ISOLATION_MODE, SNAPSHOT_FETCH_SIZE, QUERY_TIMEOUT_MS, INCLUDE_SCHEMA_CHANGES],
+     SNAPSHOT_ISOLATION_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_LOCK_TIMEOUT_MS, SNAPSHOT_FETCH_SIZE, QUERY_TIMEOUT_MS, INCLUDE_SCHEMA_CHANGES],
     prefixes=("driver.", "snapshot.select.statement.overrides.", "schema.history.internal."),
 )
 

@@ -14,7 +14,7 @@ from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
 from cdc_core.relational import Table
-from cdc_core.snapshot import snapshotter
+from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_db2 import config as dbc
@@ -24,12 +24,12 @@ from cdc_db2.catalog import (SYSTEM_SCHEMAS, CaptureTable, Registration, max_lsn
 from cdc_db2.errors import first_line, is_connection_error, sqlstate
 from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import from_value
-from cdc_db2.snapshot import SnapshotReader, select_for
+from cdc_db2.snapshot import ExclusiveSnapshotLock, SnapshotReader, quote_table_id, select_for
 from cdc_db2.history import replay
-from cdc_db2.schema_changes import schema_change_record, table_json
+from cdc_db2.schema_changes import infos_from_json, schema_change_record, table_json
 from cdc_db2.source import SOURCE_SCHEMA, source_block
 from cdc_db2.streaming import ResumePoint, StreamReader
-from cdc_db2.types import TypeModes
+from cdc_db2.types import TypeModes, column
 
 #: How often streaming re-checks the capture service while no change arrives (seconds).
 SERVICE_CHECK_INTERVAL = 10.0
@@ -57,6 +57,12 @@ class Db2Connector:
         self.zos = config.get(dbc.PLATFORM) == "zos"
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(dbc.SNAPSHOT_MODE), plugins)
+        #: ``snapshot.query.mode=custom``'s SnapshotQuery (select_all: the overrides or every column, below).
+        self.snapshot_query = (snapshot_query(config, "custom", plugins)
+                               if config.get(common.SNAPSHOT_QUERY_MODE) == "custom" else None)
+        locking = config.get(dbc.SNAPSHOT_LOCKING_MODE)
+        self.snapshot_lock = (ExclusiveSnapshotLock() if locking == "exclusive"
+                              else snapshot_lock(config, locking, plugins))
         self.modes = TypeModes(config.get(common.DECIMAL_MODE), config.get(common.TIME_PRECISION_MODE),
                                config.get(common.BINARY_MODE))
         self.metrics = context.metrics
@@ -65,6 +71,8 @@ class Db2Connector:
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self._tables: list[CaptureTable] = []
+        #: The captured tables as the catalog describes them at start (a snapshot reads these).
+        self._live_tables: list[CaptureTable] = []
         self._registrations: list[Registration] = []
         self._cd_columns: list[tuple[Any, ...]] = []
         #: What the schema change events announced last of every registered table: ``schema.table`` to
@@ -176,6 +184,8 @@ class Db2Connector:
         """The capture service, the register, the captured tables and the user's access to their CD tables."""
         registrations = self._read_registrations()
         self._check_service()
+        if self.zos:
+            self._check_lsn_format()
         self._tables = self._capture_tables(registrations, warn=True)
         if not self._tables:
             candidates = [f"{r.schema}.{r.table}" for r in registrations if self._included(r.schema, r.table)]
@@ -188,7 +198,9 @@ class Db2Connector:
         for t in self._tables:
             self._check_access(t)
         order = snapshot_order(self._tables, self.config.get(common.TABLE_INCLUDE), lambda t: t.table.id.identifier)
-        self._tables = list(order)
+        self._tables = self._live_tables = list(order)
+        if self._known:
+            self._tables = [self._from_history(t) for t in self._tables]
         self.log.info("capturing %d tables of database %s: %s", len(self._tables), self.db, ", ".join(
             f"{t.table.id.identifier} (CD table {t.registration.cd_schema}.{t.registration.cd_table})"
             for t in self._tables))
@@ -212,6 +224,16 @@ class Db2Connector:
         self._cd_columns = self._cd_signature(registrations)
         return registrations
 
+    def _check_lsn_format(self) -> None:
+        """z/OS: refuse 6-byte log sequence numbers (10-byte synchpoints), which the chapter says cannot be used."""
+        rows = self._query(max_lsn_query(self.control))
+        raw = rows[0][0] if rows else None
+        if raw is not None and len(bytes(raw)) < 16:
+            raise ConnectorError(
+                f"Db2 for z/OS at {self.address} uses {len(bytes(raw))}-byte synchpoints in {self.control}.IBMSNAP_REGISTER "
+                "(6-byte RBA/LRSN log sequence numbers): Debezium's Db2 connector, and cdc's, cannot be used with them "
+                "(the Db2 chapter); convert the subsystem to the extended 10-byte RBA/LRSN format (16-byte synchpoints)")
+
     def _check_service(self) -> None:
         """The ASN capture service must run: without it no change reaches the CD tables."""
         status = self._service_status()
@@ -234,8 +256,9 @@ class Db2Connector:
             return None
         return str(rows[0][0]) if rows and rows[0][0] is not None else ""
 
-    def _capture_tables(self, registrations: list[Registration], warn: bool = False) -> list[CaptureTable]:
-        """The included tables that are in capture mode and ACTIVE, with their definitions."""
+    def _capture_tables(self, registrations: list[Registration], warn: bool = False,
+                        conn: Any = None) -> list[CaptureTable]:
+        """The included tables that are in capture mode and ACTIVE, with their definitions (read on ``conn``)."""
         signal = signal_table(self.config)
         # The signal table is read whatever the filters say (its rows are signals and watermarks).
         wanted = [r for r in registrations if (self._included(r.schema, r.table) or (r.schema, r.table) == signal)
@@ -248,7 +271,7 @@ class Db2Connector:
                                      "then reinit)", r.schema, r.table, self.control, self.control)
         active = [r for r in wanted if r.active]
         schemas = {r.schema for r in active} | {r.cd_schema for r in active}
-        tables = read_tables(self._conn, self.db, sorted(schemas), self.modes)
+        tables = read_tables(conn if conn is not None else self._conn, self.db, sorted(schemas), self.modes)
         out = []
         for r in active:
             table = tables.get((r.schema, r.table))
@@ -261,8 +284,26 @@ class Db2Connector:
             # table appears in events once the CD table has it too, as the chapter's evolution procedure does).
             captured = {c.name for c in cd.columns}
             view = Table(table.id, [c for c in table.columns if c.name in captured], table.primary_key)
-            out.append(CaptureTable(view, r))
+            out.append(CaptureTable(view, r, frozenset(captured)))
         return out
+
+    def _from_history(self, t: CaptureTable) -> CaptureTable:
+        """``t`` with the definition the schema history last announced (as Debezium recovers its schema on restart).
+
+        The live catalog is only used for a table the history does not know. Columns the history has
+        but the CD table lacks cannot be read and are left out.
+        """
+        known = (self._known or {}).get(t.table.id.identifier)
+        if known is None:
+            return t
+        definition = known[2]
+        columns = [column(info, self.modes) for info in infos_from_json(definition) if info.name in t.cd_columns]
+        if table_json(t.table) != definition:
+            self.log.info("table %s: the definition recovered from the schema history differs from the catalog's; "
+                          "events keep the recovered one until the table is registered again (as Debezium)",
+                          t.table.id.identifier)
+        return CaptureTable(Table(t.table.id, columns, list(definition.get("primaryKeyColumnNames") or [])),
+                            t.registration, t.cd_columns)
 
     def _check_access(self, t: CaptureTable) -> None:
         """The user must read the table and its CD table."""
@@ -313,15 +354,25 @@ class Db2Connector:
         yield from self._stream(ResumePoint(offset))
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
-        """The snapshot on its own connection and transaction."""
+        """The snapshot on its own connection and transaction (of the catalog's definitions, not the history's)."""
+        self._tables = self._live_tables
         conn = self._connect()
         try:
             reader = self._snapshot_reader = SnapshotReader(
                 conn, self.server, self.db, self.control, self.config.get(dbc.SNAPSHOT_ISOLATION_MODE),
                 self.config.get(dbc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"))
+            reader.lock = self.snapshot_lock
+            reader.lock_timeout_ms = self.config.get(dbc.SNAPSHOT_LOCK_TIMEOUT_MS)
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
             tables = [t for t in self._tables if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
-            lsn = reader.begin(tables)
+
+            def structure() -> None:
+                """The table definitions read again under the snapshot's locks (as Debezium's readTableStructure)."""
+                fresh = {t.table.id.identifier: t for t in self._capture_tables(self._registrations, conn=conn)}
+                self._tables = self._live_tables = [fresh.get(t.table.id.identifier, t) for t in self._tables]
+
+            lsn = reader.begin(tables, structure)
+            tables = [t for t in self._tables if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(tables), lsn,
                           reader.isolation)
             offset = {"snapshot": True, "snapshot_completed": False, "commit_lsn": lsn}
@@ -330,7 +381,7 @@ class Db2Connector:
                                           "true", None, lsn, offset) for t in self._tables]
             if events and self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
                 yield events
-            yield from reader.read([(t, self._select(t)) for t in tables])
+            yield from reader.read([(t, select) for t in tables if (select := self._select(t)) is not None])
             reader.end()
         finally:
             self._snapshot_reader = None
@@ -339,8 +390,11 @@ class Db2Connector:
             except Exception as e:  # the snapshot's own connection; closing it cannot lose data
                 self.log.debug("closing the snapshot connection: %s", first_line(e))
 
-    def _select(self, t: CaptureTable) -> str:
-        """The table's snapshot SELECT: an override if configured, else its columns."""
+    def _select(self, t: CaptureTable) -> str | None:
+        """The table's snapshot SELECT: a custom SnapshotQuery's (None: no rows), an override if configured, else its columns."""
+        if self.snapshot_query is not None:
+            return self.snapshot_query.snapshot_query(t.table.id, [quote(c.name) for c in t.table.columns],
+                                                      quote_table_id)
         override = self.config.get(f"snapshot.select.statement.overrides.{t.table.id.identifier}")
         if override:
             cols = ", ".join(quote(c.name) for c in t.table.columns)

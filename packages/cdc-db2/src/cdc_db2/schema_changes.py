@@ -13,6 +13,7 @@ from typing import Any
 from cdc_core.events import ChangeRecord
 from cdc_core.relational import Table
 from cdc_core.schema import Schema, struct
+from cdc_db2.types import ColumnInfo
 
 _STR, _OSTR = Schema("string"), Schema("string", optional=True)
 _I32, _OI32 = Schema("int32"), Schema("int32", optional=True)
@@ -47,15 +48,36 @@ def value_schema(source: Schema) -> Schema:
     ], version=1)
 
 
+def jdbc_type(type_name: str, codepage: int) -> int:
+    """The java.sql.Types code of a Db2 type (``CHAR``/``VARCHAR FOR BIT DATA``, code page 0: BINARY/VARBINARY)."""
+    if codepage == 0 and type_name in ("CHARACTER", "CHAR", "VARCHAR"):
+        return -3 if type_name == "VARCHAR" else -2
+    return JDBC_TYPES.get(type_name, 1111)
+
+
+def infos_from_json(definition: dict[str, Any]) -> list[ColumnInfo]:
+    """The columns of a ``tableChanges`` table (as ``table_json`` wrote it) as the catalog would describe them."""
+    out = []
+    for c in definition["columns"]:
+        type_name = str(c["typeName"]).upper()
+        bits = c["jdbcType"] in (-2, -3) and type_name in ("CHARACTER", "CHAR", "VARCHAR")
+        out.append(ColumnInfo(c["name"], int(c["position"]), type_name, int(c.get("length") or 0),
+                              int(c.get("scale") or 0), bool(c.get("optional")), 0 if bits else 1208,
+                              c.get("defaultValueExpression")))
+    return out
+
+
 def table_json(table: Table) -> dict[str, Any]:
     """The ``table`` of a ``tableChanges`` entry."""
     columns = []
     for i, c in enumerate(table.columns, 1):
         name = c.type_name.lower()
-        columns.append({"name": c.name, "jdbcType": JDBC_TYPES.get(c.type_name, 1111), "nativeType": None,
+        columns.append({"name": c.name, "jdbcType": jdbc_type(c.type_name, c.extra.get("codepage", 1208)),
+                        "nativeType": None,
                         "typeName": name, "typeExpression": name, "charsetName": None, "length": c.length,
                         "scale": c.scale, "position": i, "optional": c.optional, "autoIncremented": False,
-                        "generated": False, "comment": None, "defaultValueExpression": None, "enumValues": None})
+                        "generated": False, "comment": None, "defaultValueExpression": c.default_expression,
+                        "enumValues": None})
     return {"defaultCharsetName": None, "primaryKeyColumnNames": list(table.primary_key), "columns": columns,
             "comment": None}
 

@@ -26,6 +26,31 @@ def snapshot_offset(commit_lsn: str, completed: bool) -> dict[str, Any]:
     return {"snapshot": True, "snapshot_completed": completed, "commit_lsn": commit_lsn}
 
 
+def quote_table_id(table: Any) -> str:
+    """``"SCHEMA"."TABLE"`` for a core TableId (a SnapshotLock's quote function)."""
+    return f"{quote(table.schema or '')}.{quote(table.table)}"
+
+
+def lock_timeout(ms: int) -> str:
+    """Db2's ``CURRENT LOCK TIMEOUT`` value for ``snapshot.lock.timeout.ms``: seconds rounded up, WAIT, NOT WAIT."""
+    if ms < 0:
+        return "WAIT"
+    return "NOT WAIT" if ms == 0 else str(-(-ms // 1000))
+
+
+class ExclusiveSnapshotLock:
+    """``snapshot.locking.mode=exclusive`` for Db2: Debezium's ``SELECT * FROM t WHERE 0=1 WITH CS``."""
+
+    name = "exclusive"
+
+    def configure(self, config: Any) -> None:
+        """Nothing to configure."""
+
+    def table_lock_statement(self, lock_timeout_ms: int, table: Any, quote_fn: Any) -> str | None:
+        """The statement Debezium's Db2 ExclusiveSnapshotLock gives (the timeout is CURRENT LOCK TIMEOUT's)."""
+        return f"SELECT * FROM {quote_fn(table)} WHERE 0=1 WITH CS"
+
+
 def table_name(captured: CaptureTable) -> str:
     """``"SCHEMA"."TABLE"``."""
     return f"{quote(captured.table.id.schema or '')}.{quote(captured.table.id.table)}"
@@ -50,18 +75,51 @@ class SnapshotReader:
         self.log = log
         self.stopped = False
         self.max_lsn = "NULL"
+        #: The SnapshotLock of ``snapshot.locking.mode`` (None: no locks) and ``snapshot.lock.timeout.ms``.
+        self.lock: Any = None
+        self.lock_timeout_ms = 10000
 
-    def begin(self, tables: list[CaptureTable]) -> str:
-        """Set the isolation level, lock (``exclusive``), and read the highest synchpoint inside the transaction."""
+    def begin(self, tables: list[CaptureTable], structure: Any = None) -> str:
+        """Set the isolation level, take the locks, read the highest synchpoint inside the transaction.
+
+        As Db2SnapshotChangeEventSource: under ``repeatable_read`` and ``exclusive`` each table gets
+        the SnapshotLock's statement (``exclusive``: ``SELECT * FROM t WHERE 0=1 WITH CS``) at
+        ``CURRENT LOCK TIMEOUT`` = ``snapshot.lock.timeout.ms``; ``repeatable_read`` releases them (a
+        rollback to a savepoint) once the synchpoint is read, ``exclusive`` keeps them and also takes
+        ``LOCK TABLE ... IN EXCLUSIVE MODE`` (cdc's reading of the chapter's "exclusive lock").
+        ``structure`` (if given) reads the table definitions after the synchpoint, under the locks.
+        """
         self.conn.set_autocommit(False)
         cur = self.conn.cursor()
         cur.execute(f"SET CURRENT ISOLATION = {ISOLATION[self.isolation]}")
+        locks: list[tuple[CaptureTable, str]] = []
+        if self.isolation in ("repeatable_read", "exclusive") and self.lock is not None:
+            locks = [(t, st) for t in tables
+                     if (st := self.lock.table_lock_statement(self.lock_timeout_ms, t.table.id, quote_table_id))]
         if self.isolation == "exclusive":
-            for t in tables:
-                cur.execute(f"LOCK TABLE {table_name(t)} IN EXCLUSIVE MODE")
+            locks += [(t, f"LOCK TABLE {table_name(t)} IN EXCLUSIVE MODE") for t in tables]
+        if locks:
+            cur.execute(f"SET CURRENT LOCK TIMEOUT = {lock_timeout(self.lock_timeout_ms)}")
+            if self.isolation == "repeatable_read":
+                cur.execute("SAVEPOINT cdc_schema_snapshot ON ROLLBACK RETAIN CURSORS")
+            for t, statement in locks:
+                try:
+                    cur.execute(statement)
+                except Exception as e:
+                    if type(e).__name__ == "OperationalError":
+                        raise
+                    raise ConnectorError(
+                        f"the snapshot could not lock {t.table.id} within snapshot.lock.timeout.ms="
+                        f"{self.lock_timeout_ms} ({statement!r}): {_first_line(e)}") from None
+            cur.execute("SET CURRENT LOCK TIMEOUT = NULL")
         cur.execute(max_lsn_query(self.control))
         row = cur.fetchone()
         self.max_lsn = str(from_value(row[0] if row else None))
+        if structure is not None:
+            structure()
+        if locks and self.isolation == "repeatable_read":
+            cur.execute("ROLLBACK TO SAVEPOINT cdc_schema_snapshot")
+            self.log.info("schema locks released")
         return self.max_lsn
 
     def end(self) -> None:

@@ -33,6 +33,8 @@ class ColumnInfo(NamedTuple):
     nullable: bool
     #: 0 for ``FOR BIT DATA`` character columns (binary), else the column's code page.
     codepage: int = 1208
+    #: ``SYSCAT.COLUMNS.DEFAULT`` as Db2 stores it (``5``, ``'abc'``, ``CURRENT DATE``, ``NULL``); None without one.
+    default: str | None = None
 
 
 @dataclass(frozen=True)
@@ -113,8 +115,15 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
 
 def column(info: ColumnInfo, modes: TypeModes) -> Column:
     """The relational Column for ``info``."""
+    from cdc_db2.defaults import default_value, with_default
+    from cdc_db2.schema_changes import jdbc_type
+
     schema, convert = mapping(info, modes)
+    if schema is not None and info.default is not None:
+        schema = with_default(schema, default_value(jdbc_type(info.type_name, info.codepage), info.type_name, info.length, info.nullable, info.default,
+                                                    convert))
     scaled = info.type_name in ("DECIMAL", "NUMERIC", "TIMESTAMP")
     return Column(name=info.name, type_name=info.type_name, schema=schema, convert=convert,
                   position=info.position, optional=info.nullable, length=info.length,
-                  scale=info.scale if scaled else None)
+                  scale=info.scale if scaled else None, default_expression=info.default,
+                  extra={"codepage": info.codepage})

@@ -18,7 +18,7 @@ CREATE TABLE sysibm.sysdummy1 (ibmreqd char(1));
 INSERT INTO sysibm.sysdummy1 VALUES ('Y');
 -- The Db2 type of each source column (PostgreSQL has no GRAPHIC, DECFLOAT, FOR BIT DATA...).
 CREATE TABLE standin.column_types (tabschema text, tabname text, colname text, typename text, length int,
-    scale int, codepage int, PRIMARY KEY (tabschema, tabname, colname));
+    scale int, codepage int, "default" text, PRIMARY KEY (tabschema, tabname, colname));
 CREATE VIEW syscat.tables AS
     SELECT n.nspname::varchar AS tabschema, c.relname::varchar AS tabname, 'T'::char(1) AS type,
            0 AS tbspaceid, c.oid::int AS tableid
@@ -32,7 +32,7 @@ CREATE VIEW syscat.columns AS
            CASE WHEN a.attnotnull THEN 'N' ELSE 'Y' END::char(1) AS nulls,
            (SELECT k.ord::smallint FROM pg_index i, unnest(i.indkey) WITH ORDINALITY AS k(attnum, ord)
              WHERE i.indrelid = c.oid AND i.indisprimary AND k.attnum = a.attnum) AS keyseq,
-           COALESCE(ct.codepage, 1208) AS codepage
+           COALESCE(ct.codepage, 1208) AS codepage, ct."default"::varchar AS "DEFAULT"
     FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
     LEFT JOIN standin.column_types ct ON ct.tabschema = n.nspname AND ct.tabname = c.relname
          AND ct.colname = a.attname

@@ -55,3 +55,43 @@ def column_type(db2_type: str) -> tuple[ColumnType, str]:
         canonical = {"INT": "INTEGER", "DOUBLE PRECISION": "DOUBLE", "FLOAT": "DOUBLE"}.get(name, name)
         return ColumnType(pg, canonical, length, 0, 0), rest
     raise ValueError(f"the stand-in has no PostgreSQL type for the Db2 type {name}")
+
+
+_DEFAULT = re.compile(r"(?:\bWITH\s+)?\bDEFAULT\s+(?P<expr>'(?:[^']|'')*'|NULL\b|CURRENT\s+(?:DATE|TIMESTAMP|TIME)\b|"
+                      r"[-+]?[0-9.]+(?:E[-+]?\d+)?|TRUE\b|FALSE\b)", re.I)
+_PG_REGISTERS = {"CURRENT DATE": "CURRENT_DATE", "CURRENT TIME": "LOCALTIME(0)", "CURRENT TIMESTAMP": "LOCALTIMESTAMP"}
+
+
+def _db2_temporal(typename: str, literal: str) -> tuple[str, str]:
+    """A date/time constant as Db2 stores it (ISO: ``'12.30.00'``, ``'2024-01-02-12.30.00.000000'``) and as PostgreSQL reads it."""
+    text = literal[1:-1].strip()
+    if typename == "DATE":
+        return f"'{text}'", f"'{text}'"
+    if typename == "TIME":
+        hms = text.replace(".", ":")
+        return f"'{hms.replace(':', '.')}'", f"'{hms}'"
+    day, clock = text[:10], text[11:]
+    if ":" in clock:
+        hms, _, fraction = clock.partition(".")
+    else:
+        hms, fraction = clock[:8].replace(".", ":"), clock[9:]
+    fraction = (fraction + "000000")[:6]
+    return f"'{day}-{hms.replace(':', '.')}.{fraction}'", f"'{day} {hms}.{fraction}'"
+
+
+def default_clause(typename: str, rest: str) -> tuple[str | None, str]:
+    """``SYSCAT.COLUMNS.DEFAULT`` for a column's constraints text (None without a DEFAULT), and the text for PostgreSQL."""
+    m = _DEFAULT.search(rest)
+    if not m:
+        return None, rest
+    expr = m.group("expr")
+    register = " ".join(expr.upper().split())
+    if register in _PG_REGISTERS:
+        db2, pg = register, _PG_REGISTERS[register]
+    elif register == "NULL":
+        db2, pg = "NULL", "NULL"
+    elif expr.startswith("'") and typename in ("DATE", "TIME", "TIMESTAMP"):
+        db2, pg = _db2_temporal(typename, expr)
+    else:
+        db2, pg = expr, expr
+    return db2, rest[:m.start()] + f"DEFAULT {pg}" + rest[m.end():]

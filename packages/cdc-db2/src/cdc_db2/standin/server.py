@@ -10,7 +10,7 @@ from psycopg import sql
 
 from cdc_db2.standin import catalog_sql
 from cdc_db2.standin.agent import CaptureAgent, pg_lsn_int
-from cdc_db2.standin.ddl import column_type
+from cdc_db2.standin.ddl import column_type, default_clause
 
 
 class StandIn:
@@ -42,8 +42,9 @@ class StandIn:
         defs, types = [], []
         for name, text in columns:
             ctype, rest = column_type(text)
+            default, rest = default_clause(ctype.typename, rest)
             defs.append(sql.SQL("{} {} {}").format(sql.Identifier(name), sql.SQL(ctype.pg_type), sql.SQL(rest)))
-            types.append((schema, table, name, ctype.typename, ctype.length, ctype.scale, ctype.codepage))
+            types.append((schema, table, name, ctype.typename, ctype.length, ctype.scale, ctype.codepage, default))
         if key:
             defs.append(sql.SQL("PRIMARY KEY ({})").format(sql.SQL(", ").join(map(sql.Identifier, key))))
         with self._connect() as conn, conn.transaction():
@@ -51,7 +52,7 @@ class StandIn:
             conn.execute(sql.SQL("CREATE TABLE {} ({})").format(sql.Identifier(schema, table),
                                                                sql.SQL(", ").join(defs)))
             with conn.cursor() as cur:
-                cur.executemany("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s)", types)
+                cur.executemany("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", types)
 
     def add_table(self, schema: str, table: str, delete_insert: bool = True) -> None:
         """``CALL ASNCDC.ADDTABLE(schema, table)`` then ``reinit``: the table enters capture mode.
@@ -73,6 +74,7 @@ class StandIn:
         """The chapter's online schema update, a column added at the end (DB2-53): INACTIVE, reinit, ALTER the
         source table, ALTER its CD table, ACTIVE, reinit."""
         ctype, rest = column_type(db2_type)
+        default, rest = default_clause(ctype.typename, rest)
         cd = self.execute("SELECT cd_table FROM asncdc.ibmsnap_register WHERE source_owner = %s AND source_table = %s",
                           (schema, table))[0][0]
         self.set_state(schema, table, "I")
@@ -80,8 +82,8 @@ class StandIn:
         with self._connect() as conn, conn.transaction():
             conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {} {}").format(
                 sql.Identifier(schema, table), sql.Identifier(column), sql.SQL(ctype.pg_type), sql.SQL(rest)))
-            conn.execute("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s)",
-                         (schema, table, column, ctype.typename, ctype.length, ctype.scale, ctype.codepage))
+            conn.execute("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
+                         (schema, table, column, ctype.typename, ctype.length, ctype.scale, ctype.codepage, default))
             conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
                 sql.Identifier("ASNCDC", cd), sql.Identifier(column), sql.SQL(ctype.pg_type)))
         self.set_state(schema, table, "A")

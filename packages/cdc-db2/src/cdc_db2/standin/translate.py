@@ -4,7 +4,9 @@ The connector's statements are Db2 SQL. PostgreSQL runs most of them as they are
 ``LOCK TABLE ... IN EXCLUSIVE MODE``, ``FETCH FIRST n ROWS ONLY``, ``LEAD``/``LAG``); here only:
 ``?`` markers become ``%s``; ``SET CURRENT ISOLATION`` becomes the session's isolation level;
 the ``CURRENT TIMESTAMP``/``CURRENT SERVER`` special registers become PostgreSQL's functions; a
-trailing isolation clause (``WITH UR|CS|RS|RR``) is dropped.
+trailing isolation clause (``WITH UR|CS|RS|RR``) is dropped; ``SET CURRENT LOCK TIMEOUT`` becomes
+``lock_timeout`` (WAIT: 0, NOT WAIT: 1 ms, NULL: the default); a savepoint's ``ON ROLLBACK RETAIN
+CURSORS`` is dropped.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from functools import lru_cache
 
 _ISOLATION = re.compile(r"\s*SET\s+CURRENT\s+ISOLATION\s*=?\s*(UR|CS|RS|RR|RESET)\s*;?\s*$", re.I)
 _TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?|%|CURRENT\s+TIMESTAMP\b|CURRENT\s+SERVER\b", re.I)
+_LOCK_TIMEOUT = re.compile(r"\s*SET\s+CURRENT\s+LOCK\s+TIMEOUT\s*=?\s*(WAIT|NOT\s+WAIT|NULL|\d+)\s*;?\s*$", re.I)
+_SAVEPOINT_CLAUSE = re.compile(r"\s+ON\s+ROLLBACK\s+RETAIN\s+CURSORS\s*;?\s*$", re.I)
 _ISOLATION_CLAUSE = re.compile(r"\s+WITH\s+(UR|CS|RS|RR)\s*;?\s*$", re.I)
 
 #: Db2 isolation levels and the PostgreSQL level a reader gets for them. PostgreSQL never reads
@@ -40,4 +44,10 @@ def translate(db2: str) -> tuple[str, str]:
     m = _ISOLATION.match(db2)
     if m:
         return "isolation", ISOLATION_LEVELS[m.group(1).upper()]
+    m = _LOCK_TIMEOUT.match(db2)
+    if m:
+        value = " ".join(m.group(1).upper().split())
+        pg = {"WAIT": "0", "NOT WAIT": "'1ms'", "NULL": "DEFAULT"}.get(value) or f"'{value}s'"
+        return "query", f"SET lock_timeout = {pg}"
+    db2 = _SAVEPOINT_CLAUSE.sub("", db2)
     return "query", _TOKENS.sub(_token, _ISOLATION_CLAUSE.sub("", db2))
