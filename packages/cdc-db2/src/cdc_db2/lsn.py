@@ -6,40 +6,24 @@ Debezium's Db2 Lsn prints the hex of the bytes split after the 4th and 8th byte:
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from cdc_core.byte_lsn import NULL_TEXT, ByteLsn, grouped_hex
 
-#: The string Debezium writes for a missing LSN (Lsn.NULL.toString()).
-NULL_TEXT = "NULL"
+__all__ = ["NULL", "NULL_TEXT", "Lsn", "from_value", "text"]
 
 
-class Lsn(NamedTuple):
-    """An LSN; ``raw`` None is the NULL LSN, smaller than every other one."""
+class Lsn(ByteLsn):
+    """A Db2 LSN; any even run of hex digits (colons ignored) parses."""
 
-    raw: bytes | None
+    __slots__ = ()
 
     @classmethod
-    def parse(cls, text: str | None) -> Lsn:
-        """An LSN from Debezium's text form (``NULL`` or None: the NULL LSN)."""
-        if text is None or text == NULL_TEXT:
-            return NULL
+    def decode(cls, text: str) -> bytes:
+        """The bytes of ``xxxxxxxx:xxxxxxxx:xxxxxxxxxxxxxxxx``."""
         try:
-            return cls(bytes.fromhex(text.replace(":", "")))
+            return bytes.fromhex(text.replace(":", ""))
         except ValueError:
             raise ValueError(f"{text!r} is not a Db2 LSN (expected xxxxxxxx:xxxxxxxx:xxxxxxxxxxxxxxxx in "
                              "hexadecimal)") from None
-
-    @property
-    def available(self) -> bool:
-        """True unless this is the NULL LSN."""
-        return self.raw is not None
-
-    def __str__(self) -> str:
-        """Debezium's text form, ``NULL`` for the NULL LSN."""
-        return text(self.raw)
-
-    def key(self) -> bytes:
-        """A sort key: unsigned byte order, the NULL LSN first."""
-        return self.raw if self.raw is not None else b""
 
 
 NULL = Lsn(None)
@@ -52,7 +36,4 @@ def from_value(value: bytes | bytearray | memoryview | None) -> Lsn:
 
 def text(raw: bytes | None) -> str:
     """The text form of raw LSN bytes (``NULL`` for None)."""
-    if raw is None:
-        return NULL_TEXT
-    h = raw.hex()
-    return f"{h[:8]}:{h[8:16]}:{h[16:]}"
+    return grouped_hex(raw)

@@ -2,43 +2,25 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from cdc_core.byte_lsn import NULL_TEXT, ByteLsn
+
+__all__ = ["NULL", "NULL_TEXT", "SIZE", "Lsn", "from_value", "text"]
 
 SIZE = 10
-#: The string Debezium writes for a missing LSN (Lsn.NULL.toString()).
-NULL_TEXT = "NULL"
 
 
-class Lsn(NamedTuple):
-    """An LSN; ``raw`` None is the NULL LSN, smaller than every other one."""
+class Lsn(ByteLsn):
+    """A SQL Server LSN; its text form is exactly ``xxxxxxxx:xxxxxxxx:xxxx``."""
 
-    raw: bytes | None
+    __slots__ = ()
 
     @classmethod
-    def parse(cls, text: str | None) -> Lsn:
-        """An LSN from Debezium's text form (``NULL`` or None: the NULL LSN)."""
-        if text is None or text == NULL_TEXT:
-            return NULL
+    def decode(cls, text: str) -> bytes:
+        """The bytes of ``xxxxxxxx:xxxxxxxx:xxxx``."""
         parts = text.split(":")
         if len(parts) != 3 or [len(p) for p in parts] != [8, 8, 4]:
             raise ValueError(f"{text!r} is not an LSN (expected xxxxxxxx:xxxxxxxx:xxxx in hexadecimal)")
-        return cls(bytes.fromhex("".join(parts)))
-
-    @property
-    def available(self) -> bool:
-        """True unless this is the NULL LSN."""
-        return self.raw is not None
-
-    def __str__(self) -> str:
-        """Debezium's text form, ``NULL`` for the NULL LSN."""
-        if self.raw is None:
-            return NULL_TEXT
-        h = self.raw.hex()
-        return f"{h[:8]}:{h[8:16]}:{h[16:]}"
-
-    def key(self) -> bytes:
-        """A sort key: unsigned byte order, the NULL LSN first."""
-        return self.raw if self.raw is not None else b""
+        return bytes.fromhex("".join(parts))
 
 
 NULL = Lsn(None)
