@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from cdc_core.schema import INT64, OPTIONAL_INT64, OPTIONAL_STRING, STRING, Schema
 
 #: Debezium's SnapshotRecord values. Several chapters print ``snapshot`` as a boolean, but
@@ -28,3 +30,22 @@ COMMON_SOURCE_FIELDS: tuple[tuple[str, Schema], ...] = (
     ("ts_us", OPTIONAL_INT64),
     ("ts_ns", OPTIONAL_INT64),
 )
+
+#: The Debezium release whose event format cdc reproduces; written as ``source.version``.
+DEBEZIUM_VERSION = "2.7.0.Final"
+
+
+def common_source(connector: str, server: str, db: str, ts_us: int, snapshot: str,
+                  sequence: str | None = None) -> dict[str, Any]:
+    """The common fields of one event's source block, in COMMON_SOURCE_FIELDS order (connector fields follow)."""
+    return {
+        "version": DEBEZIUM_VERSION,
+        "connector": connector,
+        "name": server,
+        "ts_ms": ts_us // 1000,
+        "snapshot": snapshot,
+        "db": db,
+        "sequence": sequence,
+        "ts_us": ts_us,
+        "ts_ns": ts_us * 1000,
+    }

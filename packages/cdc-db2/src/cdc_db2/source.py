@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from cdc_core.schema import OPTIONAL_STRING, STRING, struct
-from cdc_core.source import COMMON_SOURCE_FIELDS
+from cdc_core.source import COMMON_SOURCE_FIELDS, DEBEZIUM_VERSION, common_source
 
-#: The Debezium release whose event format cdc reproduces; written as ``source.version``.
-DEBEZIUM_VERSION = "2.7.0.Final"
+__all__ = ["CONNECTOR", "DEBEZIUM_VERSION", "SOURCE_SCHEMA", "source_block"]
+
 CONNECTOR = "db2"
 
 SOURCE_SCHEMA = struct(
@@ -27,15 +27,7 @@ def source_block(server: str, db: str, ts_us: int, snapshot: str, schema: str, t
                  change_lsn: str | None, commit_lsn: str | None) -> dict[str, Any]:
     """One event's source block, keys in schema order (``sequence`` is never set by this connector)."""
     return {
-        "version": DEBEZIUM_VERSION,
-        "connector": CONNECTOR,
-        "name": server,
-        "ts_ms": ts_us // 1000,
-        "snapshot": snapshot,
-        "db": db,
-        "sequence": None,
-        "ts_us": ts_us,
-        "ts_ns": ts_us * 1000,
+        **common_source(CONNECTOR, server, db, ts_us, snapshot),
         "schema": schema,
         "table": table,
         "change_lsn": change_lsn,
