@@ -63,8 +63,7 @@ class Db2Connector:
         locking = config.get(dbc.SNAPSHOT_LOCKING_MODE)
         self.snapshot_lock = (ExclusiveSnapshotLock() if locking == "exclusive"
                               else snapshot_lock(config, locking, plugins))
-        self.modes = TypeModes(config.get(common.DECIMAL_MODE), config.get(common.TIME_PRECISION_MODE),
-                               config.get(common.BINARY_MODE))
+        self.modes = TypeModes.from_config(config)
         self.metrics = context.metrics
         self._stop = threading.Event()
         self._conn: Any = None

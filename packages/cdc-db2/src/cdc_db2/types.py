@@ -12,7 +12,6 @@ are strings; ``CHAR``/``VARCHAR ... FOR BIT DATA`` (code page 0) are bytes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import date, datetime, time
 from decimal import Decimal
 from typing import Any, NamedTuple
@@ -20,6 +19,7 @@ from typing import Any, NamedTuple
 from cdc_core import semantic as sem
 from cdc_core.relational import Column
 from cdc_core.schema import Schema, primitive
+from cdc_core.type_modes import TypeModes
 
 
 class ColumnInfo(NamedTuple):
@@ -35,15 +35,6 @@ class ColumnInfo(NamedTuple):
     codepage: int = 1208
     #: ``SYSCAT.COLUMNS.DEFAULT`` as Db2 stores it (``5``, ``'abc'``, ``CURRENT DATE``, ``NULL``); None without one.
     default: str | None = None
-
-
-@dataclass(frozen=True)
-class TypeModes:
-    """The value-shaping properties: decimal.handling.mode, time.precision.mode, binary.handling.mode."""
-
-    decimal_handling: str = "precise"
-    time_precision: str = "adaptive"
-    binary_handling: str = "bytes"
 
 
 _INTS = {"SMALLINT": "int16", "INTEGER": "int32", "BIGINT": "int64"}

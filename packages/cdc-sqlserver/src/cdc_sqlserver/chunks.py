@@ -51,8 +51,7 @@ _MAX_CHUNKS = 4096
 
 
 def _modes(config: Config) -> TypeModes:
-    return TypeModes(config.get(common.DECIMAL_MODE), config.get(common.TIME_PRECISION_MODE),
-                     config.get(common.BINARY_MODE))
+    return TypeModes.from_config(config)
 
 
 def _db(config: Config) -> str:

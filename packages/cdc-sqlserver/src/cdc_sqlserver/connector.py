@@ -71,8 +71,7 @@ class SqlServerConnector:
         self.address = msc.server_address(config)
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(msc.SNAPSHOT_MODE), plugins)
-        self.modes = TypeModes(config.get(common.DECIMAL_MODE), config.get(common.TIME_PRECISION_MODE),
-                               config.get(common.BINARY_MODE))
+        self.modes = TypeModes.from_config(config)
         self.metrics = context.metrics
         self._stop = threading.Event()
         self._conn: Any = None

@@ -178,8 +178,7 @@ class SqlServerIncrementalSource:
         self.server = config.get(common.TOPIC_PREFIX)
         names = config.get(msc.NAMES) or []
         self.db = names[0] if names else ""
-        self.modes = TypeModes(config.get(common.DECIMAL_MODE), config.get(common.TIME_PRECISION_MODE),
-                               config.get(common.BINARY_MODE))
+        self.modes = TypeModes.from_config(config)
         #: ``(schema, table) -> bool``: the connector's table filter (set by the connector; all tables if None).
         self.included: Callable[[str, str], bool] | None = None
 

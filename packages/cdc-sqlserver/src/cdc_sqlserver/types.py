@@ -6,7 +6,6 @@ Values arrive as pyodbc gives them: int, bool, Decimal, str, bytes, date, time, 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 import re
@@ -16,6 +15,7 @@ from typing import Any, NamedTuple
 from cdc_core import semantic as sem
 from cdc_core.relational import Column
 from cdc_core.schema import Schema, primitive
+from cdc_core.type_modes import TypeModes
 
 
 _EPOCH = datetime(1970, 1, 1)
@@ -34,15 +34,6 @@ class ColumnInfo(NamedTuple):
     identity: bool = False
     #: ``sys.default_constraints.definition`` (``((0))``, ``('abc')``), None without a DEFAULT.
     default: str | None = None
-
-
-@dataclass(frozen=True)
-class TypeModes:
-    """The value-shaping properties: decimal.handling.mode, time.precision.mode, binary.handling.mode."""
-
-    decimal_handling: str = "precise"
-    time_precision: str = "adaptive"
-    binary_handling: str = "bytes"
 
 
 _INTS = {"tinyint": "int16", "smallint": "int16", "int": "int32", "bigint": "int64"}
