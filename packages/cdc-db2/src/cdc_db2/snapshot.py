@@ -9,11 +9,10 @@ is read. Records carry ``commit_lsn`` = that LSN and offsets ``{snapshot, snapsh
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 from cdc_core.errors import ConnectorError
-from cdc_core.events import Checkpoint, RawChange
+from cdc_core.snapshot.table_reader import TableSnapshotReader, first_line
 from cdc_db2.catalog import CaptureTable, max_lsn_query, quote
 from cdc_db2.lsn import from_value
 from cdc_db2.source import source_block
@@ -61,8 +60,10 @@ def select_for(captured: CaptureTable) -> str:
     return f"SELECT {', '.join(quote(c.name) for c in captured.table.columns)} FROM {table_name(captured)}"
 
 
-class SnapshotReader:
+class SnapshotReader(TableSnapshotReader):
     """Reads the captured tables on its own connection, in one transaction."""
+
+    REFUSER = "Db2"
 
     def __init__(self, conn: Any, server: str, db: str, control: str, isolation: str, fetch_size: int, log: Any):
         """Read on ``conn`` (its own connection) at ``isolation``."""
@@ -110,7 +111,7 @@ class SnapshotReader:
                         raise
                     raise ConnectorError(
                         f"the snapshot could not lock {t.table.id} within snapshot.lock.timeout.ms="
-                        f"{self.lock_timeout_ms} ({statement!r}): {_first_line(e)}") from None
+                        f"{self.lock_timeout_ms} ({statement!r}): {first_line(e)}") from None
             cur.execute("SET CURRENT LOCK TIMEOUT = NULL")
         cur.execute(max_lsn_query(self.control))
         row = cur.fetchone()
@@ -127,57 +128,12 @@ class SnapshotReader:
         self.conn.commit()
         self.conn.set_autocommit(True)
 
-    def read(self, tables: list[tuple[CaptureTable, str]]) -> Iterator[list[RawChange | Checkpoint]]:
-        """Yield ``op: r`` batches table by table; the very last record carries ``snapshot_completed``."""
-        held: RawChange | None = None
-        first = True
-        offset = snapshot_offset(self.max_lsn, False)
-        for captured, select in tables:
-            if self.stopped:
-                return
-            started = time.monotonic()
-            table = captured.table
-            source = source_block(self.server, self.db, time.time_ns() // 1000, "true", table.id.schema or "",
-                                  table.id.table, None, self.max_lsn)
-            cur = self.conn.cursor()
-            try:
-                cur.execute(select)
-            except Exception as e:
-                if type(e).__name__ == "OperationalError":
-                    raise
-                raise ConnectorError(f"the snapshot of {table.id} failed: Db2 refused {select!r}: "
-                                     f"{_first_line(e)}") from None
-            rows = 0
-            table_first = True
-            while True:
-                fetched = cur.fetchmany(self.fetch_size)
-                if not fetched:
-                    break
-                batch: list[RawChange | Checkpoint] = []
-                for row in fetched:
-                    marker = "first" if first else ("first_in_data_collection" if table_first else "true")
-                    first = table_first = False
-                    src = source if marker == "true" else {**source, "snapshot": marker}
-                    if held is not None:
-                        batch.append(held)
-                    held = RawChange(table, "r", None, list(row), src, offset)
-                rows += len(fetched)
-                if batch:
-                    yield batch
-                    if self.stopped:
-                        return
-            cur.close()
-            if held is not None and rows and held.source["snapshot"] != "first":
-                held = held._replace(source={**held.source, "snapshot": "last_in_data_collection"})
-            self.log.info("snapshot of %s: %d rows in %.1fs", table.id, rows, time.monotonic() - started)
-        last: list[RawChange | Checkpoint] = []
-        if held is not None:
-            last.append(held._replace(source={**held.source, "snapshot": "last"},
-                                      offset=snapshot_offset(self.max_lsn, True)))
-        last.append(Checkpoint(snapshot_offset(self.max_lsn, True)))
-        yield last
+    def source(self, table: Any) -> dict[str, Any]:
+        """The ``snapshot: true`` source block of ``table``'s rows, stamped now."""
+        return source_block(self.server, self.db, time.time_ns() // 1000, "true", table.id.schema or "",
+                            table.id.table, None, self.max_lsn)
 
+    def offset(self, completed: bool) -> dict[str, Any]:
+        """The snapshot offset at the highest LSN read by ``begin``."""
+        return snapshot_offset(self.max_lsn, completed)
 
-def _first_line(e: BaseException) -> str:
-    """The first line of an error's message."""
-    return (str(e).strip().splitlines() or [type(e).__name__])[0]
