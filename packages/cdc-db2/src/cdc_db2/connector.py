@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from typing import Any, ClassVar
 
 from cdc_core.config import Config, Fields, common
-from cdc_core.delays import wait_before
 from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
+from cdc_core.snapshot.phases import snapshot_then_stream
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_db2 import config as dbc
@@ -321,36 +321,14 @@ class Db2Connector:
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Snapshot if due, then stream."""
         offset = self._offset
-        offset_exists = offset is not None
-        in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
-        snapshot = self.snapshotter.should_snapshot_data(offset_exists, in_progress)
-        stream = self.snapshotter.should_stream()
-        if not snapshot and not stream:
-            self.log.info("no snapshot is due and snapshot.mode=%s does not stream: nothing to do", self.snapshotter.name)
-            return
-        if snapshot:
-            if wait_before("snapshot", self.config, self._stop, self.log):
-                return
-            last_offset: dict[str, Any] | None = None
-            for batch in self._snapshot():
-                last_offset = batch[-1].offset if batch else last_offset
-                yield batch
-            if self._stop.is_set():
-                self.snapshotter.snapshot_aborted()
-                return
-            self.snapshotter.snapshot_completed()
-            offset = last_offset
-            if stream and wait_before("streaming", self.config, self._stop, self.log):
-                return
-        elif offset is None:
-            # no_data: streaming starts at the highest synchpoint now.
-            row = self._query(max_lsn_query(self.control))
-            offset = {"snapshot": True, "snapshot_completed": True,
-                      "commit_lsn": str(from_value(row[0][0] if row else None))}
-            yield [Checkpoint(offset)]
-        if not stream:
-            return
-        yield from self._stream(ResumePoint(offset))
+        yield from snapshot_then_stream(self.snapshotter, offset, self.config, self._stop, self.log, self._snapshot,
+                                        self._no_data_offset, lambda at: self._stream(ResumePoint(at)))
+
+    def _no_data_offset(self) -> dict[str, Any]:
+        """``no_data``: streaming starts at the highest synchpoint now."""
+        row = self._query(max_lsn_query(self.control))
+        return {"snapshot": True, "snapshot_completed": True,
+                "commit_lsn": str(from_value(row[0][0] if row else None))}
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
         """The snapshot on its own connection and transaction (of the catalog's definitions, not the history's)."""

@@ -1,0 +1,52 @@
+"""Snapshot if the snapshotter says so, then stream: the run of a connector whose offsets mark a snapshot in progress."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from cdc_core.config import Config
+from cdc_core.delays import wait_before
+from cdc_core.events import Checkpoint, RawChange
+
+Batch = list[RawChange | Checkpoint]
+
+
+def snapshot_then_stream(snapshotter: Any, offset: dict[str, Any] | None, config: Config, stop: threading.Event,
+                         log: Any, snapshot: Callable[[], Iterator[Batch]],
+                         no_data_offset: Callable[[], dict[str, Any]],
+                         stream: Callable[[dict[str, Any] | None], Iterator[Batch]]) -> Iterator[Batch]:
+    """Snapshot if due (``snapshot.delay.ms`` first), then stream from the snapshot's last offset (``streaming.delay.ms`` first).
+
+    A snapshot is in progress when the offset has ``snapshot`` and not ``snapshot_completed``. With
+    no snapshot and no offset (``no_data``) streaming starts at ``no_data_offset()``, handed on first
+    as a Checkpoint. A stop during the snapshot aborts it (``snapshotter.snapshot_aborted``).
+    """
+    offset_exists = offset is not None
+    in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
+    due = snapshotter.should_snapshot_data(offset_exists, in_progress)
+    streams = snapshotter.should_stream()
+    if not due and not streams:
+        log.info("no snapshot is due and snapshot.mode=%s does not stream: nothing to do", snapshotter.name)
+        return
+    if due:
+        if wait_before("snapshot", config, stop, log):
+            return
+        last_offset: dict[str, Any] | None = None
+        for batch in snapshot():
+            last_offset = batch[-1].offset if batch else last_offset
+            yield batch
+        if stop.is_set():
+            snapshotter.snapshot_aborted()
+            return
+        snapshotter.snapshot_completed()
+        offset = last_offset
+        if streams and wait_before("streaming", config, stop, log):
+            return
+    elif offset is None:
+        offset = no_data_offset()
+        yield [Checkpoint(offset)]
+    if not streams:
+        return
+    yield from stream(offset)
