@@ -13,13 +13,13 @@ transaction. Only ACTIVE registered tables are captured, from their registration
 from __future__ import annotations
 
 import re
-import threading
 from datetime import datetime
 from typing import Any, NamedTuple
 
 import psycopg
 from psycopg import sql
 
+from cdc_postgres.standin.agent import SlotAgent, pg_lsn_int
 from cdc_postgres.standin.decoding import DecodedChange, parse_change
 
 _COMMIT = re.compile(r"COMMIT (\d+)(?: \(at (.+)\))?")
@@ -29,12 +29,6 @@ def seq(pg_lsn: str, n: int = 0) -> bytes:
     """A PostgreSQL LSN (``X/Y``) as a 16-byte sequence: 4 bytes of X, 4 of Y, 8 of ``n``."""
     hi, lo = (int(p, 16) for p in pg_lsn.split("/"))
     return hi.to_bytes(4, "big") + lo.to_bytes(4, "big") + n.to_bytes(8, "big")
-
-
-def pg_lsn_int(pg_lsn: str) -> int:
-    """A PostgreSQL LSN (``X/Y``) as an int."""
-    hi, lo = (int(p, 16) for p in pg_lsn.split("/"))
-    return hi << 32 | lo
 
 
 class Registered(NamedTuple):
@@ -47,66 +41,11 @@ class Registered(NamedTuple):
     delete_insert: bool = True
 
 
-class CaptureAgent:
-    """A thread polling the slot every ``interval`` seconds and writing CD rows."""
+class CaptureAgent(SlotAgent):
+    """A thread polling the slot every ``interval`` seconds and writing CD rows (``asncap capture_schema=asncdc``)."""
 
-    def __init__(self, conninfo: str, slot: str, interval: float = 0.05, batch: int = 20000):
-        """An agent for the slot ``slot`` of the database ``conninfo`` names."""
-        self.conninfo = conninfo
-        self.slot = slot
-        self.interval = interval
-        self.batch = batch
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        #: The WAL position (an int) up to which every committed transaction has been captured.
-        self.caught_up = 0
-        self.error: BaseException | None = None
-        self._ready = threading.Event()
-
-    def start(self) -> None:
-        """Start polling in a daemon thread (``asncap capture_schema=asncdc``)."""
-        self._stop.clear()
-        self._ready.clear()
-        self._thread = threading.Thread(target=self._run, name=f"asncap-{self.slot}", daemon=True)
-        self._thread.start()
-        self._ready.wait(30)
-
-    def stop(self) -> None:
-        """Stop polling (``asnccmd ... stop``); rows already written stay."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(30)
-            self._thread = None
-
-    def _run(self) -> None:
-        """Poll until stopped; a lost connection (a server restart) is retried."""
-        try:
-            while not self._stop.is_set():
-                try:
-                    self._session()
-                except psycopg.OperationalError:
-                    if self._stop.wait(self.interval * 10):
-                        return
-        except BaseException as e:  # kept for the tests to see; the agent stops as asncap would
-            self.error = e
-        finally:
-            self._ready.set()
-
-    def _session(self) -> None:
-        """One connection's polling loop; the service's status shows in ``ASNCDCSERVICES('status', ...)``."""
-        with psycopg.connect(self.conninfo, options="-c TimeZone=UTC") as conn:
-            conn.execute("UPDATE standin.asncap SET running = true")
-            conn.commit()
-            self._ready.set()
-            try:
-                while not self._stop.is_set():
-                    if not self.poll(conn):
-                        self._stop.wait(self.interval)
-            finally:
-                if not conn.closed and not conn.broken:
-                    conn.rollback()
-                    conn.execute("UPDATE standin.asncap SET running = false")
-                    conn.commit()
+    STATUS_TABLE = "standin.asncap"
+    THREAD = "asncap"
 
     def _registered(self, conn: psycopg.Connection) -> dict[tuple[str, str], Registered]:
         """The ACTIVE tables in capture mode, with their CD table's source columns."""

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import psycopg
 
+from cdc_postgres.standin.agent import SlotAgent, pg_lsn_int
 from cdc_postgres.standin.decoding import DecodedChange, parse_change
 from cdc_sqlserver.standin.ddl import quote
 
@@ -30,12 +31,6 @@ def lsn_bytes(pg_lsn: str, slot: int = 0) -> bytes:
     return hi.to_bytes(4, "big") + lo.to_bytes(4, "big") + slot.to_bytes(2, "big")
 
 
-def _pg_lsn_int(pg_lsn: str) -> int:
-    """A PostgreSQL LSN (``X/Y``) as an int."""
-    hi, lo = (int(p, 16) for p in pg_lsn.split("/"))
-    return hi << 32 | lo
-
-
 class Instance(NamedTuple):
     """A capture instance as the agent needs it."""
 
@@ -45,72 +40,21 @@ class Instance(NamedTuple):
     key: list[str]
 
 
-class CaptureAgent:
-    """A thread polling the slot every ``interval`` seconds and writing change rows."""
+class CaptureAgent(SlotAgent):
+    """A thread polling the slot every ``interval`` seconds and writing change rows (SQL Server Agent's capture job)."""
+
+    STATUS_TABLE = "standin.agent"
+    THREAD = "capture-agent"
 
     def __init__(self, conninfo: str, slot: str, interval: float = 0.05, batch: int = 20000):
         """An agent for the slot ``slot`` of the database ``conninfo`` names."""
-        self.conninfo = conninfo
-        self.slot = slot
-        self.interval = interval
-        self.batch = batch
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        #: The WAL position (an int) up to which every committed transaction has been captured.
-        self.caught_up = 0
-        self.error: BaseException | None = None
+        super().__init__(conninfo, slot, interval, batch)
         self._lock = threading.Lock()
-        self._ready = threading.Event()
-
-    def start(self) -> None:
-        """Start polling in a daemon thread."""
-        self._stop.clear()
-        self._ready.clear()
-        self._thread = threading.Thread(target=self._run, name=f"capture-agent-{self.slot}", daemon=True)
-        self._thread.start()
-        self._ready.wait(30)  # running, as sys.dm_server_services shows, once start returns
-
-    def stop(self) -> None:
-        """Stop polling (SQL Server Agent stopped); rows already written stay."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(30)
-            self._thread = None
 
     @property
     def running(self) -> bool:
         """True while the polling thread runs."""
         return self._thread is not None and self._thread.is_alive()
-
-    def _run(self) -> None:
-        """Poll until stopped; a lost connection (a server restart) is retried, as the Agent's job retries."""
-        try:
-            while not self._stop.is_set():
-                try:
-                    self._session()
-                except psycopg.OperationalError:
-                    if self._stop.wait(self.interval * 10):
-                        return
-        except BaseException as e:  # kept for the tests to see; the agent stops as SQL Server Agent's job would
-            self.error = e
-        finally:
-            self._ready.set()
-
-    def _session(self) -> None:
-        """One connection's polling loop; the agent's status is shown in sys.dm_server_services."""
-        with psycopg.connect(self.conninfo, options="-c TimeZone=UTC") as conn:
-            conn.execute("UPDATE standin.agent SET running = true")
-            conn.commit()
-            self._ready.set()
-            try:
-                while not self._stop.is_set():
-                    if not self.poll(conn):
-                        self._stop.wait(self.interval)
-            finally:
-                if not conn.closed and not conn.broken:
-                    conn.rollback()
-                    conn.execute("UPDATE standin.agent SET running = false")
-                    conn.commit()
 
     def _instances(self, conn: psycopg.Connection) -> dict[tuple[str, str], list[Instance]]:
         """The capture instances by source table, with captured and key columns."""
@@ -160,7 +104,7 @@ class CaptureAgent:
                 conn.commit()
             full = len(rows) >= self.batch
             if not full:
-                self.caught_up = max(self.caught_up, _pg_lsn_int(current))
+                self.caught_up = max(self.caught_up, pg_lsn_int(current))
             return full
 
     def _capture(self, conn: psycopg.Connection, instances: dict[tuple[str, str], list[Instance]], commit: str,

@@ -8,7 +8,7 @@ from typing import Any
 import psycopg
 
 from cdc_sqlserver.standin import catalog_sql
-from cdc_sqlserver.standin.agent import CaptureAgent, _pg_lsn_int, lsn_bytes
+from cdc_sqlserver.standin.agent import CaptureAgent, lsn_bytes, pg_lsn_int
 from cdc_sqlserver.standin.ddl import quote, record, translate_create_table
 
 _NOT_IN_RANGE = ("An insufficient number of arguments were supplied for the procedure or function "
@@ -142,7 +142,7 @@ class StandIn:
 
     def wait_captured(self, timeout: float = 30.0) -> None:
         """Wait until the agent has captured every transaction committed before this call."""
-        target = _pg_lsn_int(self.execute("SELECT pg_current_wal_lsn()::text")[0][0])
+        target = pg_lsn_int(self.execute("SELECT pg_current_wal_lsn()::text")[0][0])
         deadline = time.monotonic() + timeout
         while self.agent.caught_up < target:
             if self.agent.error is not None:
