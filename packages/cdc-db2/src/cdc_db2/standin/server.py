@@ -2,40 +2,27 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
+from cdc_postgres.standin.server import HostedDatabase
 from cdc_db2.standin import catalog_sql
-from cdc_db2.standin.agent import CaptureAgent, pg_lsn_int
+from cdc_db2.standin.agent import CaptureAgent
 from cdc_db2.standin.ddl import column_type, default_clause
 
 
-class StandIn:
+class StandIn(HostedDatabase):
     """Db2's catalog views and ASN objects on PostgreSQL database ``dbname``, and the capture agent filling them."""
 
-    def __init__(self, pg: Any, dbname: str, agent_interval: float = 0.05):
-        """Create the catalog views and the ASN control tables and routines in ``dbname``; the agent's slot."""
-        self.pg = pg
-        self.dbname = dbname
-        self.conninfo = pg.conninfo(dbname)
-        self.slot = ("standin_asncap_" + dbname.lower())[:63]
-        self.agent = CaptureAgent(self.conninfo, self.slot, agent_interval)
-        with self._connect() as conn:
-            conn.execute(catalog_sql.OBJECTS)
-            conn.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (self.slot,))
+    SLOT_PREFIX = "standin_asncap_"
+    AGENT = CaptureAgent
 
-    def _connect(self) -> psycopg.Connection:
-        """An autocommit connection in UTC."""
-        return psycopg.connect(self.conninfo, autocommit=True, options="-c TimeZone=UTC")
-
-    def execute(self, statement: str, params: Any = None) -> list[tuple[Any, ...]]:
-        """Run PostgreSQL ``statement`` (a writer of the source tables, as an application is)."""
-        with self._connect() as conn:
-            cur = conn.execute(statement, params)
-            return cur.fetchall() if cur.description else []
+    def create_objects(self, conn: psycopg.Connection) -> None:
+        """Create the catalog views and the ASN control tables and routines; the agent's slot."""
+        conn.execute(catalog_sql.OBJECTS)
+        conn.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (self.slot,))
 
     def create_table(self, schema: str, table: str, columns: list[tuple[str, str]], key: list[str] | None = None) -> None:
         """``CREATE TABLE schema.table (name db2type [constraints], ...)`` with Db2's types recorded for SYSCAT."""
@@ -93,17 +80,6 @@ class StandIn:
         """Mark a registered table ``A`` (ACTIVE) or ``I`` (INACTIVE) in IBMSNAP_REGISTER."""
         self.execute("UPDATE asncdc.ibmsnap_register SET state = %s WHERE source_owner = %s AND source_table = %s",
                      (state, schema, table))
-
-    def wait_captured(self, timeout: float = 30.0) -> None:
-        """Wait until the agent has captured every transaction committed before this call."""
-        target = pg_lsn_int(self.execute("SELECT pg_current_wal_lsn()::text")[0][0])
-        deadline = time.monotonic() + timeout
-        while self.agent.caught_up < target:
-            if self.agent.error is not None:
-                raise RuntimeError(f"the capture agent failed: {self.agent.error}")
-            if time.monotonic() > deadline:
-                raise TimeoutError("the capture agent did not catch up")
-            time.sleep(0.02)
 
     def properties(self, prefix: str = "mydatabase", **extra: Any) -> dict[str, Any]:
         """Debezium properties that reach this database through the stand-in's connection layer."""

@@ -2,43 +2,30 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import psycopg
 
+from cdc_postgres.standin.server import HostedDatabase
 from cdc_sqlserver.standin import catalog_sql
-from cdc_sqlserver.standin.agent import CaptureAgent, lsn_bytes, pg_lsn_int
+from cdc_sqlserver.standin.agent import CaptureAgent, lsn_bytes
 from cdc_sqlserver.standin.ddl import quote, record, translate_create_table
 
 _NOT_IN_RANGE = ("An insufficient number of arguments were supplied for the procedure or function "
                  "cdc.fn_cdc_get_all_changes_ ... .")
 
 
-class StandIn:
+class StandIn(HostedDatabase):
     """SQL Server's CDC objects on PostgreSQL database ``dbname``, and the capture agent that fills them."""
 
-    def __init__(self, pg: Any, dbname: str, agent_interval: float = 0.05):
-        """Create SQL Server's ``sys`` objects in database ``dbname`` of ``pg``."""
-        self.pg = pg
-        self.dbname = dbname
-        self.conninfo = pg.conninfo(dbname)
-        self.slot = ("standin_capture_" + dbname.lower())[:63]
-        self.agent = CaptureAgent(self.conninfo, self.slot, agent_interval)
-        with self._connect() as conn:
-            conn.execute(catalog_sql.SERVER_OBJECTS)
-            with conn.cursor() as cur:
-                cur.executemany("INSERT INTO sys.types VALUES (%s, %s, %s)", catalog_sql.types_rows())
+    SLOT_PREFIX = "standin_capture_"
+    AGENT = CaptureAgent
 
-    def _connect(self) -> psycopg.Connection:
-        """An autocommit connection in UTC."""
-        return psycopg.connect(self.conninfo, autocommit=True, options="-c TimeZone=UTC")
-
-    def execute(self, sql: str, params: Any = None) -> list[tuple[Any, ...]]:
-        """Run PostgreSQL ``sql`` on the database (a writer of the source tables, as an application is)."""
-        with self._connect() as conn:
-            cur = conn.execute(sql, params)
-            return cur.fetchall() if cur.description else []
+    def create_objects(self, conn: psycopg.Connection) -> None:
+        """Create SQL Server's ``sys`` objects (``enable_db`` adds the ``cdc`` ones and the agent's slot)."""
+        conn.execute(catalog_sql.SERVER_OBJECTS)
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO sys.types VALUES (%s, %s, %s)", catalog_sql.types_rows())
 
     def create_table(self, ddl: str) -> None:
         """``CREATE TABLE`` given in T-SQL (the schema is created if missing)."""
@@ -139,17 +126,6 @@ class StandIn:
                 conn.execute(f'DELETE FROM cdc.{quote(ci + "_CT")} WHERE "__$start_lsn" < %s', (low_water,))
             conn.execute("UPDATE cdc.change_tables SET start_lsn = %s WHERE start_lsn < %s", (low_water, low_water))
             conn.execute("DELETE FROM cdc.lsn_time_mapping WHERE start_lsn < %s", (low_water,))
-
-    def wait_captured(self, timeout: float = 30.0) -> None:
-        """Wait until the agent has captured every transaction committed before this call."""
-        target = pg_lsn_int(self.execute("SELECT pg_current_wal_lsn()::text")[0][0])
-        deadline = time.monotonic() + timeout
-        while self.agent.caught_up < target:
-            if self.agent.error is not None:
-                raise RuntimeError(f"the capture agent failed: {self.agent.error}")
-            if time.monotonic() > deadline:
-                raise TimeoutError("the capture agent did not catch up")
-            time.sleep(0.02)
 
     def properties(self, prefix: str = "server1", **extra: Any) -> dict[str, Any]:
         """Debezium properties that reach this database through the stand-in's connection layer."""
