@@ -16,6 +16,7 @@ import ibm_db_dbi
 import psycopg
 
 from cdc_db2.standin.translate import translate
+from cdc_postgres.standin.dbapi import PsycopgCursor
 
 #: PostgreSQL SQLSTATEs whose Db2 counterpart differs.
 _STATES = {"42P01": "42704", "42883": "42884", "42P06": "42710", "42P07": "42710"}
@@ -64,24 +65,10 @@ def _error(e: psycopg.Error) -> ibm_db_dbi.Error:
     return ibm_db_dbi.ProgrammingError(f"[stand-in] {message} SQLSTATE={state}")
 
 
-class Cursor:
-    """ibm_db_dbi's Cursor over a psycopg cursor."""
+class Cursor(PsycopgCursor):
+    """ibm_db_dbi's Cursor over a psycopg cursor (rows need no conversion: ``FOR BIT DATA`` is bytea, bytes)."""
 
-    def __init__(self, conn: Connection):
-        """A cursor of ``conn``."""
-        self.connection = conn
-        self._cur = conn._pg.cursor()
-        self.arraysize = 1
-
-    @property
-    def description(self) -> Any:
-        """Column descriptions (name first)."""
-        return self._cur.description
-
-    @property
-    def rowcount(self) -> int:
-        """Rows affected by the last statement, -1 if unknown."""
-        return self._cur.rowcount
+    error = staticmethod(_error)
 
     def execute(self, operation: str, parameters: Any = None) -> bool:
         """Run one Db2 statement with ``?`` markers."""
@@ -96,36 +83,6 @@ class Cursor:
         except psycopg.Error as e:
             raise _error(e) from None
         return True
-
-    def _fetch(self, rows: list[Any]) -> list[tuple[Any, ...]]:
-        """Rows as tuples of ibm_db_dbi's values (psycopg's are already: tuples, bytea as bytes)."""
-        return rows if isinstance(rows, list) else list(rows)
-
-    def fetchone(self) -> tuple[Any, ...] | None:
-        """The next row, or None."""
-        try:
-            row = self._cur.fetchone()
-        except psycopg.Error as e:
-            raise _error(e) from None
-        return None if row is None else self._fetch([row])[0]
-
-    def fetchmany(self, size: int | None = None) -> list[tuple[Any, ...]]:
-        """Up to ``size`` rows."""
-        try:
-            return self._fetch(self._cur.fetchmany(size or self.arraysize))
-        except psycopg.Error as e:
-            raise _error(e) from None
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        """Every remaining row."""
-        try:
-            return self._fetch(self._cur.fetchall())
-        except psycopg.Error as e:
-            raise _error(e) from None
-
-    def close(self) -> None:
-        """Close the cursor."""
-        self._cur.close()
 
 
 class Connection:

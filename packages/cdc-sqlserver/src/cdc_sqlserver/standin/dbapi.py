@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 import pyodbc
 
+from cdc_postgres.standin.dbapi import PsycopgCursor
 from cdc_sqlserver.standin.translate import translate
 
 
@@ -80,24 +81,10 @@ def _value(v: Any) -> Any:
     return v
 
 
-class Cursor:
+class Cursor(PsycopgCursor):
     """pyodbc's Cursor over a psycopg cursor."""
 
-    def __init__(self, conn: Connection):
-        """Wrap a psycopg cursor or connection."""
-        self.connection = conn
-        self._cur = conn._pg.cursor()
-        self.arraysize = 1
-
-    @property
-    def description(self) -> Any:
-        """Column descriptions (name first, as pyodbc)."""
-        return self._cur.description
-
-    @property
-    def rowcount(self) -> int:
-        """Rows affected by the last statement, -1 if unknown."""
-        return self._cur.rowcount
+    error = staticmethod(_error)
 
     def execute(self, sql: str, *params: Any) -> Cursor:
         """Run one T-SQL statement with ``?`` parameters (given as arguments or one sequence)."""
@@ -124,36 +111,10 @@ class Cursor:
             return rows if isinstance(rows, list) else list(rows)  # psycopg's rows are tuples already
         return [tuple(_value(v) for v in row) for row in rows]
 
-    def fetchone(self) -> tuple[Any, ...] | None:
-        """The next row, or None."""
-        try:
-            row = self._cur.fetchone()
-        except psycopg.Error as e:
-            raise _error(e) from None
-        return None if row is None else self._rows([row])[0]
-
-    def fetchmany(self, size: int | None = None) -> list[tuple[Any, ...]]:
-        """Up to ``size`` rows."""
-        try:
-            return self._rows(self._cur.fetchmany(size or self.arraysize))
-        except psycopg.Error as e:
-            raise _error(e) from None
-
-    def fetchall(self) -> list[tuple[Any, ...]]:
-        """Every remaining row."""
-        try:
-            return self._rows(self._cur.fetchall())
-        except psycopg.Error as e:
-            raise _error(e) from None
-
     def __iter__(self):
         """Iterate over the remaining rows."""
         while (row := self.fetchone()) is not None:
             yield row
-
-    def close(self) -> None:
-        """Close the cursor."""
-        self._cur.close()
 
 
 class Connection:
