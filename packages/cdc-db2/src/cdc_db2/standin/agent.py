@@ -12,23 +12,19 @@ transaction. Only ACTIVE registered tables are captured, from their registration
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from typing import Any, NamedTuple
 
 import psycopg
 from psycopg import sql
 
-from cdc_postgres.standin.agent import SlotAgent, pg_lsn_int
+from cdc_postgres.standin.agent import COMMIT, SlotAgent, pg_lsn_bytes, pg_lsn_int
 from cdc_postgres.standin.decoding import DecodedChange, parse_change
-
-_COMMIT = re.compile(r"COMMIT (\d+)(?: \(at (.+)\))?")
 
 
 def seq(pg_lsn: str, n: int = 0) -> bytes:
     """A PostgreSQL LSN (``X/Y``) as a 16-byte sequence: 4 bytes of X, 4 of Y, 8 of ``n``."""
-    hi, lo = (int(p, 16) for p in pg_lsn.split("/"))
-    return hi.to_bytes(4, "big") + lo.to_bytes(4, "big") + n.to_bytes(8, "big")
+    return pg_lsn_bytes(pg_lsn, n, 8)
 
 
 class Registered(NamedTuple):
@@ -73,7 +69,7 @@ class CaptureAgent(SlotAgent):
             if data.startswith("BEGIN"):
                 changes = []
             elif data.startswith("COMMIT"):
-                m = _COMMIT.match(data)
+                m = COMMIT.match(data)
                 assert m is not None
                 when = datetime.fromisoformat(m.group(2)).replace(tzinfo=None) if m.group(2) else None
                 self._capture(conn, registered, lsn, int(xid), when, changes)

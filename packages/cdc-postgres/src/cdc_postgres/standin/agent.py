@@ -7,16 +7,26 @@ table whose ``running`` column shows the service's state, ``THREAD`` the thread'
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import ClassVar
 
 import psycopg
+
+#: A ``test_decoding`` commit line (``include-xids``, ``include-timestamp``): the xid and the commit time.
+COMMIT = re.compile(r"COMMIT (\d+)(?: \(at (.+)\))?")
 
 
 def pg_lsn_int(pg_lsn: str) -> int:
     """A PostgreSQL LSN (``X/Y``) as an int."""
     hi, lo = (int(p, 16) for p in pg_lsn.split("/"))
     return hi << 32 | lo
+
+
+def pg_lsn_bytes(pg_lsn: str, suffix: int, width: int) -> bytes:
+    """A PostgreSQL LSN (``X/Y``) as bytes: 4 of X, 4 of Y, then ``suffix`` in ``width`` bytes (all big-endian)."""
+    hi, lo = (int(p, 16) for p in pg_lsn.split("/"))
+    return hi.to_bytes(4, "big") + lo.to_bytes(4, "big") + suffix.to_bytes(width, "big")
 
 
 class SlotAgent:

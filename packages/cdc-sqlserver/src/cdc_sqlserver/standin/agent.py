@@ -11,24 +11,20 @@ its ``start_lsn`` only.
 
 from __future__ import annotations
 
-import re
 import threading
 from datetime import datetime
 from typing import Any, NamedTuple
 
 import psycopg
 
-from cdc_postgres.standin.agent import SlotAgent, pg_lsn_int
+from cdc_postgres.standin.agent import COMMIT, SlotAgent, pg_lsn_bytes, pg_lsn_int
 from cdc_postgres.standin.decoding import DecodedChange, parse_change
 from cdc_sqlserver.standin.ddl import quote
-
-_COMMIT = re.compile(r"COMMIT (\d+)(?: \(at (.+)\))?")
 
 
 def lsn_bytes(pg_lsn: str, slot: int = 0) -> bytes:
     """A PostgreSQL LSN (``X/Y``) as a 10-byte SQL Server LSN: 4 bytes of X, 4 of Y, 2 of ``slot``."""
-    hi, lo = (int(p, 16) for p in pg_lsn.split("/"))
-    return hi.to_bytes(4, "big") + lo.to_bytes(4, "big") + slot.to_bytes(2, "big")
+    return pg_lsn_bytes(pg_lsn, slot, 2)
 
 
 class Instance(NamedTuple):
@@ -89,7 +85,7 @@ class CaptureAgent(SlotAgent):
                 if data.startswith("BEGIN"):
                     changes, begin_lsn = [], lsn
                 elif data.startswith("COMMIT"):
-                    m = _COMMIT.match(data)
+                    m = COMMIT.match(data)
                     assert m is not None
                     when = datetime.fromisoformat(m.group(2)).replace(tzinfo=None) if m.group(2) else None
                     self._capture(conn, instances, lsn, begin_lsn or lsn, int(xid), when, changes)
