@@ -1,0 +1,58 @@
+"""What the Db2 and SQL Server tests share: both capture change tables, so their events and checks are alike."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cdc_core.events import ChangeRecord
+
+
+def field(type_: str, name: str, optional: bool = False, **extra: Any) -> dict[str, Any]:
+    """A Connect schema field as JsonConverter prints it."""
+    return {"type": type_, "optional": optional, **extra, "field": name}
+
+
+def without_schema_changes(records: list[ChangeRecord]) -> list[ChangeRecord]:
+    """The records but the schema change events."""
+    return [r for r in records if not str(getattr(r.value_schema, "name", "") or "").endswith(".SchemaChangeValue")]
+
+
+def assert_chapter_events(create: ChangeRecord, update: ChangeRecord, delete: ChangeRecord, tombstone: ChangeRecord,
+                          value: dict[str, Any], source: dict[str, Any], john: dict[str, Any], email: str,
+                          sources: list[dict[str, Any]], lsn: re.Pattern[str]) -> None:
+    """The chapter's create, update and delete of ``john`` (``email`` set to noreply@example.org), and the tombstone.
+
+    ``value``/``source``: the Value and source schemas; ``sources``: per event, the source fields expected as given.
+    """
+    # The value schema, the same for every operation.
+    envelope = create.value_schema.to_json()
+    assert envelope["name"] == value["name"].removesuffix(".Value") + ".Envelope" and envelope["optional"] is False
+    fields = {f["field"]: f for f in envelope["fields"]}
+    assert [f["field"] for f in envelope["fields"]] == ["before", "after", "source", "transaction", "op", "ts_ms",
+                                                        "ts_us", "ts_ns"]
+    assert fields["before"] == {**value, "field": "before"} and fields["after"] == {**value, "field": "after"}
+    assert fields["source"] == source
+    assert fields["op"] == field("string", "op")
+    assert [fields[k] for k in ("ts_ms", "ts_us", "ts_ns")] == [field("int64", k, True) for k in ("ts_ms", "ts_us", "ts_ns")]
+    assert update.value_schema.to_json() == envelope == delete.value_schema.to_json()
+    # The payloads.
+    assert (create.value["before"], create.value["after"], create.value["op"]) == (None, john, "c")
+    assert (update.value["before"], update.value["after"], update.value["op"]) == (
+        john, {**john, email: "noreply@example.org"}, "u")
+    assert (delete.value["before"], delete.value["after"], delete.value["op"]) == (
+        {**john, email: "noreply@example.org"}, None, "d")
+    key = next(iter(john))
+    assert tombstone.key == {key: john[key]} and tombstone.value is None
+    for record, expected in zip((create, update, delete), sources, strict=True):
+        got = record.value["source"]
+        assert list(got) == [f["field"] for f in source["fields"]]
+        assert {k: got[k] for k in expected} == expected
+        assert got["version"] == "2.7.0.Final"
+        assert lsn.fullmatch(got["change_lsn"]) and lsn.fullmatch(got["commit_lsn"])
+        assert got["change_lsn"] < got["commit_lsn"]  # a change is logged before its commit
+        assert got["ts_us"] == got["ts_ms"] * 1000 + got["ts_us"] % 1000
+        assert got["ts_ns"] == got["ts_us"] * 1000
+        # The commit time (the change table's) is before the connector saw the change.
+        assert got["ts_ms"] <= record.value["ts_ms"] <= got["ts_ms"] + 30000
+    assert create.value["source"]["commit_lsn"] < update.value["source"]["commit_lsn"] < delete.value["source"]["commit_lsn"]
