@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
+
+from kit.engine import EngineThread
 
 from cdc_core.events import ChangeRecord
 
@@ -56,3 +59,26 @@ def assert_chapter_events(create: ChangeRecord, update: ChangeRecord, delete: Ch
         # The commit time (the change table's) is before the connector saw the change.
         assert got["ts_ms"] <= record.value["ts_ms"] <= got["ts_ms"] + 30000
     assert create.value["source"]["commit_lsn"] < update.value["source"]["commit_lsn"] < delete.value["source"]["commit_lsn"]
+
+
+def run_through_a_server_restart(config: dict[str, Any], server: Any, insert: Callable[[int], Any],
+                                 rows: Callable[[list[ChangeRecord]], int], streaming_first: bool) -> list[ChangeRecord]:
+    """The records of a run in which ``insert(i)`` adds rows 0-19, ``server`` restarts, then rows 20-39 follow.
+
+    ``rows(records)``: how many of the rows arrived; ``streaming_first``: insert only once streaming is connected
+    (else the first rows may land in the snapshot and its handoff).
+    """
+    runner = EngineThread(config).start()
+    try:
+        if streaming_first:
+            runner.wait_streaming()
+        for i in range(20):
+            insert(i)
+        runner.wait(lambda rs: rows(rs) >= 20, "the 20 rows before the restart", 60)
+        server.restart()
+        for i in range(20, 40):
+            insert(i)
+        runner.wait(lambda rs: rows(rs) >= 40, "the 40 rows after the restart", 60)
+    finally:
+        runner.stop()
+    return runner.records
