@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from kit.engine import EngineThread
+from kit.engine import WAIT_S, EngineThread, run_until
 
 from cdc_core.events import ChangeRecord
 
@@ -14,6 +14,12 @@ from cdc_core.events import ChangeRecord
 def field(type_: str, name: str, optional: bool = False, **extra: Any) -> dict[str, Any]:
     """A Connect schema field as JsonConverter prints it."""
     return {"type": type_, "optional": optional, **extra, "field": name}
+
+
+def run(config: dict[str, Any], store: Any, until: Callable[[list[ChangeRecord]], bool],
+        action: Callable[[], Any] | None = None, timeout: float = WAIT_S) -> list[ChangeRecord]:
+    """The records of one engine run on the offsets ``store`` until ``until(records)`` (``action()`` once streaming)."""
+    return run_until(config, until, "the expected records", action=action, offsets=store, timeout=timeout).records
 
 
 def without_schema_changes(records: list[ChangeRecord]) -> list[ChangeRecord]:

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from change_table_tests import run as _run
 
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -14,29 +15,6 @@ from cdc_db2 import streaming
 from cdc_db2.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
 
 INSERT = 'INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") VALUES '
-
-
-def _run(config, store, until, timeout=30.0, action=None):
-    """Run an Engine until ``until(records)`` holds (``action()`` once streaming); return the records."""
-    engine = Engine(config, offset_store=store)
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-    try:
-        deadline = time.monotonic() + timeout
-        if action is not None:
-            while not engine.metrics.streaming.connected:
-                assert runner.is_alive() and time.monotonic() < deadline, "the engine stopped before streaming"
-                time.sleep(0.05)
-            action()
-        while not until(records):
-            assert runner.is_alive(), "the engine stopped"
-            assert time.monotonic() < deadline, f"timed out with {len(records)} records"
-            time.sleep(0.05)
-    finally:
-        engine.stop()
-        runner.join(30)
-    return records
 
 
 def _data(records, table="CUSTOMERS"):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from change_table_tests import run as _run
 from psycopg import sql
 
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_sqlserver.standin.server import StandIn
 from cdc_sqlserver.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
-from tests.test_sqlserver_stream import _run
 
 OTHER = "inventory_eu"
 
