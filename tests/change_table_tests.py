@@ -6,14 +6,31 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from kit.engine import WAIT_S, EngineThread, run_until
 
+from cdc_core.engine import Engine
+from cdc_core.errors import ConfigError, ConnectorError
 from cdc_core.events import ChangeRecord
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+
+#: The password of the refusal tests: it must never appear in an error or a log.
+SECRET = "s3cr3t-Pa55"
 
 
 def field(type_: str, name: str, optional: bool = False, **extra: Any) -> dict[str, Any]:
     """A Connect schema field as JsonConverter prints it."""
     return {"type": type_, "optional": optional, **extra, "field": name}
+
+
+def start_error(config: dict[str, Any]) -> str:
+    """The error the engine stops with at start: one line (a ConfigError: its heading and one problem), no SECRET."""
+    with pytest.raises((ConnectorError, ConfigError)) as info:
+        Engine(config, offset_store=MemoryOffsetStore()).run(lambda records: None)
+    message = str(info.value)
+    lines = message.strip().splitlines()
+    assert len(lines) == (2 if isinstance(info.value, ConfigError) else 1) and SECRET not in message
+    return message
 
 
 def run(config: dict[str, Any], store: Any, until: Callable[[list[ChangeRecord]], bool],
