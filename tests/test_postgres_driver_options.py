@@ -4,11 +4,11 @@ their libpq equivalents; one without an equivalent starts with a warning naming 
 from __future__ import annotations
 
 import logging
-import socket
 import threading
 import time
 
 import pytest
+from kit.silent_server import silent_server  # noqa: F401  (fixture)
 
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -74,16 +74,6 @@ def test_driver_options_come_before_the_pinned_output_settings(pg_server, pg_db)
     with psycopg.connect(pgc.conninfo(config)) as conn:
         assert conn.execute("SHOW work_mem").fetchone()[0] == "7MB"
         assert conn.execute("SHOW DateStyle").fetchone()[0].startswith("ISO")
-
-
-@pytest.fixture
-def silent_server():
-    """A TCP port whose listener completes the handshake (kernel backlog) and never says a word."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
-    yield sock.getsockname()[1]
-    sock.close()
 
 
 def test_connect_timeout_bounds_the_wait_for_a_silent_server(silent_server):
