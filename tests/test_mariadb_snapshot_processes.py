@@ -21,6 +21,7 @@ from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_mysql import process_snapshot
+from kit.replay import rebuild_rows
 from mariadb_cdc import connector_config
 
 _TIMES = re.compile(rb'"ts_(ms|us|ns)":\d+')
@@ -109,17 +110,7 @@ def test_each_row_once_with_a_writer_then_streaming(mariadb_server, mariadb_db, 
     events = [v["payload"] for line in _lines(tmp_path) if (v := orjson.loads(line)["value"]) is not None
               and "op" in v["payload"]]
     for name in ("a", "b"):
-        state: dict[int, str] = {}
-        for e in events:
-            if e["source"]["table"] != name:
-                continue
-            row = e["after"] or e["before"]
-            if e["op"] == "r":
-                assert row["id"] not in state, f"{name}: row {row['id']} read twice"
-            if e["op"] == "d":
-                state.pop(row["id"])
-            else:
-                state[row["id"]] = row["pad"]
+        state = rebuild_rows(events, name, "pad")
         final = dict(mariadb_server.execute(f"SELECT id, pad FROM {name}", database=mariadb_db))
         assert state == final, f"{name}: the events do not rebuild the table"
     reads = Counter(e["source"]["snapshot"] for e in events if e["op"] == "r")
