@@ -29,6 +29,7 @@ from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_postgres import process_snapshot
 from cdc_process import CdcProcess, server_properties, write_properties
 from kit.replay import rebuild_rows
+from kit.writer_then_streaming import run_with_writer
 
 #: What differs between two runs of the same snapshot: times, and the LSN of each run's own slot.
 _RUN_FIELDS = re.compile(rb'"ts_(ms|us|ns)":\d+|"txId":\d+|"lsn":\d+|"sequence":"\[null,\\"\d+\\"\]"')
@@ -96,34 +97,16 @@ def test_each_row_once_with_a_writer_then_streaming(pg_server, pg_db, tmp_path, 
     pg_server.execute("CREATE TABLE marker (id int PRIMARY KEY)", dbname=pg_db)
     engine = Engine(_config(pg_server, pg_db, **{"snapshot.max.threads": 2}),
                     sink=FileSink(Config({"dir": str(tmp_path)})), offset_store=MemoryOffsetStore())
-    stop, errors = threading.Event(), []
 
-    def writer() -> None:
+    def writer(stop) -> None:
         k = 0
         while not stop.is_set():
             k += 1
             pg_server.execute(f"INSERT INTO a VALUES ({100000 + k}, 'w'); UPDATE b SET pad = 'u{k}' WHERE id = {k % 8000 + 1};"
                               f"DELETE FROM a WHERE id = {k}", dbname=pg_db)
 
-    runner = threading.Thread(target=lambda: _run(engine, errors))
-    runner.start()
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 120
-        while not engine.metrics.streaming.connected and not errors and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
-        stop.set()
-        thread.join()
-        pg_server.execute("INSERT INTO marker VALUES (1)", dbname=pg_db)
-        while not (tmp_path / "proc.public.marker.jsonl").exists() and not errors and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        stop.set()
-        thread.join()
-        engine.stop()
-        runner.join(60)
+    errors = run_with_writer(engine, writer, lambda: pg_server.execute("INSERT INTO marker VALUES (1)", dbname=pg_db),
+                             lambda: (tmp_path / "proc.public.marker.jsonl").exists())
     assert not errors, errors
     events = [v["payload"] for line in _lines(tmp_path) if (v := orjson.loads(line)["value"]) is not None]
     for name in ("a", "b"):
