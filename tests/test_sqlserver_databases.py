@@ -100,22 +100,37 @@ def test_metrics_per_database_under_the_chapters_mbean_names(inventory, second):
 SIGNAL = "CREATE TABLE dbo.debezium_signal (id VARCHAR(42) NOT NULL PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))"
 
 
-def test_an_incremental_snapshot_of_the_second_databases_table_with_the_signal_table_in_the_first(inventory, second):
+def _signal_table_and_rows(inventory, second, rows: int, names: list[str], chunk: int) -> dict:
+    """The signal table in the first database, ``rows`` more rows in the second; the connector's properties."""
     inventory.create_table(SIGNAL)
     inventory.enable_table("dbo", "debezium_signal")
     second.execute("INSERT INTO dbo.customers (first_name, last_name, email) "
-                   "SELECT 'n' || g, 'n', 'n' || g || '@x' FROM generate_series(1, 48) g")
-    store = MemoryOffsetStore()
-    config = inventory.properties(**{"database.names": f"{inventory.dbname},{OTHER}", "snapshot.mode": "no_data",
-                                     "table.include.list": "dbo.customers", "poll.interval.ms": 50,
-                                     "signal.data.collection": f"{inventory.dbname}.dbo.debezium_signal",
-                                     "incremental.snapshot.chunk.size": 10})
+                   f"SELECT 'n' || g, 'n', 'n' || g || '@x' FROM generate_series(1, {rows}) g")
+    return inventory.properties(**{"database.names": ",".join(names), "snapshot.mode": "no_data",
+                                   "table.include.list": "dbo.customers", "poll.interval.ms": 50,
+                                   "signal.data.collection": f"{inventory.dbname}.dbo.debezium_signal",
+                                   "incremental.snapshot.chunk.size": chunk})
+
+
+def _streaming_with_notifications(config: dict, store: MemoryOffsetStore) -> tuple[EngineThread, list]:
+    """The engine started on ``store``, streaming, and the notifications it sends."""
     runner = EngineThread(config, offsets=store)
     notes: list = []
     runner.engine.add_notification_listener(notes.append)
     runner.start()
     try:
         runner.wait_streaming(60)
+    except BaseException:
+        runner.stop()
+        raise
+    return runner, notes
+
+
+def test_an_incremental_snapshot_of_the_second_databases_table_with_the_signal_table_in_the_first(inventory, second):
+    store = MemoryOffsetStore()
+    config = _signal_table_and_rows(inventory, second, 48, [inventory.dbname, OTHER], 10)
+    runner, notes = _streaming_with_notifications(config, store)
+    try:
         inventory.execute("INSERT INTO dbo.debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', "
                           "'{\"data-collections\": [\"" + OTHER + ".dbo.customers\"]}')")
         second.execute("UPDATE dbo.customers SET email = 'late@x' WHERE id = 1050")  # streamed meanwhile
@@ -151,24 +166,13 @@ def test_an_incremental_snapshot_of_the_other_database_resumes_after_a_restart(i
     (whichever database the engine starts the signal controller with)."""
     from cdc_core.incremental.state import STATE_KEY
 
-    inventory.create_table(SIGNAL)
-    inventory.enable_table("dbo", "debezium_signal")
-    second.execute("INSERT INTO dbo.customers (first_name, last_name, email) "
-                   "SELECT 'n' || g, 'n', 'n' || g || '@x' FROM generate_series(1, 398) g")
     store = MemoryOffsetStore()
     names = [inventory.dbname, OTHER] if signal_first else [OTHER, inventory.dbname]
-    config = inventory.properties(**{"database.names": ",".join(names), "snapshot.mode": "no_data",
-                                     "table.include.list": "dbo.customers", "poll.interval.ms": 50,
-                                     "signal.data.collection": f"{inventory.dbname}.dbo.debezium_signal",
-                                     "incremental.snapshot.chunk.size": 5})
+    config = _signal_table_and_rows(inventory, second, 398, names, 5)
 
     def run(until, act=lambda: None):
-        runner = EngineThread(config, offsets=store)
-        notes: list = []
-        runner.engine.add_notification_listener(notes.append)
-        runner.start()
+        runner, notes = _streaming_with_notifications(config, store)
         try:
-            runner.wait_streaming(60)
             act()
             runner.wait(lambda rs: until(rs, notes), "the expected records and notifications", 60)
         finally:
