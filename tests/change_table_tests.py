@@ -23,6 +23,26 @@ def field(type_: str, name: str, optional: bool = False, **extra: Any) -> dict[s
     return {"type": type_, "optional": optional, **extra, "field": name}
 
 
+def customers_value(topic: str, columns: tuple[str, str, str, str]) -> dict[str, Any]:
+    """The Value schema of the chapters' customers table: an int32 id, then three strings (the columns as spelled)."""
+    return {"type": "struct", "fields": [field("int32", columns[0]), *(field("string", c) for c in columns[1:])],
+            "optional": True, "name": f"{topic}.Value"}
+
+
+def source_schema(connector: str, *extra: dict[str, Any]) -> dict[str, Any]:
+    """The source block's schema of a change-table connector (``db2``, ``sqlserver``): the common fields, the LSNs,
+    then ``extra``."""
+    return {"type": "struct", "fields": [
+        field("string", "version"), field("string", "connector"), field("string", "name"), field("int64", "ts_ms"),
+        {"type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1,
+         "parameters": {"allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"},
+         "default": "false", "field": "snapshot"},
+        field("string", "db"), field("string", "sequence", True), field("int64", "ts_us", True),
+        field("int64", "ts_ns", True), field("string", "schema"), field("string", "table"),
+        field("string", "change_lsn", True), field("string", "commit_lsn", True), *extra],
+        "optional": False, "name": f"io.debezium.connector.{connector}.Source", "field": "source"}
+
+
 def start_error(config: dict[str, Any]) -> str:
     """The error the engine stops with at start: one line (a ConfigError: its heading and one problem), no SECRET."""
     with pytest.raises((ConnectorError, ConfigError)) as info:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from change_table_tests import assert_chapter_events
+from change_table_tests import assert_chapter_events, customers_value, source_schema
 from change_table_tests import field as _field
 from kit.engine import run_until
 from psycopg import sql
@@ -52,18 +52,8 @@ def mydatabase(pg_server) -> Iterator[StandIn]:
         pg_server.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier("mydatabase")))
 
 
-VALUE = {"type": "struct", "fields": [_field("int32", "ID"), _field("string", "FIRST_NAME"),
-                                      _field("string", "LAST_NAME"), _field("string", "EMAIL")],
-         "optional": True, "name": "mydatabase.MYSCHEMA.CUSTOMERS.Value"}
-SOURCE = {"type": "struct", "fields": [
-    _field("string", "version"), _field("string", "connector"), _field("string", "name"), _field("int64", "ts_ms"),
-    {"type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1,
-     "parameters": {"allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"},
-     "default": "false", "field": "snapshot"},
-    _field("string", "db"), _field("string", "sequence", True), _field("int64", "ts_us", True),
-    _field("int64", "ts_ns", True), _field("string", "schema"), _field("string", "table"),
-    _field("string", "change_lsn", True), _field("string", "commit_lsn", True)],
-    "optional": False, "name": "io.debezium.connector.db2.Source", "field": "source"}
+VALUE = customers_value("mydatabase.MYSCHEMA.CUSTOMERS", ("ID", "FIRST_NAME", "LAST_NAME", "EMAIL"))
+SOURCE = source_schema("db2")
 
 
 def test_the_chapters_key_create_update_and_delete_events(mydatabase):

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
-from change_table_tests import assert_chapter_events, without_schema_changes
+from change_table_tests import assert_chapter_events, customers_value, source_schema, without_schema_changes
 from change_table_tests import field as _field
 from kit.engine import run_until
 from psycopg import sql
@@ -49,19 +49,8 @@ def test_db(pg_server) -> Iterator[StandIn]:
         pg_server.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier("testDB")))
 
 
-VALUE = {"type": "struct", "fields": [_field("int32", "id"), _field("string", "first_name"),
-                                      _field("string", "last_name"), _field("string", "email")],
-         "optional": True, "name": "server1.testDB.dbo.customers.Value"}
-SOURCE = {"type": "struct", "fields": [
-    _field("string", "version"), _field("string", "connector"), _field("string", "name"), _field("int64", "ts_ms"),
-    {"type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1,
-     "parameters": {"allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"},
-     "default": "false", "field": "snapshot"},
-    _field("string", "db"), _field("string", "sequence", True), _field("int64", "ts_us", True),
-    _field("int64", "ts_ns", True), _field("string", "schema"), _field("string", "table"),
-    _field("string", "change_lsn", True), _field("string", "commit_lsn", True),
-    _field("int64", "event_serial_no", True)],
-    "optional": False, "name": "io.debezium.connector.sqlserver.Source", "field": "source"}
+VALUE = customers_value("server1.testDB.dbo.customers", ("id", "first_name", "last_name", "email"))
+SOURCE = source_schema("sqlserver", _field("int64", "event_serial_no", True))
 
 
 def test_the_chapters_create_update_and_delete_events(test_db):
