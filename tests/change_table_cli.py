@@ -1,4 +1,4 @@
-"""``cdc run`` killed with -9 and restarted on a change-table stand-in (Db2, SQL Server): it resumes at the exact change."""
+"""``cdc run`` killed with -9 and restarted on a change-table stand-in (Db2, SQL Server): it resumes exactly."""
 
 from __future__ import annotations
 

@@ -105,7 +105,8 @@ def assert_chapter_events(create: ChangeRecord, update: ChangeRecord, delete: Ch
 
 
 def run_through_a_server_restart(config: dict[str, Any], server: Any, insert: Callable[[int], Any],
-                                 rows: Callable[[list[ChangeRecord]], int], streaming_first: bool) -> list[ChangeRecord]:
+                                 rows: Callable[[list[ChangeRecord]], int],
+                                 streaming_first: bool) -> list[ChangeRecord]:
     """The records of a run in which ``insert(i)`` adds rows 0-19, ``server`` restarts, then rows 20-39 follow.
 
     ``rows(records)``: how many of the rows arrived; ``streaming_first``: insert only once streaming is connected

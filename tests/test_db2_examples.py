@@ -63,7 +63,8 @@ def test_the_chapters_key_create_update_and_delete_events(mydatabase):
         mydatabase.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "EMAIL" = \'noreply@example.org\' WHERE "ID" = 1005')
         mydatabase.execute('DELETE FROM "MYSCHEMA"."CUSTOMERS" WHERE "ID" = 1005')
 
-    records = run_until(mydatabase.properties("mydatabase"), lambda rs: len(rs) >= 6, "6 records", action=writes).records
+    records = run_until(mydatabase.properties("mydatabase"), lambda rs: len(rs) >= 6, "6 records",
+                        action=writes).records
     schema_change, snapshot, create, update, delete, tombstone = records[:6]
     _check_schema_change(schema_change, snapshot)
     # The key (§2.2.2): the snapshot's row 1004.

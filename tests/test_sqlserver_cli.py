@@ -13,7 +13,8 @@ def test_kill_9_and_restart_resume_at_the_exact_change(inventory, tmp_path):
         inventory.execute("UPDATE dbo.customers SET id = 9001 WHERE id = 1003")
         return 1 + 2  # the update, and the key change's delete and create
 
-    run = kill_and_restart(inventory, tmp_path, "cdc_sqlserver.standin.cli", f"server1.{inventory.dbname}.dbo.customers",
+    run = kill_and_restart(inventory, tmp_path, "cdc_sqlserver.standin.cli",
+                           f"server1.{inventory.dbname}.dbo.customers",
                            lambda rows: inventory.execute(
                                f"INSERT INTO dbo.customers (first_name, last_name, email) VALUES {rows}"),
                            lambda p: p.get("database") == inventory.dbname,
