@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import threading
-import time
+from kit.engine import run_until
 
-from cdc_core.engine import Engine
-from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2.standin.testing import inventory, standin  # noqa: F401  (fixtures)
 
 
@@ -17,25 +14,14 @@ def test_transaction_metadata_heartbeats_and_column_filters(inventory):
         "provide.transaction.metadata": "true", "heartbeat.interval.ms": 200,
         "column.exclude.list": "MYSCHEMA.CUSTOMERS.LAST_NAME", "column.mask.with.5.chars": "MYSCHEMA.CUSTOMERS.EMAIL",
         "snapshot.mode": "no_data"})
-    engine = Engine(config, offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not engine.metrics.streaming.connected:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-        inventory.execute('BEGIN; INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") '
-                          "VALUES ('john', 'doe', 'john.doe@example.org'); "
-                          'INSERT INTO "MYSCHEMA"."ORDERS" VALUES (1, 5); COMMIT')
-        while not [r for r in records if r.topic == "mydatabase.transaction" and r.value["status"] == "END"] \
-                or not [r for r in records if r.topic.startswith("__debezium-heartbeat")]:
-            assert runner.is_alive() and time.monotonic() < deadline, [r.topic for r in records]
-            time.sleep(0.05)
-    finally:
-        engine.stop()
-        runner.join(30)
+    runner = run_until(
+        config, lambda rs: any(r.topic == "mydatabase.transaction" and r.value["status"] == "END" for r in rs)
+        and any(r.topic.startswith("__debezium-heartbeat") for r in rs), "a transaction's END and a heartbeat",
+        action=lambda: inventory.execute(
+            'BEGIN; INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") '
+            "VALUES ('john', 'doe', 'john.doe@example.org'); "
+            'INSERT INTO "MYSCHEMA"."ORDERS" VALUES (1, 5); COMMIT'))
+    engine, records = runner.engine, runner.records
     # The chapter's MBean names (no task key for Db2), and the streaming counters.
     assert engine.metrics.mbean_name("streaming") == \
         "debezium.db2:type=connector-metrics,context=streaming,server=mydatabase"
@@ -57,24 +43,12 @@ def test_transaction_metadata_heartbeats_and_column_filters(inventory):
 def test_skipped_operations_and_message_key_columns(inventory):
     config = inventory.properties(**{"skipped.operations": "u,d", "snapshot.mode": "no_data",
                                      "message.key.columns": "MYSCHEMA.CUSTOMERS:EMAIL"})
-    engine = Engine(config, offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not engine.metrics.streaming.connected:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
+
+    def writes():
         inventory.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "LAST_NAME" = \'x\' WHERE "ID" = 1001')
         inventory.execute('DELETE FROM "MYSCHEMA"."CUSTOMERS" WHERE "ID" = 1002')
         inventory.execute('INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") '
                           "VALUES ('n', 'd', 'n@d')")
-        while not records:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-        time.sleep(0.3)
-    finally:
-        engine.stop()
-        runner.join(30)
+
+    records = run_until(config, bool, "the insert", action=writes, settle=0.3).records
     assert [(r.value["op"], r.key) for r in records] == [("c", {"EMAIL": "n@d"})]

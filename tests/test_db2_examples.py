@@ -12,15 +12,14 @@ and the envelope the optional ``transaction`` struct, which the chapter's printo
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
+from change_table_tests import assert_chapter_events, customers_value, source_schema
+from change_table_tests import field as _field
+from kit.engine import run_until
 from psycopg import sql
 
-from cdc_core.engine import Engine
-from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2 import driver
 from cdc_db2.standin import dbapi
 from cdc_db2.standin.server import StandIn
@@ -53,42 +52,8 @@ def mydatabase(pg_server) -> Iterator[StandIn]:
         pg_server.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier("mydatabase")))
 
 
-def _field(type_, name, optional=False, **extra):
-    return {"type": type_, "optional": optional, **extra, "field": name}
-
-
-VALUE = {"type": "struct", "fields": [_field("int32", "ID"), _field("string", "FIRST_NAME"),
-                                      _field("string", "LAST_NAME"), _field("string", "EMAIL")],
-         "optional": True, "name": "mydatabase.MYSCHEMA.CUSTOMERS.Value"}
-SOURCE = {"type": "struct", "fields": [
-    _field("string", "version"), _field("string", "connector"), _field("string", "name"), _field("int64", "ts_ms"),
-    {"type": "string", "optional": True, "name": "io.debezium.data.Enum", "version": 1,
-     "parameters": {"allowed": "true,first,first_in_data_collection,last_in_data_collection,last,false,incremental"},
-     "default": "false", "field": "snapshot"},
-    _field("string", "db"), _field("string", "sequence", True), _field("int64", "ts_us", True),
-    _field("int64", "ts_ns", True), _field("string", "schema"), _field("string", "table"),
-    _field("string", "change_lsn", True), _field("string", "commit_lsn", True)],
-    "optional": False, "name": "io.debezium.connector.db2.Source", "field": "source"}
-
-
-def _events(config, n, action) -> list:
-    engine = Engine(config, offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not engine.metrics.streaming.connected:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-        action()
-        while len(records) < n:
-            assert runner.is_alive() and time.monotonic() < deadline, records
-            time.sleep(0.05)
-    finally:
-        engine.stop()
-        runner.join(30)
-    return records
+VALUE = customers_value("mydatabase.MYSCHEMA.CUSTOMERS", ("ID", "FIRST_NAME", "LAST_NAME", "EMAIL"))
+SOURCE = source_schema("db2")
 
 
 def test_the_chapters_key_create_update_and_delete_events(mydatabase):
@@ -98,7 +63,8 @@ def test_the_chapters_key_create_update_and_delete_events(mydatabase):
         mydatabase.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "EMAIL" = \'noreply@example.org\' WHERE "ID" = 1005')
         mydatabase.execute('DELETE FROM "MYSCHEMA"."CUSTOMERS" WHERE "ID" = 1005')
 
-    records = _events(mydatabase.properties("mydatabase"), 6, writes)
+    records = run_until(mydatabase.properties("mydatabase"), lambda rs: len(rs) >= 6, "6 records",
+                        action=writes).records
     schema_change, snapshot, create, update, delete, tombstone = records[:6]
     _check_schema_change(schema_change, snapshot)
     # The key (§2.2.2): the snapshot's row 1004.
@@ -106,39 +72,11 @@ def test_the_chapters_key_create_update_and_delete_events(mydatabase):
     assert snapshot.key_schema.to_json() == {"type": "struct", "fields": [_field("int32", "ID")], "optional": False,
                                              "name": "mydatabase.MYSCHEMA.CUSTOMERS.Key"}
     assert snapshot.key == {"ID": 1004}
-    # The value schema (§2.2.3), the same for every operation.
-    envelope = create.value_schema.to_json()
-    assert envelope["name"] == "mydatabase.MYSCHEMA.CUSTOMERS.Envelope" and envelope["optional"] is False
-    fields = {f["field"]: f for f in envelope["fields"]}
-    assert [f["field"] for f in envelope["fields"]] == ["before", "after", "source", "transaction", "op", "ts_ms",
-                                                        "ts_us", "ts_ns"]
-    assert fields["before"] == {**VALUE, "field": "before"} and fields["after"] == {**VALUE, "field": "after"}
-    assert fields["source"] == SOURCE
-    assert fields["op"] == _field("string", "op")
-    assert [fields[k] for k in ("ts_ms", "ts_us", "ts_ns")] == [_field("int64", k, True) for k in ("ts_ms", "ts_us", "ts_ns")]
-    assert update.value_schema.to_json() == envelope == delete.value_schema.to_json()
-    # The payloads (§2.2.3-2.2.5).
+    # The value schema and the payloads (§2.2.3-2.2.5).
     john = {"ID": 1005, "FIRST_NAME": "john", "LAST_NAME": "doe", "EMAIL": "john.doe@example.org"}
-    assert (create.value["before"], create.value["after"], create.value["op"]) == (None, john, "c")
-    assert (update.value["before"], update.value["after"], update.value["op"]) == (
-        john, {**john, "EMAIL": "noreply@example.org"}, "u")
-    assert (delete.value["before"], delete.value["after"], delete.value["op"]) == (
-        {**john, "EMAIL": "noreply@example.org"}, None, "d")
-    assert tombstone.key == {"ID": 1005} and tombstone.value is None
-    for record in (create, update, delete):
-        source = record.value["source"]
-        assert list(source) == [f["field"] for f in SOURCE["fields"]]
-        assert {k: source[k] for k in ("connector", "name", "snapshot", "db", "schema", "table", "sequence")} == {
-            "connector": "db2", "name": "mydatabase", "snapshot": "false", "db": "mydatabase", "schema": "MYSCHEMA",
-            "table": "CUSTOMERS", "sequence": None}
-        assert source["version"] == "2.7.0.Final"
-        assert LSN.fullmatch(source["change_lsn"]) and LSN.fullmatch(source["commit_lsn"])
-        assert source["change_lsn"] < source["commit_lsn"]  # a change is logged before its commit
-        assert source["ts_us"] == source["ts_ms"] * 1000 + source["ts_us"] % 1000
-        assert source["ts_ns"] == source["ts_us"] * 1000
-        # The commit time (IBMSNAP_UOW.IBMSNAP_LOGMARKER) is before the connector saw the change.
-        assert source["ts_ms"] <= record.value["ts_ms"] <= source["ts_ms"] + 30000
-    assert create.value["source"]["commit_lsn"] < update.value["source"]["commit_lsn"] < delete.value["source"]["commit_lsn"]
+    expected = {"connector": "db2", "name": "mydatabase", "snapshot": "false", "db": "mydatabase",
+                "schema": "MYSCHEMA", "table": "CUSTOMERS", "sequence": None}
+    assert_chapter_events(create, update, delete, tombstone, VALUE, SOURCE, john, "EMAIL", [expected] * 3, LSN)
     # The snapshot record: no change LSN, the commit LSN the snapshot read (the highest synchpoint).
     assert snapshot.value["source"]["snapshot"] in ("first", "last") and snapshot.value["source"]["change_lsn"] is None
     assert LSN.fullmatch(snapshot.value["source"]["commit_lsn"])

@@ -6,6 +6,7 @@ import logging
 import uuid
 
 import pytest
+from change_table_tests import SECRET, start_error
 
 from cdc_core.engine import Engine
 from cdc_core.errors import ConfigError, ConnectorError
@@ -14,17 +15,10 @@ from cdc_db2 import driver
 from cdc_db2.standin import dbapi
 from cdc_db2.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
 
-SECRET = "s3cr3t-Pa55"
-
 
 def _start_error(config) -> str:
-    config = {"errors.max.retries": 0, **config}
-    with pytest.raises((ConnectorError, ConfigError)) as info:
-        Engine(config, offset_store=MemoryOffsetStore()).run(lambda records: None)
-    message = str(info.value)
-    lines = message.strip().splitlines()
-    assert len(lines) == (2 if isinstance(info.value, ConfigError) else 1) and SECRET not in message
-    return message
+    """The one-line error at start, without retrying."""
+    return start_error({"errors.max.retries": 0, **config})
 
 
 def test_unknown_user_is_refused_without_the_password(inventory):

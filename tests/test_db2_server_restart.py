@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import logging
-import threading
-import time
 
-from cdc_core.engine import Engine
-from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from change_table_tests import run_through_a_server_restart
+
 from cdc_db2 import driver
 from cdc_db2.standin import dbapi
 from cdc_db2.standin.server import StandIn
@@ -28,32 +26,10 @@ def test_server_restart_mid_stream_reconnects_and_loses_nothing(caplog):
             s.add_table("MYSCHEMA", "CUSTOMERS")
             s.agent.start()
             config = s.properties(**{"errors.retry.delay.initial.ms": 100, "errors.retry.delay.max.ms": 500})
-            engine = Engine(config, offset_store=MemoryOffsetStore())
-            records: list = []
-            runner = threading.Thread(target=engine.run, args=(records.extend,))
             with caplog.at_level(logging.WARNING):
-                runner.start()
-                try:
-                    def wait(n):
-                        deadline = time.monotonic() + 60
-                        while len([r for r in records if r.value and r.topic != 'mydatabase']) < n:
-                            assert runner.is_alive() and time.monotonic() < deadline, len(records)
-                            time.sleep(0.05)
-
-                    deadline = time.monotonic() + 30
-                    while not engine.metrics.streaming.connected:
-                        assert runner.is_alive() and time.monotonic() < deadline
-                        time.sleep(0.05)
-                    for i in range(20):
-                        s.execute(INSERT + f"('a', 'b', 'e{i}')")
-                    wait(20)
-                    pg.restart()
-                    for i in range(20, 40):
-                        s.execute(INSERT + f"('a', 'b', 'e{i}')")
-                    wait(40)
-                finally:
-                    engine.stop()
-                    runner.join(30)
+                records = run_through_a_server_restart(
+                    config, pg, lambda i: s.execute(INSERT + f"('a', 'b', 'e{i}')"),
+                    lambda rs: len([r for r in rs if r.value and r.topic != "mydatabase"]), streaming_first=True)
         finally:
             s.agent.stop()
             driver.install(saved)

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 
 import pytest
+from kit.engine import run_until
 
-from cdc_core.engine import Engine
-from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2.standin.testing import inventory, standin  # noqa: F401  (fixtures)
 
 SIGNAL = [("ID", "VARCHAR(42) NOT NULL"), ("TYPE", "VARCHAR(32) NOT NULL"), ("DATA", "VARCHAR(2048)")]
@@ -22,24 +19,12 @@ def test_an_execute_snapshot_signal_reads_the_table_again(inventory, kind):
     config = inventory.properties(**{"signal.data.collection": "MYSCHEMA.DEBEZIUM_SIGNAL",
                                      "table.include.list": "MYSCHEMA.CUSTOMERS", "snapshot.mode": "no_data",
                                      "incremental.snapshot.chunk.size": 3})
-    engine = Engine(config, offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not engine.metrics.streaming.connected:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-        data = json.dumps({"data-collections": ["MYSCHEMA.CUSTOMERS"], "type": kind})
-        inventory.execute('INSERT INTO "MYSCHEMA"."DEBEZIUM_SIGNAL" VALUES (%s, %s, %s)',
-                          ("ad-hoc-1", "execute-snapshot", data))
-        while len([r for r in records if r.topic == "mydatabase.MYSCHEMA.CUSTOMERS"]) < 4:
-            assert runner.is_alive() and time.monotonic() < deadline, [r.topic for r in records]
-            time.sleep(0.05)
-    finally:
-        engine.stop()
-        runner.join(30)
+    data = json.dumps({"data-collections": ["MYSCHEMA.CUSTOMERS"], "type": kind})
+    records = run_until(
+        config, lambda rs: len([r for r in rs if r.topic == "mydatabase.MYSCHEMA.CUSTOMERS"]) >= 4,
+        "the 4 rows read again", action=lambda: inventory.execute(
+            'INSERT INTO "MYSCHEMA"."DEBEZIUM_SIGNAL" VALUES (%s, %s, %s)', ("ad-hoc-1", "execute-snapshot", data)),
+    ).records
     reads = [r.value for r in records if r.topic == "mydatabase.MYSCHEMA.CUSTOMERS"]
     assert [v["after"]["ID"] for v in reads] == [1001, 1002, 1003, 1004] and {v["op"] for v in reads} == {"r"}
     if kind == "incremental":

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
+from kit.engine import EngineThread, run_until
 
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -15,26 +15,15 @@ INSERT = 'INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL"
 
 
 def _records(config, store, wait_streaming=True, action=None, until=None):
-    engine = Engine(config, offset_store=store)
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-    try:
-        deadline = time.monotonic() + 30
-        if wait_streaming:
-            while not engine.metrics.streaming.connected:
-                assert runner.is_alive() and time.monotonic() < deadline
-                time.sleep(0.05)
-        if action:
-            action()
-        while until is not None and not until(records):
-            assert runner.is_alive() and time.monotonic() < deadline, records
-            time.sleep(0.05)
-    finally:
-        if wait_streaming:
-            engine.stop()
-        runner.join(30)
-    assert not runner.is_alive()
+    """The (op, ID) of the CUSTOMERS events of a run: until streaming (``action()`` then, until ``until(records)``),
+    or without ``wait_streaming`` until the engine ends by itself."""
+    if wait_streaming:
+        records = run_until(config, until or (lambda rs: True), "the expected records", action=action or (lambda: None),
+                            offsets=store).records
+    else:
+        runner = EngineThread(config, offsets=store).start()
+        runner.join(30)  # fails if it kept running
+        records = runner.records
     return [(r.value["op"], r.value["after"]["ID"]) for r in records if r.topic.endswith(".CUSTOMERS") and r.value]
 
 

@@ -7,8 +7,9 @@ import threading
 import time
 
 import pytest
+from change_table_tests import run as _run
+from kit.engine import EngineThread, run_until
 
-from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2 import streaming
 from cdc_db2.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
@@ -16,31 +17,22 @@ from cdc_db2.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401 
 INSERT = 'INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") VALUES '
 
 
-def _run(config, store, until, timeout=30.0, action=None):
-    """Run an Engine until ``until(records)`` holds (``action()`` once streaming); return the records."""
-    engine = Engine(config, offset_store=store)
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-    try:
-        deadline = time.monotonic() + timeout
-        if action is not None:
-            while not engine.metrics.streaming.connected:
-                assert runner.is_alive() and time.monotonic() < deadline, "the engine stopped before streaming"
-                time.sleep(0.05)
-            action()
-        while not until(records):
-            assert runner.is_alive(), "the engine stopped"
-            assert time.monotonic() < deadline, f"timed out with {len(records)} records"
-            time.sleep(0.05)
-    finally:
-        engine.stop()
-        runner.join(30)
-    return records
-
-
 def _data(records, table="CUSTOMERS"):
     return [r for r in records if r.topic.endswith("." + table)]
+
+
+def _replay(records) -> dict:
+    """The table's rows, by ID, that replaying the events in order gives."""
+    state: dict = {}
+    for r in _data(records):
+        if r.value is None:
+            continue
+        if r.value["op"] == "d":
+            state.pop(r.value["before"]["ID"], None)
+        else:
+            a = r.value["after"]
+            state[a["ID"]] = (a["ID"], a["FIRST_NAME"], a["LAST_NAME"], a["EMAIL"])
+    return state
 
 
 def _ops(records):
@@ -104,10 +96,7 @@ def test_concurrent_writers_during_the_snapshot_lose_nothing(standin, isolation)
 
     thread = threading.Thread(target=writer)
     config = standin.properties(**{"snapshot.isolation.mode": isolation, "snapshot.fetch.size": 100})
-    engine = Engine(config, offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
+    runner = EngineThread(config).start()
     thread.start()
     try:
         thread.join(60)
@@ -115,25 +104,11 @@ def test_concurrent_writers_during_the_snapshot_lose_nothing(standin, isolation)
         standin.wait_captured()
         final = {r[0]: r for r in standin.execute('SELECT "ID", "FIRST_NAME", "LAST_NAME", "EMAIL" '
                                                   'FROM "MYSCHEMA"."CUSTOMERS"')}
-        deadline = time.monotonic() + 30
-        while True:
-            state: dict = {}
-            for r in _data(records):
-                if r.value is None:
-                    continue
-                if r.value["op"] == "d":
-                    state.pop(r.value["before"]["ID"], None)
-                else:
-                    a = r.value["after"]
-                    state[a["ID"]] = (a["ID"], a["FIRST_NAME"], a["LAST_NAME"], a["EMAIL"])
-            if state == final or time.monotonic() > deadline:
-                break
-            time.sleep(0.1)
+        # Replaying the events in order gives the table's contents: nothing lost.
+        runner.wait(lambda rs: _replay(rs) == final, "the events to replay to the table's contents")
     finally:
         stop.set()
-        engine.stop()
-        runner.join(30)
-    assert state == final  # replaying the events in order gives the table's contents: nothing lost
+        runner.stop()
     assert len(written) == 100
 
 
@@ -174,27 +149,19 @@ def test_capture_service_stopped_is_a_clear_error_then_streaming_resumes(standin
     standin.create_table("MYSCHEMA", "CUSTOMERS", CUSTOMERS, key=["ID"])
     standin.add_table("MYSCHEMA", "CUSTOMERS")  # asncap not started
     config = standin.properties(**{"errors.retry.delay.initial.ms": 100, "errors.retry.delay.max.ms": 300})
-    engine = Engine(config, offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    runner = EngineThread(config)
     with caplog.at_level(logging.WARNING):
         runner.start()
         try:
-            deadline = time.monotonic() + 20
-            while not any("is not running" in r.getMessage() for r in caplog.records):
-                assert runner.is_alive() and time.monotonic() < deadline
-                time.sleep(0.05)
+            runner.wait(lambda rs: any("is not running" in r.getMessage() for r in caplog.records),
+                        "the warning that asncap is not running", 20)
             standin.agent.start()  # VALUES ASNCDC.ASNCDCSERVICES('start','asncdc') and the asncap it names
-            while not engine.metrics.streaming.connected:
-                assert runner.is_alive() and time.monotonic() < deadline
-                time.sleep(0.05)
+            runner.wait_streaming(20)
             standin.execute(INSERT + "('john', 'doe', 'john.doe@example.org')")
-            while not _data(records):
-                assert runner.is_alive() and time.monotonic() < deadline
-                time.sleep(0.05)
+            runner.wait(lambda rs: bool(_data(rs)), "the insert", 20)
         finally:
-            engine.stop()
-            runner.join(30)
+            runner.stop()
+    records = runner.records
     message = next(r.getMessage() for r in caplog.records if "is not running" in r.getMessage())
     assert "the ASN capture service of" in message and "ASNCDC.ASNCDCSERVICES('start','asncdc')" in message
     assert _ops(_data(records)) == [("c", 1001)]
@@ -232,26 +199,9 @@ def test_a_restart_takes_the_definitions_from_the_schema_history(inventory):
     store, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
     config = inventory.properties()
 
-    def run(until, action=None):
-        engine = Engine(config, offset_store=store, history_store=history)
-        records: list = []
-        runner = threading.Thread(target=engine.run, args=(records.extend,))
-        runner.start()
-        try:
-            deadline = time.monotonic() + 30
-            while not engine.metrics.streaming.connected:
-                assert runner.is_alive() and time.monotonic() < deadline
-                time.sleep(0.05)
-            if action:
-                action()
-            while not until(records):
-                assert runner.is_alive() and time.monotonic() < deadline, records
-                time.sleep(0.05)
-            time.sleep(0.3)
-        finally:
-            engine.stop()
-            runner.join(30)
-        return records
+    def run(until, action=lambda: None):
+        """A run until ``until(records)``, ``action()`` once streaming, then 0.3 s for records that should not come."""
+        return run_until(config, until, action=action, offsets=store, history=history, settle=0.3).records
 
     first = run(lambda rs: len(_data(rs)) >= 4)
     assert [r.value["tableChanges"][0]["type"] for r in first if r.topic == "mydatabase"] == ["CREATE"]

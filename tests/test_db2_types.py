@@ -9,13 +9,9 @@ tables with BOOLEAN columns (the stand-in's ADDTABLE accepts them; the chapter: 
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
+from kit.engine import run_until
 
-from cdc_core.engine import Engine
-from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2.standin.testing import standin  # noqa: F401  (fixture)
 
 D, T, TS = "io.debezium.time.Date", "io.debezium.time.Time", "io.debezium.time.Timestamp"
@@ -63,22 +59,9 @@ def _two_events(standin, **extra):
     standin.execute(f'INSERT INTO "MYSCHEMA"."TYPES" VALUES (1, {row})')
     standin.add_table("MYSCHEMA", "TYPES")
     standin.agent.start()
-    engine = Engine(standin.properties(**extra), offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not engine.metrics.streaming.connected:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-        standin.execute(f'INSERT INTO "MYSCHEMA"."TYPES" VALUES (2, {row})')
-        while len([r for r in records if r.topic.endswith(".TYPES")]) < 2:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-    finally:
-        engine.stop()
-        runner.join(30)
+    records = run_until(standin.properties(**extra), lambda rs: len([r for r in rs if r.topic.endswith(".TYPES")]) >= 2,
+                        "the snapshot and the streamed row",
+                        action=lambda: standin.execute(f'INSERT INTO "MYSCHEMA"."TYPES" VALUES (2, {row})')).records
     return [r for r in records if r.topic.endswith(".TYPES")]
 
 

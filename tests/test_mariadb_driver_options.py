@@ -4,7 +4,6 @@ their PyMySQL equivalents; one without an equivalent starts with a warning namin
 from __future__ import annotations
 
 import logging
-import socket
 import time
 
 import pytest
@@ -16,6 +15,7 @@ from cdc_mysql import config as myc
 from cdc_mysql.connection import Connection
 
 from kit.engine import EngineThread
+from kit.silent_server import silent_server  # noqa: F401  (fixture)
 from mariadb_cdc import connector_config
 
 
@@ -48,16 +48,6 @@ def test_session_variables_are_set_on_every_query_connection(mariadb_server):
             assert cur.fetchone() == (123, "ANSI_QUOTES")
     finally:
         conn.close()
-
-
-@pytest.fixture
-def silent_server():
-    """A TCP port whose listener completes the handshake (kernel backlog) and never says a word."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
-    yield sock.getsockname()[1]
-    sock.close()
 
 
 def test_socket_timeout_bounds_the_wait_for_a_silent_server(silent_server):

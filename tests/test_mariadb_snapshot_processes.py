@@ -8,8 +8,6 @@ concurrent writer, and streaming takes over exactly at the snapshot's binlog pos
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -21,6 +19,8 @@ from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_mysql import process_snapshot
+from kit.replay import rebuild_rows
+from kit.writer_then_streaming import run_with_writer
 from mariadb_cdc import connector_config
 
 _TIMES = re.compile(rb'"ts_(ms|us|ns)":\d+')
@@ -68,9 +68,8 @@ def test_each_row_once_with_a_writer_then_streaming(mariadb_server, mariadb_db, 
                             "INSERT INTO b SELECT seq, REPEAT('p', 40) FROM seq_1_to_8000",
                             "CREATE TABLE marker (id INT PRIMARY KEY)", "ANALYZE TABLE a, b"], database=mariadb_db)
     engine = _engine(mariadb_server, mariadb_db, tmp_path, **{"snapshot.max.threads": 2})
-    stop, errors = threading.Event(), []
 
-    def writer() -> None:
+    def writer(stop) -> None:
         with mariadb_server.connect(mariadb_db) as conn, conn.cursor() as cur:
             k = 0
             while not stop.is_set():
@@ -80,46 +79,14 @@ def test_each_row_once_with_a_writer_then_streaming(mariadb_server, mariadb_db, 
                 cur.execute(f"DELETE FROM a WHERE id = {k}")
                 conn.commit()
 
-    def run() -> None:
-        try:
-            engine.run()
-        except BaseException as e:  # noqa: BLE001 - reported by the test
-            errors.append(e)
-
-    runner = threading.Thread(target=run)
-    runner.start()
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 120
-        while not engine.metrics.streaming.connected and not errors and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
-        stop.set()
-        thread.join()
-        mariadb_server.execute("INSERT INTO marker VALUES (1)", database=mariadb_db)
-        while not list(tmp_path.glob("*.marker.jsonl")) and not errors and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        stop.set()
-        thread.join()
-        engine.stop()
-        runner.join(60)
+    errors = run_with_writer(engine, writer, lambda: mariadb_server.execute("INSERT INTO marker VALUES (1)",
+                                                                            database=mariadb_db),
+                             lambda: bool(list(tmp_path.glob("*.marker.jsonl"))))
     assert not errors, errors
     events = [v["payload"] for line in _lines(tmp_path) if (v := orjson.loads(line)["value"]) is not None
               and "op" in v["payload"]]
     for name in ("a", "b"):
-        state: dict[int, str] = {}
-        for e in events:
-            if e["source"]["table"] != name:
-                continue
-            row = e["after"] or e["before"]
-            if e["op"] == "r":
-                assert row["id"] not in state, f"{name}: row {row['id']} read twice"
-            if e["op"] == "d":
-                state.pop(row["id"])
-            else:
-                state[row["id"]] = row["pad"]
+        state = rebuild_rows(events, name, "pad")
         final = dict(mariadb_server.execute(f"SELECT id, pad FROM {name}", database=mariadb_db))
         assert state == final, f"{name}: the events do not rebuild the table"
     reads = Counter(e["source"]["snapshot"] for e in events if e["op"] == "r")

@@ -4,11 +4,11 @@ their libpq equivalents; one without an equivalent starts with a warning naming 
 from __future__ import annotations
 
 import logging
-import socket
-import threading
 import time
 
 import pytest
+from kit.engine import EngineThread
+from kit.silent_server import silent_server  # noqa: F401  (fixture)
 
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -21,30 +21,18 @@ def _config(host, port, user, db, **extra) -> dict:
 
 
 def _streaming(pg, db, config: dict, check):
-    """Run the engine until its slot is streaming, call ``check()``, stop; return the engine's error, if any."""
-    engine = Engine(config, offset_store=MemoryOffsetStore())
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            engine.run(lambda records: None)
-        except BaseException as e:  # noqa: BLE001 - handed to the test
-            errors.append(e)
-
-    runner = threading.Thread(target=run, daemon=True)
-    runner.start()
+    """Run the engine until its slot is streaming, call ``check()``, stop; return what ``check()`` returned."""
+    runner = EngineThread(config).start()
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not errors:
+        def active(records) -> bool:
+            time.sleep(0.1)  # one query per 0.1 s
             rows = pg.execute("SELECT active FROM pg_replication_slots WHERE slot_name = 'debezium'", dbname=db)
-            if rows and rows[0][0]:
-                break
-            time.sleep(0.1)
-        assert not errors, errors
+            return bool(rows and rows[0][0])
+
+        runner.wait(active, "the slot to stream")
         return check()
     finally:
-        engine.stop()
-        runner.join(30)
+        runner.stop()
 
 
 def test_application_name_and_options_reach_the_server(pg_server, pg_db, caplog):
@@ -74,16 +62,6 @@ def test_driver_options_come_before_the_pinned_output_settings(pg_server, pg_db)
     with psycopg.connect(pgc.conninfo(config)) as conn:
         assert conn.execute("SHOW work_mem").fetchone()[0] == "7MB"
         assert conn.execute("SHOW DateStyle").fetchone()[0].startswith("ISO")
-
-
-@pytest.fixture
-def silent_server():
-    """A TCP port whose listener completes the handshake (kernel backlog) and never says a word."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(8)
-    yield sock.getsockname()[1]
-    sock.close()
 
 
 def test_connect_timeout_bounds_the_wait_for_a_silent_server(silent_server):

@@ -28,6 +28,8 @@ from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_postgres import process_snapshot
 from cdc_process import CdcProcess, server_properties, write_properties
+from kit.replay import rebuild_rows
+from kit.writer_then_streaming import run_with_writer
 
 #: What differs between two runs of the same snapshot: times, and the LSN of each run's own slot.
 _RUN_FIELDS = re.compile(rb'"ts_(ms|us|ns)":\d+|"txId":\d+|"lsn":\d+|"sequence":"\[null,\\"\d+\\"\]"')
@@ -95,48 +97,20 @@ def test_each_row_once_with_a_writer_then_streaming(pg_server, pg_db, tmp_path, 
     pg_server.execute("CREATE TABLE marker (id int PRIMARY KEY)", dbname=pg_db)
     engine = Engine(_config(pg_server, pg_db, **{"snapshot.max.threads": 2}),
                     sink=FileSink(Config({"dir": str(tmp_path)})), offset_store=MemoryOffsetStore())
-    stop, errors = threading.Event(), []
 
-    def writer() -> None:
+    def writer(stop) -> None:
         k = 0
         while not stop.is_set():
             k += 1
             pg_server.execute(f"INSERT INTO a VALUES ({100000 + k}, 'w'); UPDATE b SET pad = 'u{k}' WHERE id = {k % 8000 + 1};"
                               f"DELETE FROM a WHERE id = {k}", dbname=pg_db)
 
-    runner = threading.Thread(target=lambda: _run(engine, errors))
-    runner.start()
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 120
-        while not engine.metrics.streaming.connected and not errors and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.3)
-        stop.set()
-        thread.join()
-        pg_server.execute("INSERT INTO marker VALUES (1)", dbname=pg_db)
-        while not (tmp_path / "proc.public.marker.jsonl").exists() and not errors and time.monotonic() < deadline:
-            time.sleep(0.05)
-    finally:
-        stop.set()
-        thread.join()
-        engine.stop()
-        runner.join(60)
+    errors = run_with_writer(engine, writer, lambda: pg_server.execute("INSERT INTO marker VALUES (1)", dbname=pg_db),
+                             lambda: (tmp_path / "proc.public.marker.jsonl").exists())
     assert not errors, errors
     events = [v["payload"] for line in _lines(tmp_path) if (v := orjson.loads(line)["value"]) is not None]
     for name in ("a", "b"):
-        state: dict[int, str] = {}
-        for e in events:
-            if e["source"]["table"] != name:
-                continue
-            row = e["after"] or e["before"]
-            if e["op"] == "r":
-                assert row["id"] not in state, f"{name}: row {row['id']} read twice"
-            if e["op"] == "d":
-                state.pop(row["id"])
-            else:
-                state[row["id"]] = row["pad"]
+        state = rebuild_rows(events, name, "pad")
         final = dict(pg_server.execute(f"SELECT id, pad FROM {name}", dbname=pg_db))
         assert state == final, f"{name}: the events do not rebuild the table"
     reads = [e["source"]["snapshot"] for e in events if e["op"] == "r"]
@@ -158,7 +132,8 @@ class _SlowSink(FileSink):
         super().write(batch)
 
 
-def test_a_killed_worker_stops_the_engine_with_an_error(pg_server, pg_db, tmp_path, monkeypatch):
+def _slow_snapshot(pg_server, pg_db, tmp_path, monkeypatch) -> tuple[Engine, MemoryOffsetStore, list, threading.Thread]:
+    """A 60000-row snapshot with 2 workers into a slow file sink, started: the engine, its offsets, errors, thread."""
     monkeypatch.setattr(process_snapshot, "CHUNK_ROWS", 500)
     pg_server.execute("CREATE TABLE t (id int PRIMARY KEY, pad text)", dbname=pg_db)
     pg_server.execute("INSERT INTO t SELECT g, repeat('p', 40) FROM generate_series(1, 60000) g", dbname=pg_db)
@@ -169,6 +144,11 @@ def test_a_killed_worker_stops_the_engine_with_an_error(pg_server, pg_db, tmp_pa
     errors: list = []
     runner = threading.Thread(target=lambda: _run(engine, errors))
     runner.start()
+    return engine, offsets, errors, runner
+
+
+def test_a_killed_worker_stops_the_engine_with_an_error(pg_server, pg_db, tmp_path, monkeypatch):
+    engine, offsets, errors, runner = _slow_snapshot(pg_server, pg_db, tmp_path, monkeypatch)
     deadline = time.monotonic() + 60
     while not (workers := _children()) and time.monotonic() < deadline:
         time.sleep(0.02)
@@ -221,16 +201,7 @@ def test_kill_9_mid_snapshot_then_restart(pg_server, pg_db, tmp_path):
 
 
 def test_stop_mid_snapshot_ends_the_workers(pg_server, pg_db, tmp_path, monkeypatch):
-    monkeypatch.setattr(process_snapshot, "CHUNK_ROWS", 500)
-    pg_server.execute("CREATE TABLE t (id int PRIMARY KEY, pad text)", dbname=pg_db)
-    pg_server.execute("INSERT INTO t SELECT g, repeat('p', 40) FROM generate_series(1, 60000) g", dbname=pg_db)
-    pg_server.execute("ANALYZE t", dbname=pg_db)
-    offsets = MemoryOffsetStore()
-    engine = Engine(_config(pg_server, pg_db, **{"snapshot.max.threads": 2, "max.batch.size": 500}),
-                    sink=_SlowSink(Config({"dir": str(tmp_path)})), offset_store=offsets)
-    errors: list = []
-    runner = threading.Thread(target=lambda: _run(engine, errors))
-    runner.start()
+    engine, offsets, errors, runner = _slow_snapshot(pg_server, pg_db, tmp_path, monkeypatch)
     deadline = time.monotonic() + 60
     while not _lines(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.02)

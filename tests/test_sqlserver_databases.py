@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from change_table_tests import run as _run
+from kit.engine import EngineThread
 from psycopg import sql
 
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_sqlserver.standin.server import StandIn
 from cdc_sqlserver.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
-from tests.test_sqlserver_stream import _run
 
 OTHER = "inventory_eu"
 
@@ -73,30 +74,17 @@ def test_two_databases_snapshot_stream_and_keep_an_offset_each(inventory, second
 
 
 def test_metrics_per_database_under_the_chapters_mbean_names(inventory, second):
-    import threading
-    import time
-
-    from cdc_core.engine import Engine
-
     config = inventory.properties(**{"database.names": f"{inventory.dbname},{OTHER}"})
-    engine = Engine(config, offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
+    runner = EngineThread(config).start()
     try:
-        deadline = time.monotonic() + 30
-        while len(_data(records, inventory.dbname)) < 4 or len(_data(records, OTHER)) < 2:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
+        runner.wait(lambda rs: len(_data(rs, inventory.dbname)) >= 4 and len(_data(rs, OTHER)) >= 2,
+                    "both databases' snapshots")
         second.execute("DELETE FROM dbo.customers WHERE id = 1001")
-        while len(_data(records, OTHER)) < 4:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-        values = engine.metrics.values()
+        runner.wait(lambda rs: len(_data(rs, OTHER)) >= 4, "the delete and its tombstone")
+        values = runner.engine.metrics.values()
     finally:
-        engine.stop()
-        runner.join(30)
-    metrics = engine.metrics
+        runner.stop()
+    metrics = runner.engine.metrics
     assert metrics.mbean_name("streaming") == "debezium.sql_server:type=connector-metrics,server=server1,task=0,context=streaming"
     assert metrics.mbean_name(f"snapshot,database={OTHER}") == (
         f"debezium.sql_server:type=connector-metrics,server=server1,task=0,context=snapshot,database={OTHER}")
@@ -112,46 +100,47 @@ def test_metrics_per_database_under_the_chapters_mbean_names(inventory, second):
 SIGNAL = "CREATE TABLE dbo.debezium_signal (id VARCHAR(42) NOT NULL PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))"
 
 
-def test_an_incremental_snapshot_of_the_second_databases_table_with_the_signal_table_in_the_first(inventory, second):
-    import threading
-    import time
-
-    from cdc_core.engine import Engine
-
+def _signal_table_and_rows(inventory, second, rows: int, names: list[str], chunk: int) -> dict:
+    """The signal table in the first database, ``rows`` more rows in the second; the connector's properties."""
     inventory.create_table(SIGNAL)
     inventory.enable_table("dbo", "debezium_signal")
     second.execute("INSERT INTO dbo.customers (first_name, last_name, email) "
-                   "SELECT 'n' || g, 'n', 'n' || g || '@x' FROM generate_series(1, 48) g")
-    store = MemoryOffsetStore()
-    config = inventory.properties(**{"database.names": f"{inventory.dbname},{OTHER}", "snapshot.mode": "no_data",
-                                     "table.include.list": "dbo.customers", "poll.interval.ms": 50,
-                                     "signal.data.collection": f"{inventory.dbname}.dbo.debezium_signal",
-                                     "incremental.snapshot.chunk.size": 10})
-    engine = Engine(config, offset_store=store)
-    records: list = []
+                   f"SELECT 'n' || g, 'n', 'n' || g || '@x' FROM generate_series(1, {rows}) g")
+    return inventory.properties(**{"database.names": ",".join(names), "snapshot.mode": "no_data",
+                                   "table.include.list": "dbo.customers", "poll.interval.ms": 50,
+                                   "signal.data.collection": f"{inventory.dbname}.dbo.debezium_signal",
+                                   "incremental.snapshot.chunk.size": chunk})
+
+
+def _streaming_with_notifications(config: dict, store: MemoryOffsetStore) -> tuple[EngineThread, list]:
+    """The engine started on ``store``, streaming, and the notifications it sends."""
+    runner = EngineThread(config, offsets=store)
     notes: list = []
-    engine.add_notification_listener(notes.append)
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    runner.engine.add_notification_listener(notes.append)
     runner.start()
     try:
-        deadline = time.monotonic() + 60
-        while not engine.metrics.streaming.connected:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
+        runner.wait_streaming(60)
+    except BaseException:
+        runner.stop()
+        raise
+    return runner, notes
+
+
+def test_an_incremental_snapshot_of_the_second_databases_table_with_the_signal_table_in_the_first(inventory, second):
+    store = MemoryOffsetStore()
+    config = _signal_table_and_rows(inventory, second, 48, [inventory.dbname, OTHER], 10)
+    runner, notes = _streaming_with_notifications(config, store)
+    try:
         inventory.execute("INSERT INTO dbo.debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', "
                           "'{\"data-collections\": [\"" + OTHER + ".dbo.customers\"]}')")
         second.execute("UPDATE dbo.customers SET email = 'late@x' WHERE id = 1050")  # streamed meanwhile
-        while not any(n.type == "COMPLETED" for n in notes):
-            assert runner.is_alive(), "the engine stopped"
-            assert time.monotonic() < deadline, "timed out waiting for the incremental snapshot"
-            time.sleep(0.05)
+        runner.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the incremental snapshot", 60)
         second.execute("UPDATE dbo.customers SET email = 'last@x' WHERE id = 1001")
-        while not any(r.value and r.value["op"] == "u" and r.key["id"] == 1001 for r in _data(records, OTHER)):
-            assert runner.is_alive() and time.monotonic() < deadline, "the update after the snapshot"
-            time.sleep(0.05)
+        runner.wait(lambda rs: any(r.value and r.value["op"] == "u" and r.key["id"] == 1001 for r in _data(rs, OTHER)),
+                    "the update after the snapshot", 60)
     finally:
-        engine.stop()
-        runner.join(30)
+        runner.stop()
+    records = runner.records
     reads = [r for r in _data(records, OTHER) if r.value and r.value["op"] == "r"]
     assert sorted(r.key["id"] for r in reads) == list(range(1001, 1051))
     assert {(r.value["source"]["db"], r.value["source"]["snapshot"]) for r in reads} == {(OTHER, "incremental")}
@@ -175,44 +164,20 @@ def test_an_incremental_snapshot_of_the_second_databases_table_with_the_signal_t
 def test_an_incremental_snapshot_of_the_other_database_resumes_after_a_restart(inventory, second, signal_first):
     """Its progress rides in the offsets: a restart in the middle goes on from the last window, not from the start
     (whichever database the engine starts the signal controller with)."""
-    import threading
-    import time
-
-    from cdc_core.engine import Engine
     from cdc_core.incremental.state import STATE_KEY
 
-    inventory.create_table(SIGNAL)
-    inventory.enable_table("dbo", "debezium_signal")
-    second.execute("INSERT INTO dbo.customers (first_name, last_name, email) "
-                   "SELECT 'n' || g, 'n', 'n' || g || '@x' FROM generate_series(1, 398) g")
     store = MemoryOffsetStore()
     names = [inventory.dbname, OTHER] if signal_first else [OTHER, inventory.dbname]
-    config = inventory.properties(**{"database.names": ",".join(names), "snapshot.mode": "no_data",
-                                     "table.include.list": "dbo.customers", "poll.interval.ms": 50,
-                                     "signal.data.collection": f"{inventory.dbname}.dbo.debezium_signal",
-                                     "incremental.snapshot.chunk.size": 5})
+    config = _signal_table_and_rows(inventory, second, 398, names, 5)
 
-    def run(until, act=None):
-        engine = Engine(config, offset_store=store)
-        records, notes = [], []
-        engine.add_notification_listener(notes.append)
-        runner = threading.Thread(target=engine.run, args=(records.extend,))
-        runner.start()
+    def run(until, act=lambda: None):
+        runner, notes = _streaming_with_notifications(config, store)
         try:
-            deadline = time.monotonic() + 60
-            while not engine.metrics.streaming.connected:
-                assert runner.is_alive() and time.monotonic() < deadline
-                time.sleep(0.02)
-            if act:
-                act()
-            while not until(records, notes):
-                assert runner.is_alive(), "the engine stopped"
-                assert time.monotonic() < deadline, "timed out"
-                time.sleep(0.02)
+            act()
+            runner.wait(lambda rs: until(rs, notes), "the expected records and notifications", 60)
         finally:
-            engine.stop()
-            runner.join(30)
-        return records, notes
+            runner.stop()
+        return runner.records, notes
 
     def reads(records):
         return [r.key["id"] for r in _data(records, OTHER) if r.value and r.value["op"] == "r"]

@@ -2,26 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
+from change_table_cli import StandInProcess
+from change_table_tests import SECRET
+from change_table_tests import start_error as _start_error
 
 from cdc_core.engine import Engine
-from cdc_core.errors import ConfigError, ConnectorError
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_process import write_properties
 from cdc_sqlserver.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
-from test_sqlserver_cli import StandInProcess
-
-SECRET = "s3cr3t-Pa55"
-
-
-def _start_error(config) -> str:
-    with pytest.raises((ConnectorError, ConfigError)) as info:
-        Engine(config, offset_store=MemoryOffsetStore()).run(lambda records: None)
-    message = str(info.value)
-    # A ConfigError lists its problems under one heading line; here there is exactly one problem.
-    lines = message.strip().splitlines()
-    assert len(lines) == (2 if isinstance(info.value, ConfigError) else 1) and SECRET not in message
-    return message
 
 
 def test_database_without_cdc_is_refused_naming_the_fix(standin):
@@ -71,7 +59,8 @@ def test_cdc_run_exits_with_one_line_when_cdc_is_off(standin, tmp_path):
     props = {"debezium.sink.type": "file", "debezium.sink.file.dir": str(tmp_path / "events"),
              "debezium.source.offset.storage.file.filename": str(tmp_path / "offsets.json")}
     props.update({f"debezium.source.{k}": v for k, v in {**standin.properties(), "database.password": SECRET}.items()})
-    proc = StandInProcess(write_properties(tmp_path / "app.properties", props), tmp_path).start()
+    proc = StandInProcess("cdc_sqlserver.standin.cli", write_properties(tmp_path / "app.properties", props),
+                          tmp_path).start()
     code = proc.wait_exit(60)
     log = proc.log()
     assert code != 0 and SECRET not in log

@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
+from change_table_tests import without_schema_changes
+from kit.engine import EngineThread, run_until
 
-from cdc_core.engine import Engine
-from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_sqlserver.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
 
 ROWS = 600
-
-
-def _data_only(records):
-    """A handler that keeps every record but the schema change events (tested in test_sqlserver_schema_history)."""
-    return lambda batch: records.extend(r for r in batch if not str(getattr(r.value_schema, "name", "") or "")
-                                        .endswith(".SchemaChangeValue"))
 
 
 def _setup(standin):
@@ -56,59 +49,37 @@ def test_handoff_under_concurrent_writes_loses_and_repeats_nothing_that_matters(
                             f"DELETE FROM dbo.counters WHERE id = {ROWS + n - 1}")
             writes[0] = n
 
-    engine = Engine(standin.properties(**{"snapshot.isolation.mode": isolation, "snapshot.fetch.size": 50}),
-                    offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(_data_only(records),))
+    runner = EngineThread(standin.properties(**{"snapshot.isolation.mode": isolation, "snapshot.fetch.size": 50}))
     w = threading.Thread(target=writer)
     w.start()
     runner.start()
     try:
-        deadline = time.monotonic() + 90
-        while not engine.metrics.streaming.connected or writes[0] < 50:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
+        runner.wait_streaming(90)
+        runner.wait(lambda rs: writes[0] >= 50, "50 writes", 90)
         stop.set()
         w.join(30)
         standin.wait_captured()
         table = dict(standin.execute("SELECT id, v FROM dbo.counters"))
-        while _fold(records) != table:
-            assert runner.is_alive() and time.monotonic() < deadline, "the events never matched the table"
-            time.sleep(0.1)
+        runner.wait(lambda rs: _fold(without_schema_changes(rs)) == table, "the events to match the table", 90)
     finally:
         stop.set()
-        engine.stop()
-        runner.join(30)
+        runner.stop()
+    records = without_schema_changes(runner.records)
     snapshot = [r for r in records if r.value and r.value["op"] == "r"]
     assert len({r.value["after"]["id"] for r in snapshot}) == len(snapshot) >= ROWS
     assert len({r.value["source"]["commit_lsn"] for r in snapshot}) == 1
 
 
 def test_no_data_streams_only_changes_made_after_the_start(inventory):
-    engine = Engine(inventory.properties(**{"snapshot.mode": "no_data"}), offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(_data_only(records),))
-    runner.start()
-    try:
-        deadline = time.monotonic() + 30
-        while not engine.metrics.streaming.connected:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-        inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('n', 'd', 'nd@x')")
-        while not records:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-    finally:
-        engine.stop()
-        runner.join(30)
+    records = without_schema_changes(run_until(
+        inventory.properties(**{"snapshot.mode": "no_data"}), lambda rs: bool(without_schema_changes(rs)), "the insert",
+        action=lambda: inventory.execute(
+            "INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('n', 'd', 'nd@x')")).records)
     assert [(r.value["op"], r.value["after"]["id"]) for r in records] == [("c", 1005)]
 
 
 def test_initial_only_stops_after_the_snapshot(inventory):
-    records: list = []
-    engine = Engine(inventory.properties(**{"snapshot.mode": "initial_only"}), offset_store=MemoryOffsetStore())
-    runner = threading.Thread(target=engine.run, args=(_data_only(records),))
-    runner.start()
-    runner.join(30)
-    assert not runner.is_alive(), "initial_only kept running after the snapshot"
+    runner = EngineThread(inventory.properties(**{"snapshot.mode": "initial_only"})).start()
+    runner.join(30)  # fails if initial_only kept running after the snapshot
+    records = without_schema_changes(runner.records)
     assert [r.value["op"] for r in records] == ["r"] * 4

@@ -2,32 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
+from change_table_tests import run as _run
 
-from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_sqlserver.standin.testing import inventory, standin  # noqa: F401  (fixtures)
-
-
-def _run(config, store, until, timeout=30.0):
-    """Run an Engine until ``until(records)`` holds; return the records."""
-    engine = Engine(config, offset_store=store)
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-    try:
-        deadline = time.monotonic() + timeout
-        while not until(records):
-            assert runner.is_alive(), "the engine stopped"
-            assert time.monotonic() < deadline, f"timed out with {len(records)} records"
-            time.sleep(0.05)
-    finally:
-        engine.stop()
-        runner.join(30)
-    return records
 
 
 def _data(records):

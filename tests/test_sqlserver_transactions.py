@@ -2,36 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
-from cdc_core.engine import Engine
+from change_table_tests import run as _run
+
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_sqlserver.standin.testing import inventory, standin  # noqa: F401  (fixtures)
-
-
-def _run(config, store, until, timeout=30.0, streaming=None):
-    """Run an Engine until ``until(records)``; ``streaming()`` runs once streaming has started."""
-    engine = Engine(config, offset_store=store)
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-    try:
-        deadline = time.monotonic() + timeout
-        while streaming is not None and not engine.metrics.streaming.connected:
-            assert runner.is_alive() and time.monotonic() < deadline, "streaming did not start"
-            time.sleep(0.05)
-        if streaming is not None:
-            time.sleep(0.2)
-            streaming()
-        while not until(records):
-            assert runner.is_alive(), "the engine stopped"
-            assert time.monotonic() < deadline, f"timed out with {len(records)} records"
-            time.sleep(0.05)
-    finally:
-        engine.stop()
-        runner.join(30)
-    return records
 
 
 def test_begin_and_end_per_commit_lsn_with_the_commit_lsn_as_id(inventory):
@@ -40,12 +16,13 @@ def test_begin_and_end_per_commit_lsn_with_the_commit_lsn_as_id(inventory):
     config = inventory.properties(**{"snapshot.mode": "no_data", "provide.transaction.metadata": "true"})
 
     def write():
+        time.sleep(0.2)  # as before: a moment after streaming connected
         inventory.execute("BEGIN; INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('a', 'a', 'a@x'), "
                           "('b', 'b', 'b@x'); UPDATE dbo.customers SET email = 'c@x' WHERE id = 1001; COMMIT")
         inventory.execute("DELETE FROM dbo.customers WHERE id = 1005")
 
     records = _run(config, MemoryOffsetStore(), lambda rs: sum(1 for r in rs if r.topic == "server1.transaction") >= 3,
-                   streaming=write)
+                   action=write)
     tx = [r for r in records if r.topic == "server1.transaction"]
     data = [r for r in records if r.topic.endswith(".customers") and r.value is not None]
     first_commit = data[0].value["source"]["commit_lsn"]

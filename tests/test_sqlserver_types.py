@@ -7,11 +7,8 @@ returns. What it cannot: SQL Server's own storage (DATETIME's 1/300 s rounding, 
 
 from __future__ import annotations
 
-import threading
-import time
+from kit.engine import EngineThread
 
-from cdc_core.engine import Engine
-from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_sqlserver.standin.testing import standin  # noqa: F401  (fixture)
 
 TABLE = """CREATE TABLE dbo.types (id INT NOT NULL PRIMARY KEY, b BIT, ti TINYINT, si SMALLINT, bi BIGINT,
@@ -41,22 +38,14 @@ def _two_events(standin, **extra):
     standin.enable_db()
     standin.enable_table("dbo", "types")
     standin.agent.start()
-    engine = Engine(standin.properties(**extra), offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
+    runner = EngineThread(standin.properties(**extra)).start()
     try:
-        deadline = time.monotonic() + 30
-        while not _data(records):
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
+        runner.wait(lambda rs: bool(_data(rs)), "the snapshot's row")
         standin.execute(f"INSERT INTO dbo.types VALUES (2, {ROW})")
-        while len(_data(records)) < 2:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
+        runner.wait(lambda rs: len(_data(rs)) >= 2, "the streamed row")
     finally:
-        engine.stop()
-        runner.join(30)
+        runner.stop()
+    records = runner.records
     return _data(records)
 
 

@@ -70,6 +70,16 @@ class EngineThread:
                 raise AssertionError(f"timed out waiting for {what}; got {len(self.snapshot())} records")
             time.sleep(0.01)
 
+    def wait_streaming(self, timeout: float = WAIT_S) -> None:
+        """Wait until the connector reports streaming connected: changes made from now on are captured."""
+        deadline = time.monotonic() + timeout
+        while not self.engine.metrics.streaming.connected:
+            if not self._thread.is_alive():
+                raise AssertionError(f"the engine stopped before streaming: {self.error!r}") from self.error
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for streaming; got {len(self.snapshot())} records")
+            time.sleep(0.01)
+
     def join(self, timeout: float = WAIT_S) -> BaseException | None:
         """Wait for the engine to end by itself; return its error, if any."""
         self._thread.join(timeout)
@@ -81,3 +91,23 @@ class EngineThread:
         self.engine.stop()
         self._thread.join(timeout=WAIT_S)
         assert not self._thread.is_alive(), "the engine did not stop"
+
+
+def run_until(config: dict[str, Any], done: Callable[[list[ChangeRecord]], bool], what: str = "the records",
+              action: Callable[[], Any] | None = None, offsets: MemoryOffsetStore | None = None,
+              history: MemorySchemaHistoryStore | None = None, timeout: float = WAIT_S,
+              settle: float = 0.0) -> EngineThread:
+    """Run the engine until ``done(records)`` (``action()`` first, once streaming is connected); stop; return it.
+
+    ``settle``: seconds to keep collecting after ``done`` holds, so that records that should not come would show.
+    """
+    runner = EngineThread(config, offsets, history).start()
+    try:
+        if action is not None:
+            runner.wait_streaming(timeout)
+            action()
+        runner.wait(done, what, timeout)
+        time.sleep(settle)
+    finally:
+        runner.stop()
+    return runner

@@ -123,3 +123,19 @@ def replay(events: list[dict[str, Any]], key: tuple[str, ...] = ("id",), version
                         new[col] = source.get(col)
         out.state[k] = new
     return out
+
+
+def rebuild_rows(events: list[dict[str, Any]], table: str, column: str) -> dict[Any, Any]:
+    """``{id: column}`` of ``table`` that replaying its events (payloads) in order gives; fails on a row read twice."""
+    state: dict[Any, Any] = {}
+    for e in events:
+        if e["source"]["table"] != table:
+            continue
+        row = e["after"] or e["before"]
+        if e["op"] == "r":
+            assert row["id"] not in state, f"{table}: row {row['id']} read twice"
+        if e["op"] == "d":
+            state.pop(row["id"])
+        else:
+            state[row["id"]] = row[column]
+    return state
