@@ -21,7 +21,10 @@ class EngineThread:
     def __init__(self, config: dict[str, Any], offsets: MemoryOffsetStore | None = None,
                  history: MemorySchemaHistoryStore | None = None, plugins: Any = None):
         self.offsets = offsets if offsets is not None else MemoryOffsetStore()
-        self.history = history if history is not None else MemorySchemaHistoryStore()
+        # A history store the configuration names (a file, Kafka, Redis) is the engine's own; otherwise one in
+        # memory that a restart can be handed.
+        named = any(k in config for k in ("schema.history.internal", "schema.history.internal.file.filename"))
+        self.history = history if history is not None or named else MemorySchemaHistoryStore()
         self.engine = Engine(config, offset_store=self.offsets, history_store=self.history, plugins=plugins)
         self.records: list[ChangeRecord] = []
         self.error: BaseException | None = None
