@@ -2,15 +2,57 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import threading
 import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from cdc_core.config import Config
 from cdc_core.engine import Engine
 from cdc_core.serializers.json import JsonSerializer
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_postgres.embedded import EmbeddedPostgres
+
+#: ``BENCH_NO_SERIALIZE=1``: records are built but not serialized (the reader and the envelope alone).
+SERIALIZE = not os.environ.get("BENCH_NO_SERIALIZE")
+
+
+def changes_argument() -> int:
+    """``--changes N`` (default 200,000): the backlog's size."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--changes", type=int, default=200_000)
+    return parser.parse_args().changes
+
+
+@contextmanager
+def throwaway_database() -> Iterator[tuple[Any, str]]:
+    """A throwaway PostgreSQL (the stand-in's host) and a fresh database in it; stopped afterwards."""
+    pg = EmbeddedPostgres()
+    pg.start()
+    try:
+        db = "bench_" + uuid.uuid4().hex[:8]
+        pg.create_database(db)
+        yield pg, db
+    finally:
+        pg.stop()
+
+
+def fill_backlog(standin: Any, table: str, changes: int) -> None:
+    """Start the stand-in's capture agent and insert ``changes`` rows into ``table`` (id, name, amount, qty,
+    created), 1,000 per statement; return once every change is in the change tables."""
+    standin.agent.batch = 200_000
+    standin.agent.start()
+    started = time.monotonic()
+    for lo in range(0, changes, 1000):
+        standin.execute(f"INSERT INTO {table} SELECT g, 'name-' || g, g * 1.25, g * 7, "
+                        f"timestamp '2024-01-01' + g * interval '1 second' "
+                        f"FROM generate_series({lo + 1}, {min(lo + 1000, changes)}) g")
+    standin.wait_captured(600)
+    print(f"backlog of {changes} changes captured in {time.monotonic() - started:.1f}s")
 
 
 def drain(config: dict[str, Any], store: MemoryOffsetStore, changes: int, serialize: bool = True) -> tuple[int, float]:

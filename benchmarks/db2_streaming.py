@@ -13,10 +13,7 @@ Usage: ``uv run python benchmarks/db2_streaming.py [--changes N]``.
 
 from __future__ import annotations
 
-import argparse
-import os
 import time
-import uuid
 
 from cdc_core.relational import Table, TableId
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -25,38 +22,23 @@ from cdc_db2.lsn import from_value
 from cdc_db2.standin import dbapi
 from cdc_db2.standin.server import StandIn
 from cdc_db2.streaming import change_query
-from cdc_postgres.embedded import EmbeddedPostgres
 
-from change_table_backlog import drain, read_all, report
+from change_table_backlog import (SERIALIZE, changes_argument, drain, fill_backlog, read_all, report,
+                                  throwaway_database)
 
-NO_SERIALIZE = bool(os.environ.get("BENCH_NO_SERIALIZE"))
 COLUMNS = [("ID", "INTEGER NOT NULL"), ("NAME", "VARCHAR(40)"), ("AMOUNT", "DECIMAL(12,2)"), ("QTY", "BIGINT"),
            ("CREATED", "TIMESTAMP(3)")]
 
 
 def main() -> None:
     """Run the benchmark and print the rates."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--changes", type=int, default=200_000)
-    args = parser.parse_args()
+    changes = changes_argument()
     dbapi.install()
-    pg = EmbeddedPostgres()
-    pg.start()
-    try:
-        db = "bench_" + uuid.uuid4().hex[:8]
-        pg.create_database(db)
+    with throwaway_database() as (pg, db):
         s = StandIn(pg, db)
         s.create_table("BENCH", "ITEMS", COLUMNS, key=["ID"])
         s.add_table("BENCH", "ITEMS")
-        s.agent.batch = 200_000
-        s.agent.start()
-        started = time.monotonic()
-        for lo in range(0, args.changes, 1000):
-            s.execute(f'INSERT INTO "BENCH"."ITEMS" SELECT g, \'name-\' || g, g * 1.25, g * 7, '
-                      f"timestamp '2024-01-01' + g * interval '1 second' "
-                      f"FROM generate_series({lo + 1}, {min(lo + 1000, args.changes)}) g")
-        s.wait_captured(600)
-        print(f"backlog of {args.changes} changes captured in {time.monotonic() - started:.1f}s")
+        fill_backlog(s, '"BENCH"."ITEMS"', changes)
         start = bytes(s.execute("SELECT cd_old_synchpoint FROM asncdc.ibmsnap_register WHERE source_table = 'ITEMS'")
                       [0][0])
 
@@ -64,7 +46,7 @@ def main() -> None:
         store = MemoryOffsetStore()
         store.commit([({"server": "mydatabase"}, {"commit_lsn": str(from_value(start)), "change_lsn": "NULL",
                                                   "event_serial_no": 0})])
-        events, connector_s = drain(config, store, args.changes, serialize=not NO_SERIALIZE)
+        events, connector_s = drain(config, store, changes, serialize=SERIALIZE)
 
         conn = dbapi.connect(f"DATABASE={db};HOSTNAME={pg.host};PORT={pg.port};PROTOCOL=TCPIP;", pg.user, "")
         table = Table(TableId(db, "BENCH", "ITEMS"), [], ["ID"])
@@ -79,10 +61,8 @@ def main() -> None:
         cur.execute(query, (start, top))
         bare = read_all(cur)
         bare_s = time.monotonic() - started
-        report(events, connector_s, bare, bare_s, serialize=not NO_SERIALIZE)
+        report(events, connector_s, bare, bare_s, serialize=SERIALIZE)
         s.agent.stop()
-    finally:
-        pg.stop()
 
 
 if __name__ == "__main__":

@@ -13,55 +13,37 @@ and PostgreSQL serve both sides. Usage: ``uv run python benchmarks/sqlserver_str
 
 from __future__ import annotations
 
-import argparse
-import os
 import time
-import uuid
 
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
-from cdc_postgres.embedded import EmbeddedPostgres
 from cdc_sqlserver.lsn import from_value
 from cdc_sqlserver.standin import dbapi
 from cdc_sqlserver.standin.server import StandIn
 
-from change_table_backlog import drain, read_all, report
+from change_table_backlog import (SERIALIZE, changes_argument, drain, fill_backlog, read_all, report,
+                                  throwaway_database)
 
-NO_SERIALIZE = bool(os.environ.get("BENCH_NO_SERIALIZE"))
 TABLE = ("CREATE TABLE dbo.bench (id INT NOT NULL PRIMARY KEY, name VARCHAR(40), amount DECIMAL(12,2), "
          "qty BIGINT, created DATETIME2(3))")
 
 
 def main() -> None:
     """Run the benchmark and print the rates."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--changes", type=int, default=200_000)
-    args = parser.parse_args()
+    changes = changes_argument()
     dbapi.install()
-    pg = EmbeddedPostgres()
-    pg.start()
-    try:
-        db = "bench_" + uuid.uuid4().hex[:8]
-        pg.create_database(db)
+    with throwaway_database() as (pg, db):
         s = StandIn(pg, db)
         s.create_table(TABLE)
         s.enable_db()
         s.enable_table("dbo", "bench")
-        s.agent.batch = 200_000
-        s.agent.start()
-        started = time.monotonic()
-        for lo in range(0, args.changes, 1000):
-            s.execute(f"INSERT INTO dbo.bench SELECT g, 'name-' || g, g * 1.25, g * 7, "
-                      f"timestamp '2024-01-01' + g * interval '1 second' "
-                      f"FROM generate_series({lo + 1}, {min(lo + 1000, args.changes)}) g")
-        s.wait_captured(600)
-        print(f"backlog of {args.changes} changes captured in {time.monotonic() - started:.1f}s")
+        fill_backlog(s, "dbo.bench", changes)
         start_lsn = str(from_value(bytes(s.execute("SELECT start_lsn FROM cdc.change_tables")[0][0])))
 
         config = s.properties(**{"snapshot.mode": "no_data", "max.iteration.transactions": 500})
         store = MemoryOffsetStore()
         store.commit([({"server": "server1", "database": db},
                        {"commit_lsn": start_lsn, "change_lsn": "NULL", "event_serial_no": 0})])
-        events, connector_s = drain(config, store, args.changes, serialize=not NO_SERIALIZE)
+        events, connector_s = drain(config, store, changes, serialize=SERIALIZE)
 
         conn = dbapi.connect(f"Server={pg.host},{pg.port};Database={db};UID={pg.user};PWD=", autocommit=True)
         started = time.monotonic()
@@ -71,10 +53,8 @@ def main() -> None:
                            "ORDER BY [__$start_lsn], [__$seqval], [__$operation]", mn, mx)
         bare = read_all(cur)
         bare_s = time.monotonic() - started
-        report(events, connector_s, bare, bare_s, serialize=not NO_SERIALIZE)
+        report(events, connector_s, bare, bare_s, serialize=SERIALIZE)
         s.agent.stop()
-    finally:
-        pg.stop()
 
 
 if __name__ == "__main__":
