@@ -175,13 +175,10 @@ def _pings(records):
 def test_sp_cdc_disable_table_while_streaming_stops_the_table_silently(inventory, tmp_path, monkeypatch, caplog, race):
     """As Debezium 2.7.4: no DROP event or record; the other tables go on; enabled again, it streams again."""
     if race:
-        # The instance check misses the drop, so the window's query meets the missing function.
+        # The instance check never sees the drop, so the window's query meets the missing function.
         from cdc_sqlserver.streaming import StreamReader
 
-        check = StreamReader._check_instances
-        monkeypatch.setattr(StreamReader, "_check_instances",
-                            lambda self: None if getattr(self, "_checked_once", False)
-                            else (check(self), setattr(self, "_checked_once", True)))
+        monkeypatch.setattr(StreamReader, "_check_instances", lambda self: None)
     caplog.set_level("INFO")
     inventory.create_table("CREATE TABLE dbo.pings (id INT NOT NULL PRIMARY KEY)")
     inventory.enable_table("dbo", "pings")
@@ -189,12 +186,14 @@ def test_sp_cdc_disable_table_while_streaming_stops_the_table_silently(inventory
     config = inventory.properties(**{"schema.history.internal.file.filename": str(history)})
     steps = []
 
+    def disable():
+        # Once streaming started: a drop before it is a table that had no capture instance to begin with.
+        steps.append("disabled")
+        inventory.disable_table("dbo", "pings", "dbo_pings")
+        inventory.execute("INSERT INTO dbo.pings VALUES (1)")
+        inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('a', 'a', 'a@x')")
+
     def until(records):
-        if len(_data(records)) >= 4 and not steps:
-            steps.append("disabled")
-            inventory.disable_table("dbo", "pings", "dbo_pings")
-            inventory.execute("INSERT INTO dbo.pings VALUES (1)")
-            inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('a', 'a', 'a@x')")
         if len(_data(records)) >= 5 and len(steps) == 1 and not race:
             # Enabled again with the same structure: streamed again, with no schema change event.
             steps.append("enabled")
@@ -202,7 +201,7 @@ def test_sp_cdc_disable_table_while_streaming_stops_the_table_silently(inventory
             inventory.execute("INSERT INTO dbo.pings VALUES (2)")
         return len(_data(records)) >= 5 and (race or len(_pings(records)) >= 1)
 
-    records = _run(config, MemoryOffsetStore(), until)
+    records = _run(config, MemoryOffsetStore(), until, action=disable)
     assert [r.value["after"]["id"] for r in _pings(records)] == ([] if race else [2])
     assert [r.value["op"] for r in _data(records)][-1] == "c"
     assert [r.value["tableChanges"][0]["type"] for r in _schema(records)] == ["CREATE", "CREATE"]

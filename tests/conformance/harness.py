@@ -42,6 +42,10 @@ class Side:
     qualified: Callable[[str], str]
     #: DDL for the ping and end tables.
     control_ddl: str
+    #: True once neither engine's snapshot can see a row committed from now on (PostgreSQL: both slots, whose
+    #: exported snapshots the snapshots read, exist); pings wait for it, or a ping read by one engine's snapshot
+    #: makes the workload's last snapshot row ``last_in_data_collection`` on that side only. None: no wait.
+    snapshots_fixed: Callable[[], bool] | None = None
 
 
 @dataclass
@@ -139,6 +143,9 @@ def capture(side: Side, setup: str, steps: list[str | Callable[[], None]], prope
                 raise AssertionError(f"cdc stopped: {failure[0]!r}")
             if _streamed(debezium.records(), ping) and _streamed(_cdc_records(cdc_dir), ping):
                 return True
+            if side.snapshots_fixed is not None and not side.snapshots_fixed():
+                time.sleep(0.1)
+                return False
             side.execute(f"INSERT INTO {PING_TABLE} VALUES (DEFAULT)")
             time.sleep(0.3)
             return False
