@@ -24,7 +24,7 @@ from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_
                                    read_all_capture_instances, read_capture_instances, read_tables)
 from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.lsn import Lsn, from_value
-from cdc_sqlserver.metrics import counted, database_groups
+from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
 from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
@@ -308,7 +308,8 @@ class SqlServerConnector:
             lsn = reader.begin(instances)
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(instances), lsn,
                           reader.isolation)
-            yield from reader.read([(i, self._select(i)) for i in instances])
+            yield from metered_snapshot(reader.read([(i, self._select(i)) for i in instances]), self.metrics, self.db,
+                                        [i.table.id.identifier for i in instances])
             reader.end()
         finally:
             self._snapshot_reader = None
