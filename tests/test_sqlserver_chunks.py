@@ -43,3 +43,16 @@ def test_non_integer_keys_are_split_into_key_ranges_that_cover_every_row_once(st
         assert sizes == [30, 30, 30, 10], table
     markers = [r.source["snapshot"] for r in _read(cls, config, plan.chunks)]
     assert markers.count("first") == 1 and markers.count("last") == 1
+
+
+def test_a_table_of_exactly_whole_chunks_has_no_empty_last_chunk(standin):
+    standin.create_table("CREATE TABLE dbo.codes (code VARCHAR(20) NOT NULL PRIMARY KEY, v INT NOT NULL)")
+    standin.execute("INSERT INTO dbo.codes SELECT 'c-' || g, g FROM generate_series(1, 90) g")
+    standin.enable_db()
+    standin.enable_table("dbo", "codes")
+    standin.agent.start()
+    cls = snapshot_chunks_for(SqlServerConnector)
+    config = Config(standin.properties())
+    plan = cls(config, None).open(for_streaming=False, tables=None, chunk_rows=30)
+    assert [len(_read(cls, config, [c])) for c in plan.chunks] == [30, 30, 30]
+    assert _read(cls, config, plan.chunks)[-1].source["snapshot"] == "last"
