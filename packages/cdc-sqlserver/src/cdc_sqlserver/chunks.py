@@ -174,7 +174,7 @@ class SqlServerSnapshotChunks:
         return [{"kind": "keys", "column": column, "from": edges[i], "to": edges[i + 1]} for i in range(len(edges) - 1)]
 
     def _sampled_ranges(self, conn: Any, db: str, table: Table, chunk_rows: int) -> list[dict[str, Any]]:
-        """Ranges ``(after, upto]`` of the whole key between keys sampled every ``chunk_rows``-th row (module docstring).
+        """Ranges ``(after, upto]`` of the whole key between keys sampled every ``chunk_rows``-th row (see module).
 
         No cut at the last row, so the last range (open above) is not empty and carries the table's last marker.
         """
@@ -185,7 +185,8 @@ class SqlServerSnapshotChunks:
         if count <= step:
             return [{"kind": "keyset", "key": key, "after": None, "upto": None}]
         rows = conn.execute(f"SELECT {cols} FROM (SELECT {cols}, ROW_NUMBER() OVER (ORDER BY {cols}) AS [cdc_rn] "
-                            f"FROM {_table_sql(db, table)}) AS [cdc_keys] WHERE [cdc_rn] % {step} = 0 AND [cdc_rn] < {count} "
+                            f"FROM {_table_sql(db, table)}) AS [cdc_keys] "
+                            f"WHERE [cdc_rn] % {step} = 0 AND [cdc_rn] < {count} "
                             f"ORDER BY {cols}").fetchall()
         cuts = [[key_value(v) for v in r] for r in rows]
         edges: list[list[Any] | None] = [None, *cuts, None]
