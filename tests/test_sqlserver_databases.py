@@ -97,6 +97,34 @@ def test_metrics_per_database_under_the_chapters_mbean_names(inventory, second):
     assert values[f"streaming,database={inventory.dbname}"]["TotalNumberOfEventsSeen"] == 0
 
 
+def test_snapshot_metrics_per_database_count_each_databases_tables_and_rows(inventory, second):
+    """Each database's snapshot MBean has its own SnapshotMeter: tables, rows scanned, completion."""
+    inventory.create_table("CREATE TABLE dbo.empty_notes (id INT NOT NULL PRIMARY KEY, note VARCHAR(20))")
+    inventory.create_table("CREATE TABLE dbo.orders (id INT NOT NULL PRIMARY KEY, qty INT NOT NULL)")
+    inventory.execute("INSERT INTO dbo.orders SELECT g, g FROM generate_series(1, 7) g")
+    inventory.enable_table("dbo", "empty_notes")
+    inventory.enable_table("dbo", "orders")
+    config = inventory.properties(**{"database.names": f"{inventory.dbname},{OTHER}"})
+    runner = EngineThread(config).start()
+    try:
+        runner.wait(lambda rs: len(_data(rs, inventory.dbname)) >= 4 and len(_data(rs, OTHER)) >= 2,
+                    "both databases' snapshots")
+        runner.wait(lambda rs: all(runner.engine.metrics.values()[f"snapshot,database={db}"]["SnapshotCompleted"]
+                                   for db in (inventory.dbname, OTHER)), "both snapshots' completion")
+        values = runner.engine.metrics.values()
+    finally:
+        runner.stop()
+    first, other = values[f"snapshot,database={inventory.dbname}"], values[f"snapshot,database={OTHER}"]
+    assert (first["TotalTableCount"], first["RemainingTableCount"]) == (3, 0)
+    assert first["RowsScanned"] == {"dbo.customers": 4, "dbo.empty_notes": 0, "dbo.orders": 7}
+    assert (other["TotalTableCount"], other["RemainingTableCount"]) == (1, 0)
+    assert other["RowsScanned"] == {"dbo.customers": 2}
+    for group in (first, other):
+        assert group["SnapshotCompleted"] is True and group["SnapshotRunning"] is False
+        assert group["SnapshotAborted"] is False
+    assert "TotalTableCount" not in values[f"streaming,database={OTHER}"]
+
+
 SIGNAL = "CREATE TABLE dbo.debezium_signal (id VARCHAR(42) NOT NULL PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))"
 
 

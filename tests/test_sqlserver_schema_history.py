@@ -141,6 +141,36 @@ def test_a_type_changed_while_stopped_converts_with_the_historys_type_until_the_
     assert (column["length"], column["scale"]) == (12, 4)
 
 
+def test_a_type_changed_with_no_new_capture_instance_keeps_the_historys_type_and_no_alter(inventory, tmp_path):
+    """As Debezium 2.7.4: the current instance converts with the history's table (no event) until a new instance."""
+    inventory.create_table("CREATE TABLE dbo.prices (id INT NOT NULL PRIMARY KEY, amount DECIMAL(10,2))")
+    inventory.execute("INSERT INTO dbo.prices VALUES (1, 1.50)")
+    inventory.enable_table("dbo", "prices")
+    store = MemoryOffsetStore()
+    config = inventory.properties(**{"table.include.list": "dbo.prices",
+                                     "schema.history.internal.file.filename": str(tmp_path / "history.dat")})
+    _run(config, store, lambda rs: len(_prices(rs)) >= 1)
+    # While the connector is down: the column's type changes, the capture instance stays.
+    inventory.alter_column("dbo", "prices", "amount", "DECIMAL(12,4)")
+    inventory.execute("INSERT INTO dbo.prices VALUES (2, 2.25)")
+    inventory.wait_captured()
+    records = _run(config, store, lambda rs: len(_prices(rs)) >= 1)
+    assert _schema(records) == []
+    (change,) = _prices(records)
+    assert _amount_parameters(change) == {"scale": "2", "connect.decimal.precision": "10"}
+    assert change.value["after"]["id"] == 2
+    # A new capture instance then brings the catalog's type, announced by an ALTER when streaming reaches it.
+    inventory.enable_table("dbo", "prices", "dbo_prices_v2")
+    inventory.execute("INSERT INTO dbo.prices VALUES (3, 3.1234)")
+    inventory.wait_captured()
+    records = _run(config, store, lambda rs: len(_prices(rs)) >= 1)
+    (alter,) = _schema(records)
+    (column,) = [c for c in alter.value["tableChanges"][0]["table"]["columns"] if c["name"] == "amount"]
+    assert (column["length"], column["scale"]) == (12, 4)
+    (new,) = _prices(records)
+    assert _amount_parameters(new) == {"scale": "4", "connect.decimal.precision": "12"}
+
+
 def _alters(records):
     return [r for r in _schema(records) if r.value["tableChanges"][0]["type"] == "ALTER"]
 

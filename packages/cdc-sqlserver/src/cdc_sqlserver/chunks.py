@@ -5,8 +5,11 @@ consistent with the change tables instead of with each other (as MySQL's, ``cdc_
 
 1. ``open`` reads the max LSN p0 (streaming resumes after it) and plans chunks: a table whose
    primary key starts with an integer column is split into ranges of that column between its
-   MIN and MAX (the first range open below, the last open above); other tables, and tables with a
-   ``snapshot.select.statement.overrides`` SELECT, are one chunk.
+   MIN and MAX (the first range open below, the last open above); a table with another primary key
+   (VARCHAR, UNIQUEIDENTIFIER, composite...) into ranges of the whole key between keys sampled every
+   ``chunk_rows``-th row in the server's key order (``ROW_NUMBER() OVER (ORDER BY key)``; the
+   comparisons run in T-SQL, under the columns' collations); tables without a primary key, and
+   tables with a ``snapshot.select.statement.overrides`` SELECT, are one chunk.
 2. Each chunk reader, in any process, starts a transaction at ``snapshot.isolation.mode``, reads
    the max LSN p_i inside it, reports it (``ChunkRead``), then reads its range. Every transaction
    whose commit LSN is at most p_i was written to the change tables by the capture job before the
@@ -15,8 +18,12 @@ consistent with the change tables instead of with each other (as MySQL's, ``cdc_
 3. Streaming resumes after p0; the handoff filter drops a change to a key of chunk i whose commit
    LSN is at most p_i, until the stream passes every p_i.
 
-Only integer key ranges are split because the filter compares keys in Python (integers order the
-same in T-SQL and Python; strings under a collation do not).
+The filter places a change in its chunk by comparing keys in Python only for integer ranges
+(integers order the same in T-SQL and Python; strings under a collation do not). For a table split
+at sampled keys it drops a change only if its commit LSN is at most every chunk's read LSN of that
+table (then every chunk's rows contain it); a change between the earliest and its own chunk's read
+LSN is applied again over a row that has it already, as a change committed after p_i that the read
+saw anyway is (the same final state).
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import CaptureInstance, quote, read_capture_instances, read_tables
+from cdc_sqlserver.incremental import key_greater, key_value
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
 from cdc_sqlserver.source import source_block
@@ -142,10 +150,13 @@ class SqlServerSnapshotChunks:
         override = self.config.get(f"snapshot.select.statement.overrides.{db}.{table.id.identifier}") or \
             self.config.get(f"snapshot.select.statement.overrides.{table.id.identifier}")
         first = table.column(table.primary_key[0]) if table.primary_key else None
-        if override or first is None or first.type_name.upper() not in _INTEGER_TYPES:
-            ranges: list[dict[str, Any]] = [{"kind": "all", "override": override}]
-        else:
+        ranges: list[dict[str, Any]]
+        if override or first is None:
+            ranges = [{"kind": "all", "override": override}]
+        elif first.type_name.upper() in _INTEGER_TYPES:
             ranges = self._key_ranges(conn, db, table, first.name, chunk_rows)
+        else:
+            ranges = self._sampled_ranges(conn, db, table, chunk_rows)
         return [Chunk(table.id.identifier, i, snapshot_id, r, first=i == 0, last=i == len(ranges) - 1,
                       extra={"schema": table.id.schema, "name": table.id.table})
                 for i, r in enumerate(ranges)]
@@ -161,6 +172,25 @@ class SqlServerSnapshotChunks:
         step = math.ceil((hi - lo + 1) / n)
         edges: list[int | None] = [None, *range(lo + step, hi + 1, step), None]
         return [{"kind": "keys", "column": column, "from": edges[i], "to": edges[i + 1]} for i in range(len(edges) - 1)]
+
+    def _sampled_ranges(self, conn: Any, db: str, table: Table, chunk_rows: int) -> list[dict[str, Any]]:
+        """Ranges ``(after, upto]`` of the whole key between keys sampled every ``chunk_rows``-th row (see module).
+
+        No cut at the last row, so the last range (open above) is not empty and carries the table's last marker.
+        """
+        key = list(table.primary_key)
+        cols = ", ".join(quote(k) for k in key)
+        count = int(conn.execute(f"SELECT COUNT(*) FROM {_table_sql(db, table)}").fetchone()[0])
+        step = max(1, chunk_rows, math.ceil(count / _MAX_CHUNKS))  # at most _MAX_CHUNKS chunks
+        if count <= step:
+            return [{"kind": "keyset", "key": key, "after": None, "upto": None}]
+        rows = conn.execute(f"SELECT {cols} FROM (SELECT {cols}, ROW_NUMBER() OVER (ORDER BY {cols}) AS [cdc_rn] "
+                            f"FROM {_table_sql(db, table)}) AS [cdc_keys] "
+                            f"WHERE [cdc_rn] % {step} = 0 AND [cdc_rn] < {count} "
+                            f"ORDER BY {cols}").fetchall()
+        cuts = [[key_value(v) for v in r] for r in rows]
+        edges: list[list[Any] | None] = [None, *cuts, None]
+        return [{"kind": "keyset", "key": key, "after": edges[i], "upto": edges[i + 1]} for i in range(len(edges) - 1)]
 
     def wait_read(self, plan: SnapshotPlan, timeout: float) -> int:
         """Nothing is held between reads: 0 at once."""
@@ -220,6 +250,14 @@ def _read_rows(conn: Any, config: Config, db: str, table: Table, chunk: Chunk, l
                 parts.append(f"{quote(bounds['column'])} {op} ?")
                 params.append(bounds[edge])
         statement = f"SELECT {cols} FROM {_table_sql(db, table)}" + (" WHERE " + " AND ".join(parts) if parts else "")
+    elif bounds.get("kind") == "keyset":
+        parts = []
+        for edge, negate in (("after", ""), ("upto", "NOT ")):
+            if bounds.get(edge) is not None:
+                text, values = key_greater(table, bounds["key"], bounds[edge])
+                parts.append(negate + text)
+                params += values
+        statement = f"SELECT {cols} FROM {_table_sql(db, table)}" + (" WHERE " + " AND ".join(parts) if parts else "")
     elif bounds.get("override"):
         statement = f"SELECT {cols} FROM ({bounds['override']}) AS cdc_snapshot_select"
     else:
@@ -265,7 +303,7 @@ class _Ranges:
     def lsn_of(self, value: Any) -> bytes | None:
         """The read LSN of the chunk whose range holds ``value`` (None if none does)."""
         if self.column is None:
-            return self.lsns[0]
+            return min(self.lsns)
         if not isinstance(value, int):
             return None
         i = bisect.bisect_right(self.lows, value) - 1
@@ -314,8 +352,8 @@ class LsnHandoffFilter:
         ranges = self._tables.get(change.table.id.identifier)
         if ranges is None:
             return change
-        if ranges.column is None:
-            return None if at <= ranges.lsns[0] else change
+        if ranges.column is None:  # one chunk, or sampled key ranges: only what every chunk read holds
+            return None if at <= min(ranges.lsns) else change
         index = ranges.index.get(id(change.table))
         if index is None:
             index = ranges.index[id(change.table)] = [c.name for c in change.table.columns].index(ranges.column)

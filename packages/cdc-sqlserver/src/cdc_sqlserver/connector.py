@@ -24,7 +24,7 @@ from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_
                                    read_all_capture_instances, read_capture_instances, read_tables)
 from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.lsn import Lsn, from_value
-from cdc_sqlserver.metrics import counted, database_groups
+from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
 from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
@@ -308,7 +308,8 @@ class SqlServerConnector:
             lsn = reader.begin(instances)
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(instances), lsn,
                           reader.isolation)
-            yield from reader.read([(i, self._select(i)) for i in instances])
+            yield from metered_snapshot(reader.read([(i, self._select(i)) for i in instances]), self.metrics, self.db,
+                                        [i.table.id.identifier for i in instances])
             reader.end()
         finally:
             self._snapshot_reader = None
@@ -317,8 +318,12 @@ class SqlServerConnector:
             except Exception as e:  # the snapshot's own connection; closing it cannot lose data
                 self.log.debug("closing the snapshot connection: %s", _first_line(e))
 
-    def _streaming_instances(self) -> list[CaptureInstance]:
-        """Every capture instance of the captured tables, older ones stopping where their successor starts."""
+    def _streaming_instances(self, streamed_to: Lsn | None = None) -> list[CaptureInstance]:
+        """Every capture instance of the captured tables, older ones stopping where their successor starts.
+
+        ``streamed_to``: the commit LSN streaming has processed; a table's only instance that started at or
+        before it converts with the schema history's structure (below).
+        """
         tables = read_tables(self._conn, self.db, self.modes)
         signal = signal_table_key(self.config, self.db)  # streamed for signals and watermarks, captured or not
         included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table) or k == signal}
@@ -339,6 +344,21 @@ class SqlServerConnector:
                                       "until capture instance %s starts at %s", inst.name, inst.table.id,
                                       instances[-1].name, inst.stop_lsn)
                         inst.table = recorded
+                # So does a table's only instance once streaming has passed its start (or never streamed: a NULL
+                # position): a column whose type changed with no new capture instance keeps the recorded type, and
+                # no ALTER is due (Debezium 2.7.4's getChangeTablesToQuery gives the current change table the
+                # schema's table; a replacing instance, or one starting after the last processed LSN, is migrated
+                # from the catalog when reached).
+                current = instances[-1]
+                if len(instances) == 1 and streamed_to is not None and \
+                        (not streamed_to.available or current.start_lsn.key() <= streamed_to.key()):
+                    recorded = self._history.table_from_history(current.table, current.columns, self.modes)
+                    if recorded is not None and recorded is not current.table:
+                        self.log.warning("%s differs in the catalog from the schema history (a column changed with "
+                                         "no new capture instance): capture instance %s converts with the history's "
+                                         "structure until a new capture instance starts", current.table.id,
+                                         current.name)
+                        current.table = recorded
         return [i for instances in found.values() for i in instances]
 
     def incremental_snapshot_source(self) -> SqlServerIncrementalSource:
@@ -370,9 +390,10 @@ class SqlServerConnector:
         log = self.log.with_context("streaming")
         # The core drops skipped operations; leaving them out of the query as well saves the round trips.
         skipped = {s.strip() for s in self.config.get(common.SKIPPED_OPERATIONS) or [] if s.strip() != "none"}
-        reader = StreamReader(self._conn, self.server, self.db, self._streaming_instances(), resume,
-                              self.config.get(msc.DATA_QUERY_MODE), skipped, log,
-                              self.config.get(msc.MAX_ITERATION_TRANSACTIONS), self._streaming_instances,
+        reader = StreamReader(self._conn, self.server, self.db, self._streaming_instances(resume.position.commit),
+                              resume, self.config.get(msc.DATA_QUERY_MODE), skipped, log,
+                              self.config.get(msc.MAX_ITERATION_TRANSACTIONS),
+                              lambda: self._streaming_instances(reader.last_commit),
                               self.config.get(msc.STREAMING_FETCH_SIZE))
         log.info("streaming from commit LSN %s (change LSN %s, event %d)", resume.position.commit,
                  resume.position.change, resume.serial)

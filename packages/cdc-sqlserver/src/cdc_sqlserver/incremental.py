@@ -62,7 +62,7 @@ def _table_name(table: Table) -> str:
     return ".".join(quote(p) for p in (table.id.catalog, table.id.schema or "dbo", table.id.table) if p)
 
 
-def _key_value(raw: Any) -> Any:
+def key_value(raw: Any) -> Any:
     """A key value as stored in offsets (JSON): binary as hex, DECIMAL and temporal values as text."""
     if isinstance(raw, (bytes, bytearray)):
         return raw.hex()
@@ -81,7 +81,7 @@ def _bind(table: Table, name: str, value: Any) -> Any:
     return value
 
 
-def _greater(table: Table, key: list[str], values: Key) -> tuple[str, list[Any]]:
+def key_greater(table: Table, key: list[str], values: Key) -> tuple[str, list[Any]]:
     """``key > values`` in the expanded form: ``a > x OR (a = x AND b > y)``."""
     parts, params = [], []
     for i, name in enumerate(key):
@@ -114,17 +114,17 @@ class SqlServerChunkReader:
         order = ", ".join(f"{quote(k)} DESC" for k in key)
         row = self.conn.execute(f"SELECT TOP (1) {cols} FROM {_table_name(table)}{where} ORDER BY {order}",
                                 *params).fetchone()
-        return None if row is None else [_key_value(v) for v in row]
+        return None if row is None else [key_value(v) for v in row]
 
     def read_chunk(self, table: Table, key: list[str], after: Key | None, upto: Key, limit: int,
                    condition: Node | None) -> ChunkRows:
         """Up to ``limit`` rows after ``after`` up to ``upto`` in key order, as ``op: r`` incremental READs."""
         parts, params = [], []
         if after is not None:
-            text, values = _greater(table, key, after)
+            text, values = key_greater(table, key, after)
             parts.append(text)
             params += values
-        text, values = _greater(table, key, upto)
+        text, values = key_greater(table, key, upto)
         parts.append(f"NOT {text}")
         params += values
         if condition is not None:
@@ -141,8 +141,8 @@ class SqlServerChunkReader:
                               table.id.schema or "", table.id.table, None, None, None)
         positions = [table.columns.index(table.column(k)) for k in key]
         rows = [RawChange(table, "r", None, list(raw), source, None) for raw in raw_rows]
-        return ChunkRows(rows, [_key_value(raw_rows[-1][i]) for i in positions],
-                         [_key_value(raw_rows[0][i]) for i in positions])
+        return ChunkRows(rows, [key_value(raw_rows[-1][i]) for i in positions],
+                         [key_value(raw_rows[0][i]) for i in positions])
 
     def _signal(self) -> str:
         key = signal_table_key(self.source.config, self.source.db)

@@ -4,10 +4,14 @@ Debezium 2.7.4's SQL Server connector registers, per context, one task MBean
 ``debezium.sql_server:type=connector-metrics,server=<prefix>,task=0,context=streaming`` (the
 engine's groups: queue, connection, totals) and one per database
 ``...,task=0,context=streaming,database=<name>`` (SqlServerStreamingPartitionMetrics /
-SqlServerSnapshotPartitionMetrics: the events of that database). Here the per-database ones are
+SqlServerSnapshotPartitionMetrics: the events of that database, and the snapshot one also its
+snapshot's SnapshotMeter: TotalTableCount, RemainingTableCount, SnapshotRunning/Completed/Aborted,
+RowsScanned...). Here the per-database ones are
 groups of the engine's ConnectorMetrics named ``snapshot,database=<name>`` and
 ``streaming,database=<name>`` (so ``mbean_name`` gives Debezium's name, and Prometheus labels them
-``context="streaming,database=<name>"``), counted from the batches the database's reader yields.
+``context="streaming,database=<name>"``), counted from the batches the database's reader yields;
+the snapshot group's SnapshotMeter is a ``cdc_core.metrics.SnapshotMetrics`` driven by
+``metered_snapshot`` around the database's snapshot.
 """
 
 from __future__ import annotations
@@ -18,8 +22,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc_core.events import RawChange
+from cdc_core.metrics import SnapshotMetrics
 
 _OPS = {"c": "Create", "u": "Update", "d": "Delete"}
+#: The SnapshotMeter attributes of Debezium's SqlServerSnapshotPartitionMetrics (the rest of SnapshotMetrics'
+#: are the task's: queue, events filtered...).
+_METER = ("TotalTableCount", "RemainingTableCount", "SnapshotRunning", "SnapshotPaused", "SnapshotAborted",
+          "SnapshotCompleted", "SnapshotDurationInSeconds", "SnapshotPausedDurationInSeconds", "RowsScanned",
+          "ChunkId", "ChunkFrom", "ChunkTo", "TableFrom", "TableTo")
 
 
 class DatabaseMetrics:
@@ -34,6 +44,8 @@ class DatabaseMetrics:
         self.behind_ms: int | None = None
         #: ``schema.table`` of the captured tables of this database (CapturedTables).
         self.captured: list[str] = []
+        #: The snapshot group's SnapshotMeter (None in the streaming group).
+        self.meter = None if streaming else SnapshotMetrics()
 
     def values(self) -> dict[str, Any]:
         """The attributes, by Debezium's names."""
@@ -44,6 +56,9 @@ class DatabaseMetrics:
             for op, name in _OPS.items():
                 out[f"TotalNumberOf{name}EventsSeen"] = self.by_op[op]
             out["MilliSecondsBehindSource"] = -1 if self.behind_ms is None else self.behind_ms
+        else:
+            meter = self.meter.values()
+            out.update((name, meter[name]) for name in _METER)
         out["CapturedTables"] = list(self.captured)
         return out
 
@@ -81,3 +96,37 @@ def counted(batches: Iterator[list[Any]], metrics: Any, db: str) -> Iterator[lis
             if group is streaming and isinstance(ts, int) and ts:
                 streaming.behind_ms = max(0, now - ts)
         yield batch
+
+
+def metered_snapshot(batches: Iterator[list[Any]], metrics: Any, db: str, tables: list[str]) -> Iterator[list[Any]]:
+    """Pass a snapshot of ``tables`` (``schema.table``, in reading order) on, driving ``db``'s SnapshotMeter.
+
+    A table counts as done once a row of a later table (or the end) comes; the snapshot as completed
+    only if ``batches`` ran out (a stop or an error in between leaves it aborted).
+    """
+    groups = database_groups(metrics, db)
+    if groups is None:
+        yield from batches
+        return
+    meter = groups[0].meter
+    meter.snapshot_started({t: 0 for t in tables})
+    order = {t: i for i, t in enumerate(tables)}
+    done = 0  # tables[:done] are read
+    completed = False
+    try:
+        for batch in batches:
+            rows: Counter[str] = Counter(item.table.id.identifier for item in batch
+                                         if item.__class__ is RawChange and item.op == "r")
+            for table, n in rows.items():
+                meter.rows(table, n)
+                at = order.get(table, done)
+                while done < at:
+                    meter.table_completed(tables[done])
+                    done += 1
+            yield batch
+        while done < len(tables):
+            meter.table_completed(tables[done])
+            done += 1
+        completed = True
+    finally:
+        meter.snapshot_ended(completed)

@@ -22,7 +22,10 @@ records after the offset (written, never acknowledged) are ignored, as Debezium'
 A table's older capture instance (one a newer instance replaces) converts with the structure the
 history last recorded (``table_from_history``), not the live catalog's, as Debezium's
 getChangeTablesToQuery sets the current change table's source table from the schema: a column whose
-type changed while the connector was down keeps its recorded type until the new instance starts.
+type changed while the connector was down keeps its recorded type until the new instance starts. So
+does a table's only instance once streaming has passed its start: a column whose type changed with
+no new capture instance converts with the recorded type and no ALTER is announced, until a new
+capture instance starts (then its ALTER, with the catalog's structure).
 """
 
 from __future__ import annotations
