@@ -27,6 +27,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_db2 import config as dbc
 from cdc_db2 import driver
 from cdc_db2.catalog import CaptureTable, max_lsn_query, quote
+from cdc_db2.dialects import dialect
 from cdc_db2.incremental import key_after, key_upto
 from cdc_db2.lsn import from_value
 from cdc_db2.snapshot import snapshot_offset, table_name
@@ -80,7 +81,7 @@ class Db2SnapshotChunks:
         cur = conn.cursor()
         for t in captured:
             cur.execute(f"LOCK TABLE {table_name(t)} IN SHARE MODE")
-        cur.execute(max_lsn_query(self.config.get(dbc.CONTROL_SCHEMA)))
+        cur.execute(max_lsn_query(self.config.get(dbc.CONTROL_SCHEMA), dialect(self.config.get(dbc.PLATFORM))))
         row = cur.fetchone()
         lsn = str(from_value(row[0] if row else None))
         snapshot_id = uuid.uuid4().hex
