@@ -12,9 +12,12 @@ from __future__ import annotations
 from change_table_tests import run as _run
 from test_db2_types import TYPES
 
+from cdc_core.config import Config
+from cdc_core.spi.chunks import snapshot_chunks_for
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_db2.connector import Db2Connector
 from cdc_db2.dialects import ZOs
-from cdc_db2.standin.testing import CUSTOMERS, ROWS, standin, zos_standin  # noqa: F401  (fixtures)
+from cdc_db2.standin.testing import CUSTOMERS, ROWS, standin, zos_inventory, zos_standin  # noqa: F401  (fixtures)
 
 DEFAULTS = [("ID", "INTEGER NOT NULL"), ("N", "INTEGER NOT NULL DEFAULT 5"), ("S", "VARCHAR(10) DEFAULT 'abc'"),
             ("C", "CHAR(4) NOT NULL DEFAULT 'x'"), ("D", "DATE NOT NULL DEFAULT CURRENT DATE"),
@@ -89,3 +92,21 @@ def test_a_zos_connector_reads_only_zos_catalog_objects():
                   z.max_lsn_query("ASNCDC")]
     assert all("SYSCAT" not in s and s.endswith(" FOR READ ONLY WITH UR") for s in statements)
     assert "SYSIBM.SYSCOLUMNS" in statements[0] and "SYSIBM.SYSTABLES" in statements[0]
+
+
+def test_zos_snapshot_chunks_cover_every_row_once_and_the_last_row_is_marked(zos_inventory):
+    """cdc-spark's chunks on z/OS; 100 rows in chunks of 25: the 100th row is in the last chunk, marked ``last``."""
+    zos_inventory.execute('INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") '
+                          "SELECT 'f' || g, 'l', 'e' || g || '@x' FROM generate_series(1, 96) g")
+    zos_inventory.wait_captured()
+    cls = snapshot_chunks_for(Db2Connector)
+    config = Config(zos_inventory.properties(**{"db2.platform": "ZOS"}))
+    capability = cls(config, None)
+    plan = capability.open(for_streaming=True, tables=None, chunk_rows=25)
+    try:
+        rows = [change for chunk in plan.chunks for batch in cls.read_chunk(config, chunk) for change in batch]
+    finally:
+        capability.close()
+    assert [c.bounds["upto"] for c in plan.chunks] == [[1025], [1050], [1075], None]
+    assert sorted(r.after[0] for r in rows) == list(range(1001, 1101))
+    assert [r.source["snapshot"] for r in rows].count("last") == 1 and rows[-1].source["snapshot"] == "last"
