@@ -13,7 +13,7 @@ from cdc_core.errors import ConfigError, ConnectorError
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2 import driver
 from cdc_db2.standin import dbapi
-from cdc_db2.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
+from cdc_db2.standin.testing import CUSTOMERS, inventory, standin, zos_inventory, zos_standin  # noqa: F401  (fixtures)
 
 
 def _start_error(config) -> str:
@@ -102,9 +102,15 @@ def test_database_query_timeout_cancels_a_long_statement(inventory):
         conn.close()
 
 
-def test_zos_with_six_byte_lsns_is_refused(inventory):
+def test_zos_with_six_byte_lsns_is_refused(zos_inventory):
     """The chapter: Debezium cannot be used with Db2 for z/OS versions that use 6-byte LSNs (10-byte synchpoints)."""
-    inventory.execute("UPDATE asncdc.ibmsnap_register SET synchpoint = %s", (b"\xff" * 10,))
+    zos_inventory.execute("UPDATE asncdc.ibmsnap_register SET synchpoint = %s", (b"\xff" * 10,))
     with pytest.raises(ConnectorError, match="10-byte synchpoints.*6-byte RBA/LRSN"):
-        Engine(inventory.properties(**{"db2.platform": "ZOS"}), offset_store=MemoryOffsetStore()).run(lambda rs: None)
+        Engine(zos_inventory.properties(**{"db2.platform": "ZOS"}), offset_store=MemoryOffsetStore()).run(lambda rs: None)
+
+
+def test_an_luw_connector_on_a_zos_catalog_names_the_missing_catalog_object(zos_inventory):
+    """db2.platform left at LUW against z/OS: the start-up refusal names SYSCAT, which z/OS lacks."""
+    with pytest.raises(ConnectorError, match="SYSCAT.COLUMNS, SYSCAT.TABLES"):
+        Engine(zos_inventory.properties(), offset_store=MemoryOffsetStore()).run(lambda rs: None)
     # LUW does not look at it (its synchpoints are 16 bytes; the chapter's refusal is z/OS's).

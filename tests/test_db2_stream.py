@@ -12,7 +12,7 @@ from kit.engine import EngineThread, run_until
 
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2 import streaming
-from cdc_db2.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
+from cdc_db2.standin.testing import CUSTOMERS, inventory, standin, zos_standin  # noqa: F401  (fixtures)
 
 INSERT = 'INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") VALUES '
 
@@ -221,17 +221,17 @@ def test_a_restart_takes_the_definitions_from_the_schema_history(inventory):
     assert [rec["tableChanges"][0]["type"] for rec in history.records()] == ["CREATE"]
 
 
-def test_zos_update_rows_are_one_update_each(standin):
-    standin.create_table("MYSCHEMA", "CUSTOMERS", CUSTOMERS, key=["ID"])
-    standin.add_table("MYSCHEMA", "CUSTOMERS", delete_insert=False)
-    standin.agent.start()
+def test_zos_update_rows_are_one_update_each(zos_standin):
+    zos_standin.create_table("MYSCHEMA", "CUSTOMERS", CUSTOMERS, key=["ID"])
+    zos_standin.add_table("MYSCHEMA", "CUSTOMERS", delete_insert=False)
+    zos_standin.agent.start()
 
     def actions():
-        standin.execute(INSERT + "('john', 'doe', 'john.doe@example.org')")
-        standin.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "EMAIL" = \'noreply@example.org\' WHERE "ID" = 1001')
-        standin.execute('DELETE FROM "MYSCHEMA"."CUSTOMERS" WHERE "ID" = 1001')
+        zos_standin.execute(INSERT + "('john', 'doe', 'john.doe@example.org')")
+        zos_standin.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "EMAIL" = \'noreply@example.org\' WHERE "ID" = 1001')
+        zos_standin.execute('DELETE FROM "MYSCHEMA"."CUSTOMERS" WHERE "ID" = 1001')
 
-    records = _run(standin.properties(**{"db2.platform": "ZOS", "snapshot.mode": "no_data"}), MemoryOffsetStore(),
+    records = _run(zos_standin.properties(**{"db2.platform": "ZOS", "snapshot.mode": "no_data"}), MemoryOffsetStore(),
                    lambda rs: len(_data(rs)) >= 4, action=actions)
     assert _ops(_data(records)) == [("c", 1001), ("u", 1001), ("d", 1001), ("tombstone", 1001)]
     update = _data(records)[1].value

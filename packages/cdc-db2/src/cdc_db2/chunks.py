@@ -27,6 +27,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_db2 import config as dbc
 from cdc_db2 import driver
 from cdc_db2.catalog import CaptureTable, max_lsn_query, quote
+from cdc_db2.dialects import dialect
 from cdc_db2.incremental import key_after, key_upto
 from cdc_db2.lsn import from_value
 from cdc_db2.snapshot import snapshot_offset, table_name
@@ -80,7 +81,7 @@ class Db2SnapshotChunks:
         cur = conn.cursor()
         for t in captured:
             cur.execute(f"LOCK TABLE {table_name(t)} IN SHARE MODE")
-        cur.execute(max_lsn_query(self.config.get(dbc.CONTROL_SCHEMA)))
+        cur.execute(max_lsn_query(self.config.get(dbc.CONTROL_SCHEMA), dialect(self.config.get(dbc.PLATFORM))))
         row = cur.fetchone()
         lsn = str(from_value(row[0] if row else None))
         snapshot_id = uuid.uuid4().hex
@@ -94,14 +95,17 @@ class Db2SnapshotChunks:
         return SnapshotPlan(snapshot_id, chunks, resume, [t.table for t in captured])
 
     def _plan(self, cur: Any, table: Table, snapshot_id: str, lsn: str, chunk_rows: int) -> list[Chunk]:
-        """Chunks of about ``chunk_rows`` rows, bounded by keys sampled every ``chunk_rows``-th row."""
+        """Chunks of about ``chunk_rows`` rows, bounded by keys sampled every ``chunk_rows``-th row.
+
+        The last row is never a bound: the last chunk (open above) holds it, so the ``last`` marker has a row.
+        """
         key = table.primary_key
         bounds: list[list[Any]] = []
         if key:
             keys = ", ".join(quote(k) for k in key)
-            cur.execute(f"SELECT {keys} FROM (SELECT {keys}, ROW_NUMBER() OVER (ORDER BY {keys}) AS CDC_RN "
-                        f"FROM {quote(table.id.schema or '')}.{quote(table.id.table)}) AS CDC_T "
-                        f"WHERE MOD(CDC_RN, {int(chunk_rows)}) = 0 ORDER BY {keys}")
+            cur.execute(f"SELECT {keys} FROM (SELECT {keys}, ROW_NUMBER() OVER (ORDER BY {keys}) AS CDC_RN, "
+                        f"COUNT(*) OVER () AS CDC_N FROM {quote(table.id.schema or '')}.{quote(table.id.table)}) "
+                        f"AS CDC_T WHERE MOD(CDC_RN, {int(chunk_rows)}) = 0 AND CDC_RN < CDC_N ORDER BY {keys}")
             bounds = [list(r) for r in cur.fetchall()]
         ranges = [(bounds[i - 1] if i else None, bounds[i] if i < len(bounds) else None) for i in range(len(bounds) + 1)]
         out = []

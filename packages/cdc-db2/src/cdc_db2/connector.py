@@ -19,6 +19,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_db2 import config as dbc
 from cdc_db2 import driver
+from cdc_db2.dialects import dialect
 from cdc_db2.catalog import (SYSTEM_SCHEMAS, CaptureTable, Registration, max_lsn_query, quote, read_registrations,
                              read_tables, service_status_query)
 from cdc_db2.errors import first_line, is_connection_error, sqlstate
@@ -55,6 +56,8 @@ class Db2Connector:
         self.control = config.get(dbc.CONTROL_SCHEMA)
         self.address = dbc.server_address(config)
         self.zos = config.get(dbc.PLATFORM) == "zos"
+        #: The platform's catalog and control-table SQL (cdc_db2.dialects).
+        self.dialect = dialect(config.get(dbc.PLATFORM))
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(dbc.SNAPSHOT_MODE), plugins)
         #: ``snapshot.query.mode=custom``'s SnapshotQuery (select_all: the overrides or every column, below).
@@ -113,7 +116,8 @@ class Db2Connector:
                 raise RetriableError(f"lost the connection to Db2 at {self.address}: {first_line(e)}") from None
             raise ConnectorError(f"Db2 at {self.address} refused a start-up query as user "
                                  f"{self.config.get(dbc.USER)!r}: {first_line(e)}; check the user's privileges (it "
-                                 f"needs SELECT on SYSCAT, the {self.control} control tables and the CD tables)") from None
+                                 f"needs SELECT on {self.dialect.columns}, {self.dialect.tables}, the {self.control} "
+                                 "control tables and the CD tables)") from None
 
     def stream(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Snapshot if the mode and offsets ask for it, then poll the CD tables."""
@@ -207,7 +211,7 @@ class Db2Connector:
     def _read_registrations(self) -> list[Registration]:
         """``IBMSNAP_REGISTER``; a missing control table is a clear refusal."""
         try:
-            registrations = read_registrations(self._conn, self.control)
+            registrations = read_registrations(self._conn, self.control, self.dialect)
         except Exception as e:
             if sqlstate(e) in ("42704", "42P01"):
                 raise ConnectorError(
@@ -225,7 +229,7 @@ class Db2Connector:
 
     def _check_lsn_format(self) -> None:
         """z/OS: refuse 6-byte log sequence numbers (10-byte synchpoints), which the chapter says cannot be used."""
-        rows = self._query(max_lsn_query(self.control))
+        rows = self._query(max_lsn_query(self.control, self.dialect))
         raw = rows[0][0] if rows else None
         if raw is not None and len(bytes(raw)) < 16:
             raise ConnectorError(
@@ -270,7 +274,8 @@ class Db2Connector:
                                      "then reinit)", r.schema, r.table, self.control, self.control)
         active = [r for r in wanted if r.active]
         schemas = {r.schema for r in active} | {r.cd_schema for r in active}
-        tables = read_tables(conn if conn is not None else self._conn, self.db, sorted(schemas), self.modes)
+        tables = read_tables(conn if conn is not None else self._conn, self.db, sorted(schemas), self.modes,
+                             self.dialect)
         out = []
         for r in active:
             table = tables.get((r.schema, r.table))
@@ -326,7 +331,7 @@ class Db2Connector:
 
     def _no_data_offset(self) -> dict[str, Any]:
         """``no_data``: streaming starts at the highest synchpoint now."""
-        row = self._query(max_lsn_query(self.control))
+        row = self._query(max_lsn_query(self.control, self.dialect))
         return {"snapshot": True, "snapshot_completed": True,
                 "commit_lsn": str(from_value(row[0][0] if row else None))}
 
@@ -337,7 +342,7 @@ class Db2Connector:
         try:
             reader = self._snapshot_reader = SnapshotReader(
                 conn, self.server, self.db, self.control, self.config.get(dbc.SNAPSHOT_ISOLATION_MODE),
-                self.config.get(dbc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"))
+                self.config.get(dbc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"), self.dialect)
             reader.lock = self.snapshot_lock
             reader.lock_timeout_ms = self.config.get(dbc.SNAPSHOT_LOCK_TIMEOUT_MS)
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
@@ -426,13 +431,11 @@ class Db2Connector:
         schemas = sorted({r.cd_schema for r in registrations})
         if not schemas:
             return []
-        return sorted(tuple(r) for r in self._query(
-            "SELECT TABSCHEMA, TABNAME, COUNT(*) FROM SYSCAT.COLUMNS WHERE TABSCHEMA IN "
-            f"({', '.join('?' for _ in schemas)}) GROUP BY TABSCHEMA, TABNAME", tuple(schemas)))
+        return sorted(tuple(r) for r in self._query(self.dialect.column_counts_query(schemas), tuple(schemas)))
 
     def _refresh(self, reader: StreamReader, log: Any) -> list[Any]:
         """Follow tables put into or taken out of capture mode (ADDTABLE/REMOVETABLE, STATE) since the last window."""
-        registrations = read_registrations(self._conn, self.control)
+        registrations = read_registrations(self._conn, self.control, self.dialect)
         signature = self._cd_signature(registrations)
         if registrations == self._registrations and signature == self._cd_columns:
             return []
@@ -454,7 +457,7 @@ class Db2Connector:
         log = self.log.with_context("streaming")
         skipped = {s.strip() for s in self.config.get(common.SKIPPED_OPERATIONS) or [] if s.strip() != "none"}
         reader = StreamReader(self._conn, self.server, self.db, self.control, self._tables, resume, skipped, log,
-                              self.zos)
+                              self.dialect)
         log.info("streaming from commit LSN %s (change LSN %s)", resume.offset.get("commit_lsn"),
                  resume.offset.get("change_lsn"))
         if self.metrics is not None:

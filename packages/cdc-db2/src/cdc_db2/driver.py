@@ -27,6 +27,11 @@ def _ibm_db_connect(connection_string: str, user: str, password: str) -> Any:
 CONNECT: Callable[[str, str, str], Any] = _ibm_db_connect
 
 
+#: ``driver.Driver`` value that routes connections to the test stand-in (``cdc_db2.standin``) in processes a test
+#: cannot set the seam in (Spark's Python workers, cdc-spark's snapshot holder). Never used in production.
+STANDIN_DRIVER = "cdc stand-in"
+
+
 def install(connect: Callable[[str, str, str], Any]) -> None:
     """Route every connection through ``connect`` (the tests' stand-in); production never calls this."""
     global CONNECT
@@ -64,6 +69,11 @@ SQL_ATTR_QUERY_TIMEOUT = 0
 
 def connect(config: Config) -> Any:
     """A DB-API connection to the configured database, autocommit on, ``database.query.timeout.ms`` set."""
+    named = {k.lower(): v for k, v in dbc.driver_properties(config).items()}.get("driver")
+    if CONNECT is _ibm_db_connect and named == STANDIN_DRIVER:
+        from cdc_db2.standin import dbapi
+
+        dbapi.install()
     conn = CONNECT(connection_string(config), config.get(dbc.USER) or "", config.get(dbc.PASSWORD) or "")
     conn.set_autocommit(True)
     timeout_ms = config.get(dbc.QUERY_TIMEOUT_MS)

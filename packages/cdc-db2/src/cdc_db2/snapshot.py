@@ -13,7 +13,8 @@ from typing import Any
 
 from cdc_core.errors import ConnectorError
 from cdc_core.snapshot.table_reader import TableSnapshotReader, first_line
-from cdc_db2.catalog import CaptureTable, max_lsn_query, quote
+from cdc_db2.catalog import LUW, CaptureTable, max_lsn_query, quote
+from cdc_db2.dialects import Dialect
 from cdc_db2.lsn import from_value
 from cdc_db2.source import source_block
 
@@ -65,12 +66,14 @@ class SnapshotReader(TableSnapshotReader):
 
     REFUSER = "Db2"
 
-    def __init__(self, conn: Any, server: str, db: str, control: str, isolation: str, fetch_size: int, log: Any):
+    def __init__(self, conn: Any, server: str, db: str, control: str, isolation: str, fetch_size: int, log: Any,
+                 dialect: Dialect = LUW):
         """Read on ``conn`` (its own connection) at ``isolation``."""
         self.conn = conn
         self.server = server
         self.db = db
         self.control = control
+        self.dialect = dialect
         self.isolation = isolation
         self.fetch_size = fetch_size
         self.log = log
@@ -113,7 +116,7 @@ class SnapshotReader(TableSnapshotReader):
                         f"the snapshot could not lock {t.table.id} within snapshot.lock.timeout.ms="
                         f"{self.lock_timeout_ms} ({statement!r}): {first_line(e)}") from None
             cur.execute("SET CURRENT LOCK TIMEOUT = NULL")
-        cur.execute(max_lsn_query(self.control))
+        cur.execute(max_lsn_query(self.control, self.dialect))
         row = cur.fetchone()
         self.max_lsn = str(from_value(row[0] if row else None))
         if structure is not None:

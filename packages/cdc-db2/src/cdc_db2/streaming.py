@@ -3,8 +3,9 @@
 As Db2StreamingChangeEventSource: each iteration reads the highest synchpoint of
 ``IBMSNAP_REGISTER``, queries every CD table for the rows with ``IBMSNAP_COMMITSEQ`` between the
 last position and it, merges them on ``(IBMSNAP_COMMITSEQ, IBMSNAP_INTENTSEQ)``, and pairs an
-update: on LUW (``CHG_UPD_TO_DEL_INS='Y'``) a ``D`` row followed, in the same commit, by an ``I``
-row of the same table is one update; on z/OS a ``U`` row is. Commit times come from
+update: a ``D`` row followed, in the same commit, by an ``I`` row of the same table is one update
+(``CHG_UPD_TO_DEL_INS='Y'``; on both platforms, as LuwPlatform's LEAD/LAG and ZOsPlatform's ROW_NUMBER
+self-join pair them), and so is a ``U`` row (``'N'``, no before image). Commit times come from
 ``IBMSNAP_UOW.IBMSNAP_LOGMARKER`` (the real commit time, spec DB2-10). An event's ``change_lsn`` is
 the intent sequence of its first row, so a restart skips exactly the changes its offset covers.
 """
@@ -18,7 +19,8 @@ from typing import Any
 
 from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint, RawChange
-from cdc_db2.catalog import CaptureTable, max_lsn_query, quote
+from cdc_db2.catalog import LUW, CaptureTable, max_lsn_query, quote
+from cdc_db2.dialects import Dialect
 from cdc_db2.errors import sqlstate
 from cdc_db2.lsn import Lsn, text
 from cdc_db2.source import source_block
@@ -71,14 +73,14 @@ class StreamReader:
     """The CD tables of the captured tables, read window by window."""
 
     def __init__(self, conn: Any, server: str, db: str, control: str, tables: list[CaptureTable],
-                 resume: ResumePoint, skipped: set[str], log: Any, zos: bool = False):
+                 resume: ResumePoint, skipped: set[str], log: Any, dialect: Dialect = LUW):
         """Set up from the stored offset."""
         self.conn = conn
         self.server = server
         self.db = db
         self.control = control
         self.log = log
-        self.zos = zos
+        self.dialect = dialect
         self.skipped = {_SKIPPED[op] for op in skipped if op in _SKIPPED}
         self.skip_updates = "u" in skipped
         self.last = resume.position
@@ -104,7 +106,7 @@ class StreamReader:
     def max_lsn(self) -> bytes | None:
         """The highest synchpoint now (None before the capture program ever ran)."""
         cur = self.conn.cursor()
-        cur.execute(max_lsn_query(self.control))
+        cur.execute(max_lsn_query(self.control, self.dialect))
         row = cur.fetchone()
         return bytes(row[0]) if row and row[0] is not None else None
 
@@ -156,7 +158,7 @@ class StreamReader:
                     continue
                 self._emit(batch, p_n, p_commit, p_intent, "d", p_row, None, last)
             op = str(row[2]).strip()
-            if op == "D" and not self.zos:
+            if op == "D":
                 pending = item  # maybe the before image of an update (its I row follows)
                 continue
             if op == "I":

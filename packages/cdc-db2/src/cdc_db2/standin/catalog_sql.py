@@ -153,3 +153,45 @@ END $$;
 GRANT USAGE ON SCHEMA sysibm, syscat TO PUBLIC;
 GRANT SELECT ON ALL TABLES IN SCHEMA sysibm, syscat TO PUBLIC;
 """
+
+#: Db2 for z/OS's catalog tables over the same PostgreSQL catalog and ``standin.column_types`` (its LUW
+#: descriptions, turned into z/OS's: ``COLTYPE`` codes, LOB ``LENGTH`` 4 with ``LENGTH2``, ``DECFLOAT`` in
+#: bytes, ``TIMESTMP`` lengths, ``FOREIGNKEY``/``CCSID``, a ``DEFAULT`` code with a ``DEFAULTVALUE``: ``N``/``Y``
+#: for none or NULL, ``B`` for a date/time register (z/OS's WITH DEFAULT), ``L`` here for a constant, whose
+#: text is kept as ``SYSCAT.COLUMNS.DEFAULT`` has it). ``SYSCAT`` is renamed away: z/OS has none.
+ZOS_OBJECTS = r"""
+CREATE VIEW sysibm.systables AS
+    SELECT c.relname::varchar AS name, n.nspname::varchar AS creator, 'T'::char(1) AS type,
+           1::smallint AS dbid, (c.oid::bigint % 32000)::smallint AS obid
+    FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+    WHERE c.relkind IN ('r', 'p') AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'standin');
+CREATE VIEW sysibm.syscolumns AS
+    SELECT l.name, l.tbname, l.tbcreator, l.colno,
+           (CASE l.t WHEN 'CHARACTER' THEN 'CHAR' WHEN 'VARGRAPHIC' THEN 'VARG' WHEN 'LONG VARCHAR' THEN 'LONGVAR'
+                     WHEN 'LONG VARGRAPHIC' THEN 'LONGVARG' WHEN 'TIMESTAMP' THEN 'TIMESTMP'
+                     WHEN 'VARBINARY' THEN 'VARBIN' WHEN 'REAL' THEN 'FLOAT' WHEN 'DOUBLE' THEN 'FLOAT'
+                     ELSE left(l.t, 8) END)::char(8) AS coltype,
+           (CASE WHEN l.t IN ('BLOB', 'CLOB', 'DBCLOB') THEN 4 WHEN l.t = 'DECFLOAT' THEN
+                     CASE WHEN l.len = 34 THEN 16 ELSE 8 END
+                 WHEN l.t = 'TIMESTAMP' THEN 7 + (l.scale + 1) / 2 WHEN l.t = 'REAL' THEN 4
+                 WHEN l.t = 'DOUBLE' THEN 8 ELSE l.len END)::smallint AS length,
+           (CASE WHEN l.t IN ('BLOB', 'CLOB', 'DBCLOB') THEN l.len ELSE 0 END) AS length2,
+           l.scale::smallint AS scale, l.nulls,
+           (CASE WHEN l.dflt IS NULL THEN l.nulls
+                 WHEN upper(l.dflt) = 'NULL' THEN 'Y'
+                 WHEN upper(l.dflt) IN ('CURRENT DATE', 'CURRENT TIME', 'CURRENT TIMESTAMP') THEN 'B'
+                 ELSE 'L' END)::char(1) AS "DEFAULT",
+           (CASE WHEN l.dflt IS NULL OR upper(l.dflt) IN ('NULL', 'CURRENT DATE', 'CURRENT TIME', 'CURRENT TIMESTAMP')
+                 THEN '' ELSE l.dflt END)::varchar(1536) AS defaultvalue,
+           COALESCE(l.keyseq, 0)::smallint AS keyseq,
+           (CASE WHEN l.t IN ('CHARACTER', 'VARCHAR', 'LONG VARCHAR', 'CLOB', 'GRAPHIC', 'VARGRAPHIC',
+                              'LONG VARGRAPHIC', 'DBCLOB') THEN CASE WHEN l.codepage = 0 THEN 'B' ELSE 'M' END
+                 ELSE ' ' END)::char(1) AS foreignkey,
+           (CASE WHEN l.t IN ('CHARACTER', 'VARCHAR', 'LONG VARCHAR', 'CLOB', 'GRAPHIC', 'VARGRAPHIC',
+                              'LONG VARGRAPHIC', 'DBCLOB') AND l.codepage <> 0 THEN l.codepage ELSE 0 END) AS ccsid
+    FROM (SELECT c.colname::varchar AS name, c.tabname AS tbname, c.tabschema AS tbcreator,
+                 (c.colno + 1)::smallint AS colno, c.typename AS t, c.length AS len, c.scale, c.nulls,
+                 c."DEFAULT" AS dflt, c.keyseq, c.codepage FROM syscat.columns c) l;
+GRANT SELECT ON ALL TABLES IN SCHEMA sysibm TO PUBLIC;
+ALTER SCHEMA syscat RENAME TO standin_syscat;
+"""

@@ -19,9 +19,16 @@ class StandIn(HostedDatabase):
     SLOT_PREFIX = "standin_asncap_"
     AGENT = CaptureAgent
 
+    def __init__(self, pg: Any, dbname: str, agent_interval: float = 0.05, platform: str = "LUW"):
+        """``platform`` ``ZOS``: the catalog is z/OS's (``SYSIBM.SYSTABLES``/``SYSCOLUMNS``, no ``SYSCAT``)."""
+        self.platform = platform.upper()
+        super().__init__(pg, dbname, agent_interval)
+
     def create_objects(self, conn: psycopg.Connection) -> None:
         """Create the catalog views and the ASN control tables and routines; the agent's slot."""
         conn.execute(catalog_sql.OBJECTS)
+        if self.platform == "ZOS":
+            conn.execute(catalog_sql.ZOS_OBJECTS)
         conn.execute("SELECT pg_create_logical_replication_slot(%s, 'test_decoding')", (self.slot,))
 
     def create_table(self, schema: str, table: str, columns: list[tuple[str, str]], key: list[str] | None = None) -> None:

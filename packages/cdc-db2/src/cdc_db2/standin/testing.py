@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -33,10 +34,40 @@ def standin(pg_server, pg_db) -> Iterator[StandIn]:
 
 
 @pytest.fixture
+def zos_standin(pg_server) -> Iterator[StandIn]:
+    """A stand-in serving Db2 for z/OS's catalog (``SYSIBM.SYSTABLES``/``SYSCOLUMNS``, no ``SYSCAT``), in its own
+    database (beside ``standin``'s when a test takes both)."""
+    from cdc_postgres.testing import _drop_database
+
+    name = f"zos_{uuid.uuid4().hex[:12]}"  # CHAR(18) server names in IBMSNAP_PRUNCNTL
+    pg_server.create_database(name)
+    saved = driver.CONNECT
+    dbapi.install()
+    server = StandIn(pg_server, name, platform="ZOS")
+    try:
+        yield server
+    finally:
+        server.agent.stop()
+        driver.install(saved)
+        _drop_database(pg_server, name)
+
+
+def _inventory(server: StandIn) -> StandIn:
+    """``MYSCHEMA.CUSTOMERS`` with four rows (ids 1001-1004), in capture mode, the capture service running."""
+    server.create_table("MYSCHEMA", "CUSTOMERS", CUSTOMERS, key=["ID"])
+    server.execute(ROWS)
+    server.add_table("MYSCHEMA", "CUSTOMERS")
+    server.agent.start()
+    return server
+
+
+@pytest.fixture
 def inventory(standin: StandIn) -> StandIn:
     """``MYSCHEMA.CUSTOMERS`` with four rows (ids 1001-1004), in capture mode, the capture service running."""
-    standin.create_table("MYSCHEMA", "CUSTOMERS", CUSTOMERS, key=["ID"])
-    standin.execute(ROWS)
-    standin.add_table("MYSCHEMA", "CUSTOMERS")
-    standin.agent.start()
-    return standin
+    return _inventory(standin)
+
+
+@pytest.fixture
+def zos_inventory(zos_standin: StandIn) -> StandIn:
+    """``inventory`` on the z/OS catalog."""
+    return _inventory(zos_standin)

@@ -4,9 +4,9 @@ The connector's statements are Db2 SQL. PostgreSQL runs most of them as they are
 ``LOCK TABLE ... IN EXCLUSIVE MODE``, ``FETCH FIRST n ROWS ONLY``, ``LEAD``/``LAG``); here only:
 ``?`` markers become ``%s``; ``SET CURRENT ISOLATION`` becomes the session's isolation level;
 the ``CURRENT TIMESTAMP``/``CURRENT SERVER`` special registers become PostgreSQL's functions; a
-trailing isolation clause (``WITH UR|CS|RS|RR``) is dropped; ``SET CURRENT LOCK TIMEOUT`` becomes
-``lock_timeout`` (WAIT: 0, NOT WAIT: 1 ms, NULL: the default); a savepoint's ``ON ROLLBACK RETAIN
-CURSORS`` is dropped.
+trailing isolation clause (``WITH UR|CS|RS|RR``) and a ``FOR READ ONLY``/``FOR FETCH ONLY`` before
+it (z/OS's reads) are dropped; ``SET CURRENT LOCK TIMEOUT`` becomes ``lock_timeout`` (WAIT: 0, NOT
+WAIT: 1 ms, NULL: the default); a savepoint's ``ON ROLLBACK RETAIN CURSORS`` is dropped.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ _ISOLATION = re.compile(r"\s*SET\s+CURRENT\s+ISOLATION\s*=?\s*(UR|CS|RS|RR|RESET
 _TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?|%|CURRENT\s+TIMESTAMP\b|CURRENT\s+SERVER\b", re.I)
 _LOCK_TIMEOUT = re.compile(r"\s*SET\s+CURRENT\s+LOCK\s+TIMEOUT\s*=?\s*(WAIT|NOT\s+WAIT|NULL|\d+)\s*;?\s*$", re.I)
 _SAVEPOINT_CLAUSE = re.compile(r"\s+ON\s+ROLLBACK\s+RETAIN\s+CURSORS\s*;?\s*$", re.I)
-_ISOLATION_CLAUSE = re.compile(r"\s+WITH\s+(UR|CS|RS|RR)\s*;?\s*$", re.I)
+_ISOLATION_CLAUSE = re.compile(r"(?:\s+FOR\s+(?:READ|FETCH)\s+ONLY)?(?:\s+WITH\s+(UR|CS|RS|RR))?\s*;?\s*$", re.I)
 
 #: Db2 isolation levels and the PostgreSQL level a reader gets for them. PostgreSQL never reads
 #: uncommitted rows, and its REPEATABLE READ is a snapshot (stronger than Db2's RS, read stability).
