@@ -9,7 +9,9 @@ second and reports p50/p99 of commit-to-acknowledgement latency (the writer's cl
 to the sink's ``write`` returning). A sink is one entry of ``TARGETS``: a function that starts
 its broker (or takes one from the environment) and returns the sink's ``debezium.sink.<name>.*``
 properties. Kafka runs on Tansu (memory storage) unless ``CDC_TEST_KAFKA_BOOTSTRAP`` names a Kafka.
-Usage: ``uv run python benchmarks/sinks.py [--rows N] [--sinks kafka,...] [--tx-rate N] [--seconds S]``.
+``--set NAME=VALUE`` (repeatable) adds a sink property to every sink but the file sink, to try settings
+(``--set producer.linger.ms=50``).
+Usage: ``uv run python benchmarks/sinks.py [--rows N] [--sinks kafka,...] [--tx-rate N] [--seconds S] [--set NAME=VALUE]``.
 """
 
 from __future__ import annotations
@@ -95,6 +97,22 @@ TARGETS: dict[str, Callable[[contextlib.ExitStack, Path], dict[str, Any]]] = {
     "nats-jetstream-file": _nats_file,
     "rabbitmq": _rabbitmq,
 }
+
+
+def add_set_option(parser: argparse.ArgumentParser) -> None:
+    """``--set NAME=VALUE``: a sink property (without ``debezium.sink.<type>.``) for every sink but the file sink."""
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a sink property for every sink but the file sink (repeatable), to try settings")
+
+
+def with_set(name: str, props: dict[str, Any], settings: list[str]) -> dict[str, Any]:
+    """``props`` of the sink ``name`` with the ``--set`` properties (the file sink's unchanged)."""
+    if name == "file":
+        return props
+    for item in settings:
+        if "=" not in item:
+            raise SystemExit(f"--set {item!r}: expected NAME=VALUE")
+    return {**props, **dict(item.split("=", 1) for item in settings)}
 
 
 def _config(pg: Any, slot: str, prefix: str) -> Config:
@@ -224,6 +242,7 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print the top N functions (own time) of each sink's serialize+write thread")
     parser.add_argument("--no-latency", action="store_true", help="measure the drain rate only")
+    add_set_option(parser)
     args = parser.parse_args()
     names = ["file"] + [n for n in args.sinks.split(",") if n and n != "file"]
     rates: dict[str, float] = {}
@@ -232,7 +251,9 @@ def main() -> None:
         pg.create_database("bench")
         pg.execute(TABLE, dbname="bench")
         pg.execute("CREATE PUBLICATION bench_pub FOR TABLE bench", dbname="bench")
-        props = {n: TARGETS[n](stack, Path(tmp)) for n in names}
+        props = {n: with_set(n, TARGETS[n](stack, Path(tmp)), args.set) for n in names}
+        if args.set:
+            print(f"sink properties set: {', '.join(args.set)}")
         # The file sink runs before the first sink and after each one: a sink's ratio is to the mean of
         # the file runs on either side of it, so that a change of the machine's load hits both alike.
         others = names[1:]
