@@ -75,17 +75,8 @@ def _stats(profiler: cProfile.Profile, top: int, title: str) -> None:
 
 def _children_cpu() -> float:
     """CPU seconds so far of this process' child processes (the brokers), read from /proc (0 elsewhere)."""
-    total = 0.0
-    me = str(os.getpid())
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == me:  # ppid
-            total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-    return total
+    me = os.getpid()
+    return sum(cpu + reaped for ppid, cpu, reaped in bench.processes().values() if ppid == me)
 
 
 def run(name: str, props: dict[str, Any], batches: list[list[Any]], top: int, repeat: int) -> tuple[float, float, float]:
