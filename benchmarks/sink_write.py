@@ -6,7 +6,7 @@ every batch in turn and ``write`` returns only once the batch is acknowledged, a
 This isolates what each sink costs per record from the connector's decoding. ``--profile N`` prints
 the top N functions (own time) of the writing thread and, for sinks with a thread of their own
 (NATS' event loop), of that thread too.
-Usage: ``uv run python benchmarks/sink_write.py [--rows N] [--sinks file,redis,...] [--profile N] [--repeat R]``.
+Usage: ``uv run python benchmarks/sink_write.py [--rows N] [--sinks file,redis,...] [--profile N] [--repeat R] [--set NAME=VALUE]``.
 """
 
 from __future__ import annotations
@@ -75,17 +75,8 @@ def _stats(profiler: cProfile.Profile, top: int, title: str) -> None:
 
 def _children_cpu() -> float:
     """CPU seconds so far of this process' child processes (the brokers), read from /proc (0 elsewhere)."""
-    total = 0.0
-    me = str(os.getpid())
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == me:  # ppid
-            total += (int(fields[11]) + int(fields[12])) / tick  # utime + stime
-    return total
+    me = os.getpid()
+    return sum(cpu + reaped for ppid, cpu, reaped in bench.processes().values() if ppid == me)
 
 
 def run(name: str, props: dict[str, Any], batches: list[list[Any]], top: int, repeat: int) -> tuple[float, float, float]:
@@ -130,6 +121,7 @@ def main() -> None:
     parser.add_argument("--sinks", default=",".join(n for n in bench.TARGETS if n != "nats-jetstream-file"))
     parser.add_argument("--profile", type=int, default=0, metavar="N")
     parser.add_argument("--repeat", type=int, default=1)
+    bench.add_set_option(parser)
     args = parser.parse_args()
     names = ["file"] + [n for n in args.sinks.split(",") if n and n != "file"]
     batches = capture(args.rows)
@@ -139,10 +131,7 @@ def main() -> None:
     rates = {}
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         for n in names:
-            props = bench.TARGETS[n](stack, Path(tmp))
-            extra = os.environ.get("SINK_WRITE_EXTRA")  # k=v,k=v: more sink properties, to try settings
-            if extra and n != "file":
-                props.update(kv.split("=", 1) for kv in extra.split(","))
+            props = bench.with_set(n, bench.TARGETS[n](stack, Path(tmp)), args.set)
             if n.startswith("nats-jetstream"):
                 props["subjects"] = "bench.>"
             rates[n] = run(n, props, batches, args.profile, args.repeat)

@@ -4,12 +4,15 @@ Every target reads the same WAL (200k single-row inserts into a 5-column table, 
 written while nothing reads) through its own slot made beforehand (the file sink before the first
 sink and again after each, each sink compared with the file runs on either side), serialized by the same
 JsonSerializer, written by the sink's own ``write`` (which returns only once the batch is
-acknowledged). A second measurement streams single-row transactions at about ``--tx-rate`` per
+acknowledged). Beside events/s it prints the CPU time per event of every process taking part (cdc,
+PostgreSQL, the broker), which another load on the machine changes far less than the rate. A second measurement streams single-row transactions at about ``--tx-rate`` per
 second and reports p50/p99 of commit-to-acknowledgement latency (the writer's clock after COMMIT
 to the sink's ``write`` returning). A sink is one entry of ``TARGETS``: a function that starts
 its broker (or takes one from the environment) and returns the sink's ``debezium.sink.<name>.*``
 properties. Kafka runs on Tansu (memory storage) unless ``CDC_TEST_KAFKA_BOOTSTRAP`` names a Kafka.
-Usage: ``uv run python benchmarks/sinks.py [--rows N] [--sinks kafka,...] [--tx-rate N] [--seconds S]``.
+``--set NAME=VALUE`` (repeatable) adds a sink property to every sink but the file sink, to try settings
+(``--set producer.linger.ms=50``).
+Usage: ``uv run python benchmarks/sinks.py [--rows N] [--sinks kafka,...] [--tx-rate N] [--seconds S] [--set NAME=VALUE]``.
 """
 
 from __future__ import annotations
@@ -97,6 +100,22 @@ TARGETS: dict[str, Callable[[contextlib.ExitStack, Path], dict[str, Any]]] = {
 }
 
 
+def add_set_option(parser: argparse.ArgumentParser) -> None:
+    """``--set NAME=VALUE``: a sink property (without ``debezium.sink.<type>.``) for every sink but the file sink."""
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                        help="a sink property for every sink but the file sink (repeatable), to try settings")
+
+
+def with_set(name: str, props: dict[str, Any], settings: list[str]) -> dict[str, Any]:
+    """``props`` of the sink ``name`` with the ``--set`` properties (the file sink's unchanged)."""
+    if name == "file":
+        return props
+    for item in settings:
+        if "=" not in item:
+            raise SystemExit(f"--set {item!r}: expected NAME=VALUE")
+    return {**props, **dict(item.split("=", 1) for item in settings)}
+
+
 def _config(pg: Any, slot: str, prefix: str) -> Config:
     return Config({
         "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
@@ -110,8 +129,11 @@ def _sink_type(name: str) -> str:
     return "nats-jetstream" if name.startswith("nats-jetstream") else name
 
 
-def drain_rate(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, rows: int, profile: int = 0) -> float:
-    """Events/s of the whole engine into ``sink_name`` until ``rows`` events were acknowledged.
+def drain_rate(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, rows: int,
+               profile: int = 0) -> tuple[float, float]:
+    """Events/s of the whole engine into ``sink_name`` until ``rows`` events were acknowledged, and the CPU
+    microseconds per event of every process taking part (cdc, PostgreSQL, the broker): a machine busy with
+    other work changes the first much more than the second.
 
     ``profile`` > 0: cProfile the thread that serializes and writes (the sink's side of the engine)
     and print that many of its top functions by own time.
@@ -138,13 +160,14 @@ def drain_rate(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, r
             done.set()
             engine.stop()
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), tree_cpu()
     runner = threading.Thread(target=engine.run, args=(handler,))
     runner.start()
     done.wait(900)
     elapsed = time.perf_counter() - started
     runner.join()
     sink.close()
+    cpu = tree_cpu() - cpu
     if profiler is not None:
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(profile)
@@ -152,7 +175,7 @@ def drain_rate(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, r
         start = next((i for i, line in enumerate(lines) if "function calls" in line), 0)
         print(f"profile of the {sink_name} sink's thread ({count:,} events, {elapsed:.2f}s):")
         print("\n".join("    " + line for line in lines[start:]))
-    return count / elapsed
+    return count / elapsed, cpu / max(count, 1) * 1e6
 
 
 def latency(pg: Any, sink_name: str, sink_props: dict[str, Any], slot: str, tx_rate: int, seconds: float) -> list[float]:
@@ -208,6 +231,36 @@ def _slot(sink_name: str) -> str:
     return sink_name.replace("-", "_").replace("#", "_")
 
 
+def processes() -> dict[int, tuple[int, float, float]]:
+    """Every process' parent, own CPU seconds (utime + stime) and its waited-for children's, from /proc ({} elsewhere)."""
+    out: dict[int, tuple[int, float, float]] = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[int(stat.parent.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick,
+                                      (int(fields[13]) + int(fields[14])) / tick)
+    return out
+
+
+def tree_cpu() -> float:
+    """CPU seconds so far of this process and every process under it (PostgreSQL, the brokers), ended ones included
+    (a parent counts the children it waited for)."""
+    procs = processes()
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _, _) in procs.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        if pid in procs:
+            total += procs[pid][1] + procs[pid][2]
+        todo += children.get(pid, [])
+    return total
+
+
 def _load() -> str:
     """The 1, 5 and 15 minute load averages."""
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
@@ -224,15 +277,19 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="print the top N functions (own time) of each sink's serialize+write thread")
     parser.add_argument("--no-latency", action="store_true", help="measure the drain rate only")
+    add_set_option(parser)
     args = parser.parse_args()
     names = ["file"] + [n for n in args.sinks.split(",") if n and n != "file"]
     rates: dict[str, float] = {}
+    cpus: dict[str, float] = {}
     lat: dict[str, list[float]] = {}
     with EmbeddedPostgres() as pg, tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         pg.create_database("bench")
         pg.execute(TABLE, dbname="bench")
         pg.execute("CREATE PUBLICATION bench_pub FOR TABLE bench", dbname="bench")
-        props = {n: TARGETS[n](stack, Path(tmp)) for n in names}
+        props = {n: with_set(n, TARGETS[n](stack, Path(tmp)), args.set) for n in names}
+        if args.set:
+            print(f"sink properties set: {', '.join(args.set)}")
         # The file sink runs before the first sink and after each one: a sink's ratio is to the mean of
         # the file runs on either side of it, so that a change of the machine's load hits both alike.
         others = names[1:]
@@ -244,7 +301,7 @@ def main() -> None:
         print(f"inserted {args.rows} rows in {time.perf_counter() - t:.2f}s; load average {_load()}")
         for run in order:
             n = run.split("#")[0]
-            rates[run] = drain_rate(pg, n, props[n], f"bench_{_slot(run)}", args.rows, args.profile)
+            rates[run], cpus[run] = drain_rate(pg, n, props[n], f"bench_{_slot(run)}", args.rows, args.profile)
         for n in names:
             if n == "file" or args.no_latency:
                 continue
@@ -252,11 +309,14 @@ def main() -> None:
             lat[n] = latency(pg, n, props[n], f"lat_{_slot(n)}", args.tx_rate, args.seconds)
     print(f"drain a {args.rows:,}-row backlog (PostgreSQL, pgoutput), JSON with schemas; load average {_load()}:")
     for i, run in enumerate(order):
+        cpu = f"CPU per event (cdc, PostgreSQL, broker): {cpus[run]:5.1f} us"
         if run.startswith("file#"):
-            print(f"  {'file':<14} sink: {rates[run]:>10,.0f} events/s")
+            print(f"  {'file':<14} sink: {rates[run]:>10,.0f} events/s   {cpu}")
             continue
         baseline = (rates[order[i - 1]] + rates[order[i + 1]]) / 2
-        print(f"  {run:<14} sink: {rates[run]:>10,.0f} events/s   ratio to the file sink around it {rates[run] / baseline:.2f}")
+        cpu_base = (cpus[order[i - 1]] + cpus[order[i + 1]]) / 2
+        print(f"  {run:<14} sink: {rates[run]:>10,.0f} events/s   {cpu}   ratio to the file sink around it "
+              f"{rates[run] / baseline:.2f} (CPU {cpus[run] / cpu_base:.2f}x)")
     print(f"commit-to-acknowledgement latency at ~{args.tx_rate:,} tx/s:")
     for n, values in lat.items():
         if not values:

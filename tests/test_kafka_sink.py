@@ -228,8 +228,10 @@ def _murmur2(data: bytes) -> int:
     return h
 
 
-def test_sink_headers_tombstones_partitions_and_too_large(kafka):
-    """Headers carried (JSON text), null values as tombstones, the Java client's partition for each key; a too large record is refused in one line."""
+@pytest.mark.parametrize("compression", [None, "none"], ids=["default-lz4", "none"])
+def test_sink_headers_tombstones_partitions_and_too_large(kafka, compression):
+    """Headers carried (JSON text), null values as tombstones, the Java client's partition for each key; a too large
+    record is refused in one line; the same with cdc's lz4 default and with Debezium Server's no compression."""
     from brokers.kafka import create_topic
 
     from cdc_core.config import Config
@@ -239,7 +241,10 @@ def test_sink_headers_tombstones_partitions_and_too_large(kafka):
 
     topic = unique_topic("direct")
     create_topic(kafka.bootstrap, topic, 6)
-    sink = KafkaSink(Config({"producer.bootstrap.servers": kafka.bootstrap, "producer.max.request.size": 200_000}))
+    props = {"producer.bootstrap.servers": kafka.bootstrap, "producer.max.request.size": 200_000}
+    if compression:
+        props["producer.compression.type"] = compression
+    sink = KafkaSink(Config(props))
     records = [SinkRecord(topic, orjson.dumps({"id": i}), None if i % 7 == 0 else orjson.dumps({"v": i}),
                           {"h": f"x{i}", "n": i} if i % 2 else {}) for i in range(100)]
     sink.write(records)
@@ -255,6 +260,26 @@ def test_sink_headers_tombstones_partitions_and_too_large(kafka):
         sink.write([SinkRecord(topic, b"1", b"x" * 300_000, {})])
     assert "SIZE_TOO_LARGE" in str(e.value) and "\n" not in str(e.value)
     sink.close()
+
+
+@pytest.mark.parametrize(("given", "used"), [
+    ({}, "lz4"),
+    ({"producer.compression.type": "none"}, "none"),
+    ({"producer.compression.type": "zstd"}, "zstd"),
+    ({"producer.compression.codec": "snappy"}, "snappy"),  # librdkafka's other name for it
+])
+def test_compression_is_lz4_unless_the_user_sets_it(kafka, given, used):
+    """The producer compresses with lz4 by default; ``producer.compression.type`` (or ``.codec``) set by the user wins."""
+    from cdc_core.config import Config
+    from cdc_core.sinks.kafka import KafkaSink
+
+    sink = KafkaSink(Config({"producer.bootstrap.servers": kafka.bootstrap, **given}))
+    try:
+        conf = sink._conf
+        assert conf.get("compression.type", conf.get("compression.codec")) == used
+        assert not ("compression.type" in conf and "compression.codec" in conf)
+    finally:
+        sink.close()
 
 
 def test_sigterm_while_the_broker_is_down_stops_without_moving_offsets(pg_server, pg_db, tmp_path):
