@@ -1,10 +1,10 @@
 """Change-table rows to RawChanges, a fetch at a time: positions, event_serial_no, source blocks and offsets.
 
 A row is ``(__$start_lsn, __$seqval, __$operation, <captured columns>)``, with its Table as one more
-item when several capture instances are merged. Runs of inserts and deletes (the common case) are
-converted a transaction at a time: LSN texts by ``map``, source blocks and offsets by comprehensions,
-RawChanges by ``tuple.__new__``; fetches holding updates (op 3 then op 4, paired into one event),
-or rows to skip after a restart, go row by row.
+item when several capture instances are merged. Fetches of inserts, deletes and updates whose before
+image (op 3) is followed by its after image (op 4) in the same fetch (the common case) are converted a
+transaction at a time: LSN texts by ``map``, source blocks and offsets by comprehensions, RawChanges by
+``tuple.__new__``; a fetch ending inside an update, or rows to skip after a restart, go row by row.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ _new_change = partial(tuple.__new__, RawChange)
 _OP = itemgetter(2)
 #: ``__$operation`` of the changes that are one row each: delete (1) and insert (2).
 _ONE_ROW_OPS = frozenset({1, 2})
+#: And with an update's before (3) and after (4) images.
+_ALL_OPS = frozenset({1, 2, 3, 4})
 
 
 def lsn_text(raw: bytes) -> str:
@@ -58,15 +60,26 @@ class ChangeRows:
         """The events of the next rows of the window, in order."""
         if not rows:
             return []
-        if not self.skipping and self.pending is None and _ONE_ROW_OPS.issuperset(map(_OP, rows)):
-            return self._one_row_changes(rows)
+        if self.skipping or self.pending is not None:
+            return self._each(rows)
+        ops = list(map(_OP, rows))
+        if _ONE_ROW_OPS.issuperset(ops):
+            return self._runs(rows, ops, None)
+        if _ALL_OPS.issuperset(ops) and ops[-1] != 3 and ops.count(3) == ops.count(4) and \
+                all(ops[i + 1] == 4 for i, op in enumerate(ops) if op == 3):
+            # Every before image (op 3) is followed by its after image (op 4): one event per row but the 3s.
+            events = [r for r, op in zip(rows, ops) if op != 3]
+            befores = [rows[i - 1] if op == 4 else None for i, op in enumerate(ops) if op != 3]
+            return self._runs(events, [op for op in ops if op != 3], befores)
         return self._each(rows)
 
-    def _one_row_changes(self, rows: list[tuple[Any, ...]]) -> list[RawChange]:
-        """Inserts and deletes, a run of one transaction (and table) at a time."""
+    def _runs(self, rows: list[tuple[Any, ...]], ops: list[int], befores: list[Any] | None) -> list[RawChange]:
+        """Events of ``rows`` (inserts, deletes, the after images of updates with ``befores``: their before images,
+        None for the others), a run of one transaction (and table) at a time."""
         out: list[RawChange] = []
         server, db, times, only, data_of = self.server, self.db, self.times, self.only, self._data
         version, connector = DEBEZIUM_VERSION, CONNECTOR
+        at = 0
         for _, group in groupby(rows, self._run_key):
             run = list(group)
             first = run[0]
@@ -74,17 +87,23 @@ class ChangeRows:
                 commit = bytes(first[0])
                 self.commit, self.commit_text, self.ts_us, self.change = commit, lsn_text(commit), times.get(commit, 0), None
             table = only if only is not None else first[-1]
+            run_ops = ops[at:at + len(run)]
+            run_befores = befores[at:at + len(run)] if befores is not None else None
+            at += len(run)
             changes = [r[1] for r in run]
             if changes[0].__class__ is not bytes:
                 changes = list(map(bytes, changes))
             texts = list(map(bytes.hex, changes, repeat(":"), repeat(-4)))
+            # event_serial_no: an update counts 2 (its two rows), the others 1, summed over events at one change LSN.
+            counts: Any = repeat(1) if 4 not in run_ops else [2 if op == 4 else 1 for op in run_ops]
             serials: Any
             if changes[0] != self.change and len(set(changes)) == len(changes):
-                serials, self.serial = repeat(1), 1  # every event at its own change LSN
+                serials = counts  # every event at its own change LSN
+                self.serial = 2 if run_ops[-1] == 4 else 1
             else:
                 serials, change, serial = [], self.change, self.serial
-                for c in changes:
-                    serial = serial + 1 if c == change else 1
+                for c, count in zip(changes, counts):
+                    serial = serial + count if c == change else count
                     change = c
                     serials.append(serial)
                 self.serial = serial
@@ -97,14 +116,18 @@ class ChangeRows:
                         "db": db, "sequence": None, "ts_us": ts_us, "ts_ns": ts_ns, "schema": schema, "table": name,
                         "change_lsn": t, "commit_lsn": commit_text, "event_serial_no": s} for t, s in positions]
             offsets = [{"commit_lsn": commit_text, "change_lsn": t, "event_serial_no": s} for t, s in positions]
-            ops = list(map(_OP, run))
-            if 1 not in ops:
+            if 1 not in run_ops and 4 not in run_ops:
                 out += map(_new_change, zip(repeat(table), repeat("c"), repeat(None), map(data_of, run), sources,
                                             offsets, repeat(commit_text), repeat(None)))
-            else:
+            elif run_befores is None or 4 not in run_ops:
                 out += [_new_change((table, "c", None, d, s, o, commit_text, None) if op == 2 else
                                     (table, "d", d, None, s, o, commit_text, None))
-                        for op, d, s, o in zip(ops, map(data_of, run), sources, offsets)]
+                        for op, d, s, o in zip(run_ops, map(data_of, run), sources, offsets)]
+            else:
+                out += [_new_change((table, "c", None, d, s, o, commit_text, None) if op == 2 else
+                                    (table, "u", data_of(b), d, s, o, commit_text, None) if op == 4 else
+                                    (table, "d", d, None, s, o, commit_text, None))
+                        for op, d, b, s, o in zip(run_ops, map(data_of, run), run_befores, sources, offsets)]
         self.emitted = True
         return out
 
