@@ -276,6 +276,17 @@ def test_null_in_non_optional_columns_becomes_the_default_or_zero() -> None:
     }
 
 
+def test_nulls_in_a_run_of_inserts_convert_as_in_a_single_insert() -> None:
+    # Ten inserts of one table are built in one go, column by column; every other row has NULL text columns.
+    rows = [(str(i), "2", "3", *(("x", "s") if i % 2 else (None, None)), "t", "1.5", "7", "n" if i % 2 else None)
+            for i in range(10)]
+    run = builder().build([RawChange(WIDE, "c", None, r, source(i), offset(i)) for i, r in enumerate(rows)])
+    alone = [builder().build([RawChange(WIDE, "c", None, r, source(i), offset(i))])[0] for i, r in enumerate(rows)]
+    assert [r.value["after"] for r in run] == [r.value["after"] for r in alone]
+    assert run[0].value["after"] == {"id": 0, "qty": 2, "big": 3, "label": "", "status": "new", "flag": True,
+                                     "ratio": 1.5, "price": "7", "note": None}
+
+
 @pytest.mark.parametrize(
     ("props", "value_fields"),
     [

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import operator
 from collections.abc import Callable, Sequence
+from itertools import repeat
 from typing import Any
 
 from cdc_core.events import UNAVAILABLE
@@ -132,7 +134,10 @@ def compile_batch_function(
     column that is also a value column reuses the value's conversion. ``keys`` is None without
     key columns. Rows must not carry ``UNAVAILABLE`` (inserts and snapshot reads never do).
     """
-    env: dict[str, Any] = {"_map": map, "_list": list, "_zip": zip}
+    # NULLs are found by identity (``_any(_map(_is, x, NONES))``): ``None in x`` calls ``==``, which for a
+    # Decimal is an ABC instance check per value.
+    env: dict[str, Any] = {"_map": map, "_list": list, "_zip": zip, "_any": any, "_is": operator.is_,
+                           "NONES": repeat(None)}
     lines = ["def rows(vs):", "    if not vs:", "        return [], ([] if HAS_KEY else None)", "    cols = _list(_zip(*vs))"]
     converted: dict[tuple[int, int], str] = {}  # (raw index, id(column)) -> local name of its converted list
 
@@ -144,7 +149,7 @@ def compile_batch_function(
         env[f"c{n}"] = column.convert
         env[f"f{n}"] = null_value(column)
         lines.append(f"    x = cols[{index}]")
-        lines.append(f"    a{n} = _list(_map(c{n}, x)) if None not in x else [f{n} if y is None else c{n}(y) for y in x]")
+        lines.append(f"    a{n} = [f{n} if y is None else c{n}(y) for y in x] if _any(_map(_is, x, NONES)) else _list(_map(c{n}, x))")
         converted[(index, id(column))] = f"a{n}"
         return f"a{n}"
 

@@ -11,16 +11,18 @@ skips what the offset says was already delivered.
 from __future__ import annotations
 
 import heapq
+from itertools import islice
+from operator import itemgetter
 from collections.abc import Iterable, Iterator
 from datetime import datetime, timedelta
 from typing import Any, NamedTuple
 
 from cdc_core.errors import ConnectorError
 from cdc_core.events import RawChange
+from cdc_sqlserver.change_rows import ChangeRows
 from cdc_sqlserver.catalog import CaptureInstance, instance_names, quote
 from cdc_sqlserver.lsn import NULL, Lsn, from_value
 from cdc_core.relational import Table
-from cdc_sqlserver.source import CONNECTOR, DEBEZIUM_VERSION
 
 _EPOCH = datetime(1970, 1, 1)
 _MICRO = timedelta(microseconds=1)
@@ -83,9 +85,9 @@ def direct_query(inst: CaptureInstance) -> str:
 COMMIT_TIMES = "SELECT start_lsn, tran_end_time FROM cdc.lsn_time_mapping WHERE start_lsn BETWEEN ? AND ?"
 
 
-def _merge_key(row: tuple[Any, ...]) -> tuple[bytes, bytes, int]:
-    """The order of change rows across capture instances: ``(__$start_lsn, __$seqval, __$operation)``."""
-    return bytes(row[0]), bytes(row[1]), row[2]
+#: The order of change rows across capture instances: ``(__$start_lsn, __$seqval, __$operation)`` (bytes and
+#: bytearray compare by content with each other, so no copy per row).
+_merge_key = itemgetter(0, 1, 2)
 
 
 class StreamReader:
@@ -213,8 +215,9 @@ class StreamReader:
         self.caught_up = to_lsn
         return self._read(from_lsn, to_lsn, tz)
 
-    def _rows(self, inst: CaptureInstance, from_lsn: Lsn, to_lsn: Lsn, whole: bool) -> Iterable[tuple[Any, ...]]:
-        """One instance's change rows in the window, within its own start and stop LSNs.
+    def _rows(self, inst: CaptureInstance, from_lsn: Lsn, to_lsn: Lsn, whole: bool
+              ) -> Iterable[list[tuple[Any, ...]]]:
+        """One instance's change rows in the window, within its own start and stop LSNs, a fetch (list) at a time.
 
         ``whole``: fetched at once (several instances are merged: one connection holds one open result
         set); else in ``streaming.fetch.size`` batches (all at once when 0).
@@ -234,12 +237,13 @@ class StreamReader:
             self.log.info("capture instance %s of %s is gone (sys.sp_cdc_disable_table): no longer read", inst.name,
                           inst.table.id)
             return ()
-        rows: Iterable[tuple[Any, ...]] = (cursor.fetchall() if whole or not self.fetch_size
-                                           else _batches(cursor, self.fetch_size))
+        fetches: Iterable[list[tuple[Any, ...]]] = ([cursor.fetchall()] if whole or not self.fetch_size
+                                                     else _batches(cursor, self.fetch_size))
         if inst.stop_lsn.available:
             stop = inst.stop_lsn.raw
-            rows = [r for r in rows if bytes(r[0]) < stop]  # from its stop LSN on, the newer instance has them
-        return rows
+            # from its stop LSN on, the newer instance has them
+            fetches = ([r for r in fetch if bytes(r[0]) < stop] for fetch in fetches)
+        return fetches
 
     def _commit_times(self, from_lsn: Lsn, to_lsn: Lsn, tz: timedelta) -> dict[bytes, int]:
         """``{commit LSN: commit time in microseconds since the epoch (UTC)}`` of the window's transactions."""
@@ -252,8 +256,8 @@ class StreamReader:
     def _read(self, from_lsn: Lsn, to_lsn: Lsn, tz: timedelta) -> Iterator[list[RawChange]]:
         """Every instance's rows of the window as events, in commit order (merged when several have rows).
 
-        The streaming hot path: one loop per row, positions kept as raw bytes (the NULL LSN as b"",
-        smallest, as Position.key() orders them), texts and commit times made once per transaction.
+        The streaming hot path: rows go to ``ChangeRows`` a fetch (at most ``_BATCH`` rows) at a time,
+        positions kept as raw bytes (the NULL LSN as b"", smallest, as Position.key() orders them).
         """
         times = self._commit_times(from_lsn, to_lsn, tz)
         live = [inst for inst in self.instances
@@ -265,120 +269,50 @@ class StreamReader:
             self.first_window = False
             return
         if len(streams) == 1:
-            table_of = None
-            rows: Iterable[tuple[Any, ...]] = streams[0][1]
-            only = streams[0][0]
+            only: Table | None = streams[0][0]
+            fetches: Iterable[list[tuple[Any, ...]]] = streams[0][1]
         else:
-            # Each row carries its table as the last item while merged (dropped by the slice below).
-            tagged = [[(*r, t) for r in rows] for t, rows in streams]
-            rows = heapq.merge(*tagged, key=_merge_key)
-            table_of = -1
+            # Each row carries its table as the last item while merged (ChangeRows leaves it out of the data).
+            tagged = [[(*r, t) for fetch in rows for r in fetch] for t, rows in streams]
             only = None
-        server, db, skipped_codes = self.server, self.db, self.skipped_codes
-        batch: list[RawChange] = []
-        append = batch.append
-        pending: tuple[Any, ...] | None = None
-        skipping = self.first_window
-        start, start_serial = self.on_start.key(), self.on_start_serial
-        seen_at_start = 1
-        last_commit, last_change = self._last_raw
-        commit_text, change_text, serial, ts_us = self._commit_text, self._change_text, self.serial, self._ts_us
-        schema = table_name = None
-        table = None
-        emitted = False
-        for row in rows:
-            commit, change, op = row[0], row[1], row[2]
-            if op in skipped_codes:
-                continue
-            if pending is None:
-                if skipping:
-                    position = (bytes(commit), bytes(change))
-                    if position < start:
-                        continue
-                    if position == start:
-                        if seen_at_start <= start_serial:  # rows at the stored position, delivered before
-                            seen_at_start += 1
-                            continue
-                    else:
-                        skipping = False  # positions only grow from here: nothing more was delivered before
-                if op == 3:
-                    pending = row
-                    continue
-                before = None
-                count = 1
-            else:
-                if op != 4:
-                    raise ConnectorError(f"the update before image at {_text(bytes(commit))}:{_text(bytes(change))} "
-                                         f"of table {table_of_row(row, only).id} was not followed by its after image "
-                                         "(__$operation 4)")
-                before, pending = pending, None
-                count = 2
-            # The event: its position, event_serial_no, source block and offset as Debezium sets them.
-            if commit != last_commit:
-                last_commit = commit = bytes(commit)
-                commit_text = _text(commit)
-                ts_us = times.get(commit, 0)
-                last_change = None
-            if change != last_change:
-                last_change = change = bytes(change)
-                change_text = _text(change)
-                serial = count
-            else:
-                serial += count
-            emitted = True
-            t = only if table_of is None else row[-1]
-            if t is not table:
-                table = t
-                schema, table_name = t.id.schema or "", t.id.table
-            data = row[3:] if table_of is None else row[3:-1]
-            source = {"version": DEBEZIUM_VERSION, "connector": CONNECTOR, "name": server, "ts_ms": ts_us // 1000,
-                      "snapshot": "false", "db": db, "sequence": None, "ts_us": ts_us, "ts_ns": ts_us * 1000,
-                      "schema": schema, "table": table_name, "change_lsn": change_text, "commit_lsn": commit_text,
-                      "event_serial_no": serial}
-            offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": serial}
-            if op == 2:
-                append(RawChange(table, "c", None, data, source, offset, commit_text))
-            elif op == 4:
-                append(RawChange(table, "u", before[3:len(data) + 3], data, source, offset, commit_text))
-            else:
-                append(RawChange(table, "d", data, None, source, offset, commit_text))
-            if len(batch) >= _BATCH:
-                self._keep(emitted, last_commit, last_change, commit_text, change_text, serial, ts_us)
-                yield batch
-                batch = []
-                append = batch.append
-        if pending is not None:
+            fetches = _fetches(heapq.merge(*tagged, key=_merge_key))
+        rows = ChangeRows(self.server, self.db, times, only, self._last_raw, (self._commit_text, self._change_text),
+                          self.serial, self._ts_us, self.first_window, self.on_start.key(), self.on_start_serial)
+        skipped_codes = self.skipped_codes
+        for fetch in fetches:
+            for i in range(0, len(fetch), _BATCH):
+                chunk = fetch[i:i + _BATCH] if i or len(fetch) > _BATCH else fetch
+                if skipped_codes:
+                    chunk = [r for r in chunk if r[2] not in skipped_codes]
+                batch = rows.convert(chunk)
+                self._keep(rows)
+                if batch:
+                    yield batch
+        if rows.pending is not None:
             raise ConnectorError(f"the update before image of a change at the end of window {to_lsn} was not "
                                  "followed by its after image (__$operation 4)")
         self.first_window = False
-        self._keep(emitted, last_commit, last_change, commit_text, change_text, serial, ts_us)
-        if batch:
-            yield batch
 
-    def _keep(self, emitted: bool, commit: bytes, change: bytes, commit_text: str, change_text: str, serial: int,
-              ts_us: int) -> None:
+    def _keep(self, rows: ChangeRows) -> None:
         """Remember the last event's position (the offset, and where the next window starts)."""
-        if emitted:
-            self._last_raw = (commit, change)
-            self._commit_text, self._change_text, self.serial, self._ts_us = commit_text, change_text, serial, ts_us
+        if rows.emitted:
+            self._last_raw = (rows.commit, rows.change)
+            self._commit_text, self._change_text, self.serial, self._ts_us = (rows.commit_text, rows.change_text,
+                                                                               rows.serial, rows.ts_us)
             self._emitted = True
 
 
-#: Events per yielded batch.
+#: Rows per conversion (and at most events per yielded batch).
 _BATCH = 2048
 
 
-def table_of_row(row: tuple[Any, ...], only: Table | None) -> Table:
-    """The table of a row of the window (the single stream's, or the merged row's tag)."""
-    return only if only is not None else row[-1]
-
-
-def _batches(cursor: Any, size: int) -> Iterator[tuple[Any, ...]]:
+def _batches(cursor: Any, size: int) -> Iterator[list[tuple[Any, ...]]]:
     """A cursor's rows, fetched ``size`` at a time (``streaming.fetch.size``)."""
     while rows := cursor.fetchmany(size):
-        yield from rows
+        yield rows
 
 
-def _text(raw: bytes) -> str:
-    """An LSN's text form from its 10 bytes (``NULL`` for b"")."""
-    return raw.hex(":", -4) if raw else "NULL"  # 4:4:2 bytes, grouped from the left
+def _fetches(rows: Iterator[tuple[Any, ...]]) -> Iterator[list[tuple[Any, ...]]]:
+    """Merged rows in lists of ``_BATCH``."""
+    while chunk := list(islice(rows, _BATCH)):
+        yield chunk
