@@ -221,9 +221,9 @@ class StreamReader:
             source = template.copy()
             source["change_lsn"] = change_text
             offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": 1}
-            batch.append(_new_change((tables[n], kind, list(before[4:]) if before is not None else None,
-                                      list(after[4:]) if after is not None else None, source, offset, commit_text,
-                                      None)))
+            # The row's columns after the four CD columns, as they came (a slice, as SQL Server's reader passes).
+            batch.append(_new_change((tables[n], kind, before[4:] if before is not None else None,
+                                      after[4:] if after is not None else None, source, offset, commit_text, None)))
             open_tx = (commit, commit_text, offset, ts_us // 1000)
             if len(batch) >= 1024:
                 self._commit_raw, self._commit_text, self._change_text = commit_raw, commit_text, change_text
