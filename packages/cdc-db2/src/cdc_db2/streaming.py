@@ -195,8 +195,7 @@ class StreamReader:
             elif op == "U":
                 kind, before, after = "u", None, row
             else:
-                self._commit_raw, self._commit_text, self._change_text = commit_raw, commit_text, change_text
-                self._emitted, self._open_tx = emitted, open_tx
+                self._keep(commit_raw, commit_text, change_text, emitted, open_tx)
                 raise ConnectorError(f"unknown IBMSNAP_OPERATION {op!r} at {text(commit)}:{text(intent)} in "
                                      f"{self.tables[n].registration.change_table}")
             if not past:
@@ -226,15 +225,19 @@ class StreamReader:
                                       after[4:] if after is not None else None, source, offset, commit_text, None)))
             open_tx = (commit, commit_text, offset, ts_us // 1000)
             if len(batch) >= 1024:
-                self._commit_raw, self._commit_text, self._change_text = commit_raw, commit_text, change_text
-                self._emitted, self._open_tx = emitted, open_tx
+                self._keep(commit_raw, commit_text, change_text, emitted, open_tx)
                 yield batch
                 batch = []
-        self._commit_raw, self._commit_text, self._change_text = commit_raw, commit_text, change_text
-        self._emitted, self._open_tx = emitted, None
+        self._keep(commit_raw, commit_text, change_text, emitted, None)
         if open_tx is not None:  # a window holds whole transactions (asncap writes each one at once)
             batch.append(Checkpoint(open_tx[2], transaction_end=open_tx[1], ts_ms=open_tx[3]))
         # The whole window is read: the next one starts above its end.
         self.last = max(self.last, end)
         if batch:
             yield batch
+
+    def _keep(self, commit_raw: bytes, commit_text: str, change_text: str, emitted: bool,
+              open_tx: tuple[bytes, str, dict[str, Any], int] | None) -> None:
+        """Store the position of the last event read (kept in locals while a window is converted)."""
+        self._commit_raw, self._commit_text, self._change_text = commit_raw, commit_text, change_text
+        self._emitted, self._open_tx = emitted, open_tx
