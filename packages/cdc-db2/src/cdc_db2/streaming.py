@@ -12,12 +12,15 @@ the intent sequence of its first row, so a restart skips exactly the changes its
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
+from functools import partial
+from itertools import chain, repeat
+from operator import itemgetter
 from typing import Any
 
 from cdc_core.errors import ConnectorError
+from cdc_core.byte_lsn import grouped_hex
 from cdc_core.events import Checkpoint, RawChange
 from cdc_db2.catalog import LUW, CaptureTable, max_lsn_query, quote
 from cdc_db2.dialects import Dialect
@@ -30,6 +33,11 @@ _MICRO = timedelta(microseconds=1)
 #: Above every intent sequence: a position ``(commit, _AFTER_ALL)`` covers the whole transaction.
 _AFTER_ALL = b"\xff" * 17
 _SKIPPED = {"c": "I", "d": "D"}
+#: IBMSNAP_OPERATION values as drivers return them (CHAR(1), maybe padded); others go through str().strip().
+_OPERATIONS = {"I": "I", "D": "D", "U": "U", "I ": "I", "D ": "D", "U ": "U"}
+_COMMIT, _INTENT = itemgetter(0), itemgetter(1)
+#: A RawChange from its fields in one tuple, made by tuple.__new__ in C.
+_new_change = partial(tuple.__new__, RawChange)
 #: At most this many transactions per window (a backlog is read in steps, not all into memory at once).
 WINDOW_TRANSACTIONS = 5000
 
@@ -63,10 +71,18 @@ class ResumePoint:
         self.position = (commit, change.raw if change.available else _AFTER_ALL)
 
 
-def _keyed(rows: list[tuple[Any, ...]], n: int) -> Iterator[tuple[Any, ...]]:
-    """Rows of CD table ``n`` with their merge key ``(commit, intent, n)`` first."""
-    for r in rows:
-        yield bytes(r[0]), bytes(r[1]), n, r
+def _keyed(rows: list[tuple[Any, ...]], n: int) -> list[tuple[bytes, bytes, int, tuple[Any, ...]]]:
+    """Rows of CD table ``n`` with their merge key ``(commit, intent, n)`` first (built in C, no call per row)."""
+    return list(zip(map(bytes, map(_COMMIT, rows)), map(bytes, map(_INTENT, rows)), repeat(n), rows))
+
+
+def _micros(when: Any) -> int:
+    """A commit time (IBMSNAP_LOGMARKER) in microseconds since the epoch, UTC (0 when there is none)."""
+    if not isinstance(when, datetime):
+        return 0
+    if when.tzinfo is not None:
+        when = when.astimezone(timezone.utc).replace(tzinfo=None)
+    return (when - _EPOCH) // _MICRO
 
 
 class StreamReader:
@@ -123,16 +139,9 @@ class StreamReader:
             to_lsn = bytes(row[0])
         return self._read(self.last[0] or b"\x00", to_lsn)
 
-    def _end_transaction(self, batch: list[Any]) -> None:
-        """The END checkpoint of the open transaction (the core writes its END event from it)."""
-        if self._open_tx is not None:
-            _, tid, offset, ts_ms = self._open_tx
-            batch.append(Checkpoint(offset, transaction_end=tid, ts_ms=ts_ms))
-            self._open_tx = None
-
     def _read(self, from_lsn: bytes, to_lsn: bytes) -> Iterator[list[RawChange | Checkpoint]]:
         """Merge every CD table's rows of the window into events, in commit order."""
-        streams = []
+        parts = []
         for n, query in enumerate(self.queries):
             cur = self.conn.cursor()
             try:
@@ -144,76 +153,96 @@ class StreamReader:
                 self.log.info("CD table %s is gone (the table left capture mode)",
                               self.tables[n].registration.change_table)
                 continue
-            streams.append(_keyed(cur.fetchall(), n))
+            if rows := cur.fetchall():
+                parts.append(_keyed(rows, n))
+        # Each table's rows come sorted: one table's are the window; several merge (timsort finds the runs).
+        merged = parts[0] if len(parts) == 1 else sorted(chain.from_iterable(parts))
+        yield from self._events(merged, (to_lsn, _AFTER_ALL))
+
+    def _events(self, merged: list[tuple[bytes, bytes, int, tuple[Any, ...]]],
+                end: tuple[bytes, bytes]) -> Iterator[list[Any]]:
+        """The window's rows (merge key first) as batches of events, the window read up to ``end``.
+
+        A D row and the I row right after it (same table, same commit; on z/OS too, as Debezium's z/OS query
+        pairs them) are one update; rows at or below the resume point are dropped. Per-row state lives in
+        locals, stored on the reader before each batch leaves.
+        """
+        last_commit, last_intent = self.last
+        tables = [t.table for t in self.tables]
+        skipped, skip_updates = self.skipped, self.skip_updates
+        skip_c, skip_d = "I" in skipped, "D" in skipped
+        server, db = self.server, self.db
+        commit_raw, commit_text, change_text = self._commit_raw, self._commit_text, self._change_text
+        emitted = self._emitted
+        open_tx = self._open_tx
+        # The source block of the events of one table in one commit, all but change_lsn (built once per run).
+        source_key: tuple[Any, ...] | None = None
+        template: dict[str, Any] = {}
+        ts_us = 0
+        past = False  # rows come in position order: once one is above the resume point, all that follow are
         batch: list[Any] = []
-        last = self.last
-        pending: tuple[bytes, bytes, int, tuple[Any, ...]] | None = None
-        for item in heapq.merge(*streams):
-            commit, intent, n, row = item
-            if pending is not None:
-                p_commit, p_intent, p_n, p_row = pending
-                pending = None
-                if p_n == n and p_commit == commit and str(row[2]).strip() == "I":
-                    self._emit(batch, n, p_commit, p_intent, "u", p_row, row, last)
-                    continue
-                self._emit(batch, p_n, p_commit, p_intent, "d", p_row, None, last)
-            op = str(row[2]).strip()
-            if op == "D":
-                pending = item  # maybe the before image of an update (its I row follows)
-                continue
+        count = len(merged)
+        i = 0
+        while i < count:
+            commit, intent, n, row = merged[i]
+            i += 1
+            code = row[2]
+            op = _OPERATIONS.get(code) or str(code).strip()
             if op == "I":
-                self._emit(batch, n, commit, intent, "c", None, row, last)
+                kind, before, after = "c", None, row
             elif op == "D":
-                self._emit(batch, n, commit, intent, "d", row, None, last)
+                kind, before, after = "d", row, None
+                if i < count:
+                    n_commit, _, n_n, n_row = merged[i]
+                    if n_n == n and n_commit == commit and (_OPERATIONS.get(n_row[2]) or str(n_row[2]).strip()) == "I":
+                        kind, after = "u", n_row  # the before image of an update and its after image
+                        i += 1
             elif op == "U":
-                self._emit(batch, n, commit, intent, "u", None, row, last)
+                kind, before, after = "u", None, row
             else:
+                self._keep(commit_raw, commit_text, change_text, emitted, open_tx)
                 raise ConnectorError(f"unknown IBMSNAP_OPERATION {op!r} at {text(commit)}:{text(intent)} in "
                                      f"{self.tables[n].registration.change_table}")
+            if not past:
+                if commit < last_commit or (commit == last_commit and intent <= last_intent):
+                    continue
+                past = True
+            if commit != commit_raw:
+                commit_raw, commit_text = commit, grouped_hex(commit)
+            change_text = grouped_hex(intent)
+            emitted = True
+            if (kind == "c" and skip_c) or (kind == "d" and skip_d) or (kind == "u" and skip_updates):
+                continue
+            when = (after or before)[3]
+            if source_key is None or source_key[0] is not commit_raw or source_key[1] != n or source_key[2] != when:
+                ts_us = _micros(when)
+                table = tables[n]
+                template = source_block(server, db, ts_us, "false", table.id.schema or "", table.id.table,
+                                        None, commit_text)
+                source_key = (commit_raw, n, when)
+            if open_tx is not None and open_tx[0] != commit:
+                batch.append(Checkpoint(open_tx[2], transaction_end=open_tx[1], ts_ms=open_tx[3]))
+            source = template.copy()
+            source["change_lsn"] = change_text
+            offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": 1}
+            # The row's columns after the four CD columns, as they came (a slice, as SQL Server's reader passes).
+            batch.append(_new_change((tables[n], kind, before[4:] if before is not None else None,
+                                      after[4:] if after is not None else None, source, offset, commit_text, None)))
+            open_tx = (commit, commit_text, offset, ts_us // 1000)
             if len(batch) >= 1024:
+                self._keep(commit_raw, commit_text, change_text, emitted, open_tx)
                 yield batch
                 batch = []
-        if pending is not None:
-            p_commit, p_intent, p_n, p_row = pending
-            self._emit(batch, p_n, p_commit, p_intent, "d", p_row, None, last)
-        self._end_transaction(batch)  # a window holds whole transactions (asncap writes each one at once)
+        self._keep(commit_raw, commit_text, change_text, emitted, None)
+        if open_tx is not None:  # a window holds whole transactions (asncap writes each one at once)
+            batch.append(Checkpoint(open_tx[2], transaction_end=open_tx[1], ts_ms=open_tx[3]))
         # The whole window is read: the next one starts above its end.
-        self.last = max(self.last, (to_lsn, _AFTER_ALL))
+        self.last = max(self.last, end)
         if batch:
             yield batch
 
-    def _emit(self, batch: list[Any], n: int, commit: bytes, intent: bytes, op: str,
-              before: tuple[Any, ...] | None, after: tuple[Any, ...] | None, last: tuple[bytes, bytes]) -> None:
-        """Append one event unless its position is at or below the resume point."""
-        if (commit, intent) <= last:
-            return
-        if (op == "c" and "I" in self.skipped) or (op == "d" and "D" in self.skipped) or \
-                (op == "u" and self.skip_updates):
-            self._position(commit, intent)
-            return
-        row = after if after is not None else before
-        assert row is not None
-        when = row[3]
-        if isinstance(when, datetime):
-            if when.tzinfo is not None:
-                when = when.astimezone(timezone.utc).replace(tzinfo=None)
-            ts_us = (when - _EPOCH) // _MICRO
-        else:
-            ts_us = 0
-        if self._open_tx is not None and self._open_tx[0] != commit:
-            self._end_transaction(batch)
-        self._position(commit, intent)
-        table = self.tables[n].table
-        source = source_block(self.server, self.db, ts_us, "false", table.id.schema or "", table.id.table,
-                              self._change_text, self._commit_text)
-        offset = {"commit_lsn": self._commit_text, "change_lsn": self._change_text, "event_serial_no": 1}
-        batch.append(RawChange(table, op, list(before[4:]) if before is not None else None,
-                               list(after[4:]) if after is not None else None, source, offset, self._commit_text))
-        self._open_tx = (commit, self._commit_text, offset, ts_us // 1000)
-
-    def _position(self, commit: bytes, intent: bytes) -> None:
-        """Record the position of the last event read (the commit LSN's text once per transaction)."""
-        if commit != self._commit_raw:
-            self._commit_raw, self._commit_text = commit, text(commit)
-        self._change_text = text(intent)
-        self._emitted = True
+    def _keep(self, commit_raw: bytes, commit_text: str, change_text: str, emitted: bool,
+              open_tx: tuple[bytes, str, dict[str, Any], int] | None) -> None:
+        """Store the position of the last event read (kept in locals while a window is converted)."""
+        self._commit_raw, self._commit_text, self._change_text = commit_raw, commit_text, change_text
+        self._emitted, self._open_tx = emitted, open_tx
