@@ -115,7 +115,8 @@ def _amount_parameters(record):
     return fields["amount"].parameters
 
 
-def test_a_type_changed_while_stopped_converts_with_the_historys_type_until_the_new_instance(inventory, tmp_path):
+def _prices_streamed(inventory, tmp_path):
+    """``dbo.prices (id, amount DECIMAL(10,2))`` with one row, captured and streamed once: (config, offsets)."""
     inventory.create_table("CREATE TABLE dbo.prices (id INT NOT NULL PRIMARY KEY, amount DECIMAL(10,2))")
     inventory.execute("INSERT INTO dbo.prices VALUES (1, 1.50)")
     inventory.enable_table("dbo", "prices")
@@ -123,6 +124,11 @@ def test_a_type_changed_while_stopped_converts_with_the_historys_type_until_the_
     config = inventory.properties(**{"table.include.list": "dbo.prices",
                                      "schema.history.internal.file.filename": str(tmp_path / "history.dat")})
     _run(config, store, lambda rs: len(_prices(rs)) >= 1)
+    return config, store
+
+
+def test_a_type_changed_while_stopped_converts_with_the_historys_type_until_the_new_instance(inventory, tmp_path):
+    config, store = _prices_streamed(inventory, tmp_path)
     # While the connector is down: a change under the old type, the ALTER, a new capture instance, a change under it.
     inventory.execute("INSERT INTO dbo.prices VALUES (2, 2.25)")
     inventory.wait_captured()
@@ -143,13 +149,7 @@ def test_a_type_changed_while_stopped_converts_with_the_historys_type_until_the_
 
 def test_a_type_changed_with_no_new_capture_instance_keeps_the_historys_type_and_no_alter(inventory, tmp_path):
     """As Debezium 2.7.4: the current instance converts with the history's table (no event) until a new instance."""
-    inventory.create_table("CREATE TABLE dbo.prices (id INT NOT NULL PRIMARY KEY, amount DECIMAL(10,2))")
-    inventory.execute("INSERT INTO dbo.prices VALUES (1, 1.50)")
-    inventory.enable_table("dbo", "prices")
-    store = MemoryOffsetStore()
-    config = inventory.properties(**{"table.include.list": "dbo.prices",
-                                     "schema.history.internal.file.filename": str(tmp_path / "history.dat")})
-    _run(config, store, lambda rs: len(_prices(rs)) >= 1)
+    config, store = _prices_streamed(inventory, tmp_path)
     # While the connector is down: the column's type changes, the capture instance stays.
     inventory.alter_column("dbo", "prices", "amount", "DECIMAL(12,4)")
     inventory.execute("INSERT INTO dbo.prices VALUES (2, 2.25)")

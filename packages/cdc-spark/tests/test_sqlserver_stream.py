@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import time
-
-import orjson
+from change_table_spark import KeyedState, available_now, chunked_read, standin_options
 
 from cdc_sqlserver.odbc import STANDIN_DRIVER
 from cdc_sqlserver.standin.testing import standin  # noqa: F401  (fixture)
@@ -12,11 +10,9 @@ from cdc_sqlserver.standin.testing import standin  # noqa: F401  (fixture)
 ROWS = 1200
 
 
-def _props(standin) -> dict[str, str]:
-    """Spark options: the stand-in's properties, with the driver that routes Spark's Python workers to it."""
-    props = {k: str(v) for k, v in standin.properties(prefix="ms").items()}
-    props.pop("connector.class", None)
-    return {**props, "connector": "sqlserver", "driver.Driver": STANDIN_DRIVER, "poll.interval.ms": "100"}
+def _props(standin, table: str, chunk_rows: int) -> dict[str, str]:
+    """Spark options for one table of the stand-in."""
+    return standin_options(standin, "ms", "sqlserver", STANDIN_DRIVER, table, chunk_rows)
 
 
 def test_parallel_chunks_then_available_now_with_writes_before_and_during_it(spark, standin, tmp_path):
@@ -25,51 +21,27 @@ def test_parallel_chunks_then_available_now_with_writes_before_and_during_it(spa
     standin.enable_db()
     standin.enable_table("dbo", "items")
     standin.agent.start()
-    props = {**_props(standin), "table": "dbo.items", "snapshotChunkRows": "200"}
+    props = _props(standin, "dbo.items", 200)
 
-    df = spark.read.format("cdc").options(**props).load()
-    assert df.rdd.getNumPartitions() >= 5
-    rows = [orjson.loads(r.value)["payload"] for r in df.select("value").collect()]
+    partitions, rows = chunked_read(spark, props)
+    assert partitions >= 5
     assert sorted(p["after"]["id"] for p in rows) == list(range(1, ROWS + 1))
     markers = [p["source"]["snapshot"] for p in rows]
     assert markers.count("first") == 1 and markers.count("last") == 1
 
     # Streaming: changes committed before the query starts come through the chunks or the stream (the
     # handoff), once each; AvailableNow ends at the max LSN of its start, a second run catches up.
-    state: dict[int, int] = {}
-
-    def apply(batch, _batch_id):
-        for r in batch.select("value").collect():
-            if r.value is None:
-                continue
-            p = orjson.loads(r.value)["payload"]
-            if p["op"] == "d":
-                state.pop(p["before"]["id"], None)
-            else:
-                state[p["after"]["id"]] = p["after"]["v"]
-
+    state = KeyedState("id", "v")
     for n in range(100):
         standin.execute(f"UPDATE dbo.items SET v = v + 1 WHERE id = {1 + (n * 37) % ROWS}")
     standin.execute("DELETE FROM dbo.items WHERE id = 5")
 
-    def run():
-        return (spark.readStream.format("cdc").options(**props).load().writeStream.foreachBatch(apply)
-                .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
-
-    query = run()
-    late = 0
-    while query.isActive and late < 30:
-        standin.execute(f"INSERT INTO dbo.items VALUES ({ROWS + 1 + late}, 0)")
-        late += 1
-        time.sleep(0.05)
-    assert query.awaitTermination(120), "Trigger.AvailableNow did not stop"
-    assert query.exception() is None
-    assert 5 not in state and all(state.get(1 + (n * 37) % ROWS, 0) >= 1 for n in range(100))
+    available_now(spark, props, state, tmp_path / "ck",
+                  lambda late: standin.execute(f"INSERT INTO dbo.items VALUES ({ROWS + 1 + late}, 0)"), 30)
+    assert 5 not in state.rows and all(state.rows.get(1 + (n * 37) % ROWS, 0) >= 1 for n in range(100))
     standin.wait_captured()
-    query = run()
-    assert query.awaitTermination(120), "the second Trigger.AvailableNow did not stop"
-    assert query.exception() is None
-    assert state == {r[0]: r[1] for r in standin.execute("SELECT id, v FROM dbo.items")}
+    available_now(spark, props, state, tmp_path / "ck")
+    assert state.rows == {r[0]: r[1] for r in standin.execute("SELECT id, v FROM dbo.items")}
 
 
 def test_a_varchar_key_is_read_in_parallel_key_ranges_then_streamed(spark, standin, tmp_path):
@@ -79,40 +51,19 @@ def test_a_varchar_key_is_read_in_parallel_key_ranges_then_streamed(spark, stand
     standin.enable_db()
     standin.enable_table("dbo", "codes")
     standin.agent.start()
-    props = {**_props(standin), "table": "dbo.codes", "snapshotChunkRows": "100"}
+    props = _props(standin, "dbo.codes", 100)
 
-    df = spark.read.format("cdc").options(**props).load()
-    assert df.rdd.getNumPartitions() >= 6
-    rows = [orjson.loads(r.value)["payload"] for r in df.select("value").collect()]
+    partitions, rows = chunked_read(spark, props)
+    assert partitions >= 6
     assert sorted(p["after"]["code"] for p in rows) == sorted(f"c-{g}" for g in range(1, 601))
 
-    state: dict[str, int] = {}
-
-    def apply(batch, _batch_id):
-        for r in batch.select("value").collect():
-            if r.value is not None:
-                p = orjson.loads(r.value)["payload"]
-                if p["op"] == "d":
-                    state.pop(p["before"]["code"], None)
-                else:
-                    state[p["after"]["code"]] = p["after"]["v"]
-
+    state = KeyedState("code", "v")
     for n in range(40):
         standin.execute(f"UPDATE dbo.codes SET v = v + 1 WHERE code = 'c-{1 + (n * 37) % 600}'")
     standin.execute("DELETE FROM dbo.codes WHERE code = 'c-5'")
 
-    def run():
-        return (spark.readStream.format("cdc").options(**props).load().writeStream.foreachBatch(apply)
-                .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
-
-    query = run()
-    late = 0
-    while query.isActive and late < 20:
-        standin.execute(f"UPDATE dbo.codes SET v = v + 1 WHERE code = 'c-{2 + late * 29}'")
-        late += 1
-        time.sleep(0.05)
-    assert query.awaitTermination(120) and query.exception() is None
+    available_now(spark, props, state, tmp_path / "ck",
+                  lambda late: standin.execute(f"UPDATE dbo.codes SET v = v + 1 WHERE code = 'c-{2 + late * 29}'"), 20)
     standin.wait_captured()
-    query = run()
-    assert query.awaitTermination(120) and query.exception() is None
-    assert state == {r[0]: r[1] for r in standin.execute("SELECT code, v FROM dbo.codes")}
+    available_now(spark, props, state, tmp_path / "ck")
+    assert state.rows == {r[0]: r[1] for r in standin.execute("SELECT code, v FROM dbo.codes")}
