@@ -16,15 +16,12 @@ import os
 import time
 from typing import Any
 
-from cdc_core.relational import Table, TableId
-from cdc_db2.catalog import CaptureTable, Registration
 from cdc_db2.lsn import from_value
 from cdc_db2.standin import dbapi
-from cdc_db2.standin.server import StandIn
-from cdc_db2.streaming import ResumePoint, StreamReader, change_query
+from cdc_db2.streaming import ResumePoint, StreamReader
 
-from change_table_backlog import changes_argument, fill_backlog, throwaway_database
-from db2_streaming import COLUMNS
+from change_table_backlog import changes_argument
+from db2_streaming import backlog, bare_query
 
 
 class _Fetched:
@@ -45,23 +42,12 @@ class _Fetched:
 
 def main() -> None:
     """Run the benchmark and print the rates."""
-    changes = changes_argument()
-    dbapi.install()
-    with throwaway_database() as (pg, db):
-        s = StandIn(pg, db)
-        s.create_table("BENCH", "ITEMS", COLUMNS, key=["ID"])
-        s.add_table("BENCH", "ITEMS")
-        fill_backlog(s, '"BENCH"."ITEMS"', changes)
+    with backlog(changes_argument()) as (pg, db, s, start):
         s.execute('UPDATE "BENCH"."ITEMS" SET "QTY" = "QTY" + 1 WHERE "ID" % 10 = 0')
         s.wait_captured(600)
         s.agent.stop()
-        start = bytes(s.execute("SELECT cd_old_synchpoint FROM asncdc.ibmsnap_register WHERE source_table = 'ITEMS'")
-                      [0][0])
         conn = dbapi.connect(f"DATABASE={db};HOSTNAME={pg.host};PORT={pg.port};PROTOCOL=TCPIP;", pg.user, "")
-        captured = CaptureTable(Table(TableId(db, "BENCH", "ITEMS"), [], ["ID"]),
-                                Registration("BENCH", "ITEMS", "ASNCDC", "CDC_BENCH_ITEMS", True))
-        query = change_query(captured, "ASNCDC").replace("u.IBMSNAP_LOGMARKER, ", "u.IBMSNAP_LOGMARKER, " + ", ".join(
-            f'cd."{c}"' for c, _ in COLUMNS)).replace(", FROM", " FROM")
+        captured, query = bare_query(db)
         cur = conn.cursor()
         cur.execute("SELECT MAX(SYNCHPOINT) FROM ASNCDC.IBMSNAP_REGISTER")
         top = bytes(cur.fetchone()[0])

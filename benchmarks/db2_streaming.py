@@ -14,6 +14,9 @@ Usage: ``uv run python benchmarks/db2_streaming.py [--changes N]``.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from cdc_core.relational import Table, TableId
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -30,9 +33,10 @@ COLUMNS = [("ID", "INTEGER NOT NULL"), ("NAME", "VARCHAR(40)"), ("AMOUNT", "DECI
            ("CREATED", "TIMESTAMP(3)")]
 
 
-def main() -> None:
-    """Run the benchmark and print the rates."""
-    changes = changes_argument()
+@contextmanager
+def backlog(changes: int) -> Iterator[tuple[Any, str, StandIn, bytes]]:
+    """``BENCH.ITEMS`` (COLUMNS) on a throwaway stand-in with ``changes`` inserts captured: (PostgreSQL, database,
+    stand-in, the table's first synchpoint)."""
     dbapi.install()
     with throwaway_database() as (pg, db):
         s = StandIn(pg, db)
@@ -41,7 +45,22 @@ def main() -> None:
         fill_backlog(s, '"BENCH"."ITEMS"', changes)
         start = bytes(s.execute("SELECT cd_old_synchpoint FROM asncdc.ibmsnap_register WHERE source_table = 'ITEMS'")
                       [0][0])
+        yield pg, db, s, start
 
+
+def bare_query(db: str) -> tuple[CaptureTable, str]:
+    """``BENCH.ITEMS``'s capture and the connector's own CD-table query selecting every column (the bare read's)."""
+    captured = CaptureTable(Table(TableId(db, "BENCH", "ITEMS"), [], ["ID"]),
+                            Registration("BENCH", "ITEMS", "ASNCDC", "CDC_BENCH_ITEMS", True))
+    query = change_query(captured, "ASNCDC").replace("u.IBMSNAP_LOGMARKER, ", "u.IBMSNAP_LOGMARKER, " + ", ".join(
+        f'cd."{c}"' for c, _ in COLUMNS)).replace(", FROM", " FROM")
+    return captured, query
+
+
+def main() -> None:
+    """Run the benchmark and print the rates."""
+    changes = changes_argument()
+    with backlog(changes) as (pg, db, s, start):
         config = s.properties(**{"snapshot.mode": "no_data"})
         store = MemoryOffsetStore()
         store.commit([({"server": "mydatabase"}, {"commit_lsn": str(from_value(start)), "change_lsn": "NULL",
@@ -51,11 +70,7 @@ def main() -> None:
         cpu = time.process_time() - cpu
 
         conn = dbapi.connect(f"DATABASE={db};HOSTNAME={pg.host};PORT={pg.port};PROTOCOL=TCPIP;", pg.user, "")
-        table = Table(TableId(db, "BENCH", "ITEMS"), [], ["ID"])
-        query = change_query(CaptureTable(table, Registration("BENCH", "ITEMS", "ASNCDC", "CDC_BENCH_ITEMS", True)),
-                             "ASNCDC")
-        query = query.replace("u.IBMSNAP_LOGMARKER, ", "u.IBMSNAP_LOGMARKER, " + ", ".join(
-            f'cd."{c}"' for c, _ in COLUMNS)).replace(", FROM", " FROM")
+        _, query = bare_query(db)
         started = time.monotonic()
         cur = conn.cursor()
         cur.execute("SELECT MAX(SYNCHPOINT) FROM ASNCDC.IBMSNAP_REGISTER")
