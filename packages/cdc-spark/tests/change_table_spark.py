@@ -1,4 +1,4 @@
-"""What the Spark tests of the change-table stand-ins share (SQL Server's, Db2's): options, chunked read, AvailableNow."""
+"""What the Spark tests of the change-table stand-ins share (SQL Server's, Db2's): chunked read, AvailableNow."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 import orjson
 
 
-def standin_options(standin: Any, prefix: str, connector: str, driver: str, table: str, chunk_rows: int) -> dict[str, str]:
+def standin_options(standin: Any, prefix: str, connector: str, driver: str, table: str,
+                    chunk_rows: int) -> dict[str, str]:
     """Spark options for one table of a stand-in: its properties, with the driver that routes Spark's Python
     workers to it and snapshot chunks of ``chunk_rows``."""
     props = {k: str(v) for k, v in standin.properties(prefix=prefix).items()}
@@ -19,10 +20,12 @@ def standin_options(standin: Any, prefix: str, connector: str, driver: str, tabl
             "snapshotChunkRows": str(chunk_rows)}
 
 
-def chunked_read(spark: Any, props: dict[str, str]) -> tuple[int, list[dict]]:
-    """The ``cdc`` batch read of ``props``'s table: its number of partitions and the payloads of its rows."""
+def chunked_read(spark: Any, props: dict[str, str], key: str) -> tuple[int, list[Any], list[str]]:
+    """The ``cdc`` batch read of ``props``'s table: its number of partitions, the rows' ``key`` values sorted and
+    their ``source.snapshot`` markers."""
     df = spark.read.format("cdc").options(**props).load()
-    return df.rdd.getNumPartitions(), [orjson.loads(r.value)["payload"] for r in df.select("value").collect()]
+    rows = [orjson.loads(r.value)["payload"] for r in df.select("value").collect()]
+    return df.rdd.getNumPartitions(), sorted(p["after"][key] for p in rows), [p["source"]["snapshot"] for p in rows]
 
 
 class KeyedState:
@@ -56,3 +59,10 @@ def available_now(spark: Any, props: dict[str, str], apply: KeyedState, checkpoi
         time.sleep(0.05)
     assert query.awaitTermination(120), "Trigger.AvailableNow did not stop"
     assert query.exception() is None
+
+
+def caught_up(spark: Any, standin: Any, props: dict[str, str], apply: KeyedState, checkpoint: Path) -> dict[Any, Any]:
+    """Once every change is captured, a second AvailableNow run from ``checkpoint``: the state ``apply`` ends with."""
+    standin.wait_captured()
+    available_now(spark, props, apply, checkpoint)
+    return apply.rows

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from change_table_spark import KeyedState, available_now, chunked_read, standin_options
+from change_table_spark import KeyedState, available_now, caught_up, chunked_read, standin_options
 
 from cdc_db2.driver import STANDIN_DRIVER
 from cdc_db2.standin.testing import standin  # noqa: F401  (fixture)
@@ -18,10 +18,8 @@ def test_parallel_chunks_then_available_now_with_writes_before_and_during_it(spa
     standin.agent.start()
     props = standin_options(standin, "db", "db2", STANDIN_DRIVER, "MYSCHEMA.ITEMS", 200)
 
-    partitions, rows = chunked_read(spark, props)
-    assert partitions >= 5
-    assert sorted(p["after"]["ID"] for p in rows) == list(range(1, ROWS + 1))
-    markers = [p["source"]["snapshot"] for p in rows]
+    partitions, keys, markers = chunked_read(spark, props, "ID")
+    assert partitions >= 5 and keys == list(range(1, ROWS + 1))
     assert markers.count("first") == 1 and markers.count("last") == 1
 
     # Streaming: changes committed before the query starts come through the chunks or the stream (the
@@ -34,6 +32,5 @@ def test_parallel_chunks_then_available_now_with_writes_before_and_during_it(spa
     available_now(spark, props, state, tmp_path / "ck",
                   lambda late: standin.execute(f"INSERT INTO {ITEMS} VALUES ({ROWS + 1 + late}, 0)"), 30)
     assert 5 not in state.rows and all(state.rows.get(1 + (n * 37) % ROWS, 0) >= 1 for n in range(100))
-    standin.wait_captured()
-    available_now(spark, props, state, tmp_path / "ck")
-    assert state.rows == {r[0]: r[1] for r in standin.execute(f'SELECT "ID", "V" FROM {ITEMS}')}
+    assert caught_up(spark, standin, props, state, tmp_path / "ck") == dict(
+        standin.execute(f'SELECT "ID", "V" FROM {ITEMS}'))

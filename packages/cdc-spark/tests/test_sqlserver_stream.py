@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from change_table_spark import KeyedState, available_now, chunked_read, standin_options
+from change_table_spark import KeyedState, available_now, caught_up, chunked_read, standin_options
 
 from cdc_sqlserver.odbc import STANDIN_DRIVER
 from cdc_sqlserver.standin.testing import standin  # noqa: F401  (fixture)
@@ -10,23 +10,22 @@ from cdc_sqlserver.standin.testing import standin  # noqa: F401  (fixture)
 ROWS = 1200
 
 
-def _props(standin, table: str, chunk_rows: int) -> dict[str, str]:
-    """Spark options for one table of the stand-in."""
-    return standin_options(standin, "ms", "sqlserver", STANDIN_DRIVER, table, chunk_rows)
+def _captured(standin, table: str, columns: str, rows: str, chunk_rows: int) -> dict[str, str]:
+    """``dbo.<table>`` created with ``rows`` in it, captured by the running agent: its Spark options."""
+    standin.create_table(f"CREATE TABLE dbo.{table} ({columns})")
+    standin.execute(f"INSERT INTO dbo.{table} {rows}")
+    standin.enable_db()
+    standin.enable_table("dbo", table)
+    standin.agent.start()
+    return standin_options(standin, "ms", "sqlserver", STANDIN_DRIVER, f"dbo.{table}", chunk_rows)
 
 
 def test_parallel_chunks_then_available_now_with_writes_before_and_during_it(spark, standin, tmp_path):
-    standin.create_table("CREATE TABLE dbo.items (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)")
-    standin.execute(f"INSERT INTO dbo.items SELECT g, 0 FROM generate_series(1, {ROWS}) g")
-    standin.enable_db()
-    standin.enable_table("dbo", "items")
-    standin.agent.start()
-    props = _props(standin, "dbo.items", 200)
+    props = _captured(standin, "items", "id INT NOT NULL PRIMARY KEY, v INT NOT NULL",
+                      f"SELECT g, 0 FROM generate_series(1, {ROWS}) g", 200)
 
-    partitions, rows = chunked_read(spark, props)
-    assert partitions >= 5
-    assert sorted(p["after"]["id"] for p in rows) == list(range(1, ROWS + 1))
-    markers = [p["source"]["snapshot"] for p in rows]
+    partitions, keys, markers = chunked_read(spark, props, "id")
+    assert partitions >= 5 and keys == list(range(1, ROWS + 1))
     assert markers.count("first") == 1 and markers.count("last") == 1
 
     # Streaming: changes committed before the query starts come through the chunks or the stream (the
@@ -39,23 +38,17 @@ def test_parallel_chunks_then_available_now_with_writes_before_and_during_it(spa
     available_now(spark, props, state, tmp_path / "ck",
                   lambda late: standin.execute(f"INSERT INTO dbo.items VALUES ({ROWS + 1 + late}, 0)"), 30)
     assert 5 not in state.rows and all(state.rows.get(1 + (n * 37) % ROWS, 0) >= 1 for n in range(100))
-    standin.wait_captured()
-    available_now(spark, props, state, tmp_path / "ck")
-    assert state.rows == {r[0]: r[1] for r in standin.execute("SELECT id, v FROM dbo.items")}
+    assert caught_up(spark, standin, props, state, tmp_path / "ck") == dict(
+        standin.execute("SELECT id, v FROM dbo.items"))
 
 
 def test_a_varchar_key_is_read_in_parallel_key_ranges_then_streamed(spark, standin, tmp_path):
     """A table keyed by VARCHAR is split at sampled keys (not read whole); the handoff keeps the final state."""
-    standin.create_table("CREATE TABLE dbo.codes (code VARCHAR(20) NOT NULL PRIMARY KEY, v INT NOT NULL)")
-    standin.execute("INSERT INTO dbo.codes SELECT 'c-' || g, 0 FROM generate_series(1, 600) g")
-    standin.enable_db()
-    standin.enable_table("dbo", "codes")
-    standin.agent.start()
-    props = _props(standin, "dbo.codes", 100)
+    props = _captured(standin, "codes", "code VARCHAR(20) NOT NULL PRIMARY KEY, v INT NOT NULL",
+                      "SELECT 'c-' || g, 0 FROM generate_series(1, 600) g", 100)
 
-    partitions, rows = chunked_read(spark, props)
-    assert partitions >= 6
-    assert sorted(p["after"]["code"] for p in rows) == sorted(f"c-{g}" for g in range(1, 601))
+    partitions, keys, _ = chunked_read(spark, props, "code")
+    assert partitions >= 6 and keys == sorted(f"c-{g}" for g in range(1, 601))
 
     state = KeyedState("code", "v")
     for n in range(40):
@@ -64,6 +57,5 @@ def test_a_varchar_key_is_read_in_parallel_key_ranges_then_streamed(spark, stand
 
     available_now(spark, props, state, tmp_path / "ck",
                   lambda late: standin.execute(f"UPDATE dbo.codes SET v = v + 1 WHERE code = 'c-{2 + late * 29}'"), 20)
-    standin.wait_captured()
-    available_now(spark, props, state, tmp_path / "ck")
-    assert state.rows == {r[0]: r[1] for r in standin.execute("SELECT code, v FROM dbo.codes")}
+    assert caught_up(spark, standin, props, state, tmp_path / "ck") == dict(
+        standin.execute("SELECT code, v FROM dbo.codes"))
