@@ -174,6 +174,21 @@ def test_encode_decimal_refuses_rounding_and_specials() -> None:
         sem.encode_decimal(Decimal("NaN"), 2)
 
 
+def test_decimal_encoder_writes_what_encode_decimal_writes_and_refuses_the_same() -> None:
+    for scale in (0, 2, 5):
+        encode = sem.decimal_encoder(scale)
+        for value in ("12.34", "-0.01", "0", "-0.00", "1E+2", "99999.99999", "-128", "127", "255"):
+            try:
+                expected = sem.encode_decimal(Decimal(value), scale)
+            except ValueError as e:
+                with pytest.raises(ValueError, match=str(e)):
+                    encode(Decimal(value))
+            else:
+                assert encode(Decimal(value)) == encode(value) == expected
+    with pytest.raises(ValueError, match="special value -Infinity"):
+        sem.decimal_encoder(2)(Decimal("-Infinity"))
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
@@ -291,6 +306,14 @@ def test_epoch_timestamps_before_1970_floor() -> None:
     assert sem.epoch_micros(datetime(2018, 6, 20, 15, 13, 16, 945104)) == 1529507596945104
     aware = datetime(2018, 6, 20, 17, 13, 16, 945104, tzinfo=timezone(timedelta(hours=2)))
     assert sem.epoch_micros(aware) == 1529507596945104
+
+
+def test_epoch_encoder_counts_as_epoch_millis_micros_nanos_from_a_datetime_or_its_text() -> None:
+    values = [datetime(1969, 12, 31, 23, 59, 59, 999500), datetime(2018, 6, 20, 15, 13, 16, 945104),
+              datetime(2018, 6, 20, 17, 13, 16, 945104, tzinfo=timezone(timedelta(hours=2))), datetime(1, 1, 1)]
+    for per_second, exact in ((1000, sem.epoch_millis), (1_000_000, sem.epoch_micros), (1_000_000_000, sem.epoch_nanos)):
+        encode = sem.epoch_encoder(per_second)
+        assert [encode(v) for v in values] == [encode(v.isoformat()) for v in values] == [exact(v) for v in values]
 
 
 # ----------------------------------------------------------------- zoned formats

@@ -246,6 +246,26 @@ def encode_decimal(value: Decimal, scale: int) -> str:
     return unscaled_to_base64(unscaled_value(value, scale))
 
 
+def decimal_encoder(scale: int) -> Callable[[Any], str]:
+    """``encode_decimal(Decimal(v), scale)`` in one call, for a column's ``scale`` >= 0: a hot column's converter."""
+    factor = 10**scale
+
+    def encode(value: Any) -> str:
+        if not isinstance(value, Decimal):
+            value = Decimal(value)
+        try:
+            n, d = value.as_integer_ratio()
+        except (ValueError, OverflowError):
+            raise ValueError(f"special value {value} has no unscaled representation") from None
+        unscaled, rest = divmod(n * factor, d)
+        if rest:
+            raise ValueError(f"{value} does not fit scale {scale} without rounding")
+        length = (unscaled if unscaled >= 0 else ~unscaled).bit_length() // 8 + 1
+        return _b2a_base64(unscaled.to_bytes(length, "big", signed=True), newline=False).decode("ascii")
+
+    return encode
+
+
 def variable_scale_decimal(value: Decimal) -> dict[str, Any]:
     """VariableScaleDecimal's JSON value: trailing zeros stripped, scale never negative (as Debezium does)."""
     if not value.is_finite():
@@ -427,6 +447,28 @@ def epoch_millis(value: datetime) -> int:
 def epoch_nanos(value: datetime) -> int:
     """``NanoTimestamp``: nanoseconds since the epoch; a naive datetime is taken as UTC."""
     return epoch_micros(value) * 1000
+
+
+def epoch_encoder(per_second: int) -> Callable[[Any], int]:
+    """``epoch_millis``/``_micros``/``_nanos`` (``per_second`` 1,000, 1,000,000 or 1,000,000,000) in one call, from a
+    datetime or the ISO text ``datetime.fromisoformat`` reads: a hot column's converter."""
+    times = per_second // 1_000_000
+    unit = _MICRO if times else timedelta(microseconds=1_000_000 // per_second)
+
+    def since_epoch(value: Any) -> int:
+        if not isinstance(value, datetime):
+            value = datetime.fromisoformat(str(value))
+        return (value - (_EPOCH if value.tzinfo is None else _EPOCH_UTC)) // unit
+
+    if times <= 1:
+        return since_epoch
+
+    def scaled(value: Any) -> int:
+        if not isinstance(value, datetime):
+            value = datetime.fromisoformat(str(value))
+        return (value - (_EPOCH if value.tzinfo is None else _EPOCH_UTC)) // unit * times
+
+    return scaled
 
 
 def iso_year(year: int) -> str:

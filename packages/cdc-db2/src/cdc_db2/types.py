@@ -12,7 +12,7 @@ are strings; ``CHAR``/``VARCHAR ... FOR BIT DATA`` (code page 0) are bytes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime, time
+from datetime import date, time
 from decimal import Decimal
 from typing import Any, NamedTuple
 
@@ -51,8 +51,7 @@ def _decimal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schema
         return primitive("string", optional), lambda v: sem.java_plain_string(Decimal(v))
     if info.type_name == "DECFLOAT":
         return sem.variable_scale_decimal_schema(optional=optional), lambda v: sem.variable_scale_decimal(Decimal(v))
-    scale = info.scale
-    return sem.decimal_schema(scale, info.length, optional=optional), lambda v: sem.encode_decimal(Decimal(v), scale)
+    return sem.decimal_schema(info.scale, info.length, optional=optional), sem.decimal_encoder(info.scale)
 
 
 def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schema, Callable[[Any], Any]] | None:
@@ -67,13 +66,12 @@ def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schem
             lambda v: sem.millis_of_day(v if isinstance(v, time) else time.fromisoformat(str(v)))
     if t == "TIMESTAMP":
         if connect or p <= 3:
-            schema, convert = sem.semantic_schema(sem.CONNECT_TIMESTAMP if connect else sem.TIMESTAMP,
-                                                  optional=optional), sem.epoch_millis
+            name, per_second = (sem.CONNECT_TIMESTAMP if connect else sem.TIMESTAMP), 1000
         elif p <= 6:
-            schema, convert = sem.semantic_schema(sem.MICRO_TIMESTAMP, optional=optional), sem.epoch_micros
+            name, per_second = sem.MICRO_TIMESTAMP, 1_000_000
         else:
-            schema, convert = sem.semantic_schema(sem.NANO_TIMESTAMP, optional=optional), sem.epoch_nanos
-        return schema, lambda v, c=convert: c(v if isinstance(v, datetime) else datetime.fromisoformat(str(v)))
+            name, per_second = sem.NANO_TIMESTAMP, 1_000_000_000
+        return sem.semantic_schema(name, optional=optional), sem.epoch_encoder(per_second)
     return None
 
 
