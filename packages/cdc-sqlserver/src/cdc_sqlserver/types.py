@@ -56,7 +56,7 @@ def _decimal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schema
         return primitive("float64", optional), lambda v: sem.json_float(float(v))
     if modes.decimal_handling == "string":
         return primitive("string", optional), lambda v: sem.java_plain_string(Decimal(v))
-    return sem.decimal_schema(scale, precision, optional=optional), lambda v: sem.encode_decimal(Decimal(v), scale)
+    return sem.decimal_schema(scale, precision, optional=optional), sem.decimal_encoder(scale)
 
 
 def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schema, Callable[[Any], Any]] | None:
