@@ -19,9 +19,12 @@ from cdc_core.spi.offsets import OffsetShape
 from cdc_core.topics import topic_naming_strategy
 from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
-from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LSN_OF_ALL_CHANGE_TABLES,
+from cdc_sqlserver.agent import AgentCheck
+from cdc_sqlserver.catalog import (CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LSN_OF_ALL_CHANGE_TABLES,
                                    TRACKED_TABLES, CaptureInstance,
                                    read_all_capture_instances, read_capture_instances, read_tables)
+from cdc_sqlserver.driver_errors import first_line as _first_line
+from cdc_sqlserver.driver_errors import is_connection_error as _is_connection_error
 from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
@@ -82,6 +85,8 @@ class SqlServerConnector:
         self._history: SchemaHistory | None = None
         #: Set when a snapshot starts (its CREATE events go first: cdc_sqlserver.schema_history).
         self._snapshotting = False
+        #: ``database.sqlserver.agent.status.query``: at start, and at a poll without a maximum LSN.
+        self._agent = AgentCheck(config.get(msc.AGENT_STATUS_QUERY), self.db, self.log)
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -124,7 +129,7 @@ class SqlServerConnector:
         included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table)}
         instances = read_capture_instances(self._conn, included)
         self._check_access(included, instances)
-        self._check_agent()
+        self._agent.at_start(self._conn, self.address)
         order = snapshot_order(instances.values(), self.config.get(common.TABLE_INCLUDE),
                                lambda i: i.table.id.identifier)
         self._instances = list(order)
@@ -215,20 +220,6 @@ class SqlServerConnector:
             raise ConnectorError(f"CDC is not enabled on database {self.db!r} at {self.address}: run "
                                  f"USE [{self.db}]; EXEC sys.sp_cdc_enable_db (as a member of sysadmin), then "
                                  "sys.sp_cdc_enable_table for each table to capture")
-
-    def _check_agent(self) -> None:
-        """Warn, in one line, when SQL Server Agent is not running: no change is captured until it is."""
-        try:
-            running = self._conn.execute(AGENT_RUNNING).fetchone()[0]
-        except Exception as e:
-            if _is_connection_error(e):
-                raise
-            self.log.warning("cannot tell whether SQL Server Agent is running (%s); the check needs VIEW SERVER "
-                             "STATE", _first_line(e))
-            return
-        if not running:
-            self.log.warning("SQL Server Agent is not running on %s: its capture job fills the change tables, so "
-                             "no change is streamed until it runs", self.address)
 
     def _check_access(self, included: dict, instances: dict[tuple[str, str], CaptureInstance]) -> None:
         """Refuse capture instances the user cannot read; warn about included tables without CDC."""
@@ -394,7 +385,7 @@ class SqlServerConnector:
                               resume, self.config.get(msc.DATA_QUERY_MODE), skipped, log,
                               self.config.get(msc.MAX_ITERATION_TRANSACTIONS),
                               lambda: self._streaming_instances(reader.last_commit),
-                              self.config.get(msc.STREAMING_FETCH_SIZE))
+                              self.config.get(msc.STREAMING_FETCH_SIZE), self._agent)
         log.info("streaming from commit LSN %s (change LSN %s, event %d)", resume.position.commit,
                  resume.position.change, resume.serial)
         if self.metrics is not None:
@@ -425,15 +416,3 @@ class SqlServerConnector:
             elif checks:
                 yield [*checks, Checkpoint(reader.offset())]
 
-
-def _is_connection_error(e: BaseException) -> bool:
-    """True for errors of the connection (SQLSTATE class 08), not of a statement."""
-    name = type(e).__name__
-    state = e.args[0] if getattr(e, "args", None) else ""
-    return name == "OperationalError" or (isinstance(state, str) and state.startswith("08"))
-
-
-def _first_line(e: BaseException) -> str:
-    """The first line of a driver error's message (pyodbc: its second argument)."""
-    text = str(e.args[1]) if len(getattr(e, "args", ())) > 1 else str(e)
-    return (text.strip().splitlines() or [type(e).__name__])[0]
