@@ -12,6 +12,7 @@ from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
+from cdc_core.relational import Table
 from cdc_core.snapshot import snapshotter
 from cdc_core.snapshot.phases import snapshot_then_stream
 from cdc_core.spi.connector import ConnectorContext
@@ -28,6 +29,7 @@ from cdc_sqlserver.driver_errors import is_connection_error as _is_connection_er
 from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
+from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
 from cdc_sqlserver.snapshot import SnapshotReader, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
@@ -146,7 +148,7 @@ class SqlServerConnector:
             assert self._history is not None
             # Schema change events (CREATE at the snapshot, ALTER on a new capture instance): cdc_sqlserver.schema_history.
             # Per-database metrics (the database=<name> MBeans): cdc_sqlserver.metrics.
-            yield from counted(self._history.watch(self._run(), lambda: [i.table for i in self._instances],
+            yield from counted(self._history.watch(self._run(), self._schema_tables,
                                                    self._offset, lambda: self._snapshotting), self.metrics, self.db)
         except Exception as e:
             if _is_connection_error(e):
@@ -197,14 +199,18 @@ class SqlServerConnector:
                                      "database.user, database.password and database.names") from None
             raise RetriableError(f"cannot connect to SQL Server at {self.address}: {message}") from None
 
+    def _schema_included(self, schema: str) -> bool:
+        """Whether ``schema`` passes the schema include/exclude lists."""
+        sinc, sexc = self.config.get(common.SCHEMA_INCLUDE), self.config.get(common.SCHEMA_EXCLUDE)
+        if sinc and not any(p.fullmatch(schema) for p in sinc):
+            return False
+        return not (sexc and any(p.fullmatch(schema) for p in sexc))
+
     def _included(self, schema: str, table: str) -> bool:
         """Whether ``schema.table`` passes the schema and table include/exclude lists."""
         ident = f"{schema}.{table}"
         inc, exc = self.config.get(common.TABLE_INCLUDE), self.config.get(common.TABLE_EXCLUDE)
-        sinc, sexc = self.config.get(common.SCHEMA_INCLUDE), self.config.get(common.SCHEMA_EXCLUDE)
-        if sinc and not any(p.fullmatch(schema) for p in sinc):
-            return False
-        if sexc and any(p.fullmatch(schema) for p in sexc):
+        if not self._schema_included(schema):
             return False
         if inc:
             return any(p.fullmatch(ident) for p in inc)
@@ -351,6 +357,13 @@ class SqlServerConnector:
                                          current.name)
                         current.table = recorded
         return [i for instances in found.values() for i in instances]
+
+    def _schema_tables(self) -> list[Table]:
+        """The tables a snapshot records a CREATE for (cdc_sqlserver.schema_tables, as Debezium 2.7.4)."""
+        return schema_tables(self._conn, self.db, self.modes, [i.table for i in self._instances],
+                             self.config.get(msc.STORE_ONLY_CAPTURED_TABLES),
+                             self.config.get(msc.STORE_ONLY_CAPTURED_DATABASES), self._included,
+                             self._schema_included, signal_table_key(self.config, self.db))
 
     def incremental_snapshot_source(self) -> SqlServerIncrementalSource:
         """Ad hoc snapshots (``cdc_core.incremental.spi``) over the tables this connector captures."""
