@@ -126,6 +126,13 @@ def test_blocking_snapshot_stop_pause_and_resume_through_signals(standin, tmp_pa
         run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
         run.engine.signal("execute-snapshot", {"data-collections": [f"{standin.dbname}.dbo.items"], "type": "blocking"})
         run.wait(lambda: len([r for r in run.topic("items") if r.value and r.value["op"] == "r"]) >= 300, "the blocking reads")
+        # Named as Debezium's SQL Server TableId.identifier(): <db>.<schema>.<table>.
+        items = f"{standin.dbname}.dbo.items"
+        run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes), "the blocking snapshot's end")
+        blocking = {n.type: n.additional_data for n in run.notes if n.aggregate_type == "Initial Snapshot"}
+        assert blocking["STARTED"]["data_collections"] == items
+        assert blocking["IN_PROGRESS"]["current_collection_in_progress"] == items
+        assert blocking["TABLE_SCAN_COMPLETED"]["data_collection"] == items
         standin.execute("INSERT INTO dbo.items VALUES (1, 0, 'after')")
         run.wait(lambda: any(r.value and r.value["op"] == "c" for r in run.topic("items")), "the insert after it")
         reads = [r for r in run.topic("items") if r.value and r.value["op"] == "r"]
@@ -142,6 +149,10 @@ def test_blocking_snapshot_stop_pause_and_resume_through_signals(standin, tmp_pa
         standin.execute("INSERT INTO dbo.debezium_signal VALUES ('r-1', 'resume-snapshot', NULL)")
         run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes), "the completion", 60)
         assert any(n.type == "RESUMED" for n in run.notes)
+        named = {n.type: n.additional_data for n in run.notes}
+        assert named["STARTED"]["data_collections"] == named["PAUSED"]["data_collections"] == items
+        assert named["IN_PROGRESS"]["current_collection_in_progress"] == items
+        assert named["TABLE_SCAN_COMPLETED"]["scanned_collection"] == items
 
         # Stopped while it runs: ABORTED, nothing more read after the notification.
         run.notes.clear()
@@ -150,6 +161,7 @@ def test_blocking_snapshot_stop_pause_and_resume_through_signals(standin, tmp_pa
         signal_file.write_text('{"id": "stop-1", "type": "stop-snapshot", "data": {"data-collections": ["'
                                + standin.dbname + '.dbo.items"], "type": "incremental"}}\n')
         run.wait(lambda: any(n.type == "ABORTED" for n in run.notes), "the stop")
+        assert next(n for n in run.notes if n.type == "ABORTED").additional_data["data_collections"] == items
 
 
 def test_incremental_snapshot_of_a_composite_text_key_with_an_additional_condition(standin):
