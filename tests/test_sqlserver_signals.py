@@ -184,3 +184,28 @@ def test_incremental_snapshot_of_a_composite_text_key_with_an_additional_conditi
     reads = [r.value["after"] for r in run.topic("pairs") if r.value and r.value["op"] == "r"]
     assert sorted((a["k"], a["n"]) for a in reads) == sorted((f"k{g % 7}", g) for g in range(101, 301))
     assert [r.key for r in run.topic("pairs")][:1] and set(run.topic("pairs")[0].key) == {"k", "n"}
+
+
+def test_ad_hoc_snapshots_read_an_included_table_without_cdc(standin):
+    """As Debezium 2.7.4 (the table is in its schema from the initial snapshot): incremental and blocking."""
+    _items(standin, rows=10)
+    standin.create_table("CREATE TABLE dbo.plain (id INT NOT NULL PRIMARY KEY, note VARCHAR(10))")
+    standin.execute("INSERT INTO dbo.plain SELECT g, 'p' || g FROM generate_series(1, 45) g")
+    config = _config(standin, **{"table.include.list": "dbo.items,dbo.plain", "incremental.snapshot.chunk.size": 10})
+    plain = f"{standin.dbname}.dbo.plain"
+
+    def reads(run):
+        return sorted(r.key["id"] for r in run.topic("plain") if r.value and r.value["op"] == "r")
+
+    with _Run(config) as run:
+        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        standin.execute("INSERT INTO dbo.debezium_signal VALUES ('inc-1', 'execute-snapshot', "
+                        "'{\"data-collections\": [\"" + plain + "\"]}')")
+        run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes), "the incremental snapshot")
+        assert reads(run) == list(range(1, 46))
+        assert {r.value["source"]["snapshot"] for r in run.topic("plain")} == {"incremental"}
+        run.records.clear()
+        run.notes.clear()
+        run.engine.signal("execute-snapshot", {"data-collections": [plain], "type": "blocking"})
+        run.wait(lambda: len(reads(run)) >= 45, "the blocking snapshot")
+        assert reads(run) == list(range(1, 46))

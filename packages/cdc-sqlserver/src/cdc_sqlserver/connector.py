@@ -31,7 +31,7 @@ from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
 from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
-from cdc_sqlserver.snapshot import SnapshotReader, select_for
+from cdc_sqlserver.snapshot import SnapshotReader, UncapturedTable, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader
 from cdc_sqlserver.types import TypeModes
@@ -83,6 +83,8 @@ class SqlServerConnector:
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self._instances: list[CaptureInstance] = []
+        #: Included tables without a capture instance: snapshotted, not streamed.
+        self._without_cdc: list[UncapturedTable] = []
         self._context = context
         self._history: SchemaHistory | None = None
         #: Set when a snapshot starts (its CREATE events go first: cdc_sqlserver.schema_history).
@@ -135,6 +137,8 @@ class SqlServerConnector:
         order = snapshot_order(instances.values(), self.config.get(common.TABLE_INCLUDE),
                                lambda i: i.table.id.identifier)
         self._instances = list(order)
+        # As Debezium 2.7.4, an included table without CDC is snapshotted (with all its columns), never streamed.
+        self._without_cdc = [UncapturedTable(t) for k, t in included.items() if k not in instances]
         groups = database_groups(self.metrics, self.db)
         if groups is not None:
             for group in groups:
@@ -240,7 +244,7 @@ class SqlServerConnector:
                     "captured columns and membership of the instance's gating role (or db_owner)")
         for key in included:
             if key not in instances:
-                self.log.warning("table %s.%s is not enabled for CDC (%s): its changes will not be captured; run "
+                self.log.warning("table %s.%s is not enabled for CDC (%s): a snapshot reads it, but its changes are not streamed; run "
                                  "EXEC sys.sp_cdc_enable_table @source_schema = N'%s', @source_name = N'%s', "
                                  "@role_name = NULL", key[0], key[1],
                                  "tracked, but no capture instance" if key in tracked else "no capture instance",
@@ -300,8 +304,9 @@ class SqlServerConnector:
                 conn, self.server, self.db, self.config.get(msc.SNAPSHOT_ISOLATION_MODE),
                 self.config.get(msc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"))
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
-            instances = [i for i in self._instances
-                         if not include or any(p.fullmatch(i.table.id.identifier) for p in include)]
+            tables = snapshot_order([*self._instances, *self._without_cdc], self.config.get(common.TABLE_INCLUDE),
+                                    lambda i: i.table.id.identifier)
+            instances = [i for i in tables if not include or any(p.fullmatch(i.table.id.identifier) for p in include)]
             lsn = reader.begin(instances)
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(instances), lsn,
                           reader.isolation)
@@ -380,7 +385,7 @@ class SqlServerConnector:
                 raise
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
 
-    def _select(self, inst: CaptureInstance) -> str:
+    def _select(self, inst: CaptureInstance | UncapturedTable) -> str:
         """The table's snapshot SELECT: an override if configured, else its captured columns."""
         override = self.config.get(f"snapshot.select.statement.overrides.{self.db}.{inst.table.id.identifier}") or \
             self.config.get(f"snapshot.select.statement.overrides.{inst.table.id.identifier}")
