@@ -9,6 +9,7 @@ from change_table_tests import start_error as _start_error
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_process import write_properties
+from kit.engine import run_until
 from cdc_sqlserver.standin.testing import CUSTOMERS, inventory, standin  # noqa: F401  (fixtures)
 
 
@@ -82,6 +83,57 @@ def test_a_running_agent_gives_no_warning(inventory, caplog):
         Engine({**inventory.properties(), "snapshot.mode": "initial_only"},
                offset_store=MemoryOffsetStore()).run(lambda records: None)
     assert not any("SQL Server Agent" in r.getMessage() for r in caplog.records)
+
+
+def _messages(caplog, level):
+    return [r.getMessage() for r in caplog.records if r.levelname == level]
+
+
+def _stream_a_while(config):
+    """Run the engine until it streams, then through some 30 polls (poll.interval.ms=10)."""
+    run_until({**config, "poll.interval.ms": 10}, lambda records: True, "streaming", action=lambda: None, settle=0.3)
+
+
+def test_a_stream_without_a_maximum_lsn_asks_the_agent_status_query_once(standin, caplog):
+    """As Debezium 2.7.4: no maximum LSN and the agent stopped logs one error; the default query names [#db]."""
+    standin.create_table(CUSTOMERS)
+    standin.enable_db()
+    standin.enable_table("dbo", "customers")  # the agent is never started: nothing captured, no maximum LSN
+    with caplog.at_level("INFO"):
+        _stream_a_while({**standin.properties(), "snapshot.mode": "no_data"})
+    errors = [m for m in _messages(caplog, "ERROR") if "SQL Server Agent" in m]
+    assert errors == ["No maximum LSN recorded in the database; SQL Server Agent is not running"]
+
+
+def test_a_configured_agent_status_query_is_used(standin, caplog):
+    """``database.sqlserver.agent.status.query``: its answer, ``#db`` replaced; a failing query only warns."""
+    standin.create_table(CUSTOMERS)
+    standin.enable_db()
+    standin.enable_table("dbo", "customers")
+    standin.execute("CREATE TABLE dbo.agent_up (db text, up int)")
+    standin.execute(f"INSERT INTO dbo.agent_up VALUES ('{standin.dbname}', 1)")
+    query = "SELECT up FROM dbo.agent_up WHERE db = '#db'"
+    config = {**standin.properties(), "snapshot.mode": "no_data", "database.sqlserver.agent.status.query": query}
+    with caplog.at_level("WARNING"):
+        _stream_a_while(config)
+    assert not any("SQL Server Agent" in m for m in _messages(caplog, "WARNING") + _messages(caplog, "ERROR"))
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        _stream_a_while({**config, "database.sqlserver.agent.status.query": "SELECT up FROM dbo.no_such_table"})
+    warnings = _messages(caplog, "WARNING")
+    assert sum(m.startswith("No maximum LSN recorded in the database; this may happen") for m in warnings) == 1
+    assert sum(m.startswith("Cannot query the status of the SQL Server Agent") for m in warnings) == 1
+    assert not _messages(caplog, "ERROR")
+
+
+def test_an_agent_status_query_without_exactly_one_row_fails_naming_the_property(standin):
+    standin.create_table(CUSTOMERS)
+    standin.enable_db()
+    standin.enable_table("dbo", "customers")
+    config = {**standin.properties(), "snapshot.mode": "no_data",
+              "database.sqlserver.agent.status.query": "SELECT 1 WHERE 1 = 0"}
+    message = _start_error(config)
+    assert "database.sqlserver.agent.status.query returned no rows" in message and "exactly one value" in message
 
 
 def test_properties_accepted_but_not_implemented_are_warned_about_once(inventory, caplog):

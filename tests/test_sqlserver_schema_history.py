@@ -239,3 +239,32 @@ def test_sp_cdc_disable_table_while_streaming_stops_the_table_silently(inventory
         "CREATE", "CREATE"]
     gone = "is gone (sys.sp_cdc_disable_table)" if race else "dbo_pings was dropped (sys.sp_cdc_disable_table)"
     assert gone in caplog.text
+
+
+def _created(records):
+    return [r.value["tableChanges"][0]["id"] for r in _schema(records)]
+
+
+def test_the_snapshot_creates_every_table_of_the_database_unless_only_captured_tables_ddl(inventory):
+    """Debezium 2.7.4's default store.only.captured.tables.ddl=false: a CREATE for every table, sorted, not only
+    the captured ones (a table with CDC gets its capture instance's columns, one without all of its own)."""
+    inventory.create_table("CREATE TABLE dbo.orders (id INT NOT NULL PRIMARY KEY, note VARCHAR(20))")
+    inventory.create_table("CREATE TABLE dbo.audit (id INT NOT NULL PRIMARY KEY, what VARCHAR(20))")
+    inventory.create_table("CREATE TABLE other.notes (id INT NOT NULL PRIMARY KEY)")
+    inventory.enable_table("dbo", "audit")
+    config = inventory.properties(**{"table.include.list": "dbo.customers,dbo.orders"})
+    db = inventory.dbname
+    records = _run(config, MemoryOffsetStore(), lambda rs: len(_data(rs)) >= 4)
+    assert _created(records) == [f'"{db}"."dbo"."audit"', f'"{db}"."dbo"."customers"', f'"{db}"."dbo"."orders"',
+                                 f'"{db}"."other"."notes"']
+    orders = next(r.value for r in _schema(records) if r.value["tableChanges"][0]["id"].endswith('"orders"'))
+    assert [c["name"] for c in orders["tableChanges"][0]["table"]["columns"]] == ["id", "note"]
+    assert all(r.value["source"]["snapshot"] == "true" for r in _schema(records))
+
+    only = _run({**config, "schema.history.internal.store.only.captured.tables.ddl": "true"}, MemoryOffsetStore(),
+                lambda rs: len(_data(rs)) >= 4)
+    assert _created(only) == [f'"{db}"."dbo"."customers"', f'"{db}"."dbo"."orders"']
+    schemas = _run({**config, "schema.include.list": "dbo",
+                    "schema.history.internal.store.only.captured.databases.ddl": "true"}, MemoryOffsetStore(),
+                   lambda rs: len(_data(rs)) >= 4)
+    assert _created(schemas) == [f'"{db}"."dbo"."audit"', f'"{db}"."dbo"."customers"', f'"{db}"."dbo"."orders"']

@@ -126,6 +126,13 @@ def test_blocking_snapshot_stop_pause_and_resume_through_signals(standin, tmp_pa
         run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
         run.engine.signal("execute-snapshot", {"data-collections": [f"{standin.dbname}.dbo.items"], "type": "blocking"})
         run.wait(lambda: len([r for r in run.topic("items") if r.value and r.value["op"] == "r"]) >= 300, "the blocking reads")
+        # Named as Debezium's SQL Server TableId.identifier(): <db>.<schema>.<table>.
+        items = f"{standin.dbname}.dbo.items"
+        run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes), "the blocking snapshot's end")
+        blocking = {n.type: n.additional_data for n in run.notes if n.aggregate_type == "Initial Snapshot"}
+        assert blocking["STARTED"]["data_collections"] == items
+        assert blocking["IN_PROGRESS"]["current_collection_in_progress"] == items
+        assert blocking["TABLE_SCAN_COMPLETED"]["data_collection"] == items
         standin.execute("INSERT INTO dbo.items VALUES (1, 0, 'after')")
         run.wait(lambda: any(r.value and r.value["op"] == "c" for r in run.topic("items")), "the insert after it")
         reads = [r for r in run.topic("items") if r.value and r.value["op"] == "r"]
@@ -142,6 +149,10 @@ def test_blocking_snapshot_stop_pause_and_resume_through_signals(standin, tmp_pa
         standin.execute("INSERT INTO dbo.debezium_signal VALUES ('r-1', 'resume-snapshot', NULL)")
         run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes), "the completion", 60)
         assert any(n.type == "RESUMED" for n in run.notes)
+        named = {n.type: n.additional_data for n in run.notes}
+        assert named["STARTED"]["data_collections"] == named["PAUSED"]["data_collections"] == items
+        assert named["IN_PROGRESS"]["current_collection_in_progress"] == items
+        assert named["TABLE_SCAN_COMPLETED"]["scanned_collection"] == items
 
         # Stopped while it runs: ABORTED, nothing more read after the notification.
         run.notes.clear()
@@ -150,6 +161,7 @@ def test_blocking_snapshot_stop_pause_and_resume_through_signals(standin, tmp_pa
         signal_file.write_text('{"id": "stop-1", "type": "stop-snapshot", "data": {"data-collections": ["'
                                + standin.dbname + '.dbo.items"], "type": "incremental"}}\n')
         run.wait(lambda: any(n.type == "ABORTED" for n in run.notes), "the stop")
+        assert next(n for n in run.notes if n.type == "ABORTED").additional_data["data_collections"] == items
 
 
 def test_incremental_snapshot_of_a_composite_text_key_with_an_additional_condition(standin):
@@ -172,3 +184,28 @@ def test_incremental_snapshot_of_a_composite_text_key_with_an_additional_conditi
     reads = [r.value["after"] for r in run.topic("pairs") if r.value and r.value["op"] == "r"]
     assert sorted((a["k"], a["n"]) for a in reads) == sorted((f"k{g % 7}", g) for g in range(101, 301))
     assert [r.key for r in run.topic("pairs")][:1] and set(run.topic("pairs")[0].key) == {"k", "n"}
+
+
+def test_ad_hoc_snapshots_read_an_included_table_without_cdc(standin):
+    """As Debezium 2.7.4 (the table is in its schema from the initial snapshot): incremental and blocking."""
+    _items(standin, rows=10)
+    standin.create_table("CREATE TABLE dbo.plain (id INT NOT NULL PRIMARY KEY, note VARCHAR(10))")
+    standin.execute("INSERT INTO dbo.plain SELECT g, 'p' || g FROM generate_series(1, 45) g")
+    config = _config(standin, **{"table.include.list": "dbo.items,dbo.plain", "incremental.snapshot.chunk.size": 10})
+    plain = f"{standin.dbname}.dbo.plain"
+
+    def reads(run):
+        return sorted(r.key["id"] for r in run.topic("plain") if r.value and r.value["op"] == "r")
+
+    with _Run(config) as run:
+        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        standin.execute("INSERT INTO dbo.debezium_signal VALUES ('inc-1', 'execute-snapshot', "
+                        "'{\"data-collections\": [\"" + plain + "\"]}')")
+        run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes), "the incremental snapshot")
+        assert reads(run) == list(range(1, 46))
+        assert {r.value["source"]["snapshot"] for r in run.topic("plain")} == {"incremental"}
+        run.records.clear()
+        run.notes.clear()
+        run.engine.signal("execute-snapshot", {"data-collections": [plain], "type": "blocking"})
+        run.wait(lambda: len(reads(run)) >= 45, "the blocking snapshot")
+        assert reads(run) == list(range(1, 46))

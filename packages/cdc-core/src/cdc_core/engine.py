@@ -371,7 +371,8 @@ class Engine:
                     self.config, connector, self.plugins,
                     connector_logger("cdc.signals", self.connector_class.name, self.name, "signals"),
                     metrics=self.metrics, connector_name=self.config.get(common.TOPIC_PREFIX), partition=self.partition, listeners=self._notification_listeners, in_process=self._signals,
-                    stopping=self._stopping.is_set)
+                    stopping=self._stopping.is_set,
+                    with_catalog=getattr(self.connector_class, "catalog_in_data_collection", False))
                 builders = None
                 try:
                     if callable(getattr(connector, "partitions", None)):

@@ -33,9 +33,6 @@ CHANGE_TABLES = (
 CAPTURED_COLUMNS = "SELECT cc.object_id, cc.column_name FROM cdc.captured_columns AS cc ORDER BY cc.object_id, cc.column_ordinal"
 HELP_CHANGE_DATA_CAPTURE = "EXEC sys.sp_cdc_help_change_data_capture"
 CDC_ENABLED = "SELECT is_cdc_enabled FROM sys.databases WHERE name = ?"
-#: Debezium's default agent status query (``sqlserver.agent.status.query`` is not configurable here yet).
-AGENT_RUNNING = ("SELECT CAST(COUNT(*) AS INT) FROM sys.dm_server_services "
-                 "WHERE servicename LIKE N'SQL Server Agent (%' AND status = 4")
 #: The oldest change any change table still holds (Debezium's log position check).
 MIN_LSN_OF_ALL_CHANGE_TABLES = "SELECT MIN(start_lsn) FROM cdc.change_tables"
 TRACKED_TABLES = ("SELECT s.name, t.name FROM sys.tables t JOIN sys.schemas s ON s.schema_id = t.schema_id "

@@ -27,13 +27,20 @@ MAX_ITERATION_TRANSACTIONS = F("max.iteration.transactions", "int", 500, minimum
 STREAMING_FETCH_SIZE = F("streaming.fetch.size", "int", 0, minimum=0)
 QUERY_TIMEOUT_MS = F("database.query.timeout.ms", "long", 600000, minimum=0)
 INCLUDE_SCHEMA_CHANGES = F("include.schema.changes", "boolean", True)
+AGENT_STATUS_QUERY = F(
+    "database.sqlserver.agent.status.query", "string",
+    "SELECT CASE WHEN dss.[status]=4 THEN 1 ELSE 0 END AS isRunning FROM [#db].sys.dm_server_services dss "
+    "WHERE dss.[servicename] LIKE N'SQL Server Agent (%';",
+    doc="Query telling whether SQL Server Agent runs (one row, one boolean; #db is the database's name).")
+STORE_ONLY_CAPTURED_TABLES = F("schema.history.internal.store.only.captured.tables.ddl", "boolean", False)
+STORE_ONLY_CAPTURED_DATABASES = F("schema.history.internal.store.only.captured.databases.ddl", "boolean", False)
 SOURCE_STRUCT_VERSION = F("source.struct.version", "enum", "v2", allowed=("v2",))
 
 FIELDS = Fields(
     [HOSTNAME, PORT, INSTANCE, USER, PASSWORD, NAMES, ENCRYPT, TRUST_SERVER_CERTIFICATE, APPLICATION_INTENT,
      SNAPSHOT_MODE, SNAPSHOT_ISOLATION_MODE, SNAPSHOT_FETCH_SIZE, DATA_QUERY_MODE,
      MAX_ITERATION_TRANSACTIONS, STREAMING_FETCH_SIZE, QUERY_TIMEOUT_MS, INCLUDE_SCHEMA_CHANGES,
-     SOURCE_STRUCT_VERSION],
+     AGENT_STATUS_QUERY, STORE_ONLY_CAPTURED_TABLES, STORE_ONLY_CAPTURED_DATABASES, SOURCE_STRUCT_VERSION],
     prefixes=("driver.", "snapshot.select.statement.overrides.", "schema.history.internal."),
 )
 

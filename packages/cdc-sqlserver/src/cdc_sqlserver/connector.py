@@ -12,6 +12,7 @@ from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
+from cdc_core.relational import Table
 from cdc_core.snapshot import snapshotter
 from cdc_core.snapshot.phases import snapshot_then_stream
 from cdc_core.spi.connector import ConnectorContext
@@ -19,14 +20,18 @@ from cdc_core.spi.offsets import OffsetShape
 from cdc_core.topics import topic_naming_strategy
 from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
-from cdc_sqlserver.catalog import (AGENT_RUNNING, CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LSN_OF_ALL_CHANGE_TABLES,
+from cdc_sqlserver.agent import AgentCheck
+from cdc_sqlserver.catalog import (CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LSN_OF_ALL_CHANGE_TABLES,
                                    TRACKED_TABLES, CaptureInstance,
                                    read_all_capture_instances, read_capture_instances, read_tables)
+from cdc_sqlserver.driver_errors import first_line as _first_line
+from cdc_sqlserver.driver_errors import is_connection_error as _is_connection_error
 from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
+from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
-from cdc_sqlserver.snapshot import SnapshotReader, select_for
+from cdc_sqlserver.snapshot import SnapshotReader, UncapturedTable, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader
 from cdc_sqlserver.types import TypeModes
@@ -78,10 +83,14 @@ class SqlServerConnector:
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self._instances: list[CaptureInstance] = []
+        #: Included tables without a capture instance: snapshotted, not streamed.
+        self._without_cdc: list[UncapturedTable] = []
         self._context = context
         self._history: SchemaHistory | None = None
         #: Set when a snapshot starts (its CREATE events go first: cdc_sqlserver.schema_history).
         self._snapshotting = False
+        #: ``database.sqlserver.agent.status.query``: at start, and at a poll without a maximum LSN.
+        self._agent = AgentCheck(config.get(msc.AGENT_STATUS_QUERY), self.db, self.log)
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -124,10 +133,12 @@ class SqlServerConnector:
         included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table)}
         instances = read_capture_instances(self._conn, included)
         self._check_access(included, instances)
-        self._check_agent()
+        self._agent.at_start(self._conn, self.address)
         order = snapshot_order(instances.values(), self.config.get(common.TABLE_INCLUDE),
                                lambda i: i.table.id.identifier)
         self._instances = list(order)
+        # As Debezium 2.7.4, an included table without CDC is snapshotted (with all its columns), never streamed.
+        self._without_cdc = [UncapturedTable(t) for k, t in included.items() if k not in instances]
         groups = database_groups(self.metrics, self.db)
         if groups is not None:
             for group in groups:
@@ -141,7 +152,7 @@ class SqlServerConnector:
             assert self._history is not None
             # Schema change events (CREATE at the snapshot, ALTER on a new capture instance): cdc_sqlserver.schema_history.
             # Per-database metrics (the database=<name> MBeans): cdc_sqlserver.metrics.
-            yield from counted(self._history.watch(self._run(), lambda: [i.table for i in self._instances],
+            yield from counted(self._history.watch(self._run(), self._schema_tables,
                                                    self._offset, lambda: self._snapshotting), self.metrics, self.db)
         except Exception as e:
             if _is_connection_error(e):
@@ -192,14 +203,18 @@ class SqlServerConnector:
                                      "database.user, database.password and database.names") from None
             raise RetriableError(f"cannot connect to SQL Server at {self.address}: {message}") from None
 
+    def _schema_included(self, schema: str) -> bool:
+        """Whether ``schema`` passes the schema include/exclude lists."""
+        sinc, sexc = self.config.get(common.SCHEMA_INCLUDE), self.config.get(common.SCHEMA_EXCLUDE)
+        if sinc and not any(p.fullmatch(schema) for p in sinc):
+            return False
+        return not (sexc and any(p.fullmatch(schema) for p in sexc))
+
     def _included(self, schema: str, table: str) -> bool:
         """Whether ``schema.table`` passes the schema and table include/exclude lists."""
         ident = f"{schema}.{table}"
         inc, exc = self.config.get(common.TABLE_INCLUDE), self.config.get(common.TABLE_EXCLUDE)
-        sinc, sexc = self.config.get(common.SCHEMA_INCLUDE), self.config.get(common.SCHEMA_EXCLUDE)
-        if sinc and not any(p.fullmatch(schema) for p in sinc):
-            return False
-        if sexc and any(p.fullmatch(schema) for p in sexc):
+        if not self._schema_included(schema):
             return False
         if inc:
             return any(p.fullmatch(ident) for p in inc)
@@ -216,20 +231,6 @@ class SqlServerConnector:
                                  f"USE [{self.db}]; EXEC sys.sp_cdc_enable_db (as a member of sysadmin), then "
                                  "sys.sp_cdc_enable_table for each table to capture")
 
-    def _check_agent(self) -> None:
-        """Warn, in one line, when SQL Server Agent is not running: no change is captured until it is."""
-        try:
-            running = self._conn.execute(AGENT_RUNNING).fetchone()[0]
-        except Exception as e:
-            if _is_connection_error(e):
-                raise
-            self.log.warning("cannot tell whether SQL Server Agent is running (%s); the check needs VIEW SERVER "
-                             "STATE", _first_line(e))
-            return
-        if not running:
-            self.log.warning("SQL Server Agent is not running on %s: its capture job fills the change tables, so "
-                             "no change is streamed until it runs", self.address)
-
     def _check_access(self, included: dict, instances: dict[tuple[str, str], CaptureInstance]) -> None:
         """Refuse capture instances the user cannot read; warn about included tables without CDC."""
         visible = {r[2] for r in self._conn.execute(HELP_CHANGE_DATA_CAPTURE).fetchall()}
@@ -243,7 +244,7 @@ class SqlServerConnector:
                     "captured columns and membership of the instance's gating role (or db_owner)")
         for key in included:
             if key not in instances:
-                self.log.warning("table %s.%s is not enabled for CDC (%s): its changes will not be captured; run "
+                self.log.warning("table %s.%s is not enabled for CDC (%s): a snapshot reads it, but its changes are not streamed; run "
                                  "EXEC sys.sp_cdc_enable_table @source_schema = N'%s', @source_name = N'%s', "
                                  "@role_name = NULL", key[0], key[1],
                                  "tracked, but no capture instance" if key in tracked else "no capture instance",
@@ -303,8 +304,9 @@ class SqlServerConnector:
                 conn, self.server, self.db, self.config.get(msc.SNAPSHOT_ISOLATION_MODE),
                 self.config.get(msc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"))
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
-            instances = [i for i in self._instances
-                         if not include or any(p.fullmatch(i.table.id.identifier) for p in include)]
+            tables = snapshot_order([*self._instances, *self._without_cdc], self.config.get(common.TABLE_INCLUDE),
+                                    lambda i: i.table.id.identifier)
+            instances = [i for i in tables if not include or any(p.fullmatch(i.table.id.identifier) for p in include)]
             lsn = reader.begin(instances)
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(instances), lsn,
                           reader.isolation)
@@ -361,6 +363,13 @@ class SqlServerConnector:
                         current.table = recorded
         return [i for instances in found.values() for i in instances]
 
+    def _schema_tables(self) -> list[Table]:
+        """The tables a snapshot records a CREATE for (cdc_sqlserver.schema_tables, as Debezium 2.7.4)."""
+        return schema_tables(self._conn, self.db, self.modes, [i.table for i in self._instances],
+                             self.config.get(msc.STORE_ONLY_CAPTURED_TABLES),
+                             self.config.get(msc.STORE_ONLY_CAPTURED_DATABASES), self._included,
+                             self._schema_included, signal_table_key(self.config, self.db))
+
     def incremental_snapshot_source(self) -> SqlServerIncrementalSource:
         """Ad hoc snapshots (``cdc_core.incremental.spi``) over the tables this connector captures."""
         source = SqlServerIncrementalSource(self.config, self.log)
@@ -376,7 +385,7 @@ class SqlServerConnector:
                 raise
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
 
-    def _select(self, inst: CaptureInstance) -> str:
+    def _select(self, inst: CaptureInstance | UncapturedTable) -> str:
         """The table's snapshot SELECT: an override if configured, else its captured columns."""
         override = self.config.get(f"snapshot.select.statement.overrides.{self.db}.{inst.table.id.identifier}") or \
             self.config.get(f"snapshot.select.statement.overrides.{inst.table.id.identifier}")
@@ -394,7 +403,7 @@ class SqlServerConnector:
                               resume, self.config.get(msc.DATA_QUERY_MODE), skipped, log,
                               self.config.get(msc.MAX_ITERATION_TRANSACTIONS),
                               lambda: self._streaming_instances(reader.last_commit),
-                              self.config.get(msc.STREAMING_FETCH_SIZE))
+                              self.config.get(msc.STREAMING_FETCH_SIZE), self._agent)
         log.info("streaming from commit LSN %s (change LSN %s, event %d)", resume.position.commit,
                  resume.position.change, resume.serial)
         if self.metrics is not None:
@@ -425,15 +434,3 @@ class SqlServerConnector:
             elif checks:
                 yield [*checks, Checkpoint(reader.offset())]
 
-
-def _is_connection_error(e: BaseException) -> bool:
-    """True for errors of the connection (SQLSTATE class 08), not of a statement."""
-    name = type(e).__name__
-    state = e.args[0] if getattr(e, "args", None) else ""
-    return name == "OperationalError" or (isinstance(state, str) and state.startswith("08"))
-
-
-def _first_line(e: BaseException) -> str:
-    """The first line of a driver error's message (pyodbc: its second argument)."""
-    text = str(e.args[1]) if len(getattr(e, "args", ())) > 1 else str(e)
-    return (text.strip().splitlines() or [type(e).__name__])[0]

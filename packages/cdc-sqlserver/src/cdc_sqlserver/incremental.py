@@ -183,13 +183,15 @@ class SqlServerIncrementalSource:
         self.included: Callable[[str, str], bool] | None = None
 
     def captured_tables(self) -> list[Table]:
-        """The captured tables as their capture instances stream them (captured columns only), read now."""
+        """The captured tables, read now: as their capture instances stream them (captured columns only), and
+        those without CDC with all their columns (Debezium 2.7.4's schema holds them from the initial snapshot)."""
         conn = odbc.connect(self.config, self.db)
         try:
             tables = read_tables(conn, self.db, self.modes)
             if self.included is not None:
                 tables = {k: t for k, t in tables.items() if self.included(*k)}
-            return [inst.table for inst in read_capture_instances(conn, tables).values()]
+            instances = read_capture_instances(conn, tables)
+            return [instances[k].table if k in instances else t for k, t in tables.items()]
         finally:
             conn.close()
 

@@ -1,4 +1,4 @@
-"""SQL Server's schema history and schema change events: CREATE per captured table at the snapshot, ALTER on a new capture instance.
+"""SQL Server's schema history and schema change events: CREATE per table at the snapshot (cdc_sqlserver.schema_tables), ALTER on a new capture instance.
 
 As SqlServerDatabaseSchema / SqlServerSchemaChangeEventEmitter (2.7.4): the table structure comes
 from the catalog (JDBC metadata in Debezium, ``sys.columns`` here) restricted to the capture
@@ -220,7 +220,7 @@ class SchemaHistory:
                                     [change], source, dict(position), self.partition)
 
     def snapshot_events(self, tables: list[Table], offset: dict[str, Any]) -> list[ChangeRecord]:
-        """CREATE for each captured table at the snapshot's position (``ddl`` null, ``snapshot`` true)."""
+        """CREATE for each of ``tables`` at the snapshot's position (``ddl`` null, ``snapshot`` true)."""
         out = []
         lsn = offset.get("commit_lsn")
         for table in tables:

@@ -9,12 +9,20 @@ after it), then every table is read. Records carry ``commit_lsn`` = that LSN and
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
+from cdc_core.relational import Table
 from cdc_core.snapshot.table_reader import TableSnapshotReader
 from cdc_sqlserver.catalog import CaptureInstance, quote
 from cdc_sqlserver.lsn import from_value
 from cdc_sqlserver.source import source_block
+
+class UncapturedTable(NamedTuple):
+    """An included table without a capture instance: the snapshot reads all its columns (as Debezium 2.7.4's,
+    whose captured tables are those the filters pass, CDC or not); streaming has no change table to read."""
+
+    table: Table
+
 
 ISOLATION = {"read_uncommitted": "READ UNCOMMITTED", "read_committed": "READ COMMITTED",
              "repeatable_read": "REPEATABLE READ", "snapshot": "SNAPSHOT", "exclusive": "REPEATABLE READ"}
@@ -41,7 +49,7 @@ class SnapshotReader(TableSnapshotReader):
         self.stopped = False
         self.max_lsn: str = "NULL"
 
-    def begin(self, instances: list[CaptureInstance]) -> str:
+    def begin(self, instances: list[CaptureInstance | UncapturedTable]) -> str:
         """Set the isolation level, lock (``exclusive``), and read the max LSN inside the transaction."""
         self.conn.autocommit = False
         self.conn.execute(f"SET TRANSACTION ISOLATION LEVEL {ISOLATION[self.isolation]}")
@@ -67,12 +75,12 @@ class SnapshotReader(TableSnapshotReader):
         return snapshot_offset(self.max_lsn, completed)
 
 
-def _table(db: str, inst: CaptureInstance) -> str:
+def _table(db: str, inst: CaptureInstance | UncapturedTable) -> str:
     """``[db].[schema].[table]``."""
     return f"{quote(db)}.{quote(inst.table.id.schema or 'dbo')}.{quote(inst.table.id.table)}"
 
 
-def select_for(db: str, inst: CaptureInstance) -> str:
-    """``SELECT [c1], ... FROM [db].[schema].[table]``: the captured columns, in the table's order."""
+def select_for(db: str, inst: CaptureInstance | UncapturedTable) -> str:
+    """``SELECT [c1], ... FROM [db].[schema].[table]``: the captured (or, without CDC, all) columns, in order."""
     return f"SELECT {', '.join(quote(c.name) for c in inst.table.columns)} FROM {_table(db, inst)}"
 

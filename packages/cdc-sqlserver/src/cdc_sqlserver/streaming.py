@@ -95,7 +95,7 @@ class StreamReader:
 
     def __init__(self, conn: Any, server: str, db: str, instances: list[CaptureInstance], resume: ResumePoint,
                  mode: str, skipped: set[str], log: Any, max_transactions: int = 0,
-                 refresh: Any = None, fetch_size: int = 0):
+                 refresh: Any = None, fetch_size: int = 0, agent: Any = None):
         """Set up from the stored offset (or the state of the reader)."""
         self.conn = conn
         self.server = server
@@ -121,6 +121,8 @@ class StreamReader:
         self.refresh = refresh
         #: ``streaming.fetch.size``: rows per fetch of a capture instance read alone in a window (0: all at once).
         self.fetch_size = fetch_size
+        #: cdc_sqlserver.agent.AgentCheck: asked when a poll finds no maximum LSN (None: never).
+        self.agent = agent
         self.names = frozenset(inst.name for inst in instances)
         #: Capture instances whose start LSN a window reached (their structure was checked, see reached()).
         self._reached: set[str] = set()
@@ -194,7 +196,11 @@ class StreamReader:
         to_lsn = from_value(row[0]) if row else NULL
         tz = timedelta(minutes=int(row[1] or 0)) if row else timedelta(0)
         if not to_lsn.available:
+            if self.agent is not None:
+                self.agent.no_max_lsn(self.conn)
             return None
+        if self.agent is not None:
+            self.agent.max_lsn_seen()
         if self.max_transactions:
             # As Debezium's getToLsn: the window ends at the n-th transaction after the last position.
             if last.available:

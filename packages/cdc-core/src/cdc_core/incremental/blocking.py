@@ -15,6 +15,7 @@ from typing import Any
 from cdc_core.errors import RetriableError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.incremental.spi import IncrementalSnapshotSource
+from cdc_core.notifications.service import collection_name
 from cdc_core.notifications.spi import INITIAL_SNAPSHOT
 from cdc_core.relational import Table
 from cdc_core.signals.conditions import Node, parse_filter
@@ -64,15 +65,18 @@ def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, no
         offsets[name] = None if request.paused_at is None else {
             **request.paused_at, BLOCKING_KEY: {"id": request.id, "tables": names[i:], "conditions": conditions}}
     log.info("blocking snapshot %s of %s: streaming paused", request.id, ", ".join(names))
-    notifier.notify(INITIAL_SNAPSHOT, "STARTED", {"data_collections": ",".join(names)}, request.id)
+    listed = ",".join(collection_name(notifier, t.id) for t, _, _ in request.tables)  # notifications' names
+    notifier.notify(INITIAL_SNAPSHOT, "STARTED", {"data_collections": listed}, request.id)
     if metrics is not None:
         metrics.snapshot_started({n: 0 for n in names})
     current: str | None = None
+    current_label = ""
+    last_table = None
     rows = 0
 
     def table_done() -> None:
         notifier.notify(INITIAL_SNAPSHOT, "TABLE_SCAN_COMPLETED", {
-            "data_collection": current, "scanned_collection": current, "total_rows_scanned": rows,
+            "data_collection": current_label, "scanned_collection": current_label, "total_rows_scanned": rows,
             "status": "SUCCEEDED"}, request.id)
         if metrics is not None:
             metrics.table_completed(current)
@@ -83,13 +87,14 @@ def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, no
         for batch in source.blocking_snapshot(pairs, lambda t: offsets[t.id.identifier], stopped):
             for ch in batch:
                 if ch.__class__ is RawChange:
-                    name = ch.table.id.identifier
-                    if name != current:
+                    label = current_label if ch.table is last_table else collection_name(notifier, ch.table.id)
+                    last_table = ch.table
+                    if label != current_label:
                         if current is not None:
                             table_done()
-                        current, rows = name, 0
+                        current, current_label, rows = ch.table.id.identifier, label, 0
                         notifier.notify(INITIAL_SNAPSHOT, "IN_PROGRESS", {
-                            "data_collections": ",".join(names), "current_collection_in_progress": name}, request.id)
+                            "data_collections": listed, "current_collection_in_progress": label}, request.id)
                     rows += 1
             yield batch
             if stopped():
@@ -103,7 +108,7 @@ def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, no
         raise  # the engine retries; the offsets say which tables are left
     except Exception as e:  # noqa: BLE001 - the stream goes on without the rest of this snapshot
         log.error("blocking snapshot %s failed: %s; streaming resumes", request.id, e)
-        notifier.notify(INITIAL_SNAPSHOT, "ABORTED", {"data_collections": ",".join(names), "reason": str(e)},
+        notifier.notify(INITIAL_SNAPSHOT, "ABORTED", {"data_collections": listed, "reason": str(e)},
                         request.id)
     finally:
         if metrics is not None:

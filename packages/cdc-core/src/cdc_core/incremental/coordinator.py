@@ -39,6 +39,7 @@ from cdc_core.incremental.positions import PositionWindows
 from cdc_core.incremental.spi import POSITION, ChunkReader, ChunkRows, IncrementalSnapshotSource, watermarks_of
 from cdc_core.incremental.state import TableScan, format_key
 from cdc_core.incremental.window import KeyFn, Window, key_function
+from cdc_core.notifications.service import collection_name
 from cdc_core.notifications.spi import INCREMENTAL_SNAPSHOT
 from cdc_core.relational import Table, TableId
 from cdc_core.signals.conditions import parse_filter
@@ -196,7 +197,7 @@ class IncrementalSnapshot:
             self._cond.notify_all()
         if not stopped:
             return []
-        self.notifier.notify(INCREMENTAL_SNAPSHOT, "ABORTED", {"data_collections": ",".join(s.name for s in stopped)},
+        self.notifier.notify(INCREMENTAL_SNAPSHOT, "ABORTED", {"data_collections": ",".join(map(self._label, stopped))},
                              self.id)
         self.log.info("incremental snapshot: stopped %s", ", ".join(s.name for s in stopped))
         if not self.scans:
@@ -286,7 +287,7 @@ class IncrementalSnapshot:
                 self._finish(completed=True)
         else:
             self.notifier.notify(INCREMENTAL_SNAPSHOT, "IN_PROGRESS", {
-                "data_collections": self._names(), "current_collection_in_progress": scan.name,
+                "data_collections": self._names(), "current_collection_in_progress": self._label(scan),
                 "maximum_key": format_key(scan.max_key), "last_processed_key": format_key(w.last_key),
                 "chunk_id": w.id, "chunk_rows": len(rows), "total_rows_scanned": scan.rows}, self.id)
         self._rebuild_state()
@@ -439,7 +440,12 @@ class IncrementalSnapshot:
     # -- helpers -----------------------------------------------------------------------------
 
     def _names(self) -> str:
-        return ",".join(s.name for s in self.scans)
+        """The tables left, as notifications name them."""
+        return ",".join(map(self._label, self.scans))
+
+    def _label(self, scan: TableScan) -> str:
+        """A table as notifications name it (SQL Server: ``<db>.<schema>.<table>``, Debezium's identifier())."""
+        return collection_name(self.notifier, scan.table.id)
 
     def _skip_unreadable(self) -> None:
         for scan in [s for s in self.scans if s.skip]:
@@ -454,8 +460,8 @@ class IncrementalSnapshot:
         if self.metrics is not None:
             self.metrics.table_completed(scan.name)
         self.notifier.notify(INCREMENTAL_SNAPSHOT, "TABLE_SCAN_COMPLETED", {
-            "data_collection": scan.name, "data_collections": ",".join([scan.name, *(s.name for s in self.scans)]),
-            "scanned_collection": scan.name, "total_rows_scanned": scan.rows, "status": status}, self.id)
+            "data_collection": self._label(scan), "data_collections": ",".join(map(self._label, [scan, *self.scans])),
+            "scanned_collection": self._label(scan), "total_rows_scanned": scan.rows, "status": status}, self.id)
 
     def _finish(self, completed: bool) -> None:
         if completed:

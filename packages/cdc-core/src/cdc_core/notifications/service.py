@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc_core.config import Config
+from cdc_core.envelope import data_collection
 from cdc_core.events import ChangeRecord
 from cdc_core.notifications.spi import Notification
 from cdc_core.signals.config import NOTIFICATION_CHANNELS
@@ -24,8 +25,11 @@ class NotificationService:
     """
 
     def __init__(self, config: Config, plugins: Any, log: Any, connector_name: str,
-                 listeners: list[Listener] | None = None, partition: dict[str, Any] | None = None):
+                 listeners: list[Listener] | None = None, partition: dict[str, Any] | None = None,
+                 with_catalog: bool = False):
         self.log = log
+        #: The connector's TableIds carry the database (SQL Server): tables are named ``<db>.<schema>.<table>``.
+        self.with_catalog = with_catalog
         self.connector_name = connector_name
         self.listeners = listeners if listeners is not None else []
         self.partition = partition
@@ -33,6 +37,10 @@ class NotificationService:
                          for name in config.get(NOTIFICATION_CHANNELS) or []]
         self._queue: deque[Notification] = deque()
         self._lock = threading.Lock()
+
+    def collection(self, tid: Any) -> str:
+        """How notifications name a table: Debezium's ``DataCollectionId.identifier()`` (cdc_core.envelope)."""
+        return data_collection(tid, self.with_catalog)
 
     def notify(self, aggregate_type: str, type_: str, data: dict[str, Any] | None = None,
                id_: str | None = None) -> Notification:
@@ -75,3 +83,9 @@ class NotificationService:
                 channel.close()
             except Exception:  # noqa: BLE001
                 pass
+
+
+def collection_name(notifier: Any, tid: Any) -> str:
+    """``notifier``'s name for a table (``NotificationService.collection``; another notifier: ``schema.table``)."""
+    name = getattr(notifier, "collection", None)
+    return name(tid) if name is not None else tid.identifier

@@ -45,13 +45,13 @@ class SignalController:
     def __init__(self, config: Config, connector: Any, plugins: Any, log: Any, *, metrics: Any = None,
                  connector_name: str = "", partition: dict[str, Any] | None = None,
                  listeners: list[Listener] | None = None, in_process: InProcessSignalChannel | None = None,
-                 stopping: Callable[[], bool] = lambda: False):
+                 stopping: Callable[[], bool] = lambda: False, with_catalog: bool = False):
         self.config = config
         self.connector = connector
         self.log = log
         self.metrics = metrics
         self.stopping = stopping
-        self.notifier = NotificationService(config, plugins, log, connector_name, listeners, partition)
+        self.notifier = NotificationService(config, plugins, log, connector_name, listeners, partition, with_catalog)
         enabled = config.get(SIGNAL_CHANNELS) or []
         self.source_enabled = "source" in enabled
         self.channels = [plugins.get("signal channel", n)(config, log) for n in enabled if n != "source"]
