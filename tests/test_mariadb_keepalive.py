@@ -160,13 +160,17 @@ def test_without_keep_alive_the_engine_retry_resumes(mariadb_server, mariadb_db)
     assert ids == [1, 2, 3]
 
 
-def _client_socket_states(port: int) -> set[str]:
-    """TCP states (hex, /proc/net/tcp) of sockets whose local port is ``port``."""
+def _client_socket_states(port: int, server_port: int) -> set[str]:
+    """TCP states (hex, /proc/net/tcp) of sockets from local port ``port`` to ``server_port``.
+
+    Both ports: one ephemeral port may also be the local end of a connection to another server (a
+    PostgreSQL or broker of another test lingering in TIME_WAIT), which is not the binlog connection.
+    """
     states = set()
     with open("/proc/net/tcp") as f:
         for line in f.readlines()[1:]:
             fields = line.split()
-            if int(fields[1].split(":")[1], 16) == port:
+            if int(fields[1].split(":")[1], 16) == port and int(fields[2].split(":")[1], 16) == server_port:
                 states.add(fields[3])
     return states
 
@@ -192,7 +196,7 @@ def test_silent_server_is_noticed_and_stale_socket_closed(mariadb_server, mariad
                 assert time.monotonic() < deadline, "the silent connection was not noticed"
                 time.sleep(0.05)
             time.sleep(0.2)
-            states = _client_socket_states(port)
+            states = _client_socket_states(port, mariadb_server.port)
         finally:
             os.kill(pid, signal.SIGCONT)
         mariadb_server.execute("INSERT INTO t VALUES (2, 'b')", mariadb_db)
