@@ -43,8 +43,12 @@ def read_committed(bootstrap: str, topic: str, count: int, timeout: float = 60.0
 
 
 def offset_records(bootstrap: str, prefix: str) -> list[tuple[list, dict]]:
-    """The committed Kafka Connect offset records of the connector: ``([name, partition], offset)``."""
-    return [(orjson.loads(m.key()), orjson.loads(m.value())) for m in consume(bootstrap, f"{prefix}-offsets", quiet=1.0)]
+    """The committed Kafka Connect offset records of the connector: ``([name, partition], offset)``.
+
+    At least one, then all that come within a second (the watermarks count transaction markers too, so no count).
+    """
+    return [(orjson.loads(m.key()), orjson.loads(m.value()))
+            for m in consume(bootstrap, f"{prefix}-offsets", 1, timeout=30, quiet=1.0)]
 
 
 def assert_once_in_order(messages: list, expected: int) -> None:
@@ -96,8 +100,11 @@ def test_kill_9_under_writes_then_every_change_exactly_once(pg_server, pg_db, ka
     pg_server.execute("INSERT INTO k SELECT generate_series(1, 50)", dbname=pg_db)
     prefix = unique_topic("pgx")
     topic = f"{prefix}.public.k"
+    # A long offset flush interval: at least once, everything since the last flush would come again after the kill;
+    # exactly once commits the offsets with each batch whatever the interval.
     props = exactly_once_properties(pg_server, pg_db, tmp_path, kafka.bootstrap, prefix, "xslot",
-                                    **{"debezium.source.max.batch.size": 256})
+                                    **{"debezium.source.max.batch.size": 256,
+                                       "debezium.source.offset.flush.interval.ms": 60000})
     cdc = start(props, tmp_path)
     read_committed(kafka.bootstrap, topic, 50)  # the snapshot is in
     written = 50
@@ -127,7 +134,6 @@ def test_kill_9_under_writes_then_every_change_exactly_once(pg_server, pg_db, ka
         assert cdc.terminate() == 0, cdc.log()
     assert killed_at > 50, "the kill came before any streamed change"
     assert_once_in_order(messages, written)
-    assert "Aborting" not in cdc.log() or True  # the dead process's transaction is aborted by the broker, not logged
     print(f"{written} rows, killed at {killed_at}, 0 duplicates")
 
 
