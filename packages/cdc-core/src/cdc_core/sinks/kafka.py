@@ -296,6 +296,11 @@ class KafkaSink:
 
     def close(self) -> None:
         """Flush what librdkafka still holds (nothing after an acknowledged ``write``) and let the producer go."""
+        if self._aborting:  # a transaction left open by a failed attempt (stopped while retrying): end it now
+            try:
+                self._producer.abort_transaction(5.0)
+            except self._ck.KafkaException:
+                pass  # the broker aborts it at transaction.timeout.ms, or the next start's init_transactions does
         try:
             left = self._producer.flush(5.0)
         except Exception as e:  # noqa: BLE001 - every acknowledged batch is already in Kafka
