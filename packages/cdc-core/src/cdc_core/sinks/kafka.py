@@ -111,6 +111,8 @@ class KafkaSink:
         #: ``(offsets topic, connector name)`` once ``begin_exactly_once`` ran; None: at least once.
         self._offsets_to: tuple[str, str] | None = None
         self._aborting = False
+        #: A commit failed retriably (it may have happened): the next attempt resumes it instead of redoing the batch.
+        self._committing = False
         self._stopping = threading.Event()
         self._backoff = Backoff("kafka sink", log, stopping=self._stopping)
         self._last_error = ""
@@ -252,21 +254,37 @@ class KafkaSink:
         self._backoff.call(lambda: self._transact(records))
 
     def _transact(self, records: list[Any]) -> None:
-        """One transaction of all ``records``; a failure aborts it (a new producer fences the old epoch) to try again."""
-        self._failures = []
+        """One transaction of all ``records``.
+
+        A commit that failed retriably (timed out: it may have happened) is resumed, never redone, so a batch
+        cannot be committed twice; any other failure aborts the transaction (a new producer with the same id
+        bumps the epoch) and the next attempt sends the batch again.
+        """
+        timeout = max(CONNECT_TIMEOUT_S, (self.wait_ms or 60000) / 1000.0)
         try:
             if self._aborting:  # the last attempt failed: a new producer with the same id aborts its transaction
                 self._producer = self._new_producer()
-                self._producer.init_transactions(max(CONNECT_TIMEOUT_S, (self.wait_ms or 60000) / 1000.0))
+                self._producer.init_transactions(timeout)
                 self._aborting = False
-            self._producer.begin_transaction()
-            self._produce_all(records)
-            self._producer.commit_transaction(max(CONNECT_TIMEOUT_S, (self.wait_ms or 60000) / 1000.0))
+            if not self._committing:
+                self._failures = []
+                self._producer.begin_transaction()
+                self._produce_all(records)
+                self._committing = True
+            self._producer.commit_transaction(timeout)
+            self._committing = False
             return
         except self._ck.KafkaException as e:
             err = e.args[0] if e.args else None
             name = err.name() if hasattr(err, "name") else ""
+            resume = (self._committing and hasattr(err, "retriable") and err.retriable()
+                      and not err.txn_requires_abort() and not err.fatal())
             failure = describe(e, self._conf)
+        self._last_error = failure
+        if resume:
+            raise TransientSinkError(f"the commit of a transaction of {len(records)} record(s) failed: {failure}")
+        self._committing = False
+        self._aborting = True  # whatever state the transaction is in, the next attempt's new producer aborts it
         for err, msg in self._failures:  # a record no retry can deliver fails the batch
             if err.name() in PERMANENT:
                 hint = _HINTS.get(err.name())
@@ -275,8 +293,6 @@ class KafkaSink:
         if name in FENCED:
             raise SinkError(f"kafka sink: another process took over transactional.id {self._conf['transactional.id']!r} "
                             f"({failure}); only one cdc may run per connector")
-        self._last_error = failure
-        self._aborting = True  # whatever state the transaction is in, the next attempt's new producer aborts it
         raise TransientSinkError(f"the transaction of {len(records)} record(s) failed: {failure}")
 
     def _produce_when_room(self, topic: str, key: bytes | None, value: bytes | None, headers: Any) -> None:
@@ -296,7 +312,7 @@ class KafkaSink:
 
     def close(self) -> None:
         """Flush what librdkafka still holds (nothing after an acknowledged ``write``) and let the producer go."""
-        if self._aborting:  # a transaction left open by a failed attempt (stopped while retrying): end it now
+        if self._aborting or self._committing:  # a transaction left open by a failed attempt (stopped while retrying): end it now
             try:
                 self._producer.abort_transaction(5.0)
             except self._ck.KafkaException:
