@@ -250,11 +250,15 @@ class KafkaSink:
         """Produce the batch and its offset records (Kafka Connect's format) in one transaction; return once committed."""
         assert self._offsets_to is not None, "begin_exactly_once was not called"
         topic, connector = self._offsets_to
-        records = [*batch, *((topic, record_key(connector, p), orjson.dumps(o), None) for p, o in offsets)]
-        self._backoff.call(lambda: self._transact(records))
+        marks = [(topic, record_key(connector, p), orjson.dumps(o), None) for p, o in offsets]
+        self._backoff.call(lambda: self._transact(batch, marks))
 
-    def _transact(self, records: list[Any]) -> None:
-        """One transaction of all ``records``.
+    def _transact(self, records: list[Any], marks: list[Any]) -> None:
+        """One transaction of ``records`` then their offset records ``marks``.
+
+        The offset records are sent only once every record was acknowledged (within the transaction): a
+        broker that, unlike Kafka, lets a dead producer's open transaction through (Tansu) then shows at
+        worst records again, never an offset past records it does not have.
 
         A commit that failed retriably (timed out: it may have happened) is resumed, never redone, so a batch
         cannot be committed twice; any other failure aborts the transaction (a new producer with the same id
@@ -270,10 +274,16 @@ class KafkaSink:
                 self._failures = []
                 self._producer.begin_transaction()
                 self._produce_all(records)
+                if records and (self._producer.flush(timeout) or self._failures):
+                    raise TransientSinkError(f"{len(self._failures) or 'some'} record(s) of a transaction not "
+                                             f"delivered: {self._last_error}")
+                self._produce_all(marks)
                 self._committing = True
             self._producer.commit_transaction(timeout)
             self._committing = False
             return
+        except TransientSinkError as e:
+            err, name, resume, failure = None, "", False, str(e)
         except self._ck.KafkaException as e:
             err = e.args[0] if e.args else None
             name = err.name() if hasattr(err, "name") else ""
