@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from cdc_core import exactly_once
 from cdc_core.config import Config, ServerConfig, load_file, server_config
 from cdc_core.config.common import OFFSET_FILE
 from cdc_core.config.catalogue import Report, suggestion
@@ -30,6 +31,8 @@ class Application:
                      refused=[*self.server.refused, *source.refused], ignored=[*self.server.ignored, *source.ignored],
                      reasons={**self.server.reasons, **source.reasons})
         out.errors += self._sink_problems()
+        out.errors += exactly_once.problems(self.server.source, self.server.sink_type,
+                                            self.server.sink.get("producer.bootstrap.servers"), self.server.source_name)
         return out
 
     def problems(self) -> list[str]:

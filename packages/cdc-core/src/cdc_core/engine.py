@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from cdc_core import exactly_once
 from cdc_core.config import Config, Fields
 from cdc_core.config import common
 from cdc_core.config.catalogue import Catalogue, Report, classify
@@ -250,6 +251,11 @@ class Engine:
             # key.converter / value.converter (JsonConverter, CloudEventsConverter, AvroConverter) and their options.
             serializer = _connect_serializer(self.config)
         self.serializer = serializer
+        #: Exactly once (cdc_core.exactly_once): the sink commits each batch's offsets in the batch's transaction,
+        #: so the engine hands them to it and never writes the offset store itself.
+        self._sink_commits_offsets = exactly_once.enabled(self.config)
+        if self._sink_commits_offsets:
+            self._begin_exactly_once(offset_store, display or (lambda name: name))
         self.offset_store = offset_store if offset_store is not None else self._make_offset_store()
         self.history_store = history_store
         self.queue: BatchQueue[ChangeRecord | Checkpoint] = BatchQueue(
@@ -274,6 +280,8 @@ class Engine:
         #: Whether the connector handed on records serialized by snapshot worker processes (set before queueing them).
         self._worker_records = False
         self._acked_offset: dict[str, Any] | None = None
+        #: Exactly once: the offsets the batch being written commits with it (``_offsets_after``).
+        self._batch_offsets: list[tuple[dict[str, Any], dict[str, Any]]] = []
         self._flushed_offset: dict[str, Any] | None = None
         self._produced = 0
         self._acked = 0
@@ -286,6 +294,19 @@ class Engine:
         # Signals and notifications (cdc_core.signals): the in-process channel and listeners.
         self._signals = InProcessSignalChannel()
         self._notification_listeners: list[Callable[[Any], None]] = []
+
+    def _begin_exactly_once(self, offset_store: Any, display: Callable[[str], str]) -> None:
+        """Refuse what cannot be exactly once; else make the sink transactional before the offsets are read."""
+        problems = exactly_once.problems(self.config, getattr(self.sink, "name", None),
+                                         getattr(self.sink, "bootstrap", None), display)
+        if offset_store is not None and getattr(offset_store, "name", None) != "kafka":
+            problems.append(f"{display(common.EXACTLY_ONCE_SUPPORT.name)}=required: needs KafkaOffsetBackingStore, "
+                            f"not {offset_store!r}")
+        if problems:
+            raise ConfigError(problems)
+        # First, so a killed process's open transaction is aborted and the offsets topic reads to its end.
+        self.sink.begin_exactly_once(self.config.get(common.OFFSET_TOPIC), self.name,  # type: ignore[union-attr]
+                                     exactly_once.transactional_id(self.config))
 
     def _make_offset_store(self) -> Any:
         name = self.config.get(common.OFFSET_STORAGE)
@@ -495,7 +516,10 @@ class Engine:
             if self.serializer is None:
                 self.serializer = _connect_serializer(self.config)
             self._sink_serializer = self.serializer
-            handler = _sink_handler(self.serializer.serialize, self.sink.write, lambda: self._worker_records)
+            write = self.sink.write
+            if self._sink_commits_offsets:
+                write = lambda out: self.sink.write_transaction(out, self._batch_offsets)  # noqa: E731
+            handler = _sink_handler(self.serializer.serialize, write, lambda: self._worker_records)
         elif _CHECK_JSON:  # the test suite: records handed to a handler are checked as if serialized
             from cdc_core.serializers.checking import wrap_handler
 
@@ -516,6 +540,10 @@ class Engine:
                 batch = self.queue.get(self.max_batch, self.poll_interval)
                 if batch:
                     records = [r for r in batch if r.__class__ is not Checkpoint]
+                    if self._sink_commits_offsets:
+                        self._batch_offsets = self._offsets_after(batch)
+                        if not records and self._batch_offsets:  # a checkpoint moves the offset: a transaction of it alone
+                            self.sink.write_transaction([], self._batch_offsets)
                     if records:
                         try:
                             handler(records)
@@ -570,15 +598,38 @@ class Engine:
         if first is not None:
             raise first
 
-    def _acknowledge(self, batch: list[ChangeRecord | Checkpoint]) -> None:
+    @staticmethod
+    def _last_offset(batch: list[ChangeRecord | Checkpoint]) -> dict[str, Any] | None:
+        """The offset of the batch's last record that carries one (records of snapshot worker processes carry none)."""
         for r in reversed(batch):
             if r.__class__ is not SinkRecord and r.offset is not None:
-                self._acked_offset = r.offset
-                break
+                return r.offset
+        return None
+
+    def _partition_offsets(self, batch: list[ChangeRecord | Checkpoint]) -> dict[bytes, tuple[dict[str, Any], dict[str, Any]]]:
+        """Several partitions: the last acknowledged offset of each once ``batch`` is acknowledged too."""
+        out = dict(self._acked_partitions)
+        for r in batch:
+            if r.offset is not None and r.partition is not None:
+                out[partition_key(r.partition)] = (r.partition, r.offset)
+        return out
+
+    def _offsets_after(self, batch: list[ChangeRecord | Checkpoint]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """What ``_flush`` would commit once ``batch`` is acknowledged, if the batch moves an offset (else empty)."""
         if self._multi_partition:
-            for r in batch:
-                if r.offset is not None and r.partition is not None:
-                    self._acked_partitions[partition_key(r.partition)] = (r.partition, r.offset)
+            after = self._partition_offsets(batch)
+            return list(after.values()) if after != self._acked_partitions else []
+        offset = self._last_offset(batch)
+        if offset is None or self.partition is None:
+            return []
+        return [(self.partition, offset)]
+
+    def _acknowledge(self, batch: list[ChangeRecord | Checkpoint]) -> None:
+        offset = self._last_offset(batch)
+        if offset is not None:
+            self._acked_offset = offset
+        if self._multi_partition:
+            self._acked_partitions = self._partition_offsets(batch)
         with self._progress:
             self._acked += len(batch)
             self._progress.notify_all()
@@ -587,7 +638,9 @@ class Engine:
         offset = self._acked_offset
         if offset is None or self.partition is None:
             return
-        if self._acked_partitions:
+        if self._sink_commits_offsets:
+            pass  # already committed with each batch, in its transaction
+        elif self._acked_partitions:
             self.offset_store.commit(list(self._acked_partitions.values()))
         else:
             self.offset_store.commit([(self.partition, offset)])

@@ -124,6 +124,12 @@ OFFSET_TOPIC = F("offset.storage.topic", "string", doc="The Kafka Connect offset
 OFFSET_PARTITIONS = F("offset.storage.partitions", "int", 25, minimum=1)
 OFFSET_REPLICATION = F("offset.storage.replication.factor", "int", 3, minimum=-1)
 BOOTSTRAP_SERVERS = F("bootstrap.servers", "string", doc="The Kafka cluster of KafkaOffsetBackingStore's topic.")
+# Exactly-once into Kafka (cdc_core.exactly_once): Kafka Connect's KIP-618 connector properties.
+EXACTLY_ONCE_SUPPORT = F("exactly.once.support", "enum", "requested", allowed=("requested", "required"),
+                         doc="required: each batch and its offsets in one Kafka transaction (kafka sink and "
+                             "KafkaOffsetBackingStore); requested: at least once.")
+TRANSACTION_BOUNDARY = F("transaction.boundary", "enum", "poll", allowed=("poll", "interval", "connector"),
+                         doc="With exactly.once.support=required: one transaction per batch (poll, the only one supported).")
 
 # Kafka Connect's own worker/connector properties: accepted, and meaningless here.
 _CONNECT_PROPERTIES = (
@@ -148,7 +154,7 @@ COMMON_FIELDS = Fields(
         SNAPSHOT_INCLUDE_COLLECTIONS, SNAPSHOT_DELAY_MS, STREAMING_DELAY_MS, *CONFIGURATION_BASED_FIELDS, METRICS_PORT,
         SCHEMA_HISTORY_KAFKA_TOPIC, SCHEMA_HISTORY_KAFKA_BOOTSTRAP, SCHEMA_HISTORY_KAFKA_POLL_MS,
         SCHEMA_HISTORY_KAFKA_ATTEMPTS, SCHEMA_HISTORY_KAFKA_QUERY_MS, SCHEMA_HISTORY_KAFKA_CREATE_MS,
-        OFFSET_TOPIC, OFFSET_PARTITIONS, OFFSET_REPLICATION, BOOTSTRAP_SERVERS,
+        OFFSET_TOPIC, OFFSET_PARTITIONS, OFFSET_REPLICATION, BOOTSTRAP_SERVERS, EXACTLY_ONCE_SUPPORT, TRANSACTION_BOUNDARY,
         *(F(n) for n in _CONNECT_PROPERTIES),
     ],
     prefixes=("key.converter.", "value.converter.", "schema.history.internal.file.",

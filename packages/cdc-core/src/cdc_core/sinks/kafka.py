@@ -1,4 +1,4 @@
-"""The Kafka sink: Debezium Server's ``debezium.sink.kafka.*`` on confluent-kafka (librdkafka), at least once.
+"""The Kafka sink: Debezium Server's ``debezium.sink.kafka.*`` on confluent-kafka (librdkafka), at least or exactly once.
 
 A batch is produced whole, then flushed; ``write`` returns only when every record's delivery was
 acknowledged by the broker (``acks=all``, idempotent producer), so offsets move only past records
@@ -6,6 +6,12 @@ that are durably in Kafka. Failed deliveries are retried with back-off when tran
 timeouts, leader changes) and stop the run with one line when permanent (authorization, unknown
 topic with auto-creation off, a record too large). The producer compresses with lz4 unless told
 otherwise (``COMPRESSION_DEFAULT``).
+
+Exactly once (``exactly.once.support=required``, cdc_core.exactly_once): the engine calls
+``begin_exactly_once`` before it reads the offsets, then hands every batch with its offsets to
+``write_transaction``, which produces the records and the Kafka Connect offset records in one
+transaction of a producer whose ``transactional.id`` is stable per connector; a restarted process's
+``init_transactions`` fences the dead one and aborts its open transaction.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from cdc_core.errors import ConfigError, SinkError
 from cdc_core.sinks.retry import Backoff, TransientSinkError
 from cdc_core.spi.sink import SinkRecord
 from cdc_core.stores.kafka_client import check_hosts, client_config, describe, import_kafka, new_client, redact
+from cdc_core.stores.kafka_offsets import record_key
 
 PREFIX = "debezium.sink.kafka."
 WAIT_TIMEOUT = ConfigField(
@@ -38,6 +45,9 @@ COMPRESSION_DEFAULT = "lz4"
 CONNECT_TIMEOUT_S = 10.0
 
 log = logging.getLogger("cdc.sinks.kafka")
+
+#: The transactional producer's errors meaning another process took over its ``transactional.id``: stop, never fence it back.
+FENCED = frozenset({"_FENCED", "PRODUCER_FENCED", "INVALID_PRODUCER_EPOCH", "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"})
 
 #: Error names that no retry can fix: the batch fails and the run stops.
 PERMANENT = frozenset({
@@ -96,6 +106,13 @@ class KafkaSink:
             self._conf["enable.idempotence"] = "false"
         self._conf.update(mapped)
         self._given = given
+        #: The cluster the records go to (exactly once needs the offsets topic on it).
+        self.bootstrap = given["bootstrap.servers"]
+        #: ``(offsets topic, connector name)`` once ``begin_exactly_once`` ran; None: at least once.
+        self._offsets_to: tuple[str, str] | None = None
+        self._aborting = False
+        #: A commit failed retriably (it may have happened): the next attempt resumes it instead of redoing the batch.
+        self._committing = False
         self._stopping = threading.Event()
         self._backoff = Backoff("kafka sink", log, stopping=self._stopping)
         self._last_error = ""
@@ -159,10 +176,9 @@ class KafkaSink:
             self._producer = self._new_producer()
             return records
 
-    def _attempt(self, records: list[Any]) -> list[Any]:
-        failures = self._failures = []
-        producer = self._producer
-        produce = producer.produce
+    def _produce_all(self, records: list[Any]) -> None:
+        """Hand every record to librdkafka (waiting for room in its queue when full)."""
+        produce = self._producer.produce
         # Positional arguments, and headers only where there are some: the cheapest produce() call.
         for topic, key, value, headers in records:
             try:
@@ -172,6 +188,11 @@ class KafkaSink:
                     produce(topic, value, key)
             except BufferError:  # librdkafka's queue is full: let it send, then go on
                 self._produce_when_room(topic, key, value, headers)
+
+    def _attempt(self, records: list[Any]) -> list[Any]:
+        failures = self._failures = []
+        producer = self._producer
+        self._produce_all(records)
         deadline = time.monotonic() + self.wait_ms / 1000.0 if self.wait_ms else None
         while producer.flush(0.2) > 0:
             if deadline is not None and time.monotonic() > deadline:
@@ -198,6 +219,92 @@ class KafkaSink:
             self._producer = self._new_producer()
         return retry
 
+    # -- exactly once --------------------------------------------------------------------------
+
+    def begin_exactly_once(self, offsets_topic: str, connector: str, transactional_id: str) -> None:
+        """Replace the producer by a transactional one (``producer.transactional.id`` if set, else ``transactional_id``).
+
+        Its ``init_transactions`` fences a process that used the same id before and aborts that process's
+        open transaction, so the offsets topic read next holds only committed batches.
+        """
+        self._conf.setdefault("transactional.id", transactional_id)
+        txn_ms = int(self._conf.get("transaction.timeout.ms", 60000))
+        if not self.wait_ms or self.wait_ms > txn_ms:  # librdkafka: message.timeout.ms <= transaction.timeout.ms
+            self._conf["message.timeout.ms"] = str(txn_ms)
+        self._producer.flush(5.0)
+        self._producer = self._new_transactional_producer()
+        self._offsets_to = (offsets_topic, connector)
+        log.info("kafka sink: exactly once, each batch and its offsets in one transaction (transactional.id %s)",
+                 self._conf["transactional.id"])
+
+    def _new_transactional_producer(self) -> Any:
+        producer = self._new_producer()
+        try:
+            producer.init_transactions(max(CONNECT_TIMEOUT_S, (self.wait_ms or 60000) / 1000.0))
+        except self._ck.KafkaException as e:
+            raise SinkError(f"kafka sink: cannot start the transactional producer {self._conf['transactional.id']!r} "
+                            f"at {self.bootstrap}: {describe(e, self._conf)}") from None
+        return producer
+
+    def write_transaction(self, batch: list[SinkRecord], offsets: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+        """Produce the batch and its offset records (Kafka Connect's format) in one transaction; return once committed."""
+        assert self._offsets_to is not None, "begin_exactly_once was not called"
+        topic, connector = self._offsets_to
+        marks = [(topic, record_key(connector, p), orjson.dumps(o), None) for p, o in offsets]
+        self._backoff.call(lambda: self._transact(batch, marks))
+
+    def _transact(self, records: list[Any], marks: list[Any]) -> None:
+        """One transaction of ``records`` then their offset records ``marks``.
+
+        The offset records are sent only once every record was acknowledged (within the transaction): a
+        broker that, unlike Kafka, lets a dead producer's open transaction through (Tansu) then shows at
+        worst records again, never an offset past records it does not have.
+
+        A commit that failed retriably (timed out: it may have happened) is resumed, never redone, so a batch
+        cannot be committed twice; any other failure aborts the transaction (a new producer with the same id
+        bumps the epoch) and the next attempt sends the batch again.
+        """
+        timeout = max(CONNECT_TIMEOUT_S, (self.wait_ms or 60000) / 1000.0)
+        try:
+            if self._aborting:  # the last attempt failed: a new producer with the same id aborts its transaction
+                self._producer = self._new_producer()
+                self._producer.init_transactions(timeout)
+                self._aborting = False
+            if not self._committing:
+                self._failures = []
+                self._producer.begin_transaction()
+                self._produce_all(records)
+                if records and (self._producer.flush(timeout) or self._failures):
+                    raise TransientSinkError(f"{len(self._failures) or 'some'} record(s) of a transaction not "
+                                             f"delivered: {self._last_error}")
+                self._produce_all(marks)
+                self._committing = True
+            self._producer.commit_transaction(timeout)
+            self._committing = False
+            return
+        except TransientSinkError as e:
+            err, name, resume, failure = None, "", False, str(e)
+        except self._ck.KafkaException as e:
+            err = e.args[0] if e.args else None
+            name = err.name() if hasattr(err, "name") else ""
+            resume = (self._committing and hasattr(err, "retriable") and err.retriable()
+                      and not err.txn_requires_abort() and not err.fatal())
+            failure = describe(e, self._conf)
+        self._last_error = failure
+        if resume:
+            raise TransientSinkError(f"the commit of a transaction of {len(records)} record(s) failed: {failure}")
+        self._committing = False
+        self._aborting = True  # whatever state the transaction is in, the next attempt's new producer aborts it
+        for err, msg in self._failures:  # a record no retry can deliver fails the batch
+            if err.name() in PERMANENT:
+                hint = _HINTS.get(err.name())
+                raise SinkError(f"kafka sink: cannot deliver to topic {msg.topic()!r}: {describe(err, self._conf)}"
+                                + (f" ({hint})" if hint else ""))
+        if name in FENCED:
+            raise SinkError(f"kafka sink: another process took over transactional.id {self._conf['transactional.id']!r} "
+                            f"({failure}); only one cdc may run per connector")
+        raise TransientSinkError(f"the transaction of {len(records)} record(s) failed: {failure}")
+
     def _produce_when_room(self, topic: str, key: bytes | None, value: bytes | None, headers: Any) -> None:
         """Produce one record once librdkafka's queue has room (serving delivery reports meanwhile)."""
         kafka_headers = _headers(headers) if headers else None
@@ -215,6 +322,11 @@ class KafkaSink:
 
     def close(self) -> None:
         """Flush what librdkafka still holds (nothing after an acknowledged ``write``) and let the producer go."""
+        if self._aborting or self._committing:  # a transaction left open by a failed attempt (stopped while retrying): end it now
+            try:
+                self._producer.abort_transaction(5.0)
+            except self._ck.KafkaException:
+                pass  # the broker aborts it at transaction.timeout.ms, or the next start's init_transactions does
         try:
             left = self._producer.flush(5.0)
         except Exception as e:  # noqa: BLE001 - every acknowledged batch is already in Kafka

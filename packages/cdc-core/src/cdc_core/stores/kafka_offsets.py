@@ -84,7 +84,9 @@ class KafkaOffsetStore:
     def _read(self) -> None:
         """Read every partition of the topic to its current end; keep this connector's last offset per partition."""
         ck = self._ck
+        # read_committed: with exactly once, an offset record counts only once its batch's transaction committed.
         consumer = new_client("Consumer", {**self._conf, "group.id": f"{self.connector}-offsets-reader",
+                                           "isolation.level": "read_committed",
                                            "enable.auto.commit": False, "enable.partition.eof": False}, "")
         try:
             md = consumer.list_topics(self.topic, timeout=30)
