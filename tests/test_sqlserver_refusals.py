@@ -20,11 +20,32 @@ def test_database_without_cdc_is_refused_naming_the_fix(standin):
     assert "sys.sp_cdc_enable_db" in message
 
 
-def test_no_table_with_cdc_is_refused(standin):
+def test_no_table_with_cdc_starts_snapshots_warns_and_streams_a_table_enabled_later(standin, caplog):
+    """As Debezium 2.7.4: no refusal; the snapshot reads the table, streaming warns (getChangeTablesToQuery's
+    words) and reads nothing, and a capture instance created later is picked up when it appears."""
     standin.create_table(CUSTOMERS)
+    standin.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('a', 'b', 'a@b')")
     standin.enable_db()
-    message = _start_error(standin.properties())
-    assert "no captured table" in message and "sys.sp_cdc_enable_table" in message and "dbo.customers" in message
+    standin.agent.start()
+    customers = lambda rs: [r for r in rs if r.topic.endswith(".customers") and r.value is not None]  # noqa: E731
+    store = MemoryOffsetStore()
+    config = {**standin.properties(), "snapshot.mode": "initial", "poll.interval.ms": 10}
+    with caplog.at_level("WARNING"):
+        runner = run_until(config, lambda rs: len(customers(rs)) >= 1, "the snapshot", action=lambda: standin.execute(
+            "INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('c', 'd', 'c@d')"),
+            offsets=store, settle=0.5)
+    assert [(r.value["op"], r.value["after"]["email"]) for r in customers(runner.records)] == [("r", "a@b")]
+    warnings = _messages(caplog, "WARNING")
+    assert warnings.count("No table has enabled CDC or security constraints prevents getting the list of change "
+                          "tables") == 1, warnings
+    assert any("dbo.customers is not enabled for CDC" in m for m in warnings)
+
+    def enable_and_insert():
+        standin.enable_table("dbo", "customers")
+        standin.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('e', 'f', 'e@f')")
+    later = run_until(config, lambda rs: len(customers(rs)) >= 1, "the insert after sys.sp_cdc_enable_table",
+                      action=enable_and_insert, offsets=store, settle=0.3)
+    assert [(r.value["op"], r.value["after"]["email"]) for r in customers(later.records)] == [("c", "e@f")]
 
 
 def test_a_user_who_cannot_read_the_capture_instance_is_refused(inventory):

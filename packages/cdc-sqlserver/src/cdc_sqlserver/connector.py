@@ -23,7 +23,7 @@ from cdc_sqlserver import odbc
 from cdc_sqlserver.agent import AgentCheck
 from cdc_sqlserver.catalog import (CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LSN_OF_ALL_CHANGE_TABLES,
                                    TRACKED_TABLES, CaptureInstance,
-                                   read_all_capture_instances, read_capture_instances, read_tables)
+                                   instance_names, read_all_capture_instances, read_capture_instances, read_tables)
 from cdc_sqlserver.driver_errors import first_line as _first_line
 from cdc_sqlserver.driver_errors import is_connection_error as _is_connection_error
 from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
@@ -137,7 +137,8 @@ class SqlServerConnector:
         order = snapshot_order(instances.values(), self.config.get(common.TABLE_INCLUDE),
                                lambda i: i.table.id.identifier)
         self._instances = list(order)
-        # As Debezium 2.7.4, an included table without CDC is snapshotted (with all its columns), never streamed.
+        # As Debezium 2.7.4, an included table without CDC is snapshotted (with all its columns), not streamed until
+        # sys.sp_cdc_enable_table gives it a capture instance (streaming then picks it up).
         self._without_cdc = [UncapturedTable(t) for k, t in included.items() if k not in instances]
         groups = database_groups(self.metrics, self.db)
         if groups is not None:
@@ -232,7 +233,11 @@ class SqlServerConnector:
                                  "sys.sp_cdc_enable_table for each table to capture")
 
     def _check_access(self, included: dict, instances: dict[tuple[str, str], CaptureInstance]) -> None:
-        """Refuse capture instances the user cannot read; warn about included tables without CDC."""
+        """Refuse capture instances the user cannot read; warn about included tables without CDC.
+
+        As Debezium 2.7.4, no capture instance at all is no refusal: the snapshot reads the included
+        tables and streaming warns (``_streaming_instances``), picking up a table enabled later.
+        """
         visible = {r[2] for r in self._conn.execute(HELP_CHANGE_DATA_CAPTURE).fetchall()}
         tracked = {(s, t) for s, t in self._conn.execute(TRACKED_TABLES).fetchall()}
         user = self.config.get(msc.USER)
@@ -249,12 +254,6 @@ class SqlServerConnector:
                                  "@role_name = NULL", key[0], key[1],
                                  "tracked, but no capture instance" if key in tracked else "no capture instance",
                                  key[0], key[1])
-        if not instances:
-            raise ConnectorError(
-                f"no captured table of database {self.db!r} at {self.address} has CDC enabled (tables matching the "
-                f"filters: {', '.join('.'.join(k) for k in included) or 'none'}): run EXEC sys.sp_cdc_enable_table "
-                "@source_schema = N'<schema>', @source_name = N'<table>', @role_name = NULL for each table to capture, "
-                "or fix table.include.list")
 
     # -- the run -----------------------------------------------------------------------------
 
@@ -335,6 +334,14 @@ class SqlServerConnector:
                              "VARCHAR(32) NOT NULL, data VARCHAR(2048)) and enable it for CDC to use the source signal "
                              "channel and incremental snapshots", self.db, *signal,
                              "has no capture instance" if signal in included else "does not exist")
+        if not found:
+            # Debezium 2.7.4's getChangeTablesToQuery: its two warnings, at the start of streaming and whenever
+            # the change tables are read again (a capture instance appeared or went).
+            if not instance_names(self._conn):
+                self.log.warning("No table has enabled CDC or security constraints prevents getting the list of "
+                                 "change tables")
+            self.log.warning("No table on connector's include list has enabled CDC, tables on include list do not "
+                             "contain any table with CDC enabled or no table match the include/exclude filter(s)")
         if self._history is not None:
             for instances in found.values():
                 # The instance a newer one replaces converts with the history's structure (Debezium: the
