@@ -10,6 +10,7 @@ import time
 
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_sqlserver.lsn import from_value
 from cdc_sqlserver.standin.testing import standin  # noqa: F401  (fixture)
 
 from incremental_replay import replay
@@ -213,3 +214,26 @@ def test_ad_hoc_snapshots_read_an_included_table_without_cdc(standin):
         run.engine.signal("execute-snapshot", {"data-collections": [plain], "type": "blocking"})
         run.wait(lambda: len(reads(run)) >= 45, "the blocking snapshot")
         assert reads(run) == list(range(1, 46))
+
+
+def test_incremental_reads_carry_the_position_of_the_watermark_that_closed_their_window(standin):
+    """As Debezium 2.7.4 (a window closes while the stream dispatches the close watermark's row, and its READs
+    take the stream's SqlServerOffsetContext): change_lsn/commit_lsn/event_serial_no of that row."""
+    _items(standin, rows=30)
+    with _Run(_config(standin, **{"incremental.snapshot.chunk.size": 10})) as run:
+        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        standin.execute("UPDATE dbo.items SET v = 5 WHERE id = 2")
+        run.wait(lambda: any(r.value and r.value["op"] == "u" for r in run.topic("items")), "the update")
+        standin.execute("INSERT INTO dbo.debezium_signal VALUES ('inc-lsn', 'execute-snapshot', "
+                        "'{\"data-collections\": [\"" + standin.dbname + ".dbo.items\"]}')")
+        run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes) and len(
+            [r for r in run.topic("items") if r.value and r.value["op"] == "r"]) >= 30, "the incremental snapshot")
+    update = next(r.value["source"] for r in run.topic("items") if r.value and r.value["op"] == "u")
+    reads = [r.value["source"] for r in run.topic("items") if r.value and r.value["op"] == "r"]
+    closes = {(str(from_value(bytes(seq))), str(from_value(bytes(commit)))) for commit, seq in standin.execute(
+        'SELECT "__$start_lsn", "__$seqval" FROM cdc."dbo_debezium_signal_CT" '
+        """WHERE "__$operation" = 2 AND type = 'snapshot-window-close'""")}
+    positions = {(s["change_lsn"], s["commit_lsn"]) for s in reads}
+    assert len(positions) == 3 and all(s["event_serial_no"] == 1 for s in reads), reads[:3]
+    assert all(commit > update["commit_lsn"] for _, commit in positions)
+    assert positions == closes, (positions, closes)

@@ -195,6 +195,12 @@ class SqlServerIncrementalSource:
         finally:
             conn.close()
 
+    def stream_source(self, read: dict[str, Any], streamed: dict[str, Any]) -> dict[str, Any]:
+        """A chunk's READ source with the position of the streamed row that closed its window: Debezium 2.7.4
+        closes it while dispatching that row, and its READs take the stream's SqlServerOffsetContext as it is."""
+        return {**read, "change_lsn": streamed.get("change_lsn"), "commit_lsn": streamed.get("commit_lsn"),
+                "event_serial_no": streamed.get("event_serial_no")}
+
     def reader(self) -> SqlServerChunkReader:
         """A chunk reader on a new connection."""
         return SqlServerChunkReader(self)

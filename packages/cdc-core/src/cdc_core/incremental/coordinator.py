@@ -241,8 +241,12 @@ class IncrementalSnapshot:
             w.opened = True
             self._open[w.scan.table.id] = w
 
-    def window_close(self, window_id: str) -> list[RawChange] | None:
-        """The stream reached a high watermark: the chunk rows to emit as READs (None for an unknown window)."""
+    def window_close(self, window_id: str, at: RawChange | None = None) -> list[RawChange] | None:
+        """The stream reached a high watermark: the chunk rows to emit as READs (None for an unknown window).
+
+        ``at`` is the streamed change that closed the window; a source with a ``stream_source(read, streamed)``
+        method gives the READs the source block it makes of the two (Debezium sends them with the stream's
+        position)."""
         with self._cond:
             w = self._pending.pop(window_id, None)
             if w is None:
@@ -291,7 +295,12 @@ class IncrementalSnapshot:
                 "maximum_key": format_key(scan.max_key), "last_processed_key": format_key(w.last_key),
                 "chunk_id": w.id, "chunk_rows": len(rows), "total_rows_scanned": scan.rows}, self.id)
         self._rebuild_state()
-        return rows
+        stamp = getattr(self.source, "stream_source", None)
+        if at is None or stamp is None or not rows:
+            return rows
+        made: dict[int, dict[str, Any]] = {}  # a chunk's rows share one source block: stamp it once
+        return [r._replace(source=made.get(id(r.source)) or made.setdefault(id(r.source), stamp(r.source, at.source)))
+                for r in rows]
 
     def observe(self, change: RawChange) -> None:
         """A log event of a scanned table: note the keys it touches in the open window and in the lookback."""

@@ -116,6 +116,10 @@ class IncrementalSnapshotSource(Protocol):
     def close(self) -> None:
         """Release connections."""
 
+    # Optional: ``stream_source(read: dict, streamed: dict) -> dict``, the source block of a READ emitted when
+    # the streamed change whose source block is ``streamed`` closed its window (Debezium sends a chunk's READs
+    # with the stream's position then: SQL Server's change_lsn/commit_lsn/event_serial_no). Absent: as read.
+
 
 @runtime_checkable
 class PositionWatermarks(Protocol):

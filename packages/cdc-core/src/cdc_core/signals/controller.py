@@ -263,10 +263,10 @@ class SignalController:
                     inc.window_open(row_id.removesuffix("-open"))
             elif item.op == "c" and kind == CLOSE:
                 if inc is not None:
-                    out += inc.window_close(row_id.removesuffix("-close")) or ()
+                    out += inc.window_close(row_id.removesuffix("-close"), item) or ()
             elif item.op == "d" and row_id and row_id.endswith("-open"):
                 if inc is not None and self.strategy == "insert_delete":
-                    out += inc.window_close(row_id.removesuffix("-open")) or ()
+                    out += inc.window_close(row_id.removesuffix("-open"), item) or ()
             elif item.op == "c" and kind:
                 if self.source_enabled:
                     self._dispatch(SignalRecord(row_id, kind, data, "source"))
