@@ -168,3 +168,28 @@ def test_properties_accepted_but_not_implemented_are_warned_about_once(inventory
     messages = [r.getMessage() for r in caplog.records]
     assert not any("streaming.fetch.size" in m or "include.schema.changes" in m for m in messages)  # implemented
     assert sum("query.fetch.size" in m for m in messages) == 1, messages  # catalogued: accepted without effect
+
+def test_a_table_enabled_later_for_a_subset_of_its_columns_is_altered_to_it_as_debezium_migrates_it(standin):
+    """Debezium 2.7.4: the new capture instance's start LSN lies in the poll's [from, to) range, so it becomes a
+    schema change checkpoint; migrateTable compares the snapshot's table with the captured columns' and sends an
+    ALTER before the first change at or after that LSN, which then has the captured columns only."""
+    standin.create_table(CUSTOMERS)
+    standin.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('a', 'b', 'a@b')")
+    standin.enable_db()
+    standin.agent.start()
+    config = {**standin.properties(), "snapshot.mode": "initial", "poll.interval.ms": 10}
+
+    def enable_and_insert():
+        standin.enable_table("dbo", "customers", columns=["id", "email"])
+        standin.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('e', 'f', 'e@f')")
+    customers = lambda rs: [r for r in rs if r.topic.endswith(".customers") and r.value is not None]  # noqa: E731
+    run = run_until(config, lambda rs: len(customers(rs)) >= 2, "the insert after sys.sp_cdc_enable_table",
+                    action=enable_and_insert, settle=0.3)
+    changes = [r for r in run.records if r.topic == "server1" and r.value is not None]
+    kinds = [(c["type"], [col["name"] for col in c["table"]["columns"]])
+             for r in changes for c in r.value["tableChanges"]]
+    assert kinds == [("CREATE", ["id", "first_name", "last_name", "email"]), ("ALTER", ["id", "email"])], kinds
+    alter = run.records.index(changes[-1])
+    insert = next(i for i, r in enumerate(run.records) if r.value and r.value.get("op") == "c")
+    assert alter < insert
+    assert run.records[insert].value["after"] == {"id": 1002, "email": "e@f"}
