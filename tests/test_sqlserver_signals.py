@@ -237,3 +237,38 @@ def test_incremental_reads_carry_the_position_of_the_watermark_that_closed_their
     assert len(positions) == 3 and all(s["event_serial_no"] == 1 for s in reads), reads[:3]
     assert all(commit > update["commit_lsn"] for _, commit in positions)
     assert positions == closes, (positions, closes)
+
+
+def test_incremental_reads_use_the_historys_structure_when_a_type_changed_without_a_new_capture_instance(
+        standin, tmp_path):
+    """As Debezium 2.7.4 (its chunks read with databaseSchema.tableFor, the history's table): DECIMAL(10,2) stays
+    (10,2) in the READs after the catalog's column became DECIMAL(12,4) with the capture instance unchanged."""
+    standin.create_table(SIGNAL)
+    standin.create_table("CREATE TABLE dbo.prices (id INT NOT NULL PRIMARY KEY, amount DECIMAL(10,2))")
+    standin.execute("INSERT INTO dbo.prices VALUES (1, 1.50)")
+    standin.enable_db()
+    standin.enable_table("dbo", "prices")
+    standin.enable_table("dbo", "debezium_signal")
+    standin.agent.start()
+    config = _config(standin, **{"table.include.list": "dbo.prices", "snapshot.mode": "initial",
+                                 "schema.history.internal.file.filename": str(tmp_path / "history.dat")})
+
+    def parameters(record):
+        return {f.name: f.schema for f in record.value_schema.field("after").schema.fields}["amount"].parameters
+
+    with _Run(config) as run:
+        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        standin.alter_column("dbo", "prices", "amount", "DECIMAL(12,4)")
+        run.engine.signal("execute-snapshot", {"data-collections": [f"{standin.dbname}.dbo.prices"]})
+        run.wait(lambda: any(r.value and r.value["source"]["snapshot"] == "incremental" for r in run.topic("prices")),
+                 "the incremental snapshot")
+        (read,) = [r for r in run.topic("prices") if r.value and r.value["source"]["snapshot"] == "incremental"]
+        assert parameters(read) == {"scale": "2", "connect.decimal.precision": "10"}
+        assert read.value["after"]["id"] == 1
+        # A blocking snapshot reads the structure again (Debezium's blocking task has snapshotSchema true).
+        run.records.clear()
+        run.engine.signal("execute-snapshot", {"data-collections": [f"{standin.dbname}.dbo.prices"],
+                                               "type": "blocking"})
+        run.wait(lambda: any(r.value and r.value["op"] == "r" for r in run.topic("prices")), "the blocking snapshot")
+        (read,) = [r for r in run.topic("prices") if r.value and r.value["op"] == "r"]
+        assert parameters(read) == {"scale": "4", "connect.decimal.precision": "12"}

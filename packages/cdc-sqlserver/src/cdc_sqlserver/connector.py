@@ -377,10 +377,16 @@ class SqlServerConnector:
                              self.config.get(msc.STORE_ONLY_CAPTURED_DATABASES), self._included,
                              self._schema_included, signal_table_key(self.config, self.db))
 
+    def _recorded(self, table: Table, captured: list[str]) -> Table | None:
+        """``table`` as the schema history last recorded it (None without a history or a usable record)."""
+        history = self._history
+        return None if history is None else history.table_from_history(table, captured, self.modes)
+
     def incremental_snapshot_source(self) -> SqlServerIncrementalSource:
         """Ad hoc snapshots (``cdc_core.incremental.spi``) over the tables this connector captures."""
         source = SqlServerIncrementalSource(self.config, self.log)
         source.included = self._included
+        source.recorded = self._recorded
         return source
 
     def _heartbeat_action(self, query: str, log: Any) -> None:

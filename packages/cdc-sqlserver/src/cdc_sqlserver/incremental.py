@@ -181,19 +181,34 @@ class SqlServerIncrementalSource:
         self.modes = TypeModes.from_config(config)
         #: ``(schema, table) -> bool``: the connector's table filter (set by the connector; all tables if None).
         self.included: Callable[[str, str], bool] | None = None
+        #: ``(table, captured columns) -> Table | None``: the schema history's structure of a table (set by the
+        #: connector when it keeps a history; None, or a None answer: the catalog's).
+        self.recorded: Callable[[Table, list[str]], Table | None] | None = None
 
     def captured_tables(self) -> list[Table]:
         """The captured tables, read now: as their capture instances stream them (captured columns only), and
-        those without CDC with all their columns (Debezium 2.7.4's schema holds them from the initial snapshot)."""
+        those without CDC with all their columns (Debezium 2.7.4's schema holds them from the initial snapshot);
+        each with the schema history's structure when it has one (Debezium reads chunks with
+        ``databaseSchema.tableFor``: a column whose type changed with no new capture instance keeps its type)."""
+        return self._tables(recorded=True)
+
+    def _tables(self, recorded: bool) -> list[Table]:
+        """The captured tables as the catalog has them now, or, if ``recorded``, as the schema history has them."""
         conn = odbc.connect(self.config, self.db)
         try:
             tables = read_tables(conn, self.db, self.modes)
             if self.included is not None:
                 tables = {k: t for k, t in tables.items() if self.included(*k)}
             instances = read_capture_instances(conn, tables)
-            return [instances[k].table if k in instances else t for k, t in tables.items()]
         finally:
             conn.close()
+        out = []
+        for k, t in tables.items():
+            inst = instances.get(k)
+            live, captured = (inst.table, inst.columns) if inst is not None else (t, [c.name for c in t.columns])
+            known = self.recorded(live, captured) if recorded and self.recorded is not None else None
+            out.append(live if known is None else known)
+        return out
 
     def stream_source(self, read: dict[str, Any], streamed: dict[str, Any]) -> dict[str, Any]:
         """A chunk's READ source with the position of the streamed row that closed its window: Debezium 2.7.4
@@ -212,7 +227,11 @@ class SqlServerIncrementalSource:
 
     def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
                           stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:
-        """The tables read in one transaction at ``snapshot.isolation.mode``, with the initial snapshot's markers."""
+        """The tables read in one transaction at ``snapshot.isolation.mode``, with the initial snapshot's markers,
+        each with the catalog's structure (Debezium 2.7.4's blocking task has ``snapshotSchema`` true: it reads
+        the structure again, as RelationalSnapshotChangeEventSource's readTableStructure does)."""
+        live = {t.id.identifier: t for t in self._tables(recorded=False)}
+        tables = [(live.get(t.id.identifier, t), condition) for t, condition in tables]
         conn = odbc.connect(self.config, self.db)
         try:
             isolation = self.config.get(msc.SNAPSHOT_ISOLATION_MODE)
