@@ -6,8 +6,6 @@ consumer. Runs on Tansu (memory storage) unless ``CDC_TEST_KAFKA_BOOTSTRAP`` nam
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import orjson
@@ -15,7 +13,7 @@ import pytest
 
 from brokers.kafka import EmbeddedKafka, consume, kafka, unique_topic  # noqa: F401 - fixture
 from cdc_process import CdcProcess, run_cli, write_properties
-from test_kafka_sink import ids, kafka_properties, start
+from test_kafka_sink import ids, kafka_properties, kill_and_restart_under_writes, start
 
 pytest.importorskip("confluent_kafka", reason="confluent-kafka is not installed (uv sync --all-extras)")
 
@@ -107,27 +105,7 @@ def test_kill_9_under_writes_then_every_change_exactly_once(pg_server, pg_db, ka
                                        "debezium.source.offset.flush.interval.ms": 60000})
     cdc = start(props, tmp_path)
     read_committed(kafka.bootstrap, topic, 50)  # the snapshot is in
-    written = 50
-    stop = threading.Event()
-
-    def writer() -> None:
-        nonlocal written
-        while not stop.is_set():
-            pg_server.execute(f"INSERT INTO k SELECT generate_series({written + 1}, {written + 50})", dbname=pg_db)
-            written += 50
-            time.sleep(0.01)
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        time.sleep(2.0)
-        cdc.kill()
-        killed_at = written
-        cdc = start(props, tmp_path)
-        time.sleep(2.0)
-    finally:
-        stop.set()
-        thread.join()
+    cdc, written, killed_at = kill_and_restart_under_writes(pg_server, pg_db, "k", 50, cdc, props, tmp_path)
     try:
         messages = read_committed(kafka.bootstrap, topic, written, timeout=90)
     finally:

@@ -95,6 +95,34 @@ def test_every_change_once_in_order_and_as_the_file_sink_writes_it(pg_server, pg
     assert all(len({m.partition() for m in messages if m.key() == k}) == 1 for k in {m.key() for m in messages})
 
 
+def kill_and_restart_under_writes(pg_server, pg_db, table: str, written: int, cdc: CdcProcess, props: dict,
+                                  tmp_path: Path) -> tuple[CdcProcess, int, int]:
+    """Rows ``written + 1``... inserted 50 at a time into ``table`` while ``cdc`` is killed (kill -9) after 2 s
+    and started again; returns the restarted process, the last id written, and the last one before the kill."""
+    stop = threading.Event()
+    last = [written]
+
+    def writer() -> None:
+        while not stop.is_set():
+            pg_server.execute(f"INSERT INTO {table} SELECT generate_series({last[0] + 1}, {last[0] + 50})",
+                              dbname=pg_db)
+            last[0] += 50
+            time.sleep(0.01)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        time.sleep(2.0)
+        cdc.kill()
+        killed_at = last[0]
+        cdc = start(props, tmp_path)
+        time.sleep(2.0)
+    finally:
+        stop.set()
+        thread.join()
+    return cdc, last[0], killed_at
+
+
 def test_kill_9_under_writes_loses_nothing(pg_server, pg_db, kafka, tmp_path):
     """kill -9 of ``cdc run`` while rows are written: after a restart every row is in Kafka; duplicates are bounded."""
     pg_server.execute("CREATE TABLE w (id int PRIMARY KEY)", dbname=pg_db)
@@ -104,26 +132,7 @@ def test_kill_9_under_writes_loses_nothing(pg_server, pg_db, kafka, tmp_path):
                              **{"debezium.source.max.batch.size": 256})
     cdc = start(props, tmp_path)
     cdc.wait_until(lambda: (tmp_path / "offsets.json").exists(), what="the snapshot to complete")
-    written = 0
-    stop = threading.Event()
-
-    def writer() -> None:
-        nonlocal written
-        while not stop.is_set():
-            pg_server.execute(f"INSERT INTO w SELECT generate_series({written + 1}, {written + 50})", dbname=pg_db)
-            written += 50
-            time.sleep(0.01)
-
-    thread = threading.Thread(target=writer)
-    thread.start()
-    try:
-        time.sleep(2.0)
-        cdc.kill()
-        cdc = start(props, tmp_path)
-        time.sleep(2.0)
-    finally:
-        stop.set()
-        thread.join()
+    cdc, written, _ = kill_and_restart_under_writes(pg_server, pg_db, "w", 0, cdc, props, tmp_path)
     try:
         messages = consume(kafka.bootstrap, topic, written, timeout=60)
     finally:
