@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from cdc_core.schema import OPTIONAL_INT64, STRING, struct
-from cdc_core.source import COMMON_SOURCE_FIELDS
+from cdc_core.source import COMMON_SOURCE_FIELDS, DEBEZIUM_VERSION, common_source
 
-#: The Debezium release whose event format cdc reproduces; written as ``source.version``.
-DEBEZIUM_VERSION = "2.7.0.Final"
+__all__ = ["CONNECTOR", "DEBEZIUM_VERSION", "SOURCE_SCHEMA", "sequence", "source_block"]
+
 CONNECTOR = "postgresql"
 
 #: The common fields (``cdc_core.source``), then the PostgreSQL ones, as PostgresSourceInfoStructMaker builds it.
@@ -31,15 +31,7 @@ def source_block(
 ) -> dict[str, Any]:
     """One event's source block, keys in schema order."""
     return {
-        "version": DEBEZIUM_VERSION,
-        "connector": CONNECTOR,
-        "name": server,
-        "ts_ms": ts_us // 1000,
-        "snapshot": snapshot,
-        "db": db,
-        "sequence": sequence,
-        "ts_us": ts_us,
-        "ts_ns": ts_us * 1000,
+        **common_source(CONNECTOR, server, db, ts_us, snapshot, sequence),
         "schema": schema,
         "table": table,
         "txId": tx_id,
