@@ -138,3 +138,46 @@ def test_installed_connectors_come_from_entry_points() -> None:
     assert plugins.get("connector", "io.debezium.connector.postgresql.PostgresConnector") is plugins.get(
         "connector", "postgres"
     )
+
+
+class LazyConnectorPlugin:
+    """A plugin whose connector is named by import path (``LazyPlugin``), as the database packages register theirs."""
+
+    def __init__(self, target: str):
+        self.target = target
+
+    @hookimpl
+    def register_connectors(self):
+        from cdc_core.plugins import LazyPlugin
+
+        return [LazyPlugin(self.target, "memory", ("io.example.cdc.MemoryConnector",))]
+
+
+def test_a_lazy_connector_is_imported_when_looked_up_by_either_name() -> None:
+    plugins = PluginRegistry(load_entry_points=False)
+    plugins.register(LazyConnectorPlugin("memory_connector:MemoryConnector"), name="lazy")
+    assert plugins.names("connector") == ["memory"]
+    assert plugins.get("connector", "io.example.cdc.MemoryConnector") is MemoryConnector
+    assert plugins.get("connector", "memory") is MemoryConnector
+
+
+def test_a_lazy_connector_that_cannot_be_imported_names_itself() -> None:
+    plugins = PluginRegistry(load_entry_points=False)
+    plugins.register(LazyConnectorPlugin("cdc_test_no_such_module:Connector"), name="lazy")
+    with pytest.raises(PluginError) as err:
+        plugins.get("connector", "memory")
+    assert str(err.value) == ("the connector 'memory' (cdc_test_no_such_module:Connector) could not be loaded: "
+                              "ModuleNotFoundError: No module named 'cdc_test_no_such_module'")
+
+
+def test_running_one_connector_imports_no_other_connector() -> None:
+    """``connector.class=postgres`` loads neither the MySQL family's modules (sqlglot) nor SQL Server's or Db2's:
+    each connector's import is start-up time every ``cdc run`` would pay."""
+    import subprocess
+
+    code = ("import sys; from cdc_core.config import Config; from cdc_core.engine import connector_class; "
+            "connector_class(Config({'connector.class': 'postgres'})); "
+            "print(sorted(m for m in ('cdc_mysql.connector', 'cdc_mariadb.connector', 'cdc_sqlserver.connector', "
+            "'cdc_db2.connector', 'cdc_yugabyte.connector', 'sqlglot') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -13,7 +13,8 @@ def register_connectors() -> list[type]:
     """Return connector classes (see ``cdc_core.spi.connector.Connector``).
 
     Each class has ``name`` (the short ``connector.class`` value, e.g. ``postgres``) and
-    ``class_names`` (Debezium's class names it answers to).
+    ``class_names`` (Debezium's class names it answers to). A ``cdc_core.plugins.LazyPlugin`` may stand
+    in for a class whose module is costly to import: it is imported only when configured.
     """
 
 

@@ -25,6 +25,7 @@ from cdc_db2.catalog import (SYSTEM_SCHEMAS, CaptureTable, Registration, max_lsn
 from cdc_db2.errors import first_line, is_connection_error, sqlstate
 from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import from_value
+from cdc_db2.plugin import CONNECTOR
 from cdc_db2.snapshot import ExclusiveSnapshotLock, SnapshotReader, quote_table_id, select_for
 from cdc_db2.history import replay
 from cdc_db2.schema_changes import infos_from_json, schema_change_record, table_json
@@ -39,8 +40,8 @@ SERVICE_CHECK_INTERVAL = 10.0
 class Db2Connector:
     """Debezium's Db2 connector: snapshot at the highest synchpoint, then the CD tables in commit order."""
 
-    name: ClassVar[str] = "db2"
-    class_names: ClassVar[tuple[str, ...]] = ("io.debezium.connector.db2.Db2Connector",)
+    name: ClassVar[str] = CONNECTOR.name
+    class_names: ClassVar[tuple[str, ...]] = CONNECTOR.class_names
     fields: ClassVar[Fields] = dbc.FIELDS
     source_schema = SOURCE_SCHEMA
     offset_shape: ClassVar[OffsetShape] = OffsetShape(

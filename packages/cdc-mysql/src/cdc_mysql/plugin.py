@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from cdc_core.hookspecs import hookimpl
+from cdc_core.plugins import LazyPlugin
+from cdc_mysql.flavor import MYSQL
+
+#: The connector, imported only when ``connector.class`` names it (its module imports pymysql and sqlglot).
+CONNECTOR = LazyPlugin("cdc_mysql.connector:MySqlConnector", MYSQL.name, MYSQL.class_names)
 
 
 @hookimpl
-def register_connectors() -> list[type]:
+def register_connectors() -> list[type | LazyPlugin]:
     """The MySQL connector."""
-    from cdc_mysql.connector import MySqlConnector
-
-    return [MySqlConnector]
+    return [CONNECTOR]
 
 
 @hookimpl

@@ -28,6 +28,7 @@ from cdc_postgres import config as pgc
 from cdc_postgres.catalog import Catalog, table_filter
 from cdc_postgres.driver_options import libpq_params, unmapped_warning
 from cdc_postgres.incremental import signal_tables
+from cdc_postgres.plugin import CONNECTOR
 from cdc_postgres.replica_identity import apply_autoset, parse_autoset
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
 from cdc_postgres.messages import MessageFilter
@@ -47,8 +48,8 @@ _REGEX_CHARS = set("[](){}*+?|^$\\")
 class PostgresConnector:
     """Debezium's PostgreSQL connector on pgoutput: snapshot in the slot's exported snapshot, then the WAL."""
 
-    name: ClassVar[str] = "postgres"
-    class_names: ClassVar[tuple[str, ...]] = ("io.debezium.connector.postgresql.PostgresConnector", "postgresql")
+    name: ClassVar[str] = CONNECTOR.name
+    class_names: ClassVar[tuple[str, ...]] = CONNECTOR.class_names
     fields: ClassVar[Fields] = pgc.FIELDS
     source_schema = SOURCE_SCHEMA
     log_position: ClassVar[type] = PostgresLogPosition  # cdc_core.spi.position, for Trigger.AvailableNow

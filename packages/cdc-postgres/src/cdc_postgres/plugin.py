@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from cdc_core.hookspecs import hookimpl
+from cdc_core.plugins import LazyPlugin
+
+
+#: The connector, imported only when ``connector.class`` names it (its module imports psycopg).
+CONNECTOR = LazyPlugin("cdc_postgres.connector:PostgresConnector", "postgres",
+                       ("io.debezium.connector.postgresql.PostgresConnector", "postgresql"))
 
 
 @hookimpl
-def register_connectors() -> list[type]:
+def register_connectors() -> list[type | LazyPlugin]:
     """The PostgreSQL connector."""
-    from cdc_postgres.connector import PostgresConnector
-
-    return [PostgresConnector]
+    return [CONNECTOR]
 
 
 @hookimpl

@@ -29,6 +29,7 @@ from cdc_sqlserver.driver_errors import is_connection_error as _is_connection_er
 from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
+from cdc_sqlserver.plugin import CONNECTOR
 from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
 from cdc_sqlserver.snapshot import SnapshotReader, UncapturedTable, select_for
@@ -40,8 +41,8 @@ from cdc_sqlserver.types import TypeModes
 class SqlServerConnector:
     """Debezium's SQL Server connector: snapshot at the max LSN, then the CDC change tables in commit order."""
 
-    name: ClassVar[str] = "sqlserver"
-    class_names: ClassVar[tuple[str, ...]] = ("io.debezium.connector.sqlserver.SqlServerConnector",)
+    name: ClassVar[str] = CONNECTOR.name
+    class_names: ClassVar[tuple[str, ...]] = CONNECTOR.class_names
     fields: ClassVar[Fields] = msc.FIELDS
     source_schema = SOURCE_SCHEMA
     #: Debezium's SQL Server TableIds carry the database: transaction metadata counts ``<db>.<schema>.<table>``.

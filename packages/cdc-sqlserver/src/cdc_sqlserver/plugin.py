@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 from cdc_core.hookspecs import hookimpl
+from cdc_core.plugins import LazyPlugin
+
+
+#: The connector, imported only when ``connector.class`` names it (its module imports pyodbc).
+CONNECTOR = LazyPlugin("cdc_sqlserver.connector:SqlServerConnector", "sqlserver",
+                       ("io.debezium.connector.sqlserver.SqlServerConnector",))
 
 
 @hookimpl
-def register_connectors() -> list[type]:
+def register_connectors() -> list[type | LazyPlugin]:
     """The SQL Server connector."""
-    from cdc_sqlserver.connector import SqlServerConnector
-
-    return [SqlServerConnector]
+    return [CONNECTOR]
 
 
 @hookimpl

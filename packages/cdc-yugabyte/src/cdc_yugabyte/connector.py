@@ -18,6 +18,7 @@ from cdc_postgres.replication import SlotCreated, parse_lsn, quote_ident
 
 from cdc_yugabyte import config as ybc
 from cdc_yugabyte.autoset import parse_autoset
+from cdc_yugabyte.plugin import CONNECTOR as PLUGIN
 from cdc_yugabyte.position import YugabyteLogPosition
 from cdc_yugabyte.source import CONNECTOR, SOURCE_SCHEMA
 from cdc_yugabyte.streaming import YbOutputStreamReader, YbStreamReader
@@ -27,15 +28,10 @@ from cdc_yugabyte.yboutput import wrapped_table
 class YugabyteDBConnector(PostgresConnector):
     """YugabyteDB's logical-replication connector (Debezium 2.5 based), on the PostgreSQL one."""
 
-    name: ClassVar[str] = "yugabytedb"
+    name: ClassVar[str] = PLUGIN.name
     #: The chapter's MBeans stay PostgreSQL's: ``debezium.postgres:type=connector-metrics,...``.
     metrics_plugin: ClassVar[str] = "postgres"
-    class_names: ClassVar[tuple[str, ...]] = (
-        "io.debezium.connector.postgresql.YugabyteDBConnector",  # YugabyteDB's connector since 2024.2
-        "io.debezium.connector.YugabyteDB.YBPostgresConnector",  # the chapter's property table
-        "io.debezium.connector.YugabyteDB.PostgresConnector",  # the chapter's configuration example
-        "yugabyte",
-    )
+    class_names: ClassVar[tuple[str, ...]] = PLUGIN.class_names
     fields: ClassVar[Fields] = ybc.FIELDS
     source_schema: ClassVar[Schema] = SOURCE_SCHEMA
     log_position: ClassVar[type] = YugabyteLogPosition  # cdc_core.spi.position (PostgreSQL's is inherited otherwise)
