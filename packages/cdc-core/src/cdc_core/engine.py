@@ -158,9 +158,10 @@ def connector_report(config: Config, plugins: PluginRegistry | None = None,
 def _tasks_problems(config: Config, cls: type, display: Callable[[str], str]) -> list[str]:
     """``tasks.max`` > 1 on a connector whose Debezium class refuses it (``max_tasks_refusal``: its message).
 
-    Debezium 2.7.4's binlog (MySQL, MariaDB) and Db2 connectors throw "Only a single connector task may be
-    started" from ``taskConfigs``; PostgreSQL's returns its one task whatever tasks.max says (the property is then
-    accepted without effect); SQL Server spreads database.names over the tasks (cdc_sqlserver.tasks).
+    Debezium 2.7.4's binlog connectors (MySQL, MariaDB) throw "Only a single connector task may be started"
+    from ``taskConfigs``; PostgreSQL's returns its one task whatever tasks.max says (the property is then
+    accepted without effect), and so does cdc's Db2 as its chapter says ("always uses a single task"; 2.7.4's
+    Db2Connector code throws instead); SQL Server spreads database.names over the tasks (cdc_sqlserver.tasks).
     """
     refusal = getattr(cls, "max_tasks_refusal", None)
     try:

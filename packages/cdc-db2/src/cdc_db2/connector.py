@@ -43,8 +43,6 @@ class Db2Connector:
     class_names: ClassVar[tuple[str, ...]] = ("io.debezium.connector.db2.Db2Connector",)
     fields: ClassVar[Fields] = dbc.FIELDS
     source_schema = SOURCE_SCHEMA
-    #: tasks.max > 1 is refused with this, as Debezium 2.7.4's taskConfigs throws it (cdc_core.engine).
-    max_tasks_refusal: ClassVar[str] = "Only a single connector task may be started"
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"commit_lsn": "str"},
         optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool"})
