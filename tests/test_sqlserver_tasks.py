@@ -234,3 +234,36 @@ def test_single_task_connectors_refuse_or_ignore_tasks_max_as_debezium():
                  "database.names": "a", "topic.prefix": "p", "tasks.max": 3}
     assert not _problems(sqlserver) and "tasks.max" not in connector_report(Config(sqlserver)).ignored
     assert any("tasks.max" in p for p in _problems({**sqlserver, "tasks.max": 0}))
+
+
+SIGNAL = "CREATE TABLE dbo.debezium_signal (id VARCHAR(42) NOT NULL PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))"
+
+
+def test_an_incremental_snapshot_of_another_tasks_database(inventory, eu):
+    """The signal table in task 0's database, the snapshotted table in task 1's: chunks and READs as with one task."""
+    inventory.create_table(SIGNAL)
+    inventory.enable_table("dbo", "debezium_signal")
+    eu.execute("INSERT INTO dbo.customers (first_name, last_name, email) "
+               "SELECT 'n' || g, 'n', 'n' || g || '@x' FROM generate_series(1, 28) g")
+    config = inventory.properties(**{"database.names": f"{inventory.dbname},{EU}", "tasks.max": 2,
+                                     "snapshot.mode": "no_data", "table.include.list": "dbo.customers",
+                                     "poll.interval.ms": 50, "incremental.snapshot.chunk.size": 10,
+                                     "signal.data.collection": f"{inventory.dbname}.dbo.debezium_signal"})
+    runner = EngineThread(config)
+    notes: list = []
+    runner.engine.add_notification_listener(notes.append)
+    runner.start()
+    try:
+        runner.wait_streaming()
+        inventory.execute("INSERT INTO dbo.debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', "
+                          "'{\"data-collections\": [\"" + EU + ".dbo.customers\"]}')")
+        eu.execute("UPDATE dbo.customers SET email = 'late@x' WHERE id = 1020")
+        runner.wait(lambda rs: any(n.type == "COMPLETED" for n in notes) and len(set(_ids(rs, EU, "r"))) == 30,
+                    "the incremental snapshot")
+        runner.wait(lambda rs: _ids(rs, EU, "u") == [1020], "the update")
+    finally:
+        runner.stop()
+    assert sorted(set(_ids(runner.records, EU, "r"))) == list(range(1001, 1031))
+    latest = {r.key["id"]: r.value["after"]["email"] for r in _data(runner.records, EU) if r.value}
+    assert latest[1020] == "late@x"
+    assert _data(runner.records, inventory.dbname) == []

@@ -112,10 +112,6 @@ class TaskGroup:
             out["Connected"] = self.task.connected
         return out
 
-    def numeric_values(self) -> dict[str, Any]:
-        """``values`` without the database list (Prometheus serves numbers)."""
-        return {k: v for k, v in self.values().items() if k != "Databases"}
-
 
 class TaskThread:
     """One task: a thread taking its databases' readers round-robin, handing their batches over."""
