@@ -267,3 +267,38 @@ def test_an_incremental_snapshot_of_another_tasks_database(inventory, eu):
     latest = {r.key["id"]: r.value["after"]["email"] for r in _data(runner.records, EU) if r.value}
     assert latest[1020] == "late@x"
     assert _data(runner.records, inventory.dbname) == []
+
+
+def test_a_lost_connection_in_one_task_is_retried_and_every_database_goes_on(inventory, eu, monkeypatch, caplog):
+    """A retriable failure of one task restarts every task from its acknowledged offsets: nothing lost."""
+    from cdc_core.errors import RetriableError
+
+    original = SqlServerConnector.stream
+    fail = threading.Event()
+
+    def stream(self):
+        for batch in original(self):
+            if self.db == EU and fail.is_set():
+                fail.clear()
+                raise RetriableError("lost the connection to SQL Server (test)")
+            yield batch
+
+    monkeypatch.setattr(SqlServerConnector, "stream", stream)
+    config = inventory.properties(**{"database.names": f"{inventory.dbname},{EU}", "tasks.max": 2,
+                                     "errors.retry.delay.initial.ms": 50, "poll.interval.ms": 50})
+    runner = EngineThread(config).start()
+    try:
+        runner.wait(lambda rs: len(_ids(rs, inventory.dbname)) == 4 and len(_ids(rs, EU)) == 2, "both snapshots")
+        fail.set()
+        runner.wait(lambda rs: not fail.is_set(), "the failure")
+        inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('a', 'a', 'a@x')")
+        eu.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('b', 'b', 'b@x')")
+        runner.wait(lambda rs: _ids(rs, inventory.dbname, "c") and _ids(rs, EU, "c"), "a change in each after it")
+        values = runner.engine.metrics.values()
+    finally:
+        runner.stop()
+    assert sorted(set(_ids(runner.records, inventory.dbname))) == [1001, 1002, 1003, 1004, 1005]
+    assert sorted(set(_ids(runner.records, EU))) == [1001, 1002, 1003]
+    assert values["streaming,task=1"]["Connected"] is True  # the new task 1's
+    assert any("SQL Server task 1 (database inventory_eu): lost the connection" in r.getMessage()
+               for r in caplog.records)
