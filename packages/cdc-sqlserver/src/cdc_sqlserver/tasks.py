@@ -140,7 +140,8 @@ class TaskThread:
                 self.handover.put((self, batch))
         except BaseException as e:  # handed to the engine's thread, which raises it
             db = getattr(e, "database", None) or ",".join(r.db for r in self.readers)
-            self.log.error("SQL Server task %s (database %s) failed: %s", self.task, db, e)
+            # The engine reports it (its cause, with the traceback, chained): here only for debugging.
+            self.log.debug("SQL Server task %s (database %s) failed", self.task, db, exc_info=True)
             self.handover.put((self, task_error(self.task, db, e)))
         finally:
             self.connected = False
@@ -160,6 +161,7 @@ class Tasks:
         """``assignment``: (task id, its readers) per task; each task's MBeans are registered in ``metrics``."""
         self.stopped = threading.Event()
         self.handover: queue.Queue = queue.Queue()
+        self.log = log
         self.tasks = [TaskThread(task, readers, self.handover, self.stopped, log.with_context(f"task {task}"))
                       for task, readers in assignment]
         if metrics is not None:
@@ -184,6 +186,11 @@ class Tasks:
                     alive -= 1
                     continue
                 if isinstance(item, BaseException):
+                    if self.stopped.is_set():
+                        # Failing while asked to stop (e.g. a query cut short): a clean stop stays clean; what
+                        # was not acknowledged is read again from the offsets at the next start.
+                        self.log.warning("while stopping: %s", item)
+                        continue
                     raise item
                 task.taken()
                 yield item
