@@ -11,7 +11,7 @@ from psycopg import sql
 
 from cdc_core.engine import connector_report
 from cdc_core.config import Config
-from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+from cdc_core.stores.file_offsets import FileOffsetStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_sqlserver.connector import SqlServerConnector
 from cdc_sqlserver.standin.server import StandIn
@@ -111,14 +111,17 @@ def test_two_databases_two_tasks_snapshot_stream_offsets_and_mbeans(inventory, e
     assert b["commit_lsn"] == _data(runner.records, EU)[-1].value["source"]["commit_lsn"]
 
 
-def test_three_databases_resume_exactly_when_tasks_max_changes(inventory, eu, us):
-    """Offsets are per database partition: a restart with another tasks.max resumes each database where it was."""
-    store, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
+def test_three_databases_resume_exactly_when_tasks_max_changes(inventory, eu, us, tmp_path):
+    """Offsets are per database partition: a restart with another tasks.max resumes each database where it was
+    (from the same offsets and schema history files, each run a new engine as a new process would be)."""
     names = f"{inventory.dbname},{EU},{US}"
+    files = {"offset.storage.file.filename": str(tmp_path / "offsets.dat"),
+             "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
+             "schema.history.internal.file.filename": str(tmp_path / "history.dat")}
 
     def run(tasks_max: int, until, act=lambda: None):
-        config = inventory.properties(**{"database.names": names, "tasks.max": tasks_max})
-        runner = EngineThread(config, offsets=store, history=history).start()
+        config = inventory.properties(**{"database.names": names, "tasks.max": tasks_max, **files})
+        runner = EngineThread(config, offsets=FileOffsetStore(Config(config))).start()
         try:
             act()
             runner.wait(until, f"the records with tasks.max={tasks_max}")
