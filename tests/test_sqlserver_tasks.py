@@ -86,11 +86,23 @@ def test_two_databases_two_tasks_snapshot_stream_offsets_and_mbeans(inventory, e
         inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('x', 'x', 'x@x')")
         eu.execute("UPDATE dbo.customers SET email = 'ana@example.br' WHERE id = 1002")
         runner.wait(lambda rs: _ids(rs, inventory.dbname, "c") and _ids(rs, EU, "u"), "a change in each database")
+        # Many transactions in both databases at once: each database's events in its commit order.
+        for i in range(40):
+            inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('m', 'm', %s)",
+                              (f"m{i}@a",))
+            eu.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('m', 'm', %s)", (f"m{i}@b",))
+        runner.wait(lambda rs: len(_ids(rs, inventory.dbname, "c")) == 41 and len(_ids(rs, EU, "c")) == 40,
+                    "the 80 transactions")
         metrics = runner.engine.metrics
         values = metrics.values()
         names = {context: metrics.mbean_name(context) for context in values}
     finally:
         runner.stop()
+    assert _ids(runner.records, inventory.dbname, "c") == list(range(1005, 1046))
+    assert _ids(runner.records, EU, "c") == list(range(1003, 1043))
+    for db in (inventory.dbname, EU):
+        lsns = [r.value["source"]["commit_lsn"] for r in _data(runner.records, db) if r.value["op"] != "r"]
+        assert lsns == sorted(lsns)
     assert _ids(runner.records, EU, "r") == [1001, 1002] and _ids(runner.records, inventory.dbname, "r") == [
         1001, 1002, 1003, 1004]
     prefix = "debezium.sql_server:type=connector-metrics,server=server1"
