@@ -317,3 +317,59 @@ def test_a_lost_connection_in_one_task_is_retried_and_every_database_goes_on(inv
     assert values["streaming,task=1"]["Connected"] is True  # the new task 1's
     assert any("SQL Server task 1 (database inventory_eu): lost the connection" in r.getMessage()
                for r in caplog.records)
+
+
+def test_cdc_run_killed_with_two_tasks_resumes_each_database_exactly_with_one(inventory, eu, tmp_path):
+    """kill -9 of ``cdc run`` with tasks.max=2, restart with tasks.max=1 on the same offsets file: every change of
+    each database arrives, none at or before its database's stored offset twice."""
+    import random
+
+    from change_table_cli import StandInProcess, _comparable, server_properties, values
+
+    from cdc_core.stores.file_offsets import read_offsets_file
+
+    servers = {inventory.dbname: inventory, EU: eu}
+    topics = {db: f"server1.{db}.dbo.customers" for db in servers}
+
+    def start(tasks: int) -> StandInProcess:
+        config = server_properties(inventory, tmp_path, **{"database.names": f"{inventory.dbname},{EU}",
+                                                           "tasks.max": tasks})
+        return StandInProcess("cdc_sqlserver.standin.cli", config, tmp_path).start()
+
+    def creates(proc, db):
+        return [v for v in values(proc.events(topics[db])) if v["op"] == "c"]
+
+    procs = [start(2)]
+    try:
+        procs[0].wait_events(topics[inventory.dbname], 4)
+        procs[0].wait_events(topics[EU], 2)
+        for n in range(30):
+            for db, server in servers.items():
+                server.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('k', 'k', %s)",
+                               (f"k{n}@{db}",))
+            if n == 15:
+                want = 5 + random.randint(0, 8)
+                procs[0].wait_until(lambda: all(len(creates(procs[0], db)) >= want for db in servers),
+                                    what="some changes of each database")
+                procs[0].kill()
+                before = {db: len(creates(procs[0], db)) for db in servers}
+                stored = {p["database"]: o for p, o in read_offsets_file(tmp_path / "offsets.json").values()}
+                procs.append(start(1))
+        proc = procs[-1]
+        proc.wait_until(lambda: all(len({v["after"]["id"] for v in creates(proc, db)}) == 30 for db in servers),
+                        what="every change of each database")
+        assert proc.terminate() == 0
+    finally:
+        for p in procs:
+            if p.proc is not None and p.proc.poll() is None:
+                p.kill()
+    for db in servers:
+        streamed = creates(proc, db)
+        offset = _comparable([stored[db]["commit_lsn"]])
+        after = streamed[before[db]:]
+        # The first change after the restart is the next one after the stored offset; none at or before it twice.
+        assert _comparable([after[0]["source"]["commit_lsn"]]) > offset, db
+        done = [v["after"]["id"] for v in streamed if _comparable([v["source"]["commit_lsn"]]) <= offset]
+        assert len(done) == len(set(done)) and len(done) >= 1, db
+        first = 1005 if db == inventory.dbname else 1003  # after the snapshot's rows
+        assert sorted({v["after"]["id"] for v in streamed}) == list(range(first, first + 30)), db
