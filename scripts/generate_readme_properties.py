@@ -78,7 +78,7 @@ def render() -> str:
             if e.status in ("accepted", "refused") and (e.name, e.reason) not in seen:
                 seen.add((e.name, e.reason))
                 who = [t for k, t in CONNECTORS if (c := catalogues[k]) is not None and (f := c.find(e.name)) is not None
-                       and f.status == e.status and f.name == e.name]
+                       and f.status == e.status and f.name == e.name and f.reason == e.reason]
                 lines.append(f"- `{e.name}` ({', '.join(who)}; {MARKS[e.status]}): {e.reason}.")
     server = Catalogue.load("server")
     assert server is not None

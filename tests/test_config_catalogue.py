@@ -179,7 +179,7 @@ def test_validate_prints_the_three_groups(tmp_path: Path, capsys, refused_exampl
         "accepted, no effect in cdc:",
         "  debezium.sink.kinesis.region (a property of another sink; debezium.sink.type is stdout)",
         "  quarkus.log.level (set the level with cdc --log-level)",
-        "  debezium.source.tasks.max (cdc runs one connector task, as Debezium's relational connectors do)",
+        "  debezium.source.tasks.max (cdc runs one connector task, as Debezium's PostgreSQL connector does (its taskConfigs returns one task whatever tasks.max says))",
     ]
 
 

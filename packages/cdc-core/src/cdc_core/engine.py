@@ -139,6 +139,7 @@ def connector_report(config: Config, plugins: PluginRegistry | None = None,
     problems = config.problems(fields, check_unknown=False)
     problems += exclusive(config, common.EXCLUSIVE_PAIRS)
     problems += chain_problems(config, plugins or registry())
+    problems += _tasks_problems(config, cls, display)
     if not problems and not report.problems:
         problems += signal_problems(config, plugins or registry())
         problems += _store_problems(config, plugins or registry())
@@ -152,6 +153,24 @@ def connector_report(config: Config, plugins: PluginRegistry | None = None,
         problems += cls(config, context).validate()
     report.errors[:0] = [display(p) for p in problems]
     return report
+
+
+def _tasks_problems(config: Config, cls: type, display: Callable[[str], str]) -> list[str]:
+    """``tasks.max`` > 1 on a connector whose Debezium class refuses it (``max_tasks_refusal``: its message).
+
+    Debezium 2.7.4's binlog connectors (MySQL, MariaDB) throw "Only a single connector task may be started"
+    from ``taskConfigs``; PostgreSQL's returns its one task whatever tasks.max says (the property is then
+    accepted without effect), and so does cdc's Db2 as its chapter says ("always uses a single task"; 2.7.4's
+    Db2Connector code throws instead); SQL Server spreads database.names over the tasks (cdc_sqlserver.tasks).
+    """
+    refusal = getattr(cls, "max_tasks_refusal", None)
+    try:
+        tasks = config.get(common.TASKS_MAX)
+    except Exception:  # noqa: BLE001 - a bad value is reported by config.problems
+        return []
+    if refusal and isinstance(tasks, int) and tasks > 1:
+        return [f"{display(common.TASKS_MAX.name)}={tasks}: {refusal} (the {cls.name} connector runs one task)"]
+    return []
 
 
 def connector_problems(config: Config, plugins: PluginRegistry | None = None) -> list[str]:

@@ -206,6 +206,9 @@ class ConnectorMetrics:
         self.server = server
         #: Connectors whose snapshot/streaming MBeans name the task (SQL Server: ``server=..,task=0,context=..``).
         self.task = task
+        #: A group's own task where it is not ``task`` (SQL Server with tasks.max > 1: a database's groups are named
+        #: after the task that streams it), by context; a context may also carry ``task=<id>`` after its name.
+        self.context_tasks: dict[str, str] = {}
         #: ``custom.metric.tags``: appended to every MBean name and added as Prometheus labels.
         self.tags: dict[str, str] = dict(tags or {})
         self.snapshot = SnapshotMetrics(queue)
@@ -217,10 +220,20 @@ class ConnectorMetrics:
     def mbean_name(self, context: str) -> str:
         """The JMX name Debezium gives a group: ``debezium.<plugin>:type=connector-metrics,context=..,server=..[,tags]``."""
         tags = "".join(f",{k}={v}" for k, v in self.tags.items())
-        if self.task is not None and context.split(",", 1)[0] in ("snapshot", "streaming"):
+        head, *keys = context.split(",")
+        if self.task is not None and head in ("snapshot", "streaming"):
             # A group context may carry its own keys after the context ("streaming,database=db1": SQL Server's
-            # per-database MBeans, server, task, context, database in that order).
-            return f"debezium.{self.plugin}:type=connector-metrics,server={self.server},task={self.task},context={context}{tags}"
+            # per-database MBeans, server, task, context, database in that order); a ``task=<id>`` key, or the
+            # group's entry in ``context_tasks``, names its task instead of the engine's.
+            task = self.context_tasks.get(context, self.task)
+            rest = []
+            for key in keys:
+                if key.startswith("task="):
+                    task = key[5:]
+                else:
+                    rest.append(f",{key}")
+            return (f"debezium.{self.plugin}:type=connector-metrics,server={self.server},task={task},"
+                    f"context={head}{''.join(rest)}{tags}")
         return f"debezium.{self.plugin}:type=connector-metrics,context={context},server={self.server}{tags}"
 
     def group(self, context: str, factory: Callable[[], Any]) -> Any:

@@ -80,6 +80,8 @@ class MySqlConnector(Snapshotting, DdlEvents):
     class_names: ClassVar[tuple[str, ...]] = MYSQL.class_names
     fields: ClassVar[Fields] = myc.FIELDS
     source_schema: ClassVar[Schema] = source_schema(MYSQL)
+    #: tasks.max > 1 is refused with this, as Debezium 2.7.4's taskConfigs throws it (cdc_core.engine).
+    max_tasks_refusal: ClassVar[str] = "Only a single connector task may be started"
     #: What a stored offset looks like (checked by the engine before ``start``).
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"file": "str", "pos": "uint"},

@@ -22,12 +22,17 @@ Limits: a table of another database than the signal table's is snapshotted in wi
 table's stream, so a change to a row of it is set against the chunk only if the round-robin hands it
 over while the window is open (Debezium 2.7.4 sets none against it: its window lives in the signal
 database's offset context); a blocking snapshot of tables of several databases reads them one
-database after the other, each with its own first/last markers; Debezium's ``tasks.max`` spreading of
-databases over tasks does not apply (one task).
+database after the other, each with its own first/last markers.
+
+``tasks.max`` > 1 spreads the databases over tasks as Debezium does (``cdc_sqlserver.tasks``: task ``i``
+gets the databases at ``i, i+n, ...``), each task a thread streaming its databases in turn, so a
+database whose task is busy does not hold back another task's; with one task the databases are taken
+in turn on the engine's connector thread, as before.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -44,6 +49,7 @@ from cdc_sqlserver.connector import SqlServerConnector
 from cdc_sqlserver.incremental import SqlServerChunkReader, SqlServerIncrementalSource, signal_table_key
 from cdc_sqlserver.schema_history import history_store
 from cdc_sqlserver.source import SOURCE_SCHEMA
+from cdc_sqlserver.tasks import Tasks, round_robin, task_databases
 
 
 class SqlServerDatabases:
@@ -70,6 +76,10 @@ class SqlServerDatabases:
         #: One reader per database, made at start (the schema history store is opened then, not before).
         self.readers: list[SqlServerConnector] = []
         self._stopped = False
+        #: The databases of each task (Debezium's split of database.names over min(tasks.max, databases) tasks).
+        self.task_names = task_databases(self.names, config.get(common.TASKS_MAX))
+        #: The task threads when there are several tasks (made at start).
+        self._tasks: Tasks | None = None
 
     def _reader(self, name: str, history: Any) -> SqlServerConnector:
         """The one-database connector of ``name``."""
@@ -110,32 +120,30 @@ class SqlServerDatabases:
         stored = {p["database"]: o for p, o in offsets}
         # One store for every database (records carry the database), kept per engine configuration.
         self._store = history_store(self.config, self.context.history)
+        if len(self.task_names) > 1:
+            # Several task threads append to it: one at a time.
+            self._store = LockedStore(self._store)
         self.readers = [self._reader(name, self._store) for name in self.names]
         for reader in self.readers:
             reader.start(stored.get(reader.db))
+        if len(self.task_names) > 1:
+            by_name = {r.db: r for r in self.readers}
+            self._tasks = Tasks([(str(i), [by_name[n] for n in names]) for i, names in enumerate(self.task_names)],
+                                self.log, self.metrics)
+            self.log.info("%d tasks: %s", len(self.task_names),
+                          "; ".join(f"task {i}: {', '.join(names)}" for i, names in enumerate(self.task_names)))
 
     def start(self, offset: dict[str, Any] | None) -> None:
         """Only through ``start_partitions``: one offset cannot start several databases."""
         raise TypeError("SqlServerDatabases starts through start_partitions (one offset per database)")
 
     def stream(self) -> Iterator[PartitionBatch]:
-        """Each database's batches in turn (a snapshot, then one streaming poll each per round)."""
-        running = [(r.partition(), r.stream()) for r in self.readers]
-        try:
-            while running and not self._stopped:
-                for entry in list(running):
-                    partition, batches = entry
-                    try:
-                        batch = next(batches)
-                    except StopIteration:
-                        running.remove(entry)
-                        continue
-                    yield PartitionBatch(batch, partition)
-                    if self._stopped:
-                        return
-        finally:
-            for _, batches in running:
-                batches.close()
+        """Each database's batches in turn (a snapshot, then one streaming poll each per round); with several
+        tasks, each task's so on its own thread, merged as they come."""
+        if self._tasks is not None:
+            yield from self._tasks.stream()
+            return
+        yield from round_robin(self.readers, lambda: self._stopped)
 
     def incremental_snapshot_source(self) -> MultiDatabaseIncrementalSource:
         """Ad hoc snapshots over the tables every database captures (``cdc_core.incremental.spi``)."""
@@ -149,11 +157,16 @@ class SqlServerDatabases:
     def stop(self) -> None:
         """Ask every reader to end."""
         self._stopped = True
+        if self._tasks is not None:
+            self._tasks.stop()
         for reader in self.readers:
             reader.stop()
 
     def close(self) -> None:
         """Close every reader's connections, and the schema history store if this connector opened it."""
+        if self._tasks is not None:
+            self._tasks.stop()
+            self._tasks.join()  # a task still in a query finishes before its connection closes
         for reader in self.readers:
             reader.close()
         if self._own_history and self._store is not None:
@@ -161,6 +174,27 @@ class SqlServerDatabases:
                 self._store.close()
             except Exception as e:  # a store that cannot close has nothing left to write
                 self.log.warning("closing the schema history store failed: %s", e)
+
+
+class LockedStore:
+    """A schema history store shared by task threads: ``append`` and ``records`` one call at a time."""
+
+    def __init__(self, store: Any):
+        self.store = store
+        self._lock = threading.Lock()
+
+    def append(self, record: Any) -> Any:
+        """The store's ``append``, under the lock."""
+        with self._lock:
+            return self.store.append(record)
+
+    def records(self) -> list[Any]:
+        """The store's records, read whole under the lock."""
+        with self._lock:
+            return list(self.store.records())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
 
 
 def signal_database(config: Config, names: list[str]) -> str | None:

@@ -131,9 +131,14 @@ EXACTLY_ONCE_SUPPORT = F("exactly.once.support", "enum", "requested", allowed=("
 TRANSACTION_BOUNDARY = F("transaction.boundary", "enum", "poll", allowed=("poll", "interval", "connector"),
                          doc="With exactly.once.support=required: one transaction per batch (poll, the only one supported).")
 
+#: Kafka Connect's connector property: how many tasks may run. SQL Server spreads database.names over them
+#: (cdc_sqlserver.tasks); the single-task connectors refuse more or ignore it as their Debezium classes do
+#: (``Connector.max_tasks_refusal``, cdc_core.engine.connector_problems).
+TASKS_MAX = F("tasks.max", "int", 1, minimum=1, doc="The most connector tasks to run (Kafka Connect's tasks.max).")
+
 # Kafka Connect's own worker/connector properties: accepted, and meaningless here.
 _CONNECT_PROPERTIES = (
-    "tasks.max", "key.converter", "value.converter", "header.converter", "offset.flush.timeout.ms",
+    "key.converter", "value.converter", "header.converter", "offset.flush.timeout.ms",
 )
 
 COMMON_FIELDS = Fields(
@@ -155,7 +160,7 @@ COMMON_FIELDS = Fields(
         SCHEMA_HISTORY_KAFKA_TOPIC, SCHEMA_HISTORY_KAFKA_BOOTSTRAP, SCHEMA_HISTORY_KAFKA_POLL_MS,
         SCHEMA_HISTORY_KAFKA_ATTEMPTS, SCHEMA_HISTORY_KAFKA_QUERY_MS, SCHEMA_HISTORY_KAFKA_CREATE_MS,
         OFFSET_TOPIC, OFFSET_PARTITIONS, OFFSET_REPLICATION, BOOTSTRAP_SERVERS, EXACTLY_ONCE_SUPPORT, TRANSACTION_BOUNDARY,
-        *(F(n) for n in _CONNECT_PROPERTIES),
+        TASKS_MAX, *(F(n) for n in _CONNECT_PROPERTIES),
     ],
     prefixes=("key.converter.", "value.converter.", "schema.history.internal.file.",
               "schema.history.internal.producer.", "schema.history.internal.consumer.",

@@ -42,7 +42,13 @@ class Connector(Protocol):
     a ``partitions()`` method (the list of its partitions) is started by ``start_partitions([(partition,
     stored offset or None), ...])`` instead of ``start``, and every batch of its ``stream()`` is a
     ``cdc_core.events.PartitionBatch`` naming its partition; the engine then builds each partition's
-    events with their own builder and commits each partition's last acknowledged offset.
+    events with their own builder and commits each partition's last acknowledged offset. Several tasks
+    (``tasks.max``) are the connector's own business behind this seam: SQL Server runs a thread per task
+    (``cdc_sqlserver.tasks``) and merges their ``PartitionBatch``es in ``stream()``.
+
+    Optional class attribute ``max_tasks_refusal`` (str): ``tasks.max`` > 1 is refused at start with this
+    message (Debezium's ``taskConfigs`` throwing it; MySQL, MariaDB); without it a connector of one task
+    just runs one.
     """
 
     #: Short name used in ``connector.class`` (e.g. ``postgres``).
