@@ -289,16 +289,21 @@ def test_the_signal_table_is_streamed_as_data_and_never_snapshotted(standin):
     reads its rows (determineSnapshotSelect skips the signal data collection) yet counts it among its tables."""
     _items(standin, rows=3)
     standin.execute("INSERT INTO dbo.debezium_signal VALUES ('old-1', 'log', '{\"message\": \"before\"}')")
+    standin.wait_captured()  # in the change table before the snapshot's max LSN: streaming starts after it
     config = _config(standin, **{"snapshot.mode": "initial", "table.include.list": "dbo.items,dbo.debezium_signal"})
     with _Run(config) as run:
         run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
         standin.execute("INSERT INTO dbo.debezium_signal VALUES ('l-1', 'log', '{\"message\": \"hello\"}')")
         standin.execute("DELETE FROM dbo.debezium_signal WHERE id = 'old-1'")
         run.wait(lambda: len(run.topic("debezium_signal")) >= 3, "the signal table's changes")
-        snapshot = run.engine.metrics.values()[f"snapshot,database={standin.dbname}"]
+        values = run.engine.metrics.values()
+    snapshot, task = values[f"snapshot,database={standin.dbname}"], values["snapshot"]
     assert sorted(r.key["id"] for r in run.topic("items") if r.value["op"] == "r") == [2, 4, 6]
     assert [(r.key["id"], r.value and r.value["op"]) for r in run.topic("debezium_signal")] == [
         ("l-1", "c"), ("old-1", "d"), ("old-1", None)]
     assert run.topic("debezium_signal")[0].value["source"]["snapshot"] == "false"
     assert (snapshot["TotalTableCount"], snapshot["RemainingTableCount"]) == (2, 0)
     assert snapshot["RowsScanned"] == {"dbo.items": 3, "dbo.debezium_signal": 0}
+    # The task-level group shows the initial snapshot too (one database: the same tables and counts).
+    assert (task["TotalTableCount"], task["RemainingTableCount"], task["SnapshotCompleted"]) == (2, 0, True)
+    assert task["RowsScanned"] == snapshot["RowsScanned"] and task["SnapshotRunning"] is False
