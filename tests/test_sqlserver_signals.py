@@ -286,7 +286,8 @@ def test_incremental_reads_use_the_historys_structure_when_a_type_changed_withou
 def test_the_signal_table_is_streamed_as_data_and_never_snapshotted(standin):
     """As Debezium 2.7.4: RelationalTableFilters add signal.data.collection to the table filter, so the signal
     table's rows are change events on its topic (named in table.include.list or not); the initial snapshot never
-    reads its rows (determineSnapshotSelect skips the signal data collection) yet counts it among its tables."""
+    reads its rows (determineSnapshotSelect skips the signal data collection) yet counts it among its tables, and a
+    blocking snapshot naming it sends its CREATE but reads no rows of it."""
     _items(standin, rows=3)
     standin.execute("INSERT INTO dbo.debezium_signal VALUES ('old-1', 'log', '{\"message\": \"before\"}')")
     standin.wait_captured()  # in the change table before the snapshot's max LSN: streaming starts after it
@@ -297,6 +298,17 @@ def test_the_signal_table_is_streamed_as_data_and_never_snapshotted(standin):
         standin.execute("DELETE FROM dbo.debezium_signal WHERE id = 'old-1'")
         run.wait(lambda: len(run.topic("debezium_signal")) >= 3, "the signal table's changes")
         values = run.engine.metrics.values()
+        # A blocking snapshot naming it: its CREATE (after the other's: the include list's order), no rows.
+        initial = list(run.records)
+        run.records.clear()
+        run.engine.signal("execute-snapshot", {"type": "blocking", "data-collections": [
+            f"{standin.dbname}.dbo.debezium_signal", f"{standin.dbname}.dbo.items"]})
+        run.wait(lambda: len([r for r in run.topic("items") if r.value["op"] == "r"]) >= 3, "the blocking snapshot")
+    creates = [r.value["tableChanges"][0]["id"] for r in run.records if r.topic == "server1"]
+    assert creates == [f'"{standin.dbname}"."dbo"."items"', f'"{standin.dbname}"."dbo"."debezium_signal"']
+    assert [r.value["source"]["snapshot"] for r in run.topic("items")] == ["first", "true", "last"]
+    assert run.topic("debezium_signal") == []
+    run.records[:] = initial  # the initial snapshot and the streamed rows
     snapshot, task = values[f"snapshot,database={standin.dbname}"], values["snapshot"]
     assert sorted(r.key["id"] for r in run.topic("items") if r.value["op"] == "r") == [2, 4, 6]
     assert [(r.key["id"], r.value and r.value["op"]) for r in run.topic("debezium_signal")] == [

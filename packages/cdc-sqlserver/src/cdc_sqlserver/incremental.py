@@ -275,7 +275,11 @@ class SqlServerIncrementalSource:
                     for raw in rows:
                         yield RawChange(table, "r", None, list(raw), source, offset)
 
-            yield from marked_batches((reads(table, condition) for table, condition in tables), _BATCH, stopped)
+            # As Debezium's determineSnapshotSelect: the signal table gets its CREATE but no rows are read (nor
+            # does it take part in the first/last markers).
+            signal = signal_table_key(self.config, self.db)
+            data = [(t, c) for t, c in tables if (t.id.schema, t.id.table) != signal]
+            yield from marked_batches((reads(table, condition) for table, condition in data), _BATCH, stopped)
             if stopped():
                 return
             conn.commit()
