@@ -48,13 +48,13 @@ class SqlServerConnector:
     catalog_in_data_collection: ClassVar[bool] = True
     #: ``<prefix>.<database>.<schema>.<table>`` topics (cdc_sqlserver.topics), as Debezium's SQL Server connector.
     defaults: ClassVar[dict[str, Any]] = {"topic.naming.strategy": "sqlserver-schema"}
-    #: MBeans ``debezium.sql_server:type=connector-metrics,server=<prefix>,task=0,context=<context>[,database=<db>]``.
     #: As Debezium 2.7.4, whose RelationalTableFilters add ``signal.data.collection`` to the table filter whatever
     #: ``table.include.list``/``table.exclude.list`` say: the signal table's rows (signals and watermarks) are streamed
     #: as change events on its topic (EventDispatcher.dispatchDataChangeEvent emits them after handing them to the
     #: source channel), and never read by a snapshot (RelationalSnapshotChangeEventSource.determineSnapshotSelect
     #: skips the signal data collection). cdc_core.signals.controller reads this.
     signal_table_captured: ClassVar[bool] = True
+    #: MBeans ``debezium.sql_server:type=connector-metrics,server=<prefix>,task=0,context=<context>[,database=<db>]``.
     metrics_plugin: ClassVar[str] = "sql_server"
     metrics_task: ClassVar[str] = "0"
     offset_shape: ClassVar[OffsetShape] = OffsetShape(

@@ -3,7 +3,8 @@
 ``SignalController.wrap`` sits between a connector's ``stream()`` and the EventBuilder. Per batch it
 polls the signal channels, delivers queued notifications, and (only when something needs it)
 walks the batch: rows of the signal table are taken out (they are watermarks or signals; they
-stay in the stream as events only if that table is captured), log events inside an open window
+stay in the stream as events only if that table is captured, or the connector declares
+``signal_table_captured`` as Debezium's table filter does), log events inside an open window
 are shown to the incremental snapshot, a closing window's surviving READs are put in at the high
 watermark, and every offset gets the incremental snapshot's progress. With position watermarks
 (``read.only=true``) every log event and checkpoint is shown to the incremental snapshot instead,
