@@ -123,6 +123,12 @@ def test_snapshot_metrics_per_database_count_each_databases_tables_and_rows(inve
         assert group["SnapshotCompleted"] is True and group["SnapshotRunning"] is False
         assert group["SnapshotAborted"] is False
     assert "TotalTableCount" not in values[f"streaming,database={OTHER}"]
+    # The task-level group (Debezium's has only the queue attributes) shows both snapshots together.
+    task = values["snapshot"]
+    assert (task["TotalTableCount"], task["RemainingTableCount"]) == (4, 0)
+    assert (task["SnapshotCompleted"], task["SnapshotRunning"], task["SnapshotAborted"]) == (True, False, False)
+    # (The engine counts the task's RowsScanned by schema.table: both databases' dbo.customers are one entry.)
+    assert task["RowsScanned"] == {"dbo.customers": 6, "dbo.empty_notes": 0, "dbo.orders": 7}
 
 
 SIGNAL = "CREATE TABLE dbo.debezium_signal (id VARCHAR(42) NOT NULL PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))"

@@ -115,14 +115,14 @@ def _amount_parameters(record):
     return fields["amount"].parameters
 
 
-def _prices_streamed(inventory, tmp_path):
+def _prices_streamed(inventory, tmp_path, **extra):
     """``dbo.prices (id, amount DECIMAL(10,2))`` with one row, captured and streamed once: (config, offsets)."""
     inventory.create_table("CREATE TABLE dbo.prices (id INT NOT NULL PRIMARY KEY, amount DECIMAL(10,2))")
     inventory.execute("INSERT INTO dbo.prices VALUES (1, 1.50)")
     inventory.enable_table("dbo", "prices")
     store = MemoryOffsetStore()
     config = inventory.properties(**{"table.include.list": "dbo.prices",
-                                     "schema.history.internal.file.filename": str(tmp_path / "history.dat")})
+                                     "schema.history.internal.file.filename": str(tmp_path / "history.dat"), **extra})
     _run(config, store, lambda rs: len(_prices(rs)) >= 1)
     return config, store
 
@@ -169,6 +169,58 @@ def test_a_type_changed_with_no_new_capture_instance_keeps_the_historys_type_and
     assert (column["length"], column["scale"]) == (12, 4)
     (new,) = _prices(records)
     assert _amount_parameters(new) == {"scale": "4", "connect.decimal.precision": "12"}
+
+
+SIGNAL = "CREATE TABLE dbo.debezium_signal (id VARCHAR(42) NOT NULL PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))"
+
+
+def test_a_blocking_snapshot_records_and_sends_the_catalogs_structure_and_a_restart_keeps_it(inventory, tmp_path):
+    """As Debezium 2.7.4 (a blocking snapshot's task has snapshotSchema true: createSchemaChangeEventsForTables
+    records and sends a CREATE for each signalled table before its rows): after a column's type changed with no
+    new capture instance, the blocking snapshot's CREATE carries the catalog's type, the history holds it, and a
+    restart converts with it (no ALTER)."""
+    inventory.create_table(SIGNAL)
+    inventory.enable_table("dbo", "debezium_signal")
+    db = inventory.dbname
+    config, store = _prices_streamed(inventory, tmp_path, **{"signal.data.collection": f"{db}.dbo.debezium_signal"})
+    inventory.alter_column("dbo", "prices", "amount", "DECIMAL(12,4)")
+
+    def signal():
+        inventory.execute("INSERT INTO dbo.debezium_signal VALUES ('b-1', 'execute-snapshot', "
+                          "'{\"data-collections\": [\"" + db + ".dbo.prices\"], \"type\": \"blocking\"}')")
+        # A later row streamed after the snapshot's end, so its offset (not the snapshot's) is what is stored.
+        inventory.execute("INSERT INTO dbo.debezium_signal VALUES ('l-1', 'log', '{\"message\": \"after\"}')")
+
+    records = _run(config, store, lambda rs: any(r.key == {"id": "l-1"} for r in rs), signal)
+    kinds = ["schema" if r.topic == "server1" else r.topic.rsplit(".", 1)[1] for r in records if r.value]
+    assert kinds == ["debezium_signal", "schema", "prices", "debezium_signal"]
+    row, create, read, _ = (r.value for r in records if r.value)
+    (change,) = create["tableChanges"]
+    assert (change["type"], change["id"], create["ddl"]) == ("CREATE", f'"{db}"."dbo"."prices"', None)
+    (amount,) = [c for c in change["table"]["columns"] if c["name"] == "amount"]
+    assert (amount["length"], amount["scale"]) == (12, 4)
+    # Its source is the snapshot's: snapshot true, at the position streaming paused at (the signal's row), as the
+    # rows (Debezium's blocking snapshot runs on the stream's offset context).
+    source = create["source"]
+    assert (source["snapshot"], source["table"]) == ("true", "prices")
+    assert [source[k] for k in ("change_lsn", "commit_lsn", "event_serial_no")] == \
+        [row["source"][k] for k in ("change_lsn", "commit_lsn", "event_serial_no")] == \
+        [read["source"][k] for k in ("change_lsn", "commit_lsn", "event_serial_no")]
+    assert read["source"]["snapshot"] == "last"
+    assert _amount_parameters(_prices(records)[0]) == {"scale": "4", "connect.decimal.precision": "12"}
+    recorded = [json.loads(line) for line in (tmp_path / "history.dat").read_text().splitlines() if line.strip()]
+    (last,) = recorded[-1]["tableChanges"]
+    assert last["type"] == "CREATE" and [c["scale"] for c in last["table"]["columns"]] == [0, 4]
+    assert recorded[-1]["position"]["commit_lsn"] == source["commit_lsn"]
+
+    # Across a restart the history's structure is the catalog's: a change converts with it, and nothing is announced.
+    inventory.execute("INSERT INTO dbo.prices VALUES (2, 2.2525)")
+    inventory.wait_captured()
+    records = _run(config, store, lambda rs: len(_prices(rs)) >= 1)
+    assert _schema(records) == []
+    (change,) = _prices(records)
+    assert change.value["after"]["id"] == 2
+    assert _amount_parameters(change) == {"scale": "4", "connect.decimal.precision": "12"}
 
 
 def _alters(records):

@@ -49,6 +49,12 @@ class SqlServerConnector:
     catalog_in_data_collection: ClassVar[bool] = True
     #: ``<prefix>.<database>.<schema>.<table>`` topics (cdc_sqlserver.topics), as Debezium's SQL Server connector.
     defaults: ClassVar[dict[str, Any]] = {"topic.naming.strategy": "sqlserver-schema"}
+    #: As Debezium 2.7.4, whose RelationalTableFilters add ``signal.data.collection`` to the table filter whatever
+    #: ``table.include.list``/``table.exclude.list`` say: the signal table's rows (signals and watermarks) are streamed
+    #: as change events on its topic (EventDispatcher.dispatchDataChangeEvent emits them after handing them to the
+    #: source channel), and never read by a snapshot (RelationalSnapshotChangeEventSource.determineSnapshotSelect
+    #: skips the signal data collection). cdc_core.signals.controller reads this.
+    signal_table_captured: ClassVar[bool] = True
     #: MBeans ``debezium.sql_server:type=connector-metrics,server=<prefix>,task=0,context=<context>[,database=<db>]``.
     metrics_plugin: ClassVar[str] = "sql_server"
     metrics_task: ClassVar[str] = "0"
@@ -86,6 +92,11 @@ class SqlServerConnector:
         self._instances: list[CaptureInstance] = []
         #: Included tables without a capture instance: snapshotted, not streamed.
         self._without_cdc: list[UncapturedTable] = []
+        self._signal_table: str | None = None
+        #: Set when a blocking snapshot recorded structures: streaming reads its capture instances again.
+        self._reload_instances = False
+        #: The streaming side's reader, once streaming started.
+        self._stream_reader: StreamReader | None = None
         self._context = context
         self._history: SchemaHistory | None = None
         #: Set when a snapshot starts (its CREATE events go first: cdc_sqlserver.schema_history).
@@ -141,6 +152,9 @@ class SqlServerConnector:
         # As Debezium 2.7.4, an included table without CDC is snapshotted (with all its columns), not streamed until
         # sys.sp_cdc_enable_table gives it a capture instance (streaming then picks it up).
         self._without_cdc = [UncapturedTable(t) for k, t in included.items() if k not in instances]
+        signal = signal_table_key(self.config, self.db)
+        #: The signal table, if it exists: in the snapshot's table count, never read (see signal_table_captured).
+        self._signal_table = tables[signal].id.identifier if signal in tables else None
         groups = database_groups(self.metrics, self.db)
         if groups is not None:
             for group in groups:
@@ -306,12 +320,21 @@ class SqlServerConnector:
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
             tables = snapshot_order([*self._instances, *self._without_cdc], self.config.get(common.TABLE_INCLUDE),
                                     lambda i: i.table.id.identifier)
-            instances = [i for i in tables if not include or any(p.fullmatch(i.table.id.identifier) for p in include)]
+            signal = self._signal_table
+            counted = [i.table.id.identifier for i in tables
+                       if not include or any(p.fullmatch(i.table.id.identifier) for p in include)]
+            if signal is not None and signal not in counted and (
+                    not include or any(p.fullmatch(signal) for p in include)):
+                # Debezium's captured tables hold the signal table (its filter includes it), after the tables the
+                # include list names (addSignalingCollectionAndSort): counted in TotalTableCount, with no rows.
+                counted = snapshot_order([*counted, signal], self.config.get(common.TABLE_INCLUDE))
+            # As Debezium's determineSnapshotSelect: the signal table's rows are never snapshotted, included or not.
+            instances = [i for i in tables if i.table.id.identifier in counted and i.table.id.identifier != signal]
             lsn = reader.begin(instances)
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(instances), lsn,
                           reader.isolation)
             yield from metered_snapshot(reader.read([(i, self._select(i)) for i in instances]), self.metrics, self.db,
-                                        [i.table.id.identifier for i in instances])
+                                        counted)
             reader.end()
         finally:
             self._snapshot_reader = None
@@ -388,7 +411,21 @@ class SqlServerConnector:
         source = SqlServerIncrementalSource(self.config, self.log)
         source.included = self._included
         source.recorded = self._recorded
+        source.created = self._blocking_created
         return source
+
+    def _blocking_created(self, tables: list[Table], position: dict[str, Any], event_offset: dict[str, Any] | None,
+                          lsns: tuple[str | None, str | None, int | None]) -> list[Any]:
+        """A blocking snapshot's CREATE events, recorded in the schema history (cdc_sqlserver.schema_history);
+        streaming converts with the recorded structures from its next window on."""
+        if self._history is None:
+            return []
+        events = self._history.blocking_snapshot_events(tables, position, event_offset, lsns)
+        if self._stream_reader is not None:
+            names = {t.id.identifier for t in tables}
+            self._history.superseded([i.table for i in self._stream_reader.instances if i.table.id.identifier in names])
+        self._reload_instances = True
+        return events
 
     def _heartbeat_action(self, query: str, log: Any) -> None:
         """Run ``heartbeat.action.query`` (e.g. an insert into a captured heartbeat table) so a quiet database moves."""
@@ -418,6 +455,7 @@ class SqlServerConnector:
                               self.config.get(msc.MAX_ITERATION_TRANSACTIONS),
                               lambda: self._streaming_instances(reader.last_commit),
                               self.config.get(msc.STREAMING_FETCH_SIZE), self._agent)
+        self._stream_reader = reader
         log.info("streaming from commit LSN %s (change LSN %s, event %d)", resume.position.commit,
                  resume.position.change, resume.serial)
         if self.metrics is not None:
@@ -431,6 +469,11 @@ class SqlServerConnector:
             if action and heartbeat and time.monotonic() - last_action >= heartbeat:
                 last_action = time.monotonic()
                 self._heartbeat_action(action, log)
+            if self._reload_instances:
+                # A blocking snapshot recorded the catalog's structures (Debezium's schema then holds them, and
+                # its stream converts with them): the instances take the history's structures again.
+                self._reload_instances = False
+                reader.reload(self._streaming_instances(reader.last_commit))
             window = reader.window()
             got = False
             if window is not None:
@@ -439,6 +482,9 @@ class SqlServerConnector:
                     yield batch
                     if self._stop.is_set():
                         return
+            if self._reload_instances:
+                self._reload_instances = False  # the checks below take the structures a blocking snapshot recorded
+                reader.reload(self._streaming_instances(reader.last_commit))
             # Capture instances this poll reached: cdc_sqlserver.schema_history turns each into its ALTER/CREATE if due.
             checks: list[Any] = [TableCheck(inst.table) for inst in reader.reached()]
             if not got:

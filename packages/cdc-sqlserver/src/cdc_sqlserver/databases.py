@@ -61,6 +61,8 @@ class SqlServerDatabases:
     """
 
     source_schema = SOURCE_SCHEMA
+    #: The signal table's rows are events, as with one database (SqlServerConnector.signal_table_captured).
+    signal_table_captured = SqlServerConnector.signal_table_captured
 
     def __init__(self, config: Config, context: ConnectorContext):
         """One reader per database of ``database.names``; no I/O."""
@@ -231,15 +233,18 @@ class MultiDatabaseIncrementalSource:
         return None
 
     def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
-                          stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:
-        """Each database's tables in its own transaction, one database after the other."""
+                          stopped: Callable[[], bool]) -> Iterator[list[Any]]:
+        """Each database's tables in its own transaction (after their CREATEs), one database after the other."""
         by_db: dict[str, list[tuple[Table, Node | None]]] = {}
         for table, condition in tables:
             by_db.setdefault(table.id.catalog or self.signal_db, []).append((table, condition))
         for db, group in by_db.items():
             if stopped():
                 return
-            yield from self.sources[db].blocking_snapshot(group, offset_for, stopped)
+            # streamed=False: the position the snapshot resumes from may be another database's (a channel signal
+            # pauses at the last batch, of whichever database), so each database's CREATEs and rows carry the
+            # max LSN of its own snapshot transaction, as its initial snapshot's do.
+            yield from self.sources[db].blocking_snapshot(group, offset_for, stopped, streamed=False)
 
     def close(self) -> None:
         """Nothing held between calls."""

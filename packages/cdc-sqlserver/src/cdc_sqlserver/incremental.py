@@ -35,7 +35,7 @@ from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import quote, read_capture_instances, read_tables
 from cdc_sqlserver.lsn import from_value
-from cdc_sqlserver.snapshot import ISOLATION
+from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
 from cdc_sqlserver.source import source_block
 from cdc_sqlserver.types import TypeModes
 
@@ -184,6 +184,10 @@ class SqlServerIncrementalSource:
         #: ``(table, captured columns) -> Table | None``: the schema history's structure of a table (set by the
         #: connector when it keeps a history; None, or a None answer: the catalog's).
         self.recorded: Callable[[Table, list[str]], Table | None] | None = None
+        #: ``(tables, position, event offset, (change_lsn, commit_lsn, event_serial_no)) -> records``: a blocking
+        #: snapshot's CREATE events, recorded in the schema history (set by the connector; None: none).
+        self.created: Callable[[list[Table], dict[str, Any], dict[str, Any] | None,
+                                tuple[str | None, str | None, int | None]], list[Any]] | None = None
 
     def captured_tables(self) -> list[Table]:
         """The captured tables, read now: as their capture instances stream them (captured columns only), and
@@ -226,10 +230,18 @@ class SqlServerIncrementalSource:
         return None
 
     def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
-                          stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:
+                          stopped: Callable[[], bool], streamed: bool = True) -> Iterator[list[Any]]:
         """The tables read in one transaction at ``snapshot.isolation.mode``, with the initial snapshot's markers,
-        each with the catalog's structure (Debezium 2.7.4's blocking task has ``snapshotSchema`` true: it reads
-        the structure again, as RelationalSnapshotChangeEventSource's readTableStructure does)."""
+        each with the catalog's structure, after a CREATE for each (``created``).
+
+        As Debezium 2.7.4, whose blocking task has ``snapshotSchema`` true: it reads the structure again
+        (readTableStructure) and records and sends it (createSchemaChangeEventsForTables) before the rows.
+        Its snapshot runs on the stream's SqlServerOffsetContext (the signal's offsetContext), so the
+        CREATEs' and rows' source blocks carry the position streaming paused at: here the offset the
+        snapshot resumes streaming from (``offset_for``), when ``streamed`` (it is this database's), else
+        (another database's table, or no position yet) the max LSN read in the snapshot's transaction, as
+        the initial snapshot's.
+        """
         live = {t.id.identifier: t for t in self._tables(recorded=False)}
         tables = [(live.get(t.id.identifier, t), condition) for t, condition in tables]
         conn = odbc.connect(self.config, self.db)
@@ -240,19 +252,34 @@ class SqlServerIncrementalSource:
             row = conn.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()
             max_lsn = str(from_value(row[0] if row else None))
             fetch = self.config.get(msc.SNAPSHOT_FETCH_SIZE)
+            paused = offset_for(tables[0][0]) if tables else None
+            if streamed and paused and paused.get("commit_lsn"):
+                lsns = (paused.get("change_lsn"), paused["commit_lsn"], paused.get("event_serial_no"))
+                position = {"commit_lsn": lsns[1], "change_lsn": lsns[0], "event_serial_no": lsns[2]}
+            else:
+                lsns = (None, max_lsn, None)
+                position = snapshot_offset(max_lsn, False)
+            if self.created is not None and tables:
+                events = self.created([t for t, _ in tables], position, paused, lsns)
+                if events:
+                    yield events
 
             def reads(table: Table, condition: Node | None) -> Iterator[RawChange]:
                 where, params = _where(condition)
                 cols = ", ".join(quote(c.name) for c in table.columns)
                 offset = offset_for(table)
                 source = source_block(self.server, self.db, time.time_ns() // 1000, "true", table.id.schema or "",
-                                      table.id.table, None, max_lsn, None)
+                                      table.id.table, *lsns)
                 cur = conn.execute(f"SELECT {cols} FROM {_table_name(table)}{where}", *params)
                 while rows := cur.fetchmany(fetch):
                     for raw in rows:
                         yield RawChange(table, "r", None, list(raw), source, offset)
 
-            yield from marked_batches((reads(table, condition) for table, condition in tables), _BATCH, stopped)
+            # As Debezium's determineSnapshotSelect: the signal table gets its CREATE but no rows are read (nor
+            # does it take part in the first/last markers).
+            signal = signal_table_key(self.config, self.db)
+            data = [(t, c) for t, c in tables if (t.id.schema, t.id.table) != signal]
+            yield from marked_batches((reads(table, condition) for table, condition in data), _BATCH, stopped)
             if stopped():
                 return
             conn.commit()

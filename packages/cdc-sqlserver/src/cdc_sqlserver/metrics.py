@@ -11,12 +11,14 @@ groups of the engine's ConnectorMetrics named ``snapshot,database=<name>`` and
 ``streaming,database=<name>`` (so ``mbean_name`` gives Debezium's name, and Prometheus labels them
 ``context="streaming,database=<name>"``), counted from the batches the database's reader yields;
 the snapshot group's SnapshotMeter is a ``cdc_core.metrics.SnapshotMetrics`` driven by
-``metered_snapshot`` around the database's snapshot.
+``metered_snapshot`` around the database's snapshot, which also fills the task-level group's table
+counts and snapshot state (``_TaskMeter``: beyond Debezium, whose task MBean has the queue attributes only).
 """
 
 from __future__ import annotations
 
 import time
+import weakref
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -98,8 +100,65 @@ def counted(batches: Iterator[list[Any]], metrics: Any, db: str) -> Iterator[lis
         yield batch
 
 
+class _TaskSnapshot:
+    """The databases whose initial snapshot the task-level group is showing, and whether one was aborted."""
+
+    def __init__(self) -> None:
+        self.running: set[str] = set()
+        self.aborted = False
+
+
+#: The task-level snapshot group -> the database snapshots it aggregates (several databases run in turn).
+_TASK: weakref.WeakKeyDictionary[Any, _TaskSnapshot] = weakref.WeakKeyDictionary()
+
+
+class _TaskMeter:
+    """The task-level ``context=snapshot`` group's share of one database's initial snapshot.
+
+    Debezium 2.7.4's SqlServerSnapshotTaskMetrics exposes only the queue attributes (SqlServerTaskMetricsMXBean);
+    its SnapshotMeter lives in the partition MBeans. cdc's task group is the core's SnapshotMetrics, which
+    the ad hoc snapshots and ``cdc run``'s progress line already use (and whose RowsScanned the engine
+    counts from the READs it builds, by ``schema.table``), so rather than leave its TotalTableCount,
+    RemainingTableCount, SnapshotRunning and SnapshotCompleted at 0/false during the initial snapshot, it
+    shows the databases' snapshots together: all their tables (with several databases a ``schema.table``
+    of two databases is one RowsScanned entry, counted twice in TotalTableCount), running until the last
+    one ends, completed if none was aborted.
+    """
+
+    def __init__(self, task: Any, db: str):
+        self.task = task
+        self.db = db
+        self.state = _TASK.setdefault(task, _TaskSnapshot())
+
+    def started(self, tables: list[str]) -> None:
+        task, state = self.task, self.state
+        if state.running:  # another database's snapshot runs: this one's tables join it
+            with task.lock:
+                task.total_tables += len(tables)
+                task.remaining_tables += len(tables)
+                for t in tables:
+                    task.estimated_rows.setdefault(t, 0)
+                    task.rows_scanned.setdefault(t, 0)
+                task.captured_tables |= set(tables)
+        else:
+            state.aborted = False
+            task.snapshot_started({t: 0 for t in tables})
+        state.running.add(self.db)
+
+    def table_completed(self, table: str) -> None:
+        self.task.table_completed(table)
+
+    def ended(self, completed: bool) -> None:
+        state = self.state
+        state.running.discard(self.db)
+        state.aborted = state.aborted or not completed
+        if not state.running:
+            self.task.snapshot_ended(not state.aborted)
+
+
 def metered_snapshot(batches: Iterator[list[Any]], metrics: Any, db: str, tables: list[str]) -> Iterator[list[Any]]:
-    """Pass a snapshot of ``tables`` (``schema.table``, in reading order) on, driving ``db``'s SnapshotMeter.
+    """Pass a snapshot of ``tables`` (``schema.table``, in reading order) on, driving ``db``'s SnapshotMeter and
+    the task-level group's table counts and state (``_TaskMeter``).
 
     A table counts as done once a row of a later table (or the end) comes; the snapshot as completed
     only if ``batches`` ran out (a stop or an error in between leaves it aborted).
@@ -109,7 +168,9 @@ def metered_snapshot(batches: Iterator[list[Any]], metrics: Any, db: str, tables
         yield from batches
         return
     meter = groups[0].meter
+    task = _TaskMeter(metrics.snapshot, db)
     meter.snapshot_started({t: 0 for t in tables})
+    task.started(tables)
     order = {t: i for i, t in enumerate(tables)}
     done = 0  # tables[:done] are read
     completed = False
@@ -122,11 +183,14 @@ def metered_snapshot(batches: Iterator[list[Any]], metrics: Any, db: str, tables
                 at = order.get(table, done)
                 while done < at:
                     meter.table_completed(tables[done])
+                    task.table_completed(tables[done])
                     done += 1
             yield batch
         while done < len(tables):
             meter.table_completed(tables[done])
+            task.table_completed(tables[done])
             done += 1
         completed = True
     finally:
         meter.snapshot_ended(completed)
+        task.ended(completed)

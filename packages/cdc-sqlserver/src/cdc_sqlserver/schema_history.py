@@ -48,6 +48,8 @@ from cdc_sqlserver.source import source_block
 from cdc_sqlserver.types import ColumnInfo, column
 
 HISTORY_VERSION = 1
+#: ``SchemaHistory._record``'s event_offset for an event that carries no offset.
+_NO_OFFSET: Any = object()
 
 
 class TableCheck(NamedTuple):
@@ -154,6 +156,9 @@ class SchemaHistory:
         #: Tables first seen after a restart without history are recorded without an event.
         self.adopt = False
         self._checked: dict[int, Table] = {}
+        #: Structures a blocking snapshot superseded (``id`` -> the Table, kept alive): the rest of the window
+        #: streaming was in converts with them, and no ALTER back to them is due (see superseded()).
+        self._superseded: dict[int, Table] = {}
 
     # -- recovery ----------------------------------------------------------------------------
 
@@ -206,8 +211,9 @@ class SchemaHistory:
     # -- recording ---------------------------------------------------------------------------
 
     def _record(self, kind: str, table: Table, doc: dict[str, Any], position: dict[str, Any], ddl: str | None,
-                source: dict[str, Any], emit: bool) -> ChangeRecord | None:
-        """Append the history record; return the event (None when schema changes are not sent)."""
+                source: dict[str, Any], emit: bool, event_offset: Any = None) -> ChangeRecord | None:
+        """Append the history record; return the event (None when schema changes are not sent), whose offset is
+        ``event_offset`` if given (``_NO_OFFSET``: none), else ``position``."""
         change = {"type": kind, "id": table_id_text(table), "table": doc}
         self.store.append({"version": HISTORY_VERSION, "source": {"server": self.server, "database": self.db},
                            "position": dict(position), "ts_ms": time.time_ns() // 1_000_000, "databaseName": self.db,
@@ -216,8 +222,9 @@ class SchemaHistory:
         self.docs[table.id.identifier] = doc
         if not (emit and self.include_events):
             return None
+        offset = dict(position) if event_offset is None else None if event_offset is _NO_OFFSET else event_offset
         return schema_change_record("sqlserver", self.source_schema, self.topic, self.db, table.id.schema, ddl,
-                                    [change], source, dict(position), self.partition)
+                                    [change], source, offset, self.partition)
 
     def snapshot_events(self, tables: list[Table], offset: dict[str, Any]) -> list[ChangeRecord]:
         """CREATE for each of ``tables`` at the snapshot's position (``ddl`` null, ``snapshot`` true)."""
@@ -230,6 +237,42 @@ class SchemaHistory:
             if event is not None:
                 out.append(event)
         return out
+
+    def blocking_snapshot_events(self, tables: list[Table], position: dict[str, Any],
+                                 event_offset: dict[str, Any] | None,
+                                 lsns: tuple[str | None, str | None, int | None]) -> list[ChangeRecord]:
+        """CREATE for each table a blocking snapshot reads, with the structure it read, before its rows.
+
+        As Debezium 2.7.4, whose blocking task has ``snapshotSchema`` true: createSchemaChangeEventsForTables
+        records and sends a CREATE (``ddl`` null, ``source.snapshot`` true) for each of the snapshot's tables
+        (capturedSchemaTables is capturedTables for an on-demand snapshot: the signalled tables, in the
+        order they are read), so the history then holds the catalog's structure and streaming converts
+        with it. ``position`` places the record in the history (the stream position the snapshot paused
+        at: a restart replays it once the stored offset has reached the signal); ``event_offset`` is the
+        events' offset (the blocking snapshot's own, so a crash after one resumes it); ``lsns`` the
+        source block's ``change_lsn``, ``commit_lsn``, ``event_serial_no`` (as the snapshot's rows).
+        """
+        out = []
+        for table in tables:
+            source = source_block(self.server, self.db, time.time_ns() // 1000, "true", table.id.schema or "",
+                                  table.id.table, *lsns)
+            self.log.info("CREATE of %s (blocking snapshot)", table.id)
+            event = self._record("CREATE", table, table_json(table), position, None, source, True,
+                                 _NO_OFFSET if event_offset is None else dict(event_offset))
+            if event is not None:
+                out.append(event)
+        return out
+
+    def superseded(self, tables: list[Table]) -> None:
+        """Structures streaming still holds that a blocking snapshot's CREATE replaced: no event for them.
+
+        The blocking snapshot runs in the middle of a poll's window (at the signal); streaming converts with
+        the recorded structures from its next window on. Debezium's stream pauses at the end of its
+        iteration instead, so those changes reach it before the snapshot, converted with the old structure,
+        and nothing is announced for them: neither here (no ALTER back to the old structure).
+        """
+        for table in tables:
+            self._superseded[id(table)] = table
 
     def _table_check(self, check: TableCheck, previous: dict[str, Any]) -> ChangeRecord | None:
         """The CREATE/ALTER of a capture instance reached without a change of it, at the last position."""
@@ -249,7 +292,7 @@ class SchemaHistory:
 
     def _structure(self, table: Table, previous: dict[str, Any], source: dict[str, Any]) -> ChangeRecord | None:
         """The CREATE/ALTER of ``table`` if its structure differs from the recorded one (once per Table object)."""
-        if self._checked.get(table.id.identifier) is table:
+        if self._checked.get(table.id.identifier) is table or id(table) in self._superseded:
             return None
         self._checked[table.id.identifier] = table
         doc = table_json(table)

@@ -168,6 +168,10 @@ class StreamReader:
                 f"{i.name} ({i.table.id}, from {i.start_lsn}{'' if not i.stop_lsn.available else f' to {i.stop_lsn}'})"
                 for i in self.instances))
 
+    def reload(self, instances: list[CaptureInstance]) -> None:
+        """Read these capture instances from the next window on (their tables' structures were recorded anew)."""
+        self._set_instances(instances)
+
     def reached(self) -> list[CaptureInstance]:
         """The current capture instances whose start LSN the last window reached, each once.
 

@@ -3,7 +3,8 @@
 ``SignalController.wrap`` sits between a connector's ``stream()`` and the EventBuilder. Per batch it
 polls the signal channels, delivers queued notifications, and (only when something needs it)
 walks the batch: rows of the signal table are taken out (they are watermarks or signals; they
-stay in the stream as events only if that table is captured), log events inside an open window
+stay in the stream as events only if that table is captured, or the connector declares
+``signal_table_captured`` as Debezium's table filter does), log events inside an open window
 are shown to the incremental snapshot, a closing window's surviving READs are put in at the high
 watermark, and every offset gets the incremental snapshot's progress. With position watermarks
 (``read.only=true``) every log event and checkpoint is shown to the incremental snapshot instead,
@@ -60,6 +61,10 @@ class SignalController:
         self.signal_table = _signal_table_parts(config.get(SIGNAL_DATA_COLLECTION))
         self.strategy = config.get(WATERMARKING)
         self.filter = TableFilter(config)
+        #: A connector whose table filter includes the signal table whatever the lists say (Debezium's
+        #: RelationalTableFilters adds it; cdc's SQL Server connector follows it) declares
+        #: ``signal_table_captured = True``: its rows then stay in the stream as events on the table's topic.
+        self.signal_captured = bool(getattr(connector, "signal_table_captured", False))
         self.incremental: IncrementalSnapshot | None = None
         self._source: IncrementalSnapshotSource | None = None
         self._kinds: dict[int, tuple[Table, int, tuple[int, int, int] | None]] = {}
@@ -242,7 +247,7 @@ class SignalController:
             return found[1], found[2]
         kind, fields = _NOT_SIGNAL, None
         if self.signal_table is not None and _table_parts(table)[-len(self.signal_table):] == self.signal_table:
-            kind = _SIGNAL_CAPTURED if self.filter.includes(table.id) else _SIGNAL_HIDDEN
+            kind = _SIGNAL_CAPTURED if self.signal_captured or self.filter.includes(table.id) else _SIGNAL_HIDDEN
             names = [c.name for c in table.columns]
             if all(n in names for n in ("id", "type", "data")):
                 fields = (names.index("id"), names.index("type"), names.index("data"))
