@@ -251,64 +251,65 @@ def _tuple(buf: bytes, off: int) -> tuple[tuple[Any, ...], int]:
 _TEXT_ASCII = "s[off + 5 : end]"  # the message is ASCII: its latin-1 text sliced (one object per value)
 _TEXT_UTF8 = "buf[off + 5 : end].decode()"
 _COLUMN = """\
-        kind = buf[off]
-        if kind == 116:
-            end = off + 5 + u32(buf, off + 1)[0]
-            v{i} = {text}
-            off = end
-        elif kind == 110:
-            v{i} = None
-            off += 1
-        elif kind == 117:
-            v{i} = UNAVAILABLE
-            off += 1
-        elif kind == 98:
-            end = off + 5 + u32(buf, off + 1)[0]
-            v{i} = buf[off + 5 : end]
-            off = end
-        else:
-            return slow(buf, start)[0]
-"""
-_TUPLE_DECODERS: dict[int, Callable[[bytes, int], tuple[Any, ...]]] = {}
+{p}kind = buf[off]
+{p}if kind == 116:
+{p}    end = off + 5 + u32(buf, off + 1)[0]
+{p}    v{i} = {text}
+{p}    off = end
+{p}elif kind == 110:
+{p}    v{i} = None
+{p}    off += 1
+{p}elif kind == 117:
+{p}    v{i} = UNAVAILABLE
+{p}    off += 1
+{p}elif kind == 98:
+{p}    end = off + 5 + u32(buf, off + 1)[0]
+{p}    v{i} = buf[off + 5 : end]
+{p}    off = end
+{p}else:
+{p}    return slow(buf)"""
+_INSERT_DECODERS: dict[int, Callable[[bytes], tuple[Any, ...]]] = {}
 
 
-def tuple_decoder(ncols: int) -> Callable[[bytes, int], tuple[Any, ...]]:
-    """``_tuple``'s values for TupleData of ``ncols`` columns, by a function generated once per column count.
+def _insert_values(buf: bytes) -> tuple[Any, ...]:
+    """An Insert message's new tuple, or ``decode``'s error."""
+    return decode_insert(buf)[1]
+
+
+def insert_decoder(ncols: int) -> Callable[[bytes], tuple[Any, ...]]:
+    """``decode_insert``'s values (``buf``: an Insert message, bytes) by a function generated once per column count.
 
     The streaming hot path: one unrolled function per row instead of a loop over a list, and for an
     ASCII message (the common case) each text value a slice of the message decoded once, instead of a
-    bytes slice and its decoding. Another column count, a truncated or malformed tuple go to ``_tuple``,
-    which decodes them or raises the precise error.
+    bytes slice and its decoding. A message with another column count, a truncated or malformed one
+    goes to ``decode_insert``, which decodes it or raises ``decode``'s very error.
     """
-    found = _TUPLE_DECODERS.get(ncols)
+    found = _INSERT_DECODERS.get(ncols)
     if found is not None:
         return found
-    if not 0 < ncols <= 1664:  # PostgreSQL's MaxTupleAttributeNumber; the generic loop takes the rest
-        return lambda buf, off: _tuple(buf, off)[0]
+    if not 0 < ncols <= 1664:  # PostgreSQL's MaxTupleAttributeNumber; decode_insert takes the rest
+        return _insert_values
     names = ", ".join(f"v{i}" for i in range(ncols)) + ("," if ncols == 1 else "")
     src = [
-        "def values(buf, off):",
-        "    start = off",
+        "def values(buf):",
         "    try:",
-        f"        if u16(buf, off)[0] != {ncols}:",
-        "            return slow(buf, start)[0]",
-        "        off += 2",
+        f"        if buf[0] != 73 or buf[5] != 78 or u16(buf, 6)[0] != {ncols}:",  # 'I', 'N', the column count
+        "            return slow(buf)",
+        "        off = 8",
         "        if buf.isascii():",
         "            s = buf.decode('latin-1')",
-        *[_COLUMN.format(i=i, text=_TEXT_ASCII).replace("\n        ", "\n            ")[:-1].replace(
-            "        kind", "            kind", 1) for i in range(ncols)],
+        *[_COLUMN.format(p=" " * 12, i=i, text=_TEXT_ASCII) for i in range(ncols)],
         "        else:",
-        *[_COLUMN.format(i=i, text=_TEXT_UTF8).replace("\n        ", "\n            ")[:-1].replace(
-            "        kind", "            kind", 1) for i in range(ncols)],
-        "        if off > len(buf):",
-        "            return slow(buf, start)[0]",
+        *[_COLUMN.format(p=" " * 12, i=i, text=_TEXT_UTF8) for i in range(ncols)],
+        "        if off > len(buf):",  # a value runs past the end (its slice was cut short)
+        "            return slow(buf)",
         f"        return ({names})",
         "    except Exception:",
-        "        return slow(buf, start)[0]",
+        "        return slow(buf)",
     ]
-    namespace = {"u16": _u16_from, "u32": _u32_from, "UNAVAILABLE": UNAVAILABLE, "slow": _tuple}
-    exec(compile("\n".join(src), f"<pgoutput tuple of {ncols} columns>", "exec"), namespace)
-    found = _TUPLE_DECODERS[ncols] = namespace["values"]
+    namespace = {"u16": _u16_from, "u32": _u32_from, "UNAVAILABLE": UNAVAILABLE, "slow": _insert_values}
+    exec(compile("\n".join(src), f"<pgoutput insert of {ncols} columns>", "exec"), namespace)
+    found = _INSERT_DECODERS[ncols] = namespace["values"]
     return found
 
 
