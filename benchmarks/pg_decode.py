@@ -11,7 +11,9 @@ replication connection does. Each phase adds one step to the one before, so a st
 
 CPU time is ``time.process_time`` per record, best of ``--repeat`` (load-insensitive, unlike wall-clock rates).
 ``--instructions`` also counts instructions per record under callgrind (each phase minus ``setup``), which do
-not depend on the machine's load at all; about a minute. Usage:
+not depend on the machine's load; six runs under valgrind, several minutes on a quiet machine (on a loaded
+one the interpreter's start under valgrind alone takes many minutes: compare ``--repeat``'s best instead,
+alternating before and after). Usage:
 ``uv run python benchmarks/pg_decode.py [--records N] [--repeat K] [--instructions]``.
 """
 
@@ -28,7 +30,6 @@ import tempfile
 import time
 from struct import pack
 from types import SimpleNamespace
-from typing import Any
 
 from cdc_core.config import Config
 from cdc_core.engine import _tune_gc, _tune_malloc

@@ -29,7 +29,7 @@ _RELATION, _TYPE, _INSERT, _UPDATE, _DELETE = ord("R"), ord("Y"), ord("I"), ord(
 #: The row changes ``StreamReader._rows`` takes in one loop.
 _ROW_KINDS = frozenset(b"IUD")
 _new = tuple.__new__  # builds RawChanges without the NamedTuple's generated __new__
-_u32_from, _u16_from = Struct(">I").unpack_from, Struct(">H").unpack_from
+_INSERT_HEAD = Struct(">IxH").unpack_from  # an Insert's relation OID, its 'N' (skipped), its column count
 
 
 class ResumePoint:
@@ -249,7 +249,7 @@ class StreamReader:
         sequence = f'["{last}","' if last else '[null,"'
         offset_of_run = self._with_xmin({"lsn_proc": None, "lsn_commit": commit_lsn, "lsn": None, "txId": xid,
                                          "ts_usec": ts_us})
-        u32, u16, insert, update, delete = _u32_from, _u16_from, _INSERT, _UPDATE, _DELETE
+        head, insert, update, delete = _INSERT_HEAD, _INSERT, _UPDATE, _DELETE
         seen_oid = seen_ncols = -1
         table = source_of_table = values = None
         made = 0
@@ -263,7 +263,7 @@ class StreamReader:
                     if payload.__class__ is not bytes:
                         payload = bytes(payload)
                     try:
-                        oid, ncols = u32(payload, 1)[0], u16(payload, 6)[0]
+                        oid, ncols = head(payload, 1)  # the relation, then (past 'N') the column count
                     except StructError:
                         oid, after = decode_insert(payload)  # raises the precise error
                     else:
