@@ -28,6 +28,7 @@ from cdc_postgres.pgoutput import (
     decode,
     decode_insert,
     decode_streamed,
+    insert_decoder,
 )
 
 
@@ -247,6 +248,32 @@ def test_the_streaming_insert_fast_path_decodes_and_fails_as_decode(buf: bytes) 
         assert str(info.value) == str(e)
     else:
         assert decode_insert(buf) == (expected.relation_oid, expected.new)
+
+
+@pytest.mark.parametrize("buf", [
+    b"I" + u32(7) + b"N" + i16(3) + text("a") + b"n" + b"u",
+    b"I" + u32(7) + b"N" + i16(3) + text("é€") + binary(b"\x00\xff") + text(""),  # not ASCII, binary
+    b"I" + u32(7) + b"N" + i16(3) + text("x" * 300) + b"n" + text("7"),  # a length byte outside ASCII
+    b"I" + u32(7) + b"N" + i16(3) + text("a") + text("b") + text("c") + b"trailing",
+    b"I" + u32(7) + b"N" + i16(2) + text("a") + text("b"),  # another column count
+    b"I" + u32(1) + b"N" + i16(3) + text("a"),  # columns missing
+    b"I" + u32(1) + b"N" + i16(3) + text("a") + b"n" + b"t" + i32(10) + b"abc",  # short last value
+    b"I" + u32(1) + b"N" + i16(3) + b"t" + i32(2) + b"\xc3" + b"nn",  # text cut mid-character
+    b"I" + u32(1) + b"N" + i16(3) + b"t" + i32(2) + b"\xff\xfe" + b"nn",  # not UTF-8
+    b"I" + u32(1) + b"N" + i16(3) + b"x" + b"nn",  # unknown value kind
+    b"I" + u32(1) + b"X" + i16(3) + b"nnn",  # no 'N'
+])
+def test_the_generated_insert_decoder_decodes_and_fails_as_decode(buf: bytes) -> None:
+    """``insert_decoder(3)`` (the streaming hot path, unrolled for three columns) gives decode's values, or
+    raises decode's very error, for any Insert message."""
+    try:
+        expected = decode(buf)
+    except PgOutputError as e:
+        with pytest.raises(PgOutputError) as info:
+            insert_decoder(3)(buf)
+        assert str(info.value) == str(e)
+    else:
+        assert insert_decoder(3)(buf) == expected.new
 
 
 def test_unknown_tuple_value_kind() -> None:
