@@ -55,6 +55,8 @@ class Result:
     load_before: float
     load_after: float
     lost: int
+    #: CPU time of this process (the engine's threads; the writer runs elsewhere) per transaction, µs.
+    cpu_us: float = 0.0
 
     def percentile(self, q: float) -> float:
         values = sorted(self.latencies)
@@ -65,7 +67,7 @@ class Result:
         per_batch = len(v) / self.batches if self.batches else 0.0
         return (f"{self.connector:<9} {self.mode:<13} {self.tx_per_s:>7,.0f} tx/s  p50 {self.percentile(0.5):6.2f}"
                 f"  p95 {self.percentile(0.95):6.2f}  p99 {self.percentile(0.99):6.2f}  max {max(v) if v else 0:7.2f} ms"
-                f"  ({len(v):,} tx, {per_batch:.1f} tx/batch{', ' + str(self.lost) + ' not acked' if self.lost else ''})"
+                f"  cdc CPU {self.cpu_us:5.0f} us/tx ({len(v):,} tx, {per_batch:.1f} tx/batch{', ' + str(self.lost) + ' not acked' if self.lost else ''})"
                 f"  load {self.load_before:.2f}->{self.load_after:.2f}")
 
 
@@ -181,6 +183,7 @@ def measure(connector: str, server: Any, config: dict[str, Any], topic: str, wri
             marker += 1
         time.sleep(0.5)
         load_before = os.getloadavg()[0]
+        cpu = time.process_time()
         commits, tx_per_s = run_writer(writer, writer_conn, first, rate, seconds)
         wanted = set(range(first, first + len(commits)))
         deadline = time.monotonic() + 60
@@ -189,6 +192,7 @@ def measure(connector: str, server: Any, config: dict[str, Any], topic: str, wri
                 break
             time.sleep(0.2)
         load_after = os.getloadavg()[0]
+        cpu = time.process_time() - cpu
     finally:
         engine.stop()
         runner.join()
@@ -198,7 +202,7 @@ def measure(connector: str, server: Any, config: dict[str, Any], topic: str, wri
     latencies = [(acked[first + i] - t) / 1e6 for i, t in enumerate(commits) if first + i in acked]
     batches = sum(1 for _, keys in sink.acks if any(orjson.loads(k)["payload"]["id"] >= first for k in keys))
     return Result(connector, mode, latencies, tx_per_s, batches, load_before, load_after,
-                  len(commits) - len(latencies))
+                  len(commits) - len(latencies), cpu / max(len(commits), 1) * 1e6)
 
 
 def postgres_runs(modes: list[tuple[str, float]], seconds: float, extra: dict[str, Any]) -> list[Result]:
