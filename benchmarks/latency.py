@@ -10,7 +10,8 @@ the batch that held the row. Latency = acknowledgement - commit return, per tran
 p50/p95/p99/max, the tx/s the writer achieved, the batches the sink wrote, and the load average.
 Target (issue 20): p99 < 10 ms with the writer flat out, both connectors.
 
-``--set NAME=VALUE`` (repeatable) adds an engine property to every run, to try settings;
+``--set NAME=VALUE`` (repeatable) adds an engine property to every run, to try settings; ``--no-fsync``
+turns the file sink's fsync off (the disk's share of the latency);
 ``--connectors postgres,mariadb`` picks the servers; ``--modes rate,flat`` the writers.
 Usage: ``uv run python benchmarks/latency.py [--rate N] [--seconds S] [--connectors ...] [--modes ...] [--set NAME=VALUE]``.
 """
@@ -157,10 +158,14 @@ def run_writer(fn: Any, *args: Any) -> tuple[list[int], float]:
 
 # -- one run -------------------------------------------------------------------------------------------
 
+#: ``--no-fsync``: the file sink without its fsync per batch (to see the disk's share of the latency).
+FSYNC = True
+
+
 def measure(connector: str, server: Any, config: dict[str, Any], topic: str, writer: Any, writer_conn: Any,
             insert_marker: Any, mode: str, rate: float, seconds: float, first: int, out_dir: Path) -> Result:
     """Start the engine, wait for its stream (marker rows), run the writer, wait for every row's acknowledgement."""
-    sink = TimedSink(FileSink(Config({"dir": str(out_dir)})), topic)
+    sink = TimedSink(FileSink(Config({"dir": str(out_dir), "fsync": FSYNC})), topic)
     engine = Engine(config, sink=sink, offset_store=MemoryOffsetStore(),
                     history_store=MemorySchemaHistoryStore() if connector == "mariadb" else None)
     error: list[BaseException] = []
@@ -276,9 +281,12 @@ def main() -> None:
     parser.add_argument("--modes", default="rate,flat", help="rate (paced at --rate), flat (flat out), or both")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
                         help="an engine property for every run (repeatable), to try settings")
+    parser.add_argument("--no-fsync", action="store_true", help="the file sink without fsync (the disk's share)")
     args = parser.parse_args()
+    global FSYNC
+    FSYNC = not args.no_fsync
     extra = dict(item.split("=", 1) for item in args.set)
-    print(f"commit-to-acknowledgement latency, file sink (fsync per batch), JSON with schemas; "
+    print(f"commit-to-acknowledgement latency, file sink ({'fsync per batch' if FSYNC else 'NO fsync'}), JSON with schemas; "
           f"{os.cpu_count()} CPUs{'; set ' + ', '.join(args.set) if args.set else ''}")
     results = run_all(args.connectors.split(","), args.rate, args.seconds, args.modes.split(","), extra)
     print("summary:")
