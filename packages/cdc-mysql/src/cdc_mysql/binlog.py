@@ -63,13 +63,26 @@ def tune_socket(sock: socket.socket, keepalive: bool, nongraceful: bool) -> None
 class CdcBinLogStreamReader(BinLogStreamReader):
     """A BinLogStreamReader that connects exactly once, from ``start``, with MariaDB annotate-rows if asked."""
 
+    #: Parse a TABLE_MAP event only for a table id not in ``table_map`` yet (mysql-replication's
+    #: ``freeze_schema``). Every transaction repeats its tables' TABLE_MAP events, and parsing one
+    #: (columns, optional metadata) was 40% of the connector thread's time with single-row
+    #: transactions (py-spy, benchmarks/latency.py). A table id names one table definition for the
+    #: server's lifetime (an ALTER or a reopened table gets a new id), so the first parse stays right;
+    #: the streamer still empties ``table_map`` at each DDL statement and binlog rotation (a restarted
+    #: server writes a new file and numbers its tables again), so a stale entry never outlives either.
+    #: Off with ``binlog.buffer.size`` > 0: Debezium's buffer counts every TABLE_MAP event towards its
+    #: capacity, and a skipped one never reaches cdc's (cdc_mysql.lookahead) to be counted.
+    freeze_table_maps = True
+
     def __init__(self, connection_settings: dict[str, Any], server_id: int, start: BinlogStartPosition, *,
                  mariadb: bool, annotate_rows: bool, heartbeat_seconds: float, keepalive: bool = False,
-                 nongraceful: bool = False, **kwargs: Any):
+                 nongraceful: bool = False, freeze_table_maps: bool | None = None, **kwargs: Any):
         super().__init__(
             connection_settings, server_id, blocking=True, resume_stream=True, log_file=start.file,
             log_pos=start.pos, is_mariadb=mariadb, annotate_rows_event=annotate_rows,
-            slave_heartbeat=heartbeat_seconds, enable_logging=False, pymysql_wrapper=Connection, **kwargs,
+            slave_heartbeat=heartbeat_seconds, enable_logging=False, pymysql_wrapper=Connection,
+            freeze_schema=self.freeze_table_maps if freeze_table_maps is None else freeze_table_maps and
+            self.freeze_table_maps, **kwargs,
         )
         self.cdc_start = start
         self.cdc_mariadb = mariadb

@@ -446,6 +446,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
             mariadb=self.flavor.mariadb_protocol, annotate_rows=self.config.get(myc.INCLUDE_QUERY),
             heartbeat_seconds=keepalive.heartbeat_seconds, keepalive=keepalive.enabled,
             nongraceful=self.config.get(myc.NONGRACEFUL_DISCONNECT),
+            freeze_table_maps=self.config.get(myc.BINLOG_BUFFER_SIZE) == 0,
         )
 
     def _reconnect(self, keepalive: KeepAlive, at: BinlogStartPosition, error: BaseException) -> CdcBinLogStreamReader:

@@ -201,6 +201,7 @@ class BinlogStreamer:
                 if self.include_query:
                     self._query = ev.query
             elif cls is RotateEvent:
+                self.reader.table_map.clear()  # table ids are numbered again after a server restart (new file)
                 self._last_row = 0
                 self.file = ev.next_binlog
                 self.next_pos = ev.position
@@ -314,7 +315,9 @@ class BinlogStreamer:
             return
         if word.startswith("SAVEPOINT") or word.startswith("ROLLBACK TO"):
             return
-        # A DDL statement: its own transaction.
+        # A DDL statement: its own transaction. The tables it changes come with new table ids; the
+        # reader's parsed TABLE_MAPs are dropped all the same (CdcBinLogStreamReader.freeze_table_maps).
+        self.reader.table_map.clear()
         database = ev.schema.decode("utf-8", "replace") if isinstance(ev.schema, bytes) else (ev.schema or None)
         if self._tx_gtid is not None:
             self.gtids.add(self._tx_gtid)
