@@ -387,7 +387,7 @@ class _SampledRanges:
         if self.config is None:
             raise ConnectorError("the SQL Server handoff filter needs the connector's configuration")
         entry = self.entry
-        low, high = Lsn.decode(entry["from"]), max(self.lsns)
+        low, high = Lsn.parse(entry["from"]).key() or bytes(10), max(self.lsns)  # p0 NULL: nothing captured yet
         conn = odbc.connect(self.config, _db(self.config))
         try:
             inst = _instance(conn, self.config, entry["schema"], entry["name"])
