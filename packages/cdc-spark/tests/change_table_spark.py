@@ -46,12 +46,15 @@ class KeyedState:
                 self.rows[p["after"][self.key]] = p["after"][self.value]
 
 
-def available_now(spark: Any, props: dict[str, str], apply: KeyedState, checkpoint: Path,
-                  write: Callable[[int], None] | None = None, writes: int = 0) -> None:
+def available_now(spark: Any, props: dict[str, str], apply: Any, checkpoint: Path,
+                  write: Callable[[int], None] | None = None, writes: int = 0,
+                  during: Callable[[Any], None] | None = None) -> None:
     """One Trigger.AvailableNow run of ``props``'s table into ``apply``; ``write(n)`` for n < ``writes`` while it
-    runs (every 50 ms); fails unless the query stops by itself without an error."""
+    runs (every 50 ms), ``during(query)`` once it started; fails unless the query stops by itself without an error."""
     query = (spark.readStream.format("cdc").options(**props).load().writeStream.foreachBatch(apply)
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    if during is not None:
+        during(query)
     n = 0
     while write is not None and query.isActive and n < writes:
         write(n)
@@ -163,3 +166,15 @@ class Writer:
                     time.sleep(0.01)
         except BaseException as e:  # reported by stop()
             self.error = e
+
+
+def write_through_snapshot(writer: Writer, log: ChangeLog, rows: int, timeout: float = 90.0) -> Callable[[Any], None]:
+    """A ``during`` for ``available_now``: the writer keeps writing until the snapshot's ``rows`` reached ``log`` and
+    the stream ran a second more, then stops (a connector without a LogPosition stops once no change comes)."""
+    def during(query: Any) -> None:
+        deadline = time.monotonic() + timeout
+        while len(log.events) < rows and query.isActive and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        writer.stop()
+    return during

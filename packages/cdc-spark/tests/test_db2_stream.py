@@ -6,7 +6,7 @@ import time
 
 import orjson
 from change_table_spark import (ChangeLog, KeyedState, Writer, assert_each_version_once, available_now, caught_up,
-                                chunked_read, standin_options)
+                                chunked_read, standin_options, write_through_snapshot)
 
 from cdc_db2.driver import STANDIN_DRIVER
 from cdc_db2.standin.testing import standin  # noqa: F401  (fixture)
@@ -86,8 +86,7 @@ def test_the_handoff_gives_every_change_once_under_concurrent_writes(spark, stan
     writer = Writer(standin.conninfo, _items_sql, list(range(1, rows + 1)), lambda n: rows + 1 + n).start()
     try:
         time.sleep(0.3)
-        available_now(spark, props, log, tmp_path / "ck")
-        time.sleep(0.3)
+        available_now(spark, props, log, tmp_path / "ck", during=write_through_snapshot(writer, log, rows))
     finally:
         steps = writer.stop()
     assert steps > 20

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from change_table_spark import (ChangeLog, KeyedState, Writer, assert_each_version_once, available_now, caught_up,
-                                chunked_read, standin_options)
+                                chunked_read, standin_options, write_through_snapshot)
 
 from cdc_sqlserver.odbc import STANDIN_DRIVER
 from cdc_sqlserver.standin.testing import standin  # noqa: F401  (fixture)
@@ -83,8 +83,7 @@ def _every_change_once(spark, standin, props, tmp_path, table: str, column: str,
     writer = Writer(standin.conninfo, _sql(table, column, quoted), keys, new_key).start()
     try:
         time.sleep(0.3)
-        available_now(spark, props, log, tmp_path / "ck")
-        time.sleep(0.3)
+        available_now(spark, props, log, tmp_path / "ck", during=write_through_snapshot(writer, log, len(keys)))
     finally:
         steps = writer.stop()
     assert steps > 20
