@@ -26,13 +26,13 @@ consistent with the change tables instead of with each other (as MySQL's, ``cdc_
 
 The filter places a change in its chunk by comparing keys in Python for integer ranges (integers
 order the same in T-SQL and Python). Keys of a table split at sampled keys compare under their
-columns' collations, which Python cannot reproduce, so the server places them: once, when the
-stream first meets a change of such a table between p0 and the table's last e_i, the filter
-reads the keys of the change table's rows in that LSN window with each chunk's own range
-predicate (the change table's columns have the source columns' types and collations) and keeps
-``key -> chunk`` in memory (not in the state, which stays the bounds and LSNs; a restart reads
-them again). The rows are there: every e_i was read after p0 and the window ends at the largest,
-which the stream reads only once the capture job wrote it.
+columns' collations, which Python cannot reproduce, so the server places them: when the
+stream meets a change of such a table between p0 and the table's last e_i, the filter reads the
+keys of the change table's rows in that LSN window with each chunk's own range predicate (the
+change table's columns have the source columns' types and collations) and keeps ``key -> chunk``
+in memory (not in the state, which stays the bounds and LSNs; a restart reads them again). The
+capture job may lag behind the e_i (log ends, not captured LSNs): the rows up to its max LSN,
+read first, are placed, and a change above that places the rows written since.
 
 Verified only on the stand-in, which takes a table-level SHARE lock for ``HOLDLOCK`` (stronger than
 SQL Server's key-range locks, with the same guarantee for the reader) and answers
@@ -347,7 +347,7 @@ class _Ranges:
         """The columns ``lsn_of`` takes the values of."""
         return [] if self.column is None else [self.column]
 
-    def lsn_of(self, values: tuple[Any, ...]) -> bytes | None:
+    def lsn_of(self, values: tuple[Any, ...], at: bytes) -> bytes | None:
         """The read LSN of the chunk whose range holds the key ``values`` (None if none does)."""
         if self.column is None:
             return min(self.lsns)
@@ -370,38 +370,44 @@ class _SampledRanges:
         self.key: list[str] = list(entry["key"])
         self.lsns = [Lsn.parse(c[2]).key() for c in entry["chunks"]]
         self.index: dict[int, Any] = {}
-        self._placed: dict[tuple[Any, ...], bytes] | None = None
+        self._placed: dict[tuple[Any, ...], bytes] = {}
+        #: The change table's rows up to this LSN were placed (None: none yet).
+        self._covered: bytes | None = None
 
     def columns(self) -> list[str]:
         """The key columns."""
         return self.key
 
-    def lsn_of(self, values: tuple[Any, ...]) -> bytes | None:
-        """The read LSN of the chunk holding the key ``values`` (None: a key no change of the window has)."""
-        if self._placed is None:
-            self._placed = self._place()
+    def lsn_of(self, values: tuple[Any, ...], at: bytes) -> bytes | None:
+        """The read LSN of the chunk holding the key ``values`` of a change committed at ``at`` (None: none)."""
+        if self._covered is None or (at > self._covered and self._covered < max(self.lsns)):
+            self._place()
         return self._placed.get(values)
 
-    def _place(self) -> dict[tuple[Any, ...], bytes]:
-        """``key -> read LSN`` for every key of the change table's rows in ``(p0, last read LSN]``."""
+    def _place(self) -> None:
+        """Place the keys of the change table's rows in ``(p0 or what was placed, last read LSN]``.
+
+        The capture job may not have written them all yet (the read LSNs are the log's end, not captured
+        LSNs): what it wrote up to its max LSN, read first, is placed, and a change above that places again.
+        """
         if self.config is None:
             raise ConnectorError("the SQL Server handoff filter needs the connector's configuration")
         entry = self.entry
-        low, high = Lsn.parse(entry["from"]).key() or bytes(10), max(self.lsns)  # p0 NULL: nothing captured yet
+        low = self._covered or Lsn.parse(entry["from"]).key() or bytes(10)  # p0 NULL: nothing captured then
+        high = max(self.lsns)
         conn = odbc.connect(self.config, _db(self.config))
         try:
+            self._covered = max(low, Lsn.parse(_max_lsn(conn)).key())
             inst = _instance(conn, self.config, entry["schema"], entry["name"])
             cols = ", ".join(quote(k) for k in self.key)
             window = f"SELECT {cols} FROM {inst.change_table} WHERE [__$start_lsn] > ? AND [__$start_lsn] <= ?"
-            placed: dict[tuple[Any, ...], bytes] = {}
             for (after, upto, _), lsn in zip(entry["chunks"], self.lsns, strict=True):
                 parts, params = _range(inst.table, {"kind": "keyset", "key": self.key, "after": after, "upto": upto})
                 text = window + "".join(f" AND {p}" for p in parts)
                 for row in conn.execute(text, low, high, *params).fetchall():
-                    placed[tuple(row)] = lsn
+                    self._placed[tuple(row)] = lsn
         finally:
             conn.close()
-        return placed
 
 
 class LsnHandoffFilter:
@@ -449,8 +455,8 @@ class LsnHandoffFilter:
         if index is None:
             names = [c.name for c in change.table.columns]
             index = ranges.index[id(change.table)] = [names.index(c) for c in ranges.columns()]
-        before = None if change.before is None else ranges.lsn_of(tuple(change.before[i] for i in index))
-        after = None if change.after is None else ranges.lsn_of(tuple(change.after[i] for i in index))
+        before = None if change.before is None else ranges.lsn_of(tuple(change.before[i] for i in index), at)
+        after = None if change.after is None else ranges.lsn_of(tuple(change.after[i] for i in index), at)
         drop_before = before is not None and at <= before
         drop_after = after is not None and at <= after
         if change.op != "u" or change.before is None or change.after is None or \
