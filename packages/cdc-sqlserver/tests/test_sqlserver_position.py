@@ -48,3 +48,26 @@ def test_handoff_drops_changes_a_chunk_read_contains_until_the_stream_passes_eve
     assert handoff.state() is not None
     assert handoff.filter([change("0000002a:00000300:0001", 150)])[0].after == [150, 1]
     assert handoff.state() is None  # past every read: the handoff is over
+
+
+def test_the_log_end_a_chunk_reports_reads_both_lsn_forms_and_names_the_permission_when_missing():
+    import pytest
+
+    from cdc_core.errors import ConnectorError
+    from cdc_sqlserver.chunks import _log_end
+
+    class Conn:
+        def __init__(self, value):
+            self.value = value
+
+        def execute(self, statement):
+            assert "sys.dm_db_log_stats(DB_ID())" in statement
+            return self
+
+        def fetchone(self):
+            return (self.value,)
+
+    assert _log_end(Conn("0000002a:000001c8:0003")) == "0000002a:000001c8:0003"
+    assert _log_end(Conn(str(42 * 10**15 + 456 * 10**5 + 3))) == "0000002a:000001c8:0003"
+    with pytest.raises(ConnectorError, match="VIEW DATABASE STATE"):
+        _log_end(Conn(None))

@@ -2,11 +2,31 @@
 
 Db2 cannot share one transaction's snapshot between processes, so ``open`` holds the tables still
 instead: one connection locks every captured table ``IN SHARE MODE`` (readers go on, writers wait)
-and reads the highest synchpoint, the streaming handoff (``plan.resume_offset``), as the connector's
-own snapshot does. Chunk readers, in any process, read committed rows of a key range on connections
-of their own; while the locks are held those rows do not change. ``close`` commits and releases them.
-As with the connector's own snapshot, a change committed before the lock but not yet captured by
-asncap is in the chunks and streamed again after the handoff (at least once). Tables without a
+and keeps the locks until ``close``. Chunk readers, in any process, read committed rows of a key
+range on connections of their own; while the locks are held those rows do not change, so every
+chunk shows the tables as they were when the locks were granted.
+
+The handoff is exact (every change once, in the chunks or in the stream), found through SQL
+Replication's own signal table rather than the highest synchpoint: a synchpoint read under the
+locks lags the log (asncap writes a transaction's CD rows some time after its commit), so a
+change committed just before the lock would be in the chunks and streamed again. Instead, once
+the locks are granted, a second connection inserts and commits a ``USER`` signal into
+``<cdc.control.schema>.IBMSNAP_SIGNAL``; asncap, reading the log, marks it ``C`` and sets its
+``SIGNAL_LSN`` to the log sequence number of the signal's commit. While the SHARE locks are held
+no transaction changing a captured table can commit, so every change to them committed before
+the signal (all in the chunks) has a commit sequence below ``SIGNAL_LSN``, and every later one
+(none in the chunks) commits after ``close`` and lies above it. Streaming resumes after
+``SIGNAL_LSN`` (``plan.resume_offset``). Assumptions about real Db2, verified only on the
+stand-in: ``LOCK TABLE ... IN SHARE MODE`` waits for writers holding the table and blocks new
+ones until commit (Db2's documented S table lock); asncap processes USER signals as the SQL
+Replication reference describes (state ``C``, ``SIGNAL_LSN`` the commit record's log sequence
+number, the same form as ``IBMSNAP_COMMITSEQ``, both VARCHAR(16) FOR BIT DATA in Debezium's
+``asncdctables.sql``); the user may insert into ``IBMSNAP_SIGNAL`` (asncap prunes it after
+``SIGNAL_LIMIT``).
+
+Readers tell the holder nothing through Db2 (there is no NOTIFY): ``observes_reads`` is False, so
+a runtime holding the snapshot for readers elsewhere (cdc-spark's batch reads) must learn that
+every chunk was read through a channel of its own before it calls ``close``. Tables without a
 primary key are one chunk each.
 """
 
@@ -18,6 +38,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc_core.config import Config
+from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.logs import connector_logger
 from cdc_core.relational import Table
@@ -26,18 +47,24 @@ from cdc_core.spi.chunks import Chunk, SnapshotPlan
 from cdc_core.spi.connector import ConnectorContext
 from cdc_db2 import config as dbc
 from cdc_db2 import driver
-from cdc_db2.catalog import CaptureTable, max_lsn_query, quote
-from cdc_db2.dialects import dialect
+from cdc_db2.catalog import CaptureTable, quote
 from cdc_db2.incremental import key_after, key_upto
 from cdc_db2.lsn import from_value
 from cdc_db2.snapshot import snapshot_offset, table_name
 from cdc_db2.source import source_block
 
 _BATCH = 2048
+#: How long ``open`` waits for asncap to complete its USER signal (asncap's commit interval is 30 s by default).
+SIGNAL_TIMEOUT_S = 300.0
+#: ``SIGNAL_SUBTYPE`` of the snapshot's signals (``SIGNAL_INPUT_IN`` is the snapshot id).
+SIGNAL_SUBTYPE = "CDC_SNAPSHOT"
 
 
 class Db2SnapshotChunks:
     """The SnapshotChunks capability of the Db2 connector (see ``cdc_core.spi.chunks``)."""
+
+    #: ``wait_read`` cannot know when readers are done: the runtime must tell before ``close`` (module docstring).
+    observes_reads = False
 
     def __init__(self, config: Config, log: Any):
         """No I/O."""
@@ -73,7 +100,7 @@ class Db2SnapshotChunks:
         return [t.table for t in captured]
 
     def open(self, *, for_streaming: bool, tables: list[str] | None, chunk_rows: int) -> SnapshotPlan:
-        """Lock the tables in SHARE mode, read the highest synchpoint, and plan key-range chunks."""
+        """Lock the tables in SHARE mode, find the handoff through a USER signal (module docstring), plan key-range chunks."""
         connector, captured = self._tables(tables)
         connector.close()
         conn = self._conn = driver.connect(self.config)
@@ -81,10 +108,12 @@ class Db2SnapshotChunks:
         cur = conn.cursor()
         for t in captured:
             cur.execute(f"LOCK TABLE {table_name(t)} IN SHARE MODE")
-        cur.execute(max_lsn_query(self.config.get(dbc.CONTROL_SCHEMA), dialect(self.config.get(dbc.PLATFORM))))
-        row = cur.fetchone()
-        lsn = str(from_value(row[0] if row else None))
         snapshot_id = uuid.uuid4().hex
+        try:
+            lsn = self._signal_lsn(snapshot_id)
+        except BaseException:
+            self.close()
+            raise
         chunks: list[Chunk] = []
         for t in captured:
             chunks += self._plan(cur, t.table, snapshot_id, lsn, max(1, chunk_rows))
@@ -93,6 +122,32 @@ class Db2SnapshotChunks:
             chunks[-1].last_overall = True
         resume = snapshot_offset(lsn, True) if for_streaming else None
         return SnapshotPlan(snapshot_id, chunks, resume, [t.table for t in captured])
+
+    def _signal_lsn(self, snapshot_id: str) -> str:
+        """Insert a USER signal (committed after the locks were granted) and wait for asncap's SIGNAL_LSN of it."""
+        control = self.config.get(dbc.CONTROL_SCHEMA)
+        conn = driver.connect(self.config)
+        try:
+            cur = conn.cursor()
+            cur.execute(f"INSERT INTO {control}.IBMSNAP_SIGNAL (SIGNAL_TYPE, SIGNAL_SUBTYPE, SIGNAL_INPUT_IN, "
+                        "SIGNAL_STATE) VALUES ('USER', ?, ?, 'P')", (SIGNAL_SUBTYPE, snapshot_id))
+            deadline = time.monotonic() + SIGNAL_TIMEOUT_S
+            pause = 0.02
+            while True:
+                cur.execute(f"SELECT SIGNAL_STATE, SIGNAL_LSN FROM {control}.IBMSNAP_SIGNAL "
+                            "WHERE SIGNAL_TYPE = 'USER' AND SIGNAL_INPUT_IN = ?", (snapshot_id,))
+                row = cur.fetchone()
+                if row is not None and str(row[0]).strip() == "C" and row[1] is not None:
+                    return str(from_value(row[1]))
+                if time.monotonic() > deadline:
+                    raise ConnectorError(
+                        f"the capture program did not complete the snapshot's USER signal {snapshot_id!r} in "
+                        f"{control}.IBMSNAP_SIGNAL within {SIGNAL_TIMEOUT_S:.0f} s (is asncap running for "
+                        f"cdc.control.schema={control}?)")
+                time.sleep(pause)
+                pause = min(0.5, pause * 2)
+        finally:
+            conn.close()
 
     def _plan(self, cur: Any, table: Table, snapshot_id: str, lsn: str, chunk_rows: int) -> list[Chunk]:
         """Chunks of about ``chunk_rows`` rows, bounded by keys sampled every ``chunk_rows``-th row.
@@ -115,7 +170,7 @@ class Db2SnapshotChunks:
         return out
 
     def wait_read(self, plan: SnapshotPlan, timeout: float) -> int:
-        """Chunk readers report nothing to the holder here (no channel between them yet): 0 at once."""
+        """Chunk readers report nothing to the holder through Db2 (``observes_reads``): 0 at once."""
         return 0
 
     def close(self) -> None:

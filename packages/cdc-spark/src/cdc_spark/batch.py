@@ -30,13 +30,13 @@ class CdcBatchReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         """One partition per chunk of a snapshot held until every chunk is read."""
         tables = [self.options.table] if self.options.table else None
-        plan = hold_snapshot(self.raw_options, tables, self.options.snapshot_chunk_rows,
-                             self.options.snapshot_hold_seconds)
-        return [ChunkPartition(c, SNAPSHOT_POSITION) for c in plan.chunks]
+        plan, done = hold_snapshot(self.raw_options, tables, self.options.snapshot_chunk_rows,
+                                   self.options.snapshot_hold_seconds)
+        return [ChunkPartition(c, SNAPSHOT_POSITION, done=done) for c in plan.chunks]
 
     def read(self, partition: InputPartition) -> Any:
         """Arrow batches of one chunk's ``op: r`` events."""
         assert isinstance(partition, ChunkPartition)
         tune_gc()
         encoder = RowEncoder(self.schema, self.value_schema, self.options.key_schemas, self.options.value_schemas)
-        yield from read_chunk(self.options, partition.chunk, partition.position, encoder)
+        yield from read_chunk(self.options, partition.chunk, partition.position, encoder, done=partition.done)

@@ -38,14 +38,17 @@ class RowsPartition(InputPartition):
 class ChunkPartition(InputPartition):
     """One snapshot chunk, read by the executor inside the held snapshot.
 
-    ``report``: where to send the chunk reader's ``ChunkRead`` (``cdc_spark.reports``), if the plan wants them.
+    ``report``: where to send the chunk reader's ``ChunkRead`` (``cdc_spark.reports``), if the plan wants them;
+    ``done``: where to report that the chunk's rows were read, if the snapshot's holder must know (``cdc_spark.holder``).
     """
 
-    def __init__(self, chunk: Chunk, position: int, report: dict[str, Any] | None = None):
+    def __init__(self, chunk: Chunk, position: int, report: dict[str, Any] | None = None,
+                 done: dict[str, Any] | None = None):
         super().__init__(f"{chunk.table}#{chunk.index}")
         self.chunk = chunk
         self.position = position
         self.report = report
+        self.done = done
 
 
 def rows_partitions(rows: list[EventRow], encoder: RowEncoder, frames: list[bytes],
@@ -56,10 +59,11 @@ def rows_partitions(rows: list[EventRow], encoder: RowEncoder, frames: list[byte
 
 
 def read_chunk(options: SourceOptions, chunk: Chunk, position: int, encoder: RowEncoder,
-               report: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
+               report: dict[str, Any] | None = None, done: dict[str, Any] | None = None) -> Iterator[pa.RecordBatch]:
     """Read one chunk through the connector's capability, build its events as the engine would, as Arrow.
 
-    A ``ChunkRead`` the reader yields goes to ``report`` (the driver) before any row.
+    A ``ChunkRead`` the reader yields goes to ``report`` (the driver) before any row; once every row was
+    read, ``{"read": true}`` goes to ``done`` (the snapshot's holder), if given.
     """
     cls = options.connector_class
     chunks_cls = snapshot_chunks_for(cls)
@@ -86,3 +90,7 @@ def read_chunk(options: SourceOptions, chunk: Chunk, position: int, encoder: Row
             records = chain.apply_records(records)
         if records:
             yield encoder.records_batch(records, serializer.serialize(records), position, chunk.snapshot)
+    if done is not None:
+        from cdc_spark.reports import send_report
+
+        send_report(done, chunk.snapshot, chunk.table, chunk.index, {"read": True})

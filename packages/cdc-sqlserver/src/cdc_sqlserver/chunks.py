@@ -10,20 +10,35 @@ consistent with the change tables instead of with each other (as MySQL's, ``cdc_
    ``chunk_rows``-th row in the server's key order (``ROW_NUMBER() OVER (ORDER BY key)``; the
    comparisons run in T-SQL, under the columns' collations); tables without a primary key, and
    tables with a ``snapshot.select.statement.overrides`` SELECT, are one chunk.
-2. Each chunk reader, in any process, starts a transaction at ``snapshot.isolation.mode``, reads
-   the max LSN p_i inside it, reports it (``ChunkRead``), then reads its range. Every transaction
-   whose commit LSN is at most p_i was written to the change tables by the capture job before the
-   read began, so its changes are in the rows; a later one may be too (then it is applied again
-   over a row that has it already: the same final state).
+2. Each chunk reader, in any process, reads its range at READ COMMITTED ``WITH (HOLDLOCK)``: shared
+   key-range locks (SERIALIZABLE for that table: the rows read and the gaps between them) held to
+   the end of its transaction. With the range held it reads the end of the log, e_i
+   (``sys.dm_db_log_stats(DB_ID()).log_end_lsn``), commits, and reports e_i (``ChunkRead``).
+   Every transaction that changed the range and committed before the locks were granted has its
+   commit record below e_i and its changes in the rows; none can commit while they are held, so
+   every later one commits after the reader's commit, above e_i, and is not in the rows. So e_i
+   splits the range's changes exactly, whatever the capture job's lag (the max LSN read inside
+   the transaction would not: a transaction committed before the read but not yet captured has a
+   commit LSN above it and is in the rows). ``snapshot.isolation.mode`` does not apply to these
+   reads. A chunk's rows are fetched before e_i is read, so a reader holds them in memory.
 3. Streaming resumes after p0; the handoff filter drops a change to a key of chunk i whose commit
-   LSN is at most p_i, until the stream passes every p_i.
+   LSN is at most e_i, until the stream passes every e_i.
 
-The filter places a change in its chunk by comparing keys in Python only for integer ranges
-(integers order the same in T-SQL and Python; strings under a collation do not). For a table split
-at sampled keys it drops a change only if its commit LSN is at most every chunk's read LSN of that
-table (then every chunk's rows contain it); a change between the earliest and its own chunk's read
-LSN is applied again over a row that has it already, as a change committed after p_i that the read
-saw anyway is (the same final state).
+The filter places a change in its chunk by comparing keys in Python for integer ranges (integers
+order the same in T-SQL and Python). Keys of a table split at sampled keys compare under their
+columns' collations, which Python cannot reproduce, so the server places them: when the
+stream meets a change of such a table between p0 and the table's last e_i, the filter reads the
+keys of the change table's rows in that LSN window with each chunk's own range predicate (the
+change table's columns have the source columns' types and collations) and keeps ``key -> chunk``
+in memory (not in the state, which stays the bounds and LSNs; a restart reads them again). The
+capture job may lag behind the e_i (log ends, not captured LSNs): the rows up to its max LSN,
+read first, are placed, and a change above that places the rows written since.
+
+Verified only on the stand-in, which takes a table-level SHARE lock for ``HOLDLOCK`` (stronger than
+SQL Server's key-range locks, with the same guarantee for the reader) and answers
+``sys.dm_db_log_stats`` from PostgreSQL's WAL insert position. A chunk with a
+``snapshot.select.statement.overrides`` SELECT is read without the hint (its tables are the
+user's): its handoff is exact only if nothing changes the table while it is read.
 """
 
 from __future__ import annotations
@@ -210,6 +225,12 @@ class SqlServerSnapshotChunks:
             got = [Lsn.parse(r["lsn"]) for r in reports.get((chunk.table, chunk.index)) or []]
             at = min(got, key=Lsn.key, default=Lsn.parse(p0))
             until = max(until, at, key=Lsn.key)
+            if chunk.bounds.get("kind") == "keyset":
+                entry = tables.setdefault(chunk.table, {"column": None, "key": chunk.bounds["key"], "chunks": [],
+                                                        "schema": chunk.extra["schema"], "name": chunk.extra["name"],
+                                                        "from": p0})
+                entry["chunks"].append([chunk.bounds.get("after"), chunk.bounds.get("upto"), str(at)])
+                continue
             entry = tables.setdefault(chunk.table, {"column": chunk.bounds.get("column"), "chunks": []})
             entry["chunks"].append([chunk.bounds.get("from"), chunk.bounds.get("to"), str(at)])
         if until.key() <= Lsn.parse(p0).key():
@@ -218,75 +239,97 @@ class SqlServerSnapshotChunks:
 
     @classmethod
     def handoff_filter(cls, config: Config, state: dict[str, Any]) -> LsnHandoffFilter:
-        """The stream filter for a handoff state."""
-        return LsnHandoffFilter(state)
+        """The stream filter for a handoff state (it asks the server where sampled keys lie: module docstring)."""
+        return LsnHandoffFilter(state, config)
 
     @classmethod
     def read_chunk(cls, config: Config, chunk: Chunk) -> Iterator[list[RawChange | Checkpoint | ChunkRead]]:
-        """Start a transaction, report its max LSN, read the chunk's rows as ``op: r`` changes."""
+        """Read the chunk's range under HOLDLOCK, then the log's end with the range held; report it, then the rows."""
         db = _db(config)
         conn = odbc.connect(config, db, autocommit=False)
         try:
-            isolation = config.get(msc.SNAPSHOT_ISOLATION_MODE)
-            conn.execute(f"SET TRANSACTION ISOLATION LEVEL {ISOLATION[isolation]}")
-            lsn = _max_lsn(conn)
-            yield [ChunkRead(chunk.table, chunk.index, {"lsn": lsn})]
             inst = _instance(conn, config, chunk.extra["schema"], chunk.extra["name"])
-            yield from _read_rows(conn, config, db, inst.table, chunk, lsn)
+            conn.commit()
+            conn.execute("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
+            statement, params = _select(db, inst.table, chunk)
+            cur = conn.execute(statement, *params)
+            fetch = config.get(msc.SNAPSHOT_FETCH_SIZE)
+            raws: list[Any] = []
+            while fetched := cur.fetchmany(fetch):
+                raws += fetched
+            lsn = _log_end(conn)
             conn.commit()
         finally:
             conn.close()
+        yield [ChunkRead(chunk.table, chunk.index, {"lsn": lsn})]
+        yield from _changes(config, db, inst.table, chunk, raws, lsn)
 
 
-def _read_rows(conn: Any, config: Config, db: str, table: Table, chunk: Chunk, lsn: str) -> Iterator[list[RawChange]]:
-    """The chunk's rows with Debezium's ``source.snapshot`` markers."""
+#: The end of the log: the LSN of its last record (``nvarchar(24)``, ``xxxxxxxx:xxxxxxxx:xxxx``).
+LOG_END = "SELECT log_end_lsn FROM sys.dm_db_log_stats(DB_ID())"
+
+
+def _log_end(conn: Any) -> str:
+    """``log_end_lsn`` as an LSN text (hexadecimal parts; also taken in the decimal form of some DMVs)."""
+    row = conn.execute(LOG_END).fetchone()
+    text = str(row[0]).strip() if row and row[0] is not None else ""
+    if ":" in text:
+        vlf, block, slot = (int(p, 16) for p in text.split(":"))
+    elif text.isdigit():  # numeric(25,0): vlf * 10^15 + block * 10^5 + slot
+        value = int(text)
+        vlf, block, slot = value // 10**15, value // 10**5 % 10**10, value % 10**5
+    else:
+        raise ConnectorError(f"sys.dm_db_log_stats gave no log_end_lsn ({text!r}); the Spark snapshot needs "
+                             "VIEW DATABASE STATE (VIEW DATABASE PERFORMANCE STATE from SQL Server 2022) on the database")
+    return str(Lsn(vlf.to_bytes(4, "big") + block.to_bytes(4, "big") + slot.to_bytes(2, "big")))
+
+
+def _select(db: str, table: Table, chunk: Chunk) -> tuple[str, list[Any]]:
+    """The chunk's SELECT (``WITH (HOLDLOCK)`` on the table unless an override SELECT reads it) and its parameters."""
     bounds = chunk.bounds
     cols = ", ".join(quote(c.name) for c in table.columns)
+    held = f"{_table_sql(db, table)} WITH (HOLDLOCK)"
+    if bounds.get("override"):
+        return f"SELECT {cols} FROM ({bounds['override']}) AS cdc_snapshot_select", []
+    parts, params = _range(table, bounds)
+    return f"SELECT {cols} FROM {held}" + (" WHERE " + " AND ".join(parts) if parts else ""), params
+
+
+def _range(table: Table, bounds: dict[str, Any]) -> tuple[list[str], list[Any]]:
+    """The predicates (ANDed) of a chunk's key range, with their parameters."""
+    parts: list[str] = []
     params: list[Any] = []
     if bounds.get("kind") == "keys":
-        parts = []
         for edge, op in (("from", ">="), ("to", "<")):
             if bounds.get(edge) is not None:
                 parts.append(f"{quote(bounds['column'])} {op} ?")
                 params.append(bounds[edge])
-        statement = f"SELECT {cols} FROM {_table_sql(db, table)}" + (" WHERE " + " AND ".join(parts) if parts else "")
     elif bounds.get("kind") == "keyset":
-        parts = []
         for edge, negate in (("after", ""), ("upto", "NOT ")):
             if bounds.get(edge) is not None:
                 text, values = key_greater(table, bounds["key"], bounds[edge])
                 parts.append(negate + text)
                 params += values
-        statement = f"SELECT {cols} FROM {_table_sql(db, table)}" + (" WHERE " + " AND ".join(parts) if parts else "")
-    elif bounds.get("override"):
-        statement = f"SELECT {cols} FROM ({bounds['override']}) AS cdc_snapshot_select"
-    else:
-        statement = f"SELECT {cols} FROM {_table_sql(db, table)}"
+    return parts, params
+
+
+def _changes(config: Config, db: str, table: Table, chunk: Chunk, raws: list[Any],
+             lsn: str) -> Iterator[list[RawChange]]:
+    """The chunk's rows as ``op: r`` changes with Debezium's ``source.snapshot`` markers."""
     first_table = chunk.extra.get("first_table", chunk.first_overall)
     last_table = chunk.extra.get("last_table", chunk.last_overall)
     source = source_block(config.get(common.TOPIC_PREFIX), db, time.time_ns() // 1000, "true", table.id.schema or "",
                           table.id.table, None, lsn, None)
     offset = snapshot_offset(lsn, False)
-    first_marker = snapshot_marker(first_table, last_table, chunk.first, False)
-    prev: RawChange | None = None
-    rows = 0
-    cur = conn.execute(statement, *params)
-    fetch = config.get(msc.SNAPSHOT_FETCH_SIZE)
-    while fetched := cur.fetchmany(fetch):
+    count = len(raws)
+    fetch = max(1, config.get(msc.SNAPSHOT_FETCH_SIZE))
+    for start in range(0, count, fetch):
         batch: list[RawChange] = []
-        for raw in fetched:
-            if prev is not None:
-                batch.append(prev)
-            src = source if rows or first_marker == "true" else {**source, "snapshot": first_marker}
-            prev = RawChange(table, "r", None, list(raw), src, offset)
-            rows += 1
-        if batch:
-            yield batch
-    if prev is not None:
-        marker = snapshot_marker(first_table, last_table, chunk.first and rows == 1, chunk.last)
-        if marker != prev.source["snapshot"]:
-            prev = prev._replace(source={**prev.source, "snapshot": marker})
-        yield [prev]
+        for i in range(start, min(count, start + fetch)):
+            marker = snapshot_marker(first_table, last_table, chunk.first and i == 0, chunk.last and i == count - 1)
+            src = source if marker == "true" else {**source, "snapshot": marker}
+            batch.append(RawChange(table, "r", None, list(raws[i]), src, offset))
+        yield batch
 
 
 class _Ranges:
@@ -298,12 +341,17 @@ class _Ranges:
         self.lows = [float("-inf") if c[0] is None else c[0] for c in rows]
         self.highs = [c[1] for c in rows]
         self.lsns = [Lsn.parse(c[2]).key() for c in rows]
-        self.index: dict[int, int] = {}
+        self.index: dict[int, Any] = {}
 
-    def lsn_of(self, value: Any) -> bytes | None:
-        """The read LSN of the chunk whose range holds ``value`` (None if none does)."""
+    def columns(self) -> list[str]:
+        """The columns ``lsn_of`` takes the values of."""
+        return [] if self.column is None else [self.column]
+
+    def lsn_of(self, values: tuple[Any, ...], at: bytes) -> bytes | None:
+        """The read LSN of the chunk whose range holds the key ``values`` (None if none does)."""
         if self.column is None:
             return min(self.lsns)
+        value = values[0]
         if not isinstance(value, int):
             return None
         i = bisect.bisect_right(self.lows, value) - 1
@@ -313,15 +361,66 @@ class _Ranges:
         return self.lsns[i] if hi is None or value < hi else None
 
 
+class _SampledRanges:
+    """A table split at sampled keys: the server places the keys changed in the handoff window (module docstring)."""
+
+    def __init__(self, entry: dict[str, Any], config: Config | None):
+        self.entry = entry
+        self.config = config
+        self.key: list[str] = list(entry["key"])
+        self.lsns = [Lsn.parse(c[2]).key() for c in entry["chunks"]]
+        self.index: dict[int, Any] = {}
+        self._placed: dict[tuple[Any, ...], bytes] = {}
+        #: The change table's rows up to this LSN were placed (None: none yet).
+        self._covered: bytes | None = None
+
+    def columns(self) -> list[str]:
+        """The key columns."""
+        return self.key
+
+    def lsn_of(self, values: tuple[Any, ...], at: bytes) -> bytes | None:
+        """The read LSN of the chunk holding the key ``values`` of a change committed at ``at`` (None: none)."""
+        if self._covered is None or (at > self._covered and self._covered < max(self.lsns)):
+            self._place()
+        return self._placed.get(values)
+
+    def _place(self) -> None:
+        """Place the keys of the change table's rows in ``(p0 or what was placed, last read LSN]``.
+
+        The capture job may not have written them all yet (the read LSNs are the log's end, not captured
+        LSNs): what it wrote up to its max LSN, read first, is placed, and a change above that places again.
+        """
+        if self.config is None:
+            raise ConnectorError("the SQL Server handoff filter needs the connector's configuration")
+        entry = self.entry
+        low = self._covered or Lsn.parse(entry["from"]).key() or bytes(10)  # p0 NULL: nothing captured then
+        high = max(self.lsns)
+        conn = odbc.connect(self.config, _db(self.config))
+        try:
+            self._covered = max(low, Lsn.parse(_max_lsn(conn)).key())
+            inst = _instance(conn, self.config, entry["schema"], entry["name"])
+            cols = ", ".join(quote(k) for k in self.key)
+            window = f"SELECT {cols} FROM {inst.change_table} WHERE [__$start_lsn] > ? AND [__$start_lsn] <= ?"
+            for (after, upto, _), lsn in zip(entry["chunks"], self.lsns, strict=True):
+                parts, params = _range(inst.table, {"kind": "keyset", "key": self.key, "after": after, "upto": upto})
+                text = window + "".join(f" AND {p}" for p in parts)
+                for row in conn.execute(text, low, high, *params).fetchall():
+                    self._placed[tuple(row)] = lsn
+        finally:
+            conn.close()
+
+
 class LsnHandoffFilter:
     """Drops the streamed changes a chunk's rows contain: commit LSN at most the chunk's read LSN (module docstring)."""
 
-    def __init__(self, state: dict[str, Any]):
-        """From a state made by ``SqlServerSnapshotChunks.handoff``."""
+    def __init__(self, state: dict[str, Any], config: Config | None = None):
+        """From a state made by ``SqlServerSnapshotChunks.handoff`` (``config``: to place sampled keys)."""
         self._state = copy.deepcopy(state)
         self.version = 0
         self._until = Lsn.parse(state["until"]).key()
-        self._tables = {name: _Ranges(t["column"], t["chunks"]) for name, t in state["tables"].items()}
+        self._tables: dict[str, _Ranges | _SampledRanges] = {
+            name: _SampledRanges(t, config) if t.get("key") else _Ranges(t["column"], t["chunks"])
+            for name, t in state["tables"].items()}
         self._passed = False
 
     def state(self) -> dict[str, Any] | None:
@@ -352,17 +451,16 @@ class LsnHandoffFilter:
         ranges = self._tables.get(change.table.id.identifier)
         if ranges is None:
             return change
-        if ranges.column is None:  # one chunk, or sampled key ranges: only what every chunk read holds
-            return None if at <= min(ranges.lsns) else change
         index = ranges.index.get(id(change.table))
         if index is None:
-            index = ranges.index[id(change.table)] = [c.name for c in change.table.columns].index(ranges.column)
-        before = None if change.before is None else ranges.lsn_of(change.before[index])
-        after = None if change.after is None else ranges.lsn_of(change.after[index])
+            names = [c.name for c in change.table.columns]
+            index = ranges.index[id(change.table)] = [names.index(c) for c in ranges.columns()]
+        before = None if change.before is None else ranges.lsn_of(tuple(change.before[i] for i in index), at)
+        after = None if change.after is None else ranges.lsn_of(tuple(change.after[i] for i in index), at)
         drop_before = before is not None and at <= before
         drop_after = after is not None and at <= after
         if change.op != "u" or change.before is None or change.after is None or \
-                change.before[index] == change.after[index]:
+                all(change.before[i] == change.after[i] for i in index):
             return None if (drop_after if change.after is not None else drop_before) else change
         if drop_before and drop_after:
             return None

@@ -118,6 +118,10 @@ class SnapshotChunks(Protocol):
     (None: every captured table); ``chunk_rows`` is the target rows per chunk.
     ``wait_read`` blocks until every chunk reported it was read (or ``timeout`` seconds), for
     holders that cannot otherwise know when readers are done; ``close`` releases the snapshot.
+    A capability whose readers cannot tell it (no channel such as PostgreSQL's NOTIFY) sets the
+    class attribute ``observes_reads = False``: a runtime holding its snapshot for readers
+    elsewhere must then learn that every chunk was read by itself before calling ``close``
+    (its ``wait_read`` returns 0 at once).
     """
 
     def __init__(self, config: Config, log: Any) -> None: ...

@@ -7,7 +7,9 @@ then 8 zero bytes), each row change an ``IBMSNAP_INTENTSEQ`` (its own WAL positi
 number in the transaction), an update a ``D`` row and an ``I`` row with adjacent intent
 sequences (``CHG_UPD_TO_DEL_INS='Y'``, as on LUW), and the transaction one ``IBMSNAP_UOW`` row
 (the commit time as ``IBMSNAP_LOGMARKER``). The register's synchpoints move in the same
-transaction. Only ACTIVE registered tables are captured, from their registration on.
+transaction, as does a USER signal inserted into ``IBMSNAP_SIGNAL`` (state ``C``, ``SIGNAL_LSN``
+the commit sequence of the transaction that inserted it). Only ACTIVE registered tables are
+captured, from their registration on.
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ from cdc_postgres.standin.decoding import DecodedChange, parse_change
 def seq(pg_lsn: str, n: int = 0) -> bytes:
     """A PostgreSQL LSN (``X/Y``) as a 16-byte sequence: 4 bytes of X, 4 of Y, 8 of ``n``."""
     return pg_lsn_bytes(pg_lsn, n, 8)
+
+
+#: How test_decoding starts a row inserted into the signal table (asncap reads those from the log).
+_SIGNAL_INSERT = "table asncdc.ibmsnap_signal: INSERT:"
 
 
 class Registered(NamedTuple):
@@ -65,19 +71,25 @@ class CaptureAgent(SlotAgent):
         registered = self._registered(conn)
         last_commit = None
         changes: list[tuple[str, DecodedChange]] = []
+        signals: list[dict[str, object]] = []
         for lsn, xid, data in rows:
             if data.startswith("BEGIN"):
-                changes = []
+                changes, signals = [], []
             elif data.startswith("COMMIT"):
                 m = COMMIT.match(data)
                 assert m is not None
                 when = datetime.fromisoformat(m.group(2)).replace(tzinfo=None) if m.group(2) else None
                 self._capture(conn, registered, lsn, int(xid), when, changes)
+                self._signals(conn, lsn, signals)
                 last_commit = lsn
             else:
                 change = parse_change(data, registered)
                 if change is not None:
                     changes.append((lsn, change))
+                elif data.startswith(_SIGNAL_INSERT):
+                    signal = parse_change(data)
+                    if signal is not None and signal.new is not None:
+                        signals.append(signal.new)
         full = len(rows) >= self.batch
         # The synchpoint: every transaction committed below it is in the CD tables.
         synch = seq(last_commit) if full and last_commit else seq(current)
@@ -90,6 +102,14 @@ class CaptureAgent(SlotAgent):
         if not full:
             self.caught_up = max(self.caught_up, pg_lsn_int(current))
         return full
+
+    def _signals(self, conn: psycopg.Connection, commit: str, signals: list[dict[str, object]]) -> None:
+        """Mark the transaction's pending USER signals complete at its commit sequence, as asncap does."""
+        for signal in signals:
+            if signal.get("signal_type") == "USER" and signal.get("signal_state") == "P":
+                conn.execute("UPDATE asncdc.ibmsnap_signal SET signal_state = 'C', signal_lsn = %s "
+                             "WHERE signal_time = %s::timestamp AND signal_state = 'P'",
+                             (seq(commit), signal.get("signal_time")))
 
     def _capture(self, conn: psycopg.Connection, registered: dict[tuple[str, str], Registered], commit: str,
                  xid: int, when: datetime | None, changes: list[tuple[str, DecodedChange]]) -> None:

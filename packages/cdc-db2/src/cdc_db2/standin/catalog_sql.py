@@ -65,6 +65,12 @@ CREATE TABLE asncdc.ibmsnap_capparms (retention_limit int DEFAULT 10080, lag_lim
     signal_limit int DEFAULT 10080, capture_path varchar(1040), arch_level char(4) DEFAULT '1021',
     compatibility char(4) DEFAULT '1021');
 INSERT INTO asncdc.ibmsnap_capparms DEFAULT VALUES;
+-- SQL Replication's signal table (Debezium's asncdctables.sql: DATA CAPTURE CHANGES, not registered); the agent
+-- marks a USER signal complete ('C', SIGNAL_LSN the commit sequence of the inserting transaction) when it reads
+-- that transaction's commit, as asncap does.
+CREATE TABLE asncdc.ibmsnap_signal (signal_time timestamp NOT NULL DEFAULT clock_timestamp(),
+    signal_type varchar(30) NOT NULL, signal_subtype varchar(30), signal_input_in varchar(500),
+    signal_state char(1) NOT NULL, signal_lsn bytea);
 CREATE TABLE asncdc.ibmsnap_pruncntl (target_server char(18) NOT NULL, target_owner varchar(128) NOT NULL,
     target_table varchar(128) NOT NULL, synchtime timestamp, synchpoint bytea, source_owner varchar(128) NOT NULL,
     source_table varchar(128) NOT NULL, source_view_qual smallint NOT NULL DEFAULT 0, apply_qual char(18) NOT NULL,

@@ -90,6 +90,14 @@ CREATE AGGREGATE public.max(bytea) (SFUNC = standin.bytea_larger, STYPE = bytea)
 CREATE FUNCTION standin.bytea_smaller(a bytea, b bytea) RETURNS bytea LANGUAGE sql IMMUTABLE
     AS $$ SELECT CASE WHEN a IS NULL OR b < a THEN b ELSE a END $$;
 CREATE AGGREGATE public.min(bytea) (SFUNC = standin.bytea_smaller, STYPE = bytea);
+CREATE FUNCTION public.db_id() RETURNS int LANGUAGE sql STABLE
+    AS $$ SELECT oid::int FROM pg_database WHERE datname = current_database() $$;
+-- sys.dm_db_log_stats: the end of the log is PostgreSQL's WAL insert position, in the form the stand-in's LSNs
+-- take from WAL positions (slot 0): every commit record written so far ends at or below it, a later one above.
+CREATE FUNCTION sys.dm_db_log_stats(dbid int) RETURNS TABLE (database_id int, log_end_lsn varchar(24))
+    LANGUAGE sql VOLATILE AS $$
+    SELECT dbid, lpad(upper(split_part(w.l, '/', 1)), 8, '0') || ':' || lpad(upper(split_part(w.l, '/', 2)), 8, '0')
+           || ':0000' FROM (SELECT pg_current_wal_insert_lsn()::text AS l) w $$;
 CREATE FUNCTION public.suser_sname() RETURNS text LANGUAGE sql STABLE AS $$ SELECT current_user::text $$;
 """
 

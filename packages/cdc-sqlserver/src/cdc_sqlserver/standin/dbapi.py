@@ -95,8 +95,8 @@ class Cursor(PsycopgCursor):
             if kind == "isolation":
                 self.connection._set_isolation(pg_sql)
                 return self
-            for table in locks:
-                self._cur.execute(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
+            for table, mode in locks:
+                self._cur.execute(f"LOCK TABLE {table} IN {mode} MODE")
             values = {f"p{i}": bytes(p) if isinstance(p, bytearray) else p for i, p in enumerate(params)}
             self._cur.execute(pg_sql, values)
             self.connection._queried = True

@@ -70,8 +70,9 @@ def _number_placeholders(tsql: str) -> str:
 
 
 @lru_cache(maxsize=1024)
-def translate(tsql: str) -> tuple[str, str, tuple[str, ...]]:
-    """``(kind, PostgreSQL text, tables to lock exclusively first)`` for one T-SQL statement.
+def translate(tsql: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
+    """``(kind, PostgreSQL text, (table, lock mode) to lock first)`` for one T-SQL statement: ``TABLOCKX`` is an
+    ``ACCESS EXCLUSIVE`` lock, ``HOLDLOCK``/``SERIALIZABLE`` a ``SHARE`` lock (held to the end of the transaction).
 
     Parameters come out as ``%(pN)s`` named by their position in the T-SQL text.
     """
@@ -85,7 +86,12 @@ def translate(tsql: str) -> tuple[str, str, tuple[str, ...]]:
     locks = []
     for table in tree.find_all(exp.Table):
         hints = [h.sql("tsql").upper() for h in (table.args.get("hints") or [])]
+        name = exp.table_(table.name, db=table.db or None, quoted=True).sql("postgres")
         if any("TABLOCKX" in h for h in hints):
-            locks.append(exp.table_(table.name, db=table.db or None, quoted=True).sql("postgres"))
+            locks.append((name, "ACCESS EXCLUSIVE"))
+        elif any("HOLDLOCK" in h or "SERIALIZABLE" in h for h in hints):
+            # SQL Server holds shared key-range locks on what the statement read until the transaction ends;
+            # a SHARE table lock (writers wait, readers go on) is stronger and gives the reader the same.
+            locks.append((name, "SHARE"))
     pg = _NUMBERED.sub(lambda m: f"%(p{m.group(1)})s", tree.sql("postgres").replace("%", "%%"))
     return "query", pg, tuple(locks)
