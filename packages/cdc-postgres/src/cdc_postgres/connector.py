@@ -60,6 +60,13 @@ class PostgresConnector:
     defaults: ClassVar[dict[str, Any]] = {"heartbeat.interval.ms": 60000}
     #: Set by the engine when it writes into a sink: snapshot chunks may be serialized in worker processes.
     worker_pipeline: Any = None
+    #: As Debezium 2.7.4, whose RelationalTableFilters add ``signal.data.collection`` to the table filter whatever
+    #: ``table.include.list``/``table.exclude.list`` say: the signal table's rows (signals and watermarks) are streamed
+    #: as change events on its topic (EventDispatcher.dispatchDataChangeEvent emits them after handing them to the
+    #: source channel), and never read by a snapshot (determineSnapshotSelect skips the signal data collection; cdc's
+    #: snapshot reads only the captured tables). Its publication holds the table (``signal_tables`` adds it to a
+    #: ``filtered`` one, as Debezium's filtered publication names it). cdc_core.signals.controller reads this.
+    signal_table_captured: ClassVar[bool] = True
     #: What a stored offset looks like (checked by the engine before ``start``).
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"lsn": "uint"},
