@@ -7,8 +7,10 @@ inserted (and, for ``insert_delete``, deleted) on the same connection, so the st
 commit order around the chunk's read. A blocking snapshot reads its tables with COPY in one
 REPEATABLE READ transaction, with the initial snapshot's ``source.snapshot`` markers.
 
-``signal_tables`` is the connector's hook: the signal table is streamed even when it is not
-captured (and added to a ``filtered`` publication), so watermarks and signals reach the core.
+``signal_tables`` is the connector's hook: the signal table is streamed even when
+``table.include.list`` leaves it out (and added to a ``filtered`` publication, as Debezium's filtered
+publication names it), so watermarks and signals reach the core, which sends them on as change
+events (``PostgresConnector.signal_table_captured``).
 
 With ``read.only=true`` nothing is written: each chunk's read reports its own snapshot and WAL
 position (the low watermark) and the WAL position after it is the high one (``cdc_postgres.readonly``;
