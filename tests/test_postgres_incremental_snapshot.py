@@ -295,3 +295,23 @@ def test_the_signal_table_is_streamed_as_data_and_never_snapshotted(pg_server, p
     assert rows[0]["after"]["id"] == "s1" and rows[0]["after"]["type"] == "execute-snapshot"
     kinds = [r["after"]["type"] for r in rows[1:]]
     assert kinds == ["snapshot-window-open", "snapshot-window-close"] * (len(kinds) // 2) and len(kinds) >= 6
+
+
+def test_a_blocking_snapshot_never_reads_the_signal_table(pg_server, pg_db):
+    """A blocking snapshot naming the signal table (here in table.include.list) reads none of its rows, as
+    Debezium 2.7.4's determineSnapshotSelect, and the other tables' as usual."""
+    pg_server.execute(SIGNAL_TABLE, dbname=pg_db)
+    pg_server.execute("CREATE TABLE marker (id int PRIMARY KEY)", dbname=pg_db)
+    pg_server.execute("CREATE TABLE items (id int PRIMARY KEY, v int)", dbname=pg_db)
+    pg_server.execute("INSERT INTO items SELECT g, 0 FROM generate_series(1, 5) g", dbname=pg_db)
+    config = _config(pg_server, pg_db, **{"table.include.list": "public.items,public.marker,public.debezium_signal"})
+    with Run(config) as run:
+        _signal(pg_server, pg_db, "b1", "execute-snapshot",
+                '{"type": "blocking", "data-collections": ["public.items", "public.debezium_signal"]}')
+        run.wait(lambda: "COMPLETED" in [n.type for n in run.notes if n.aggregate_type == "Initial Snapshot"],
+                 "the blocking snapshot")
+        _marker(pg_server, pg_db, run, 1)
+        signal_rows = [r.value["op"] for r in run.topic("inc.public.debezium_signal") if r.value]
+        reads = [r.value for r in run.topic("inc.public.items") if r.value]
+    assert signal_rows == ["c"]  # the signal row itself, streamed
+    assert [e["source"]["snapshot"] for e in reads] == ["first", "true", "true", "true", "last"]

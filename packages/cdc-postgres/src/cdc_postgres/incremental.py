@@ -392,7 +392,12 @@ class PostgresIncrementalSource:
                     for data in copy:
                         yield RawChange(table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]), source, offset)
 
-            yield from marked_batches((reads(table, condition) for table, condition in tables), _BATCH, stopped)
+            # As Debezium's determineSnapshotSelect: the signal table's rows are never read (nor does it take part
+            # in the first/last markers).
+            signal = signal_table_id(self.config)
+            skip = None if signal is None else (signal.schema, signal.table)
+            data = [(t, c) for t, c in tables if (t.id.schema, t.id.table) != skip]
+            yield from marked_batches((reads(table, condition) for table, condition in data), _BATCH, stopped)
             if stopped():
                 return
             conn.execute("COMMIT")
