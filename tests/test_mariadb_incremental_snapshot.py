@@ -137,3 +137,30 @@ def test_the_signal_table_is_data_and_a_blocking_snapshot_sends_its_tables_ddl(m
         f"DROP TABLE IF EXISTS `{mariadb_db}`.`items`", "CREATE TABLE `items`"]
     assert all(r.value["source"]["snapshot"] == "true" for r in tail[:2])
     assert [r.value["op"] for r in tail[2:]] == ["r"] * 30
+
+
+def test_the_initial_snapshot_never_reads_the_signal_table(mariadb_server, mariadb_db):
+    """The signal table named in table.include.list: its CREATE is in the snapshot's schema events, its rows are
+    never read (Debezium 2.7.4's determineSnapshotSelect); the other tables' are."""
+    mariadb_server.execute([
+        "CREATE TABLE debezium_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))",
+        "INSERT INTO debezium_signal VALUES ('old', 'log', '{}')",
+        "CREATE TABLE items (id INT PRIMARY KEY, v INT NOT NULL)",
+        "INSERT INTO items VALUES (1, 0), (2, 0)",
+    ], database=mariadb_db)
+    config = connector_config(mariadb_server, mariadb_db, **{
+        "signal.data.collection": f"{mariadb_db}.debezium_signal", "topic.prefix": "inc",
+        "table.include.list": f"{mariadb_db}.items,{mariadb_db}.debezium_signal"})
+    engine = EngineThread(config)
+    engine.start()
+    try:
+        engine.wait(lambda rs: engine.engine.metrics.streaming.connected, "streaming")
+        mariadb_server.execute("INSERT INTO items VALUES (3, 0)", database=mariadb_db)
+        engine.wait(lambda rs: any(r.topic.endswith(".items") and r.value["op"] == "c" for r in rs), "the insert")
+    finally:
+        engine.stop()
+    records = engine.snapshot()
+    assert not [r for r in records if r.topic == f"inc.{mariadb_db}.debezium_signal"]
+    assert [r.value["op"] for r in records if r.topic == f"inc.{mariadb_db}.items"] == ["r", "r", "c"]
+    assert any(r.topic == "inc" and (r.value.get("ddl") or "").startswith("CREATE TABLE `debezium_signal`")
+               for r in records)
