@@ -19,6 +19,8 @@ from conformance.harness import END_TABLE, PING_TABLE, Side
 from conformance.workload import Workload
 
 WORKLOAD = Workload("mariadb")
+#: The signal scenarios (tests/conformance/mariadb_signals.yaml): ad hoc snapshots through the signal table.
+SIGNALS = Workload("mariadb", "mariadb_signals")
 
 
 def _statements(text: str) -> list[str]:
@@ -72,3 +74,12 @@ def test_every_field_as_debezium_writes_it(mariadb_server, mariadb_db, tmp_path,
     require_real_debezium()
     types = _type_tables(mariadb_server, mariadb_db) if WORKLOAD.with_types else None
     WORKLOAD.check(_side(mariadb_server, mariadb_db), group, tmp_path, types)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("group", SIGNALS.groups)
+def test_signals_as_debezium_handles_them(mariadb_server, mariadb_db, tmp_path, group):
+    """An ad hoc snapshot signalled through a signal table the include list leaves out: READs, the signal table's
+    topic (its signal and watermark rows), the schema changes, transactions, all compared with Debezium's."""
+    require_real_debezium()
+    SIGNALS.check(_side(mariadb_server, mariadb_db), group, tmp_path)

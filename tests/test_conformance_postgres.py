@@ -18,6 +18,8 @@ from conformance.harness import END_TABLE, PING_TABLE, Side
 from conformance.workload import Workload
 
 WORKLOAD = Workload("postgres")
+#: The signal scenarios (tests/conformance/postgres_signals.yaml): ad hoc snapshots through the signal table.
+SIGNALS = Workload("postgres", "postgres_signals")
 
 
 def _side(pg_server, dbname: str) -> Side:
@@ -69,3 +71,12 @@ def test_every_field_as_debezium_writes_it(pg_server, pg_db, tmp_path, group):
     require_real_debezium()
     types = _type_tables(pg_server, pg_db) if WORKLOAD.with_types else None
     WORKLOAD.check(_side(pg_server, pg_db), group, tmp_path, types)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("group", SIGNALS.groups)
+def test_signals_as_debezium_handles_them(pg_server, pg_db, tmp_path, group):
+    """An ad hoc snapshot signalled through a signal table the include list leaves out: READs, the signal table's
+    topic (its signal and watermark rows), transactions, all compared with Debezium's."""
+    require_real_debezium()
+    SIGNALS.check(_side(pg_server, pg_db), group, tmp_path)

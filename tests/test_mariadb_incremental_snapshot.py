@@ -89,3 +89,78 @@ def test_snapshot_under_concurrent_writes_replays_to_the_final_state(mariadb_ser
     final = {row[0]: row[1] for row in mariadb_server.execute("SELECT id, v FROM items", database=mariadb_db)}
     assert replayed == final
     assert reads >= ROWS - counts["d"] - 2000, reads
+
+
+def test_the_signal_table_is_data_and_a_blocking_snapshot_sends_its_tables_ddl(mariadb_server, mariadb_db):
+    """The signal table, left out of table.include.list: its signal and watermark rows are change events on its
+    topic, no snapshot reads its rows, and a blocking snapshot sends DROP TABLE IF EXISTS and CREATE TABLE of
+    the signalled table before its rows (Debezium 2.7.4: RelationalTableFilters add signal.data.collection to
+    the filter, determineSnapshotSelect skips it, BinlogSnapshotChangeEventSource's on-demand readTableStructure;
+    compared with Debezium 3.0.7 in tests/test_conformance_mariadb.py)."""
+    mariadb_server.execute([
+        "CREATE TABLE debezium_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))",
+        "INSERT INTO debezium_signal VALUES ('old', 'log', '{\"message\": \"before the start\"}')",
+        "CREATE TABLE marker (id INT PRIMARY KEY)",
+        "CREATE TABLE items (id INT PRIMARY KEY, v INT NOT NULL)",
+        "INSERT INTO items SELECT seq, 0 FROM seq_1_to_30",
+    ], database=mariadb_db)
+    config = connector_config(mariadb_server, mariadb_db, **{
+        "signal.data.collection": f"{mariadb_db}.debezium_signal", "topic.prefix": "inc",
+        "table.include.list": f"{mariadb_db}.items,{mariadb_db}.marker", "incremental.snapshot.chunk.size": 10})
+    engine = EngineThread(config)
+    notes: list = []
+    engine.engine.add_notification_listener(notes.append)
+    engine.start()
+    signal_topic, items = f"inc.{mariadb_db}.debezium_signal", f"inc.{mariadb_db}.items"
+    try:
+        engine.wait(lambda rs: engine.engine.metrics.streaming.connected, "streaming")
+        mariadb_server.execute("INSERT INTO debezium_signal VALUES ('s1', 'execute-snapshot', "
+                               f"'{{\"data-collections\": [\"{mariadb_db}.items\"]}}')", database=mariadb_db)
+        engine.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the incremental snapshot", 90)
+        mariadb_server.execute("INSERT INTO debezium_signal VALUES ('b1', 'execute-snapshot', "
+                               f"'{{\"data-collections\": [\"{mariadb_db}.items\"], \"type\": \"blocking\"}}')",
+                               database=mariadb_db)
+        engine.wait(lambda rs: sum(r.topic == items for r in rs) >= 90, "the blocking snapshot")
+        mariadb_server.execute("INSERT INTO marker VALUES (1)", database=mariadb_db)
+        engine.wait(lambda rs: any(r.topic.endswith(".marker") for r in rs), "the marker")
+    finally:
+        engine.stop()
+    records = engine.snapshot()
+    rows = [r.value["after"] for r in records if r.topic == signal_topic]
+    assert [r["id"] for r in rows][0] == "s1" and "old" not in [r["id"] for r in rows] and rows[-1]["id"] == "b1"
+    kinds = [r["type"] for r in rows[1:-1]]
+    assert kinds == ["snapshot-window-open", "snapshot-window-close"] * (len(kinds) // 2) and len(kinds) >= 6
+    # After the blocking signal: the table's DROP and CREATE on the schema topic, then its 30 READs.
+    tail = [r for r in records[next(i for i, r in enumerate(records) if r.topic == signal_topic
+                                    and r.value["after"]["id"] == "b1") + 1:] if r.topic in ("inc", items)]
+    assert [r.value["ddl"].split("(")[0].strip() for r in tail[:2]] == [
+        f"DROP TABLE IF EXISTS `{mariadb_db}`.`items`", "CREATE TABLE `items`"]
+    assert all(r.value["source"]["snapshot"] == "true" for r in tail[:2])
+    assert [r.value["op"] for r in tail[2:]] == ["r"] * 30
+
+
+def test_the_initial_snapshot_never_reads_the_signal_table(mariadb_server, mariadb_db):
+    """The signal table named in table.include.list: its CREATE is in the snapshot's schema events, its rows are
+    never read (Debezium 2.7.4's determineSnapshotSelect); the other tables' are."""
+    mariadb_server.execute([
+        "CREATE TABLE debezium_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048))",
+        "INSERT INTO debezium_signal VALUES ('old', 'log', '{}')",
+        "CREATE TABLE items (id INT PRIMARY KEY, v INT NOT NULL)",
+        "INSERT INTO items VALUES (1, 0), (2, 0)",
+    ], database=mariadb_db)
+    config = connector_config(mariadb_server, mariadb_db, **{
+        "signal.data.collection": f"{mariadb_db}.debezium_signal", "topic.prefix": "inc",
+        "table.include.list": f"{mariadb_db}.items,{mariadb_db}.debezium_signal"})
+    engine = EngineThread(config)
+    engine.start()
+    try:
+        engine.wait(lambda rs: engine.engine.metrics.streaming.connected, "streaming")
+        mariadb_server.execute("INSERT INTO items VALUES (3, 0)", database=mariadb_db)
+        engine.wait(lambda rs: any(r.topic.endswith(".items") and r.value["op"] == "c" for r in rs), "the insert")
+    finally:
+        engine.stop()
+    records = engine.snapshot()
+    assert not [r for r in records if r.topic == f"inc.{mariadb_db}.debezium_signal"]
+    assert [r.value["op"] for r in records if r.topic == f"inc.{mariadb_db}.items"] == ["r", "r", "c"]
+    assert any(r.topic == "inc" and (r.value.get("ddl") or "").startswith("CREATE TABLE `debezium_signal`")
+               for r in records)

@@ -273,3 +273,48 @@ def test_composite_and_surrogate_keys_and_tables_read_concurrently(pg_server, pg
         order = [r.topic for r in run.records if r.value and r.value.get("op") == "r" and r.topic[-2] == "t"]
     switches = sum(1 for x, y in zip(order, order[1:]) if x != y)
     assert switches > 10, "the three tables were not read at the same time"
+
+
+def test_the_signal_table_is_streamed_as_data_and_never_snapshotted(pg_server, pg_db):
+    """The signal table, left out of table.include.list: its signal and watermark rows are change events on its
+    topic and the initial snapshot reads none of its rows (Debezium 2.7.4's RelationalTableFilters add
+    signal.data.collection to the filter; determineSnapshotSelect skips it; compared with Debezium 3.0.7 in
+    tests/test_conformance_postgres.py)."""
+    pg_server.execute(SIGNAL_TABLE, dbname=pg_db)
+    pg_server.execute("INSERT INTO debezium_signal VALUES ('old', 'log', '{\"message\": \"before the start\"}')",
+                      dbname=pg_db)
+    pg_server.execute("CREATE TABLE marker (id int PRIMARY KEY)", dbname=pg_db)
+    pg_server.execute("CREATE TABLE items (id int PRIMARY KEY, v int)", dbname=pg_db)
+    pg_server.execute("INSERT INTO items SELECT g, 0 FROM generate_series(1, 30) g", dbname=pg_db)
+    with Run(_config(pg_server, pg_db, **{"snapshot.mode": "initial", "incremental.snapshot.chunk.size": 10})) as run:
+        _signal(pg_server, pg_db, "s1", "execute-snapshot", '{"data-collections": ["public.items"]}')
+        run.wait(lambda: "COMPLETED" in run.note_types(), "the incremental snapshot")
+        _marker(pg_server, pg_db, run, 1)
+        rows = [r.value for r in run.topic("inc.public.debezium_signal") if r.value]
+    assert {r["op"] for r in rows} == {"c"} and "old" not in [r["after"]["id"] for r in rows]
+    assert rows[0]["after"]["id"] == "s1" and rows[0]["after"]["type"] == "execute-snapshot"
+    kinds = [r["after"]["type"] for r in rows[1:]]
+    assert kinds == ["snapshot-window-open", "snapshot-window-close"] * (len(kinds) // 2) and len(kinds) >= 6
+
+
+def test_a_blocking_snapshot_never_reads_the_signal_table(pg_server, pg_db):
+    """Neither the initial snapshot nor a blocking one naming the signal table (here in table.include.list) reads
+    its rows, as Debezium 2.7.4's determineSnapshotSelect; the other tables' are read as usual."""
+    pg_server.execute(SIGNAL_TABLE, dbname=pg_db)
+    pg_server.execute("INSERT INTO debezium_signal VALUES ('old', 'log', '{}')", dbname=pg_db)
+    pg_server.execute("CREATE TABLE marker (id int PRIMARY KEY)", dbname=pg_db)
+    pg_server.execute("CREATE TABLE items (id int PRIMARY KEY, v int)", dbname=pg_db)
+    pg_server.execute("INSERT INTO items SELECT g, 0 FROM generate_series(1, 5) g", dbname=pg_db)
+    config = _config(pg_server, pg_db, **{"table.include.list": "public.items,public.marker,public.debezium_signal",
+                                          "snapshot.mode": "initial"})
+    with Run(config) as run:
+        _signal(pg_server, pg_db, "b1", "execute-snapshot",
+                '{"type": "blocking", "data-collections": ["public.items", "public.debezium_signal"]}')
+        run.wait(lambda: "COMPLETED" in [n.type for n in run.notes if n.aggregate_type == "Initial Snapshot"],
+                 "the blocking snapshot")
+        _marker(pg_server, pg_db, run, 1)
+        signal_rows = [r.value["op"] for r in run.topic("inc.public.debezium_signal") if r.value]
+        reads = [r.value for r in run.topic("inc.public.items") if r.value]
+    assert signal_rows == ["c"]  # the signal row itself, streamed
+    snapshots = [e["source"]["snapshot"] for e in reads]
+    assert snapshots[5:] == ["first", "true", "true", "true", "last"]  # after the initial snapshot's 5 READs

@@ -77,9 +77,13 @@ def _streamed(records: list[dict[str, Any]], topic: str) -> int:
     return n
 
 
-def capture(side: Side, setup: str, steps: list[str | Callable[[], None]], properties: dict[str, Any], workdir: Path,
-            prefix: str = "conformance", timeout: float = 120.0) -> Capture:
-    """Run ``setup``, both engines, ``steps``; return both captures (the ping topic left out)."""
+def capture(side: Side, setup: str, steps: list[str | Callable[[], None] | dict[str, Any]], properties: dict[str, Any],
+            workdir: Path, prefix: str = "conformance", timeout: float = 120.0) -> Capture:
+    """Run ``setup``, both engines, ``steps``; return both captures (the ping topic left out).
+
+    A step is SQL, a callable, or ``{"wait": {"table": <name>, "records": <n>}}``: wait until both engines have
+    written ``n`` records on that table's topic (an ad hoc snapshot's READs, before the next step's changes).
+    """
     from cdc_core.app import Application
     from cdc_core.config.server import server_config
     from cdc_core.plugins import registry
@@ -148,7 +152,13 @@ def capture(side: Side, setup: str, steps: list[str | Callable[[], None]], prope
 
         wait_for(streaming, timeout, "both engines to stream", debezium)
         for step in steps:
-            step() if callable(step) else side.execute(step)
+            if isinstance(step, dict):
+                _wait_records(step["wait"], f"{prefix}.{side.qualified(step['wait']['table'])}", debezium, cdc_dir,
+                              failure, timeout)
+            elif callable(step):
+                step()
+            else:
+                side.execute(step)
         side.execute(f"INSERT INTO {END_TABLE} VALUES (1)")
 
         def ended() -> bool:
@@ -166,6 +176,20 @@ def capture(side: Side, setup: str, steps: list[str | Callable[[], None]], prope
     control = {side.qualified(PING_TABLE)}
     return Capture(debezium=_without_pings(debezium.records(), control, ping),
                    cdc=_without_pings(_cdc_records(cdc_dir), control, ping))
+
+
+def _wait_records(wait: dict[str, Any], topic: str, debezium: DebeziumProcess, cdc_dir: Path,
+                  failure: list[BaseException], timeout: float) -> None:
+    """Wait until both engines wrote ``wait["records"]`` records on ``topic``."""
+    def count(records: list[dict[str, Any]]) -> int:
+        return sum(r["topic"] == topic for r in records)
+
+    def done() -> bool:
+        if failure:
+            raise AssertionError(f"cdc stopped: {failure[0]!r}")
+        return count(debezium.records()) >= wait["records"] and count(_cdc_records(cdc_dir)) >= wait["records"]
+
+    wait_for(done, timeout, f"both engines to write {wait['records']} records on {topic}", debezium)
 
 
 def _format_name(converter_class: str) -> str:

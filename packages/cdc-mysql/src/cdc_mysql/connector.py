@@ -32,7 +32,7 @@ from cdc_core.spi.offsets import OffsetShape
 
 from cdc_mysql import config as myc
 from cdc_mysql.binlog import BinlogConnectionLost, BinlogStartPosition, CdcBinLogStreamReader
-from cdc_mysql.catalog import Catalog
+from cdc_mysql.catalog import Catalog, quote
 from cdc_mysql.checks import check_server, privilege_message
 from cdc_mysql.driver_options import MAPPED as MAPPED_DRIVER_OPTIONS
 from cdc_mysql.connection import Connection
@@ -46,8 +46,9 @@ from cdc_mysql.incremental import MySqlIncrementalSource, signal_table_id
 from cdc_mysql import tls
 from cdc_mysql.keepalive import KeepAlive
 from cdc_mysql.metrics import binlog_metrics, schema_history_metrics
-from cdc_mysql.model import TableId
+from cdc_mysql.model import TableChange, TableId
 from cdc_mysql.readonly import check_read_only
+from cdc_mysql.schema_changes import schema_change_record
 from cdc_mysql.snapshot import ENCODERS_ONLY, SnapshotReader
 from cdc_mysql.snapshot_plan import plan
 from cdc_mysql.snapshotting import Snapshotting, snapshot_problems
@@ -82,6 +83,12 @@ class MySqlConnector(Snapshotting, DdlEvents):
     source_schema: ClassVar[Schema] = source_schema(MYSQL)
     #: tasks.max > 1 is refused with this, as Debezium 2.7.4's taskConfigs throws it (cdc_core.engine).
     max_tasks_refusal: ClassVar[str] = "Only a single connector task may be started"
+    #: As Debezium 2.7.4's MySQL and MariaDB connectors, whose RelationalTableFilters add ``signal.data.collection`` to the
+    #: table filter whatever ``table.include.list``/``table.exclude.list`` say: the signal table's rows (signals and
+    #: watermarks) are streamed as change events on its topic (EventDispatcher.dispatchDataChangeEvent emits them after
+    #: handing them to the source channel), and never read by a snapshot (determineSnapshotSelect skips the signal data
+    #: collection; cdc's snapshot reads only the captured tables). cdc_core.signals.controller reads this.
+    signal_table_captured: ClassVar[bool] = True
     #: What a stored offset looks like (checked by the engine before ``start``).
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"file": "str", "pos": "uint"},
@@ -131,7 +138,43 @@ class MySqlConnector(Snapshotting, DdlEvents):
 
     def incremental_snapshot_source(self) -> MySqlIncrementalSource:
         """Ad hoc (incremental and blocking) snapshots: chunk reads and watermarks for the core."""
-        return MySqlIncrementalSource(self.config, self.log.with_context("incremental"), self.flavor.name)
+        source = MySqlIncrementalSource(self.config, self.log.with_context("incremental"), self.flavor.name)
+        source.created = self._blocking_created
+        return source
+
+    def _blocking_created(self, tables: list[TableId], conn: Any, position: dict[str, Any]) -> list[ChangeRecord]:
+        """A blocking snapshot's schema change events: ``DROP TABLE IF EXISTS`` of each table, then its
+        ``SHOW CREATE TABLE``, recorded in the schema history and read into the model streaming converts with.
+
+        As Debezium 2.7.4 (BinlogSnapshotChangeEventSource.readTableStructure with an on-demand task: the
+        signalled tables' statements only, no database statements; createSchemaChangeEventsForTables
+        records and sends them, source snapshot true, at the position streaming paused at).
+        """
+        if self._history is None:
+            return []
+        catalog = Catalog(conn)
+        at = {"file": position["file"], "pos": position["pos"]}
+        for key in ("gtids", "server_id"):
+            if key in position:
+                at[key] = position[key]
+        hist_position = {**at, "snapshot": True}
+        include = self.config.get(myc.INCLUDE_SCHEMA_CHANGES)
+        records: list[ChangeRecord] = []
+
+        def emit(tid: TableId, ddl: str, changes: list[Any]) -> None:
+            self._history.record(hist_position, tid.database, ddl, changes)
+            if include:
+                source = self._ddl_source(tid.database, tid.table, at, "true")
+                records.append(schema_change_record(self.flavor, self.source_schema, self.schema_change_topic,
+                                                    tid.database, ddl, changes, source, None, self.partition()))
+
+        for tid in tables:
+            emit(tid, f"DROP TABLE IF EXISTS {quote(tid.database)}.{quote(tid.table)}", [TableChange("DROP", tid, None)])
+        for tid in tables:
+            ddl = catalog.show_create_table(tid)
+            emit(tid, ddl, [catalog.read_table(self.model, tid)])
+        self.log.info("blocking snapshot: schema change events of %s", ", ".join(str(t) for t in tables))
+        return records
 
     def streamed(self, table: TableId) -> bool:
         """True if the binlog rows of ``table`` go to the core: captured tables and the signal table."""

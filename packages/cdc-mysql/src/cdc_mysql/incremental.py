@@ -225,6 +225,9 @@ class MySqlIncrementalSource:
         self._definitions: dict[Any, TableDef] = {}
         self._signal: TableDef | None = None
         self._conn: Connection | None = None
+        #: A blocking snapshot's schema change events (the connector's hook, MySqlConnector._blocking_created):
+        #: given the tables, a connection in the snapshot's transaction and the position, before the rows.
+        self.created: Callable[[list[TableId], Any, dict[str, Any]], list[Any]] | None = None
 
     def _connection(self) -> Connection:
         if self._conn is None or not self._conn.open:
@@ -332,6 +335,16 @@ class MySqlIncrementalSource:
                 cur.execute("SHOW MASTER STATUS")
                 file, pos = cur.fetchone()[:2]
             self._connection()
+            paused = offset_for(tables[0][0]) if tables else None
+            if self.created is not None and tables:
+                # As Debezium 2.7.4, whose blocking task has snapshotSchema true: BinlogSnapshotChangeEventSource
+                # sends a DROP TABLE IF EXISTS and the SHOW CREATE TABLE of each signalled table (on demand: no
+                # database statements) before the rows, at the position streaming paused at.
+                at = paused if paused and paused.get("file") else {"file": file, "pos": int(pos)}
+                events = self.created([self.definition(t).id for t, _ in tables], conn, at)
+                if events:
+                    yield events
+            signal = signal_table_id(self.config)
 
             def reads(table: Table, condition: Node | None) -> Iterator[RawChange]:
                 definition = self.definition(table)
@@ -352,7 +365,10 @@ class MySqlIncrementalSource:
                     for raw in cur:
                         yield RawChange(table, "r", None, parse(raw), source, offset)
 
-            yield from marked_batches((reads(table, condition) for table, condition in tables), _BATCH, stopped)
+            # As Debezium's determineSnapshotSelect: the signal table gets its schema events but no rows are read
+            # (nor does it take part in the first/last markers).
+            data = [(t, c) for t, c in tables if self.definition(t).id != signal]
+            yield from marked_batches((reads(table, condition) for table, condition in data), _BATCH, stopped)
             if stopped():
                 return
             conn.commit()

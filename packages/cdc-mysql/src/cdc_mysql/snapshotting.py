@@ -164,7 +164,10 @@ class Snapshotting:
                        log: Any, workers: list[Any] = ()) -> Iterator[list[Any]]:
         """Read the captured tables' rows; returns True if every table was read."""
         include = self.config.get(myc.SNAPSHOT_INCLUDE_COLLECTIONS)
-        ids = [t for t in capture_ids if t in self.model.tables
+        # The signal table's rows are never read, even when table.include.list names it (Debezium's
+        # determineSnapshotSelect; MySqlConnector.signal_table_captured).
+        signal = getattr(self, "signal_table", None)
+        ids = [t for t in capture_ids if t in self.model.tables and t != signal
                and (not include or any(p.fullmatch(str(t)) for p in include))]
         ids = snapshot_order(ids, self.config.get(common.TABLE_INCLUDE))
         estimates = catalog.row_estimates(ids)

@@ -27,7 +27,7 @@ from cdc_core.spi.offsets import OffsetShape
 from cdc_postgres import config as pgc
 from cdc_postgres.catalog import Catalog, table_filter
 from cdc_postgres.driver_options import libpq_params, unmapped_warning
-from cdc_postgres.incremental import signal_tables
+from cdc_postgres.incremental import signal_table_id, signal_tables
 from cdc_postgres.plugin import CONNECTOR
 from cdc_postgres.replica_identity import apply_autoset, parse_autoset
 from cdc_postgres.readonly import IDLE_POSITION_S, MOVED_POSITION_S, check_read_only
@@ -60,6 +60,13 @@ class PostgresConnector:
     defaults: ClassVar[dict[str, Any]] = {"heartbeat.interval.ms": 60000}
     #: Set by the engine when it writes into a sink: snapshot chunks may be serialized in worker processes.
     worker_pipeline: Any = None
+    #: As Debezium 2.7.4, whose RelationalTableFilters add ``signal.data.collection`` to the table filter whatever
+    #: ``table.include.list``/``table.exclude.list`` say: the signal table's rows (signals and watermarks) are streamed
+    #: as change events on its topic (EventDispatcher.dispatchDataChangeEvent emits them after handing them to the
+    #: source channel), and never read by a snapshot (determineSnapshotSelect skips the signal data collection; cdc's
+    #: snapshot reads only the captured tables). Its publication holds the table (``signal_tables`` adds it to a
+    #: ``filtered`` one, as Debezium's filtered publication names it). cdc_core.signals.controller reads this.
+    signal_table_captured: ClassVar[bool] = True
     #: What a stored offset looks like (checked by the engine before ``start``).
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"lsn": "uint"},
@@ -551,9 +558,12 @@ class PostgresConnector:
         include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
         out = []
         tables = snapshot_order(self._tables.values(), self.config.get(common.TABLE_INCLUDE), lambda t: t.id.identifier)
+        signal = signal_table_id(self.config)
         for table in tables:
             if include and not any(p.fullmatch(table.id.identifier) for p in include):
                 continue
+            if signal is not None and (table.id.schema, table.id.table) == (signal.schema, signal.table):
+                continue  # never read, even when included (Debezium's determineSnapshotSelect; signal_table_captured)
             columns = [sql.Identifier(c.name).as_string(self._conn) for c in table.columns]
             select = self.snapshot_query.snapshot_query(table.id, columns, _quote_table)
             if select is None:

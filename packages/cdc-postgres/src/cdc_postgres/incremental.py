@@ -7,8 +7,10 @@ inserted (and, for ``insert_delete``, deleted) on the same connection, so the st
 commit order around the chunk's read. A blocking snapshot reads its tables with COPY in one
 REPEATABLE READ transaction, with the initial snapshot's ``source.snapshot`` markers.
 
-``signal_tables`` is the connector's hook: the signal table is streamed even when it is not
-captured (and added to a ``filtered`` publication), so watermarks and signals reach the core.
+``signal_tables`` is the connector's hook: the signal table is streamed even when
+``table.include.list`` leaves it out (and added to a ``filtered`` publication, as Debezium's filtered
+publication names it), so watermarks and signals reach the core, which sends them on as change
+events (``PostgresConnector.signal_table_captured``).
 
 With ``read.only=true`` nothing is written: each chunk's read reports its own snapshot and WAL
 position (the low watermark) and the WAL position after it is the high one (``cdc_postgres.readonly``;
@@ -390,7 +392,12 @@ class PostgresIncrementalSource:
                     for data in copy:
                         yield RawChange(table, "r", None, parse_row(bytes(data).decode("utf-8")[:-1]), source, offset)
 
-            yield from marked_batches((reads(table, condition) for table, condition in tables), _BATCH, stopped)
+            # As Debezium's determineSnapshotSelect: the signal table's rows are never read (nor does it take part
+            # in the first/last markers).
+            signal = signal_table_id(self.config)
+            skip = None if signal is None else (signal.schema, signal.table)
+            data = [(t, c) for t, c in tables if (t.id.schema, t.id.table) != skip]
+            yield from marked_batches((reads(table, condition) for table, condition in data), _BATCH, stopped)
             if stopped():
                 return
             conn.execute("COMMIT")
