@@ -24,7 +24,6 @@ tables are read at the same time.
 
 from __future__ import annotations
 
-import itertools
 import threading
 import time
 import uuid
@@ -105,9 +104,6 @@ class IncrementalSnapshot:
         self._recent: dict[Any, list[tuple[TableId, bytes]]] = {}
         self._recent_order: deque[Any] = deque()
         self._scanned: dict[TableId, list[str]] = {}
-        # Window ids: unique across runs (the signal table's key), cheap per chunk.
-        self._id_prefix = uuid.uuid4().hex[:16]
-        self._window_numbers = itertools.count(1)
 
     # -- control (connector thread) ----------------------------------------------------------
 
@@ -557,7 +553,9 @@ class IncrementalSnapshot:
             if not scan.max_known:
                 scan.max_key = reader.max_key(scan.table, scan.key, scan.condition)
                 scan.max_known = True
-            window = Window(f"{self._id_prefix}-{next(self._window_numbers)}", scan, from_key=scan.cursor)
+            # A random UUID per chunk, as Debezium's AbstractIncrementalSnapshotContext.startNewChunk: the watermark
+            # rows' ids are then "<uuid>-open" / "<uuid>-close" on the signal table's topic as in Debezium's.
+            window = Window(str(uuid.uuid4()), scan, from_key=scan.cursor)
             with self._cond:
                 self._pending[window.id] = window
                 scan.inflight += 1
