@@ -15,7 +15,7 @@ pytestmark = pytest.mark.skipif(not can_write(), reason="needs memfd_create and 
 
 
 def _records(n: int, keyless: bool = False) -> list[SinkRecord]:
-    return [SinkRecord("db.public.t", None if keyless else b'{"id":%d}' % i, b'{"v":"x%d\\n"}' % i, None)
+    return [SinkRecord("db.public.t", None if keyless else b'{"id":%d}' % i, b'{"v":"x%d\\n"}' % i, {})
             for i in range(n)]
 
 
@@ -73,4 +73,5 @@ def test_file_sink_writes_a_block_between_records_in_order(tmp_path):
     sink.write([records[0], head, tail])
     sink.close()
     assert (tmp_path / "db.public.t.jsonl").read_bytes() == b"".join(map(record_line, records))
+
 

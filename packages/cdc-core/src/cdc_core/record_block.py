@@ -190,7 +190,7 @@ class RecordBlock:
                 key, value_start = None, key_start + len(_NULL) + between
             else:
                 key, value_start = bytes(view[key_start:key_start + key_len]), key_start + key_len + between
-            out.append(SinkRecord(self.topic, key, bytes(view[value_start:end - tail]), None))
+            out.append(SinkRecord(self.topic, key, bytes(view[value_start:end - tail]), {}))
         return out
 
 
