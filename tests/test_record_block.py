@@ -75,3 +75,35 @@ def test_file_sink_writes_a_block_between_records_in_order(tmp_path):
     assert (tmp_path / "db.public.t.jsonl").read_bytes() == b"".join(map(record_line, records))
 
 
+
+
+def _changes(n: int, keyless: bool = False):
+    from cdc_core.events import ChangeRecord
+    from cdc_core.schema import Schema, struct
+
+    key_schema = None if keyless else struct("k", [("id", Schema("int32"))])
+    value_schema = struct("v", [("id", Schema("int32")), ("name", Schema("string", optional=True, default="d"))])
+    return [ChangeRecord("db.public.t", None if keyless else {"id": i}, {"id": i, "name": None if i % 2 else f"n{i}"},
+                         key_schema, value_schema) for i in range(n)]
+
+
+@pytest.mark.parametrize("keyless", [False, True])
+def test_json_with_schemas_written_straight_into_a_block_as_serialize_writes_it(keyless):
+    from cdc_core.record_block import write_changes
+    from cdc_core.serializers.json import JsonSerializer
+
+    serializer = JsonSerializer()
+    layout, fd = write_changes(serializer, _changes(500, keyless))
+    block = layout.open(fd)
+    assert block.records() == serializer.serialize(_changes(500, keyless))
+    assert block.lines() == b"".join(map(record_line, serializer.serialize(_changes(500, keyless))))
+
+
+def test_what_a_block_cannot_hold_is_serialized_as_records():
+    from cdc_core.record_block import write_changes
+    from cdc_core.serializers.json import JsonSerializer
+
+    changes = _changes(3)
+    changes[1].headers = {"h": "1"}
+    assert write_changes(JsonSerializer(), changes) is None
+    assert write_changes(JsonSerializer(value_schemas_enable=False), _changes(3)) is None

@@ -67,6 +67,26 @@ def write_lines(records: Sequence[SinkRecord]) -> tuple[Any, int] | None:
     return BlockLayout(topic, ends, key_lens), fd
 
 
+def write_changes(serializer: Any, records: list) -> tuple[BlockLayout, int] | None:
+    """``write_lines(serializer.serialize(records))`` in one pass where the serializer can (``line_parts``:
+    JsonConverter with schemas), without SinkRecords or joined keys and values in between; else None."""
+    line_parts = getattr(serializer, "line_parts", None)
+    if line_parts is None or not records:
+        return None
+    topic = records[0].topic
+    made = line_parts(records, _topic_prefix(topic), _VALUE, _NO_HEADERS_END)
+    if made is None:
+        return None
+    parts, key_lens, ends = made
+    fd = os.memfd_create("cdc-snapshot-chunk", os.MFD_CLOEXEC)
+    try:
+        _write_all(fd, parts, ends[-1])
+    except BaseException:
+        os.close(fd)
+        raise
+    return BlockLayout(topic, ends, key_lens), fd
+
+
 def _write_all(fd: int, parts: list[bytes], size: int) -> None:
     """All of ``parts`` to ``fd`` in order (``writev`` per ``_IOV_MAX`` parts, short writes resumed)."""
     for i in range(0, len(parts), _IOV_MAX):

@@ -27,7 +27,7 @@ from typing import Any
 
 from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint
-from cdc_core.record_block import BlockLayout, RecordBlock, can_write, write_lines
+from cdc_core.record_block import BlockLayout, RecordBlock, can_write, write_changes, write_lines
 from cdc_core.spi.sink import SinkRecord
 
 _make = partial(tuple.__new__, SinkRecord)
@@ -57,6 +57,20 @@ class WorkerPipeline:
         if self.chain is not None:
             records = self.chain.apply(records)
         return self.serializer.serialize([r for r in records if r.__class__ is not Checkpoint])
+
+    def pack(self, raw: list) -> Any:
+        """Raw changes to what a worker hands back: a block of lines serialized straight into its memory file
+        where the serializer can (``record_block.write_changes``), else ``pack`` of ``serialize``'s records."""
+        records = self.builder.build(raw)
+        if self.chain is not None:
+            records = self.chain.apply(records)
+        records = [r for r in records if r.__class__ is not Checkpoint]
+        if can_write():
+            made = write_changes(self.serializer, records)
+            if made is not None:
+                _outbox.append(made[1])
+                return made[0]
+        return pack(self.serializer.serialize(records))
 
 
 def available() -> str | None:
