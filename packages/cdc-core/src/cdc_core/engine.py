@@ -38,6 +38,8 @@ from cdc_core.signals.controller import SignalController
 from cdc_core.sinks.retry import SinkStopped
 from cdc_core.spi.connector import Connector, ConnectorContext
 from cdc_core.spi.sink import Sink, SinkRecord
+from cdc_core.record_block import RecordBlock
+from cdc_core.record_block import count as record_count
 from cdc_core.snapshot.processes import SerializedRecords, WorkerPipeline
 from cdc_core.transforms.chain import TRANSFORM_FIELDS, build_chain, chain_problems
 
@@ -52,15 +54,18 @@ def record_size(record: ChangeRecord | Checkpoint) -> int:
     """
     if record.__class__ is Checkpoint:
         return 0
+    if record.__class__ is RecordBlock:  # a snapshot worker's records as their lines (cdc_core.record_block)
+        return record.nbytes
     if record.__class__ is SinkRecord:  # serialized by a snapshot worker process (cdc_core.snapshot.processes)
         return len(record.topic) + len(record.key or b"") + len(record.value or b"")
     return len(record.topic) + len(orjson.dumps(record.key, default=str)) + len(orjson.dumps(record.value, default=str))
 
 
 def _sink_handler(serialize: Callable[[list], list], write: Callable[[list], None],
-                  worker_records: Callable[[], bool]) -> Handler:
+                  worker_records: Callable[[], bool], takes_blocks: bool = False) -> Handler:
     """Serialize a batch and write it; records a snapshot worker process serialized already pass as they are
-    (looked for only once ``worker_records()`` says there were any)."""
+    (looked for only once ``worker_records()`` says there were any): a ``RecordBlock`` as it is to a sink
+    that ``takes_blocks`` (the file sink), as its SinkRecords to any other."""
     def handle(records: list) -> None:
         if not worker_records():
             write(serialize(records))
@@ -68,7 +73,15 @@ def _sink_handler(serialize: Callable[[list], list], write: Callable[[list], Non
         out: list = []
         run: list = []
         for r in records:
-            if r.__class__ is SinkRecord:
+            if r.__class__ is RecordBlock:
+                if run:
+                    out += serialize(run)
+                    run = []
+                if takes_blocks:
+                    out.append(r)
+                else:
+                    out += r.records()
+            elif r.__class__ is SinkRecord:
                 if run:
                     out += serialize(run)
                     run = []
@@ -442,13 +455,15 @@ class Engine:
                         self.metrics.record_batch(records)
                         if chain is not None:
                             records = chain.apply(records)
+                        weight = None
                         if serialized is not None:
                             if serialized:
-                                self.metrics.record_serialized(len(serialized), serialized[0].topic, records)
+                                self.metrics.record_serialized(record_count(serialized), serialized[0].topic, records)
                             records += serialized
+                            weight = record_count(records)
                         with self._progress:
-                            self._produced += len(records)
-                        if not self.queue.put(records, self._stopping.is_set):
+                            self._produced += len(records) if weight is None else weight
+                        if not self.queue.put(records, self._stopping.is_set, weight):
                             break
                     return
                 except RetriableError as e:
@@ -538,7 +553,8 @@ class Engine:
             write = self.sink.write
             if self._sink_commits_offsets:
                 write = lambda out: self.sink.write_transaction(out, self._batch_offsets)  # noqa: E731
-            handler = _sink_handler(self.serializer.serialize, write, lambda: self._worker_records)
+            takes_blocks = getattr(self.sink, "takes_blocks", False) and not self._sink_commits_offsets
+            handler = _sink_handler(self.serializer.serialize, write, lambda: self._worker_records, takes_blocks)
         elif _CHECK_JSON:  # the test suite: records handed to a handler are checked as if serialized
             from cdc_core.serializers.checking import wrap_handler
 
@@ -650,7 +666,7 @@ class Engine:
         if self._multi_partition:
             self._acked_partitions = self._partition_offsets(batch)
         with self._progress:
-            self._acked += len(batch)
+            self._acked += record_count(batch) if self._worker_records else len(batch)
             self._progress.notify_all()
 
     def _flush(self) -> None:

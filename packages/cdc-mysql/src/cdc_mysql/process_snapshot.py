@@ -27,7 +27,7 @@ from cdc_core.events import RawChange
 from cdc_core.relational import Table
 from cdc_core.relational import TableId as CoreTableId
 from cdc_core.snapshot.chunk_merge import merge_in_order
-from cdc_core.snapshot.processes import WorkerPipeline, pack, run_in_order
+from cdc_core.snapshot.processes import WorkerPipeline, run_in_order
 
 from cdc_mysql.catalog import quote
 from cdc_mysql.model import TableDef
@@ -85,7 +85,7 @@ class ChunkWorker:
                               0, None, reader.position["file"], reader.position["pos"], 0, None, None)
         offset = reader._offset()
         raw = [RawChange(table, "r", None, row, source, offset) for row in rows[1:-1]]
-        return rows[0], pack(self.pipeline.serialize(raw)), rows[-1]
+        return rows[0], self.pipeline.pack(raw), rows[-1]
 
 
 class ProcessSnapshotReader(SnapshotReader):

@@ -24,7 +24,7 @@ from psycopg import sql
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.relational import Table
 from cdc_core.snapshot.chunk_merge import merge_in_order
-from cdc_core.snapshot.processes import WorkerPipeline, pack, run_in_order
+from cdc_core.snapshot.processes import WorkerPipeline, run_in_order
 from cdc_postgres.copyread import read_blocks
 from cdc_postgres.copytext import parse_block
 from cdc_postgres.snapshot import _refusal_named
@@ -79,7 +79,7 @@ class ChunkWorker:
         if not middle:
             return first, None, last if len(rows) > 1 else None
         raw = [RawChange(table, "r", None, row, source, offset, None, None) for row in middle]
-        return first, pack(self.pipeline.serialize(raw)), last
+        return first, self.pipeline.pack(raw), last
 
 
 def plan(reader: Any, tables: list[tuple[Table, str]]) -> list[_Chunk]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from array import array
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
@@ -97,6 +98,20 @@ class JsonSerializer:
         ]
 
 
+    def line_parts(self, records: list[ChangeRecord], prefix: bytes, between: bytes,
+                   end: bytes) -> tuple[list[bytes], array, array] | None:
+        """Records of one topic without headers as the pieces of lines ``prefix key between value end``.
+
+        For a line sink's block (``cdc_core.record_block``): the same key and value bytes as
+        ``serialize``, with no SinkRecord and no joined key or value in between. Returns the pieces,
+        each record's key length (-1: no key, the line says null) and the line ends (from 0), or None
+        where this does not apply (schemas off on a side, several topics, headers, a null value).
+        """
+        if not self._schemas or not records:
+            return None
+        return _line_parts_with_schemas(records, prefix, between, end, *self._replace)
+
+
 #: The converter properties ``from_config`` reads (Kafka Connect's worker spelling).
 CONVERTER_PROPERTIES = (
     "key.converter.schemas.enable",
@@ -176,6 +191,54 @@ def _serialize_bare(records: list[ChangeRecord], key_replace: bool = True,
 
 
 _NO_SCHEMA = object()
+
+
+def _line_parts_with_schemas(records: list[ChangeRecord], prefix: bytes, between: bytes, end: bytes,
+                             key_replace: bool, value_replace: bool) -> tuple[list[bytes], array, array] | None:
+    """``JsonSerializer.line_parts`` with schemas on both sides (the framing of ``_serialize_with_schemas``)."""
+    key_frames: dict[int, tuple[bytes, Any]] = {}
+    value_frames: dict[int, tuple[bytes, Any]] = {}
+    parts: list[bytes] = []
+    extend = parts.extend
+    key_lens, ends = array("q"), array("q", [0])
+    key_len, line_end = key_lens.append, ends.append
+    dumps = _dumps
+    topic = records[0].topic
+    close_between, close_end = b"}" + between, b"}" + end
+    null_between = b"null" + between
+    fixed_line = len(prefix) + len(close_between) + len(close_end)
+    fixed_keyless = len(prefix) + len(null_between) + len(close_end)
+    last_ks = last_vs = _NO_SCHEMA
+    kp = vp = b""
+    kf = vf = None
+    at = 0
+    for r in records:
+        ks, vs, key, value = r.key_schema, r.value_schema, r.key, r.value
+        if r.topic != topic or r.headers or vs is None or value is None:
+            return None
+        if ks is not last_ks:
+            kp, kf = key_frames.get(id(ks)) or key_frames.setdefault(id(ks), _frame(ks, key_replace))
+            last_ks = ks
+        if vs is not last_vs:
+            vp, vf = value_frames.get(id(vs)) or value_frames.setdefault(id(vs), _frame(vs, value_replace))
+            last_vs = vs
+        if kf is not None:
+            key = kf(key)
+        if vf is not None:
+            value = vf(value)
+        vd = dumps(value)
+        if key is None and ks is None:
+            extend((prefix, null_between, vp, vd, close_end))
+            key_len(-1)
+            at += fixed_keyless + len(vp) + len(vd)
+        else:
+            kd = dumps(key)
+            extend((prefix, kp, kd, close_between, vp, vd, close_end))
+            n = len(kp) + len(kd) + 1
+            key_len(n)
+            at += fixed_line + n - 1 + len(vp) + len(vd)
+        line_end(at)
+    return parts, key_lens, ends
 
 
 def _frame(schema: Schema | None, replace: bool) -> tuple[bytes, Any]:

@@ -9,6 +9,7 @@ from typing import BinaryIO, ClassVar
 
 from cdc_core.config import Config, ConfigField, Fields
 from cdc_core.errors import SinkError
+from cdc_core.record_block import RecordBlock
 from cdc_core.sinks.lines import record_parts
 from cdc_core.spi.sink import SinkRecord
 
@@ -76,6 +77,8 @@ class FileSink:
 
     name: ClassVar[str] = "file"
     fields: ClassVar[Fields] = Fields([DIR, FSYNC])
+    #: Takes a snapshot worker's ``RecordBlock`` as it is: its lines are this sink's lines, copied as they are.
+    takes_blocks: ClassVar[bool] = True
 
     def __init__(self, config: Config):
         config.validate(self.fields)
@@ -86,6 +89,8 @@ class FileSink:
         except OSError as e:
             raise SinkError(f"file sink: cannot create directory {self.dir}: {e.strerror}") from e
         self._files: dict[str, BinaryIO] = {}
+        #: Per topic, the same file opened without O_APPEND (sendfile refuses an appending file): for blocks.
+        self._positional: dict[str, int] = {}
 
     def _file(self, topic: str) -> BinaryIO:
         f = self._files.get(topic)
@@ -102,10 +107,12 @@ class FileSink:
         """Append a batch, grouped per topic, then flush and fsync every file it touched.
 
         Each line's pieces (``record_parts``) go to the file with ``os.writev``: nothing is joined
-        into a line or a batch first, so the key and value bytes are copied once, by the kernel.
+        into a line or a batch first, so the key and value bytes are copied once, by the kernel. A
+        ``RecordBlock`` (records a snapshot worker wrote as these lines into a memory file) is copied
+        file to file by the kernel (``sendfile``), between the writes of the parts around it.
         """
         by_topic: dict[str, list[bytes]] = {}
-        last_topic, parts = None, None
+        last_topic, parts, blocks = None, None, False
         for r in batch:
             topic = r.topic
             if topic is not last_topic:
@@ -113,18 +120,45 @@ class FileSink:
                 if parts is None:
                     parts = by_topic[topic] = []
                 last_topic = topic
-            parts += record_parts(r)
+            if r.__class__ is RecordBlock:
+                parts.append(r)
+                blocks = True
+            else:
+                parts += record_parts(r)
         try:
             for topic, parts in by_topic.items():
                 f = self._file(topic)
-                _write_all(f.fileno(), parts)
+                if blocks:
+                    self._write_with_blocks(topic, f.fileno(), parts)
+                else:
+                    _write_all(f.fileno(), parts)
                 if self._fsync:
                     os.fsync(f.fileno())
         except OSError as e:
             raise SinkError(f"file sink: cannot write to {self.dir}: {e.strerror}") from e
 
+    def _write_with_blocks(self, topic: str, fd: int, parts: list) -> None:
+        """``_write_all`` of parts some of which are ``RecordBlock``s: those copied file to file by the kernel."""
+        run: list[bytes] = []
+        for p in parts:
+            if p.__class__ is RecordBlock:
+                if run:
+                    _write_all(fd, run)
+                    run = []
+                out = self._positional.get(topic)
+                if out is None:
+                    out = self._positional[topic] = os.open(self.dir / f"{topic}.jsonl", os.O_WRONLY | os.O_CLOEXEC)
+                p.send_to(out)
+            else:
+                run.append(p)
+        if run:
+            _write_all(fd, run)
+
     def close(self) -> None:
         """Close every open file; a failure is logged (every acknowledged batch is already on disk)."""
+        for fd in self._positional.values():
+            os.close(fd)
+        self._positional.clear()
         for f in self._files.values():
             try:
                 f.close()

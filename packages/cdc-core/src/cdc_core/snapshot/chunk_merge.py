@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Generator, Iterable
 from typing import Any
 
-from cdc_core.snapshot.processes import SerializedRecords, unpack
+from cdc_core.snapshot.processes import SerializedRecords, packed_count, unpack
 
 
 def merge_in_order(chunks: Iterable[tuple[int, tuple[Any, Any, Any]]], several: bool,
@@ -51,7 +51,7 @@ def merge_in_order(chunks: Iterable[tuple[int, tuple[Any, Any, Any]]], several: 
             first_overall = False
         else:
             head = raw(index, first, "true")
-        rows += 1 + (len(packed[1]) if packed is not None else 0) + (last is not None)
+        rows += 1 + (packed_count(packed) if packed is not None else 0) + (last is not None)
         if last is None:
             held = head
         else:

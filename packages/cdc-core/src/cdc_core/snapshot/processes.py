@@ -3,8 +3,11 @@
 ``snapshot.max.threads`` above 1 with a sink (``cdc run``, ``Engine(sink=...)``): threads share one
 core (the GIL), processes use them all. The workers are forked, so they inherit the engine's event
 builder, transform chain and serializer as they are (custom converters, transforms and plugins
-included, nothing is pickled or loaded again); each task's result (the chunk's serialized records)
-is pickled back as plain bytes. At most ``window`` tasks are in flight, so a slow sink bounds memory.
+included, nothing is pickled or loaded again); each task's result is pickled back, except a chunk's
+serialized records: those a worker writes as JSON lines into a memory file whose descriptor it passes
+over the pipe (``cdc_core.record_block``), so the main process neither unpickles nor copies them per
+record (records that do not fit a block, e.g. with headers, are pickled as lists). At most ``window``
+tasks are in flight, so a slow sink bounds memory.
 Where ``fork`` does not exist, ``available()`` says why and the caller reads in its own process.
 """
 
@@ -14,6 +17,7 @@ import ctypes
 import multiprocessing
 import os
 import signal
+import socket
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -23,6 +27,7 @@ from typing import Any
 
 from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint
+from cdc_core.record_block import BlockLayout, RecordBlock, can_write, write_changes, write_lines
 from cdc_core.spi.sink import SinkRecord
 
 _make = partial(tuple.__new__, SinkRecord)
@@ -32,7 +37,7 @@ class SerializedRecords:
 
     __slots__ = ("records", "offset")
 
-    def __init__(self, records: list[SinkRecord]):
+    def __init__(self, records: list):
         self.records = records
         #: Always None: the connector's raw changes around them carry the offsets.
         self.offset = None
@@ -53,6 +58,20 @@ class WorkerPipeline:
             records = self.chain.apply(records)
         return self.serializer.serialize([r for r in records if r.__class__ is not Checkpoint])
 
+    def pack(self, raw: list) -> Any:
+        """Raw changes to what a worker hands back: a block of lines serialized straight into its memory file
+        where the serializer can (``record_block.write_changes``), else ``pack`` of ``serialize``'s records."""
+        records = self.builder.build(raw)
+        if self.chain is not None:
+            records = self.chain.apply(records)
+        records = [r for r in records if r.__class__ is not Checkpoint]
+        if can_write():
+            made = write_changes(self.serializer, records)
+            if made is not None:
+                _outbox.append(made[1])
+                return made[0]
+        return pack(self.serializer.serialize(records))
+
 
 def available() -> str | None:
     """None if worker processes can be used here, else why not (one line for the log)."""
@@ -61,8 +80,19 @@ def available() -> str | None:
     return None
 
 
-def pack(records: list[SinkRecord]) -> tuple:
-    """A chunk's records in the cheapest form to pickle: one topic and no headers as three lists' worth."""
+#: In a worker: descriptors of the memory files of the current task's blocks, sent after its result.
+_outbox: list[int] = []
+
+
+def pack(records: list[SinkRecord]) -> Any:
+    """A chunk's records in the cheapest form to hand over: a block's layout (its lines in a memory file,
+    sent after the result), else one topic and no headers as three lists' worth, else the records."""
+    if can_write():
+        made = write_lines(records)
+        if made is not None:
+            layout, fd = made
+            _outbox.append(fd)
+            return layout
     if records and all(r.headers is None or not r.headers for r in records):
         topic = records[0].topic
         if all(r.topic == topic for r in records):
@@ -70,12 +100,33 @@ def pack(records: list[SinkRecord]) -> tuple:
     return (None, records, None, None)
 
 
-def unpack(packed: tuple) -> list[SinkRecord]:
-    """``pack`` undone, in the main process (the SinkRecords made by ``tuple.__new__`` in C)."""
+def unpack(packed: Any) -> list:
+    """``pack`` undone, in the main process: ``[block]`` or the SinkRecords (made by ``tuple.__new__`` in C)."""
+    if packed.__class__ is RecordBlock:
+        return [packed]
     topic, keys, values, headers = packed
     if topic is None:
         return keys
     return list(map(_make, zip(repeat(topic), keys, values, repeat(headers))))
+
+
+def packed_count(packed: Any) -> int:
+    """How many records ``pack`` packed."""
+    return len(packed) if packed.__class__ is RecordBlock else len(packed[1])
+
+
+def _opened(result: Any, fds: list[int]) -> Any:
+    """A worker's result with each block layout in it (a tuple's items) opened over its memory file, in order."""
+    if result.__class__ is BlockLayout:
+        return result.open(fds.pop(0))
+    if result.__class__ is tuple:
+        return tuple(_opened(item, fds) if item.__class__ in (BlockLayout, tuple) else item for item in result)
+    return result
+
+
+def _close_all(fds: list[int]) -> None:
+    while fds:
+        os.close(fds.pop())
 
 
 
@@ -88,6 +139,7 @@ def _serve(state: Any, conn: Any, parent: int) -> None:
     started = getattr(state, "started", None)
     if started is not None:  # e.g. to claim this worker's own connection
         started()
+    sock = socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM)  # for the descriptors
     while True:
         try:
             task = conn.recv()
@@ -96,15 +148,20 @@ def _serve(state: Any, conn: Any, parent: int) -> None:
         if task is None:
             return
         try:
-            reply = (True, state.run(task))
+            reply = (True, state.run(task), len(_outbox))
         except BaseException as e:  # noqa: BLE001 - handed to the main process, which raises it
-            reply = (False, e)
+            _close_all(_outbox)
+            reply = (False, e, 0)
         try:
             conn.send(reply)
+            if _outbox:
+                socket.send_fds(sock, [b"F"], _outbox)
         except (BrokenPipeError, OSError):
             return
         except Exception as e:  # noqa: BLE001 - an exception that cannot be pickled: its text
-            conn.send((False, ConnectorError(f"{type(reply[1]).__name__}: {reply[1]}")))
+            conn.send((False, ConnectorError(f"{type(reply[1]).__name__}: {reply[1]}"), 0))
+        finally:
+            _close_all(_outbox)
 
 
 def _die_with_parent(parent: int) -> None:
@@ -133,6 +190,7 @@ def run_in_order(state: Any, tasks: Iterable[Any], processes: int, stopped: Call
     ctx = multiprocessing.get_context("fork")
     todo = iter(tasks)
     workers: list[tuple[Any, Any]] = []  # (process, this side of its pipe)
+    sockets: list[Any] = []  # the same pipes as sockets, for the descriptors of blocks
     pending: deque[tuple[int, Any]] = deque()  # (worker, task) in task order
     finished = False
 
@@ -158,6 +216,7 @@ def run_in_order(state: Any, tasks: Iterable[Any], processes: int, stopped: Call
             process.start()
             theirs.close()  # only the worker holds its end: its death is an end of file here
             workers.append((process, mine))
+            sockets.append(socket.fromfd(mine.fileno(), socket.AF_UNIX, socket.SOCK_STREAM))
         for _ in range(window):
             for w in range(len(workers)):
                 task = next(todo, None)
@@ -170,11 +229,21 @@ def run_in_order(state: Any, tasks: Iterable[Any], processes: int, stopped: Call
             w, _task = pending.popleft()
             process, conn = workers[w]
             try:
-                ok, result = conn.recv()
+                ok, result, nfds = conn.recv()
+                if nfds:
+                    _, fds, _, _ = socket.recv_fds(sockets[w], 1, nfds)
+                    if len(fds) != nfds:
+                        _close_all(fds)
+                        raise EOFError
             except (EOFError, OSError):
                 raise died(process) from None
             if not ok:
                 raise result
+            if nfds:
+                try:
+                    result = _opened(result, fds)
+                finally:
+                    _close_all(fds)
             task = next(todo, None)
             if task is not None:
                 give(w, task)
@@ -192,6 +261,8 @@ def run_in_order(state: Any, tasks: Iterable[Any], processes: int, stopped: Call
         for process, conn in workers:
             process.join(10)
             conn.close()
+        for sock in sockets:
+            sock.close()
 
 
 def _exit_code(process: Any) -> Any:
