@@ -57,8 +57,9 @@ def test_strategies_name_data_and_schema_change_topics_and_unimplemented_propert
             assert events[1]["value"]["schema"]["name"] == f"{topic}.Envelope"
             warnings = [line for line in cdc.log().splitlines() if "accepted, no effect in cdc" in line]
             assert len(warnings) == 1, cdc.log()
+            # tasks.max=1 is what the MySQL family runs (more is refused, as Debezium's taskConfigs): not listed.
             assert warnings[0].endswith("accepted, no effect in cdc: quarkus.log.console.json, "
-                                        "debezium.source.tasks.max, debezium.source.database.jdbc.driver"), warnings
+                                        "debezium.source.database.jdbc.driver"), warnings
     finally:
         for db in dbs:
             mariadb_server.execute(f"DROP DATABASE IF EXISTS `{db}`")
