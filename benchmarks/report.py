@@ -10,8 +10,10 @@ COPY read, mysql-replication loop); commit-to-acknowledgement latency with a wri
 Each figure is printed with the 1-minute load average before and after it: the machine is shared.
 ``--rounds N`` interleaves N rounds of cdc and Debezium and keeps the median rate (default 1);
 ``--quick`` uses smaller data (a smoke run: its ratios are not issue 20's figures);
-``--write-readme`` replaces the README's table between the ``benchmarks:report`` markers.
-Usage: ``uv run python benchmarks/report.py [--quick] [--rounds N] [--write-readme] [--no-debezium]``.
+``--threads N`` (default 2) adds each snapshot with ``snapshot.max.threads=N`` worker processes (their
+CPU counted with the main process's); ``--write-readme`` replaces the README's table between the
+``benchmarks:report`` markers.
+Usage: ``uv run python benchmarks/report.py [--quick] [--rounds N] [--threads N] [--write-readme] [--no-debezium]``.
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ def postgres_drain(report: Report, rows: int, rounds: int, why_not: str | None) 
     from cdc_postgres.embedded import EmbeddedPostgres
 
     load = _load()
-    cdc_runs, dbz_runs, bare = [], [], []
+    cdc_runs, dbz_runs, bare, worker_runs = [], [], [], []
     with EmbeddedPostgres() as pg, tempfile.TemporaryDirectory() as tmp:
         pg.create_database("bench")
         pg.execute(pg_streaming.TABLE, dbname="bench")
@@ -167,13 +169,14 @@ def _pg_snapshot_rate(pg: Any, rows: int, out_dir: Path) -> float:
     return rows / elapsed
 
 
-def postgres_snapshot(report: Report, rows: int, rounds: int, why_not: str | None) -> None:
-    """pg_snapshot.py's comparison: bare COPY, cdc's snapshot into the file sink, Debezium's, one table."""
+def postgres_snapshot(report: Report, rows: int, rounds: int, why_not: str | None, threads: int = 1) -> None:
+    """pg_snapshot.py's comparison: bare COPY, cdc's snapshot into the file sink, Debezium's, one table; with
+    ``threads`` > 1 also cdc with ``snapshot.max.threads=threads`` (worker processes, their CPU counted)."""
     import pg_snapshot
     from cdc_postgres.embedded import EmbeddedPostgres
 
     load = _load()
-    cdc_runs, dbz_runs, bare = [], [], []
+    cdc_runs, dbz_runs, bare, worker_runs = [], [], [], []
     with EmbeddedPostgres() as pg, tempfile.TemporaryDirectory() as tmp:
         pg.create_database("bench")
         pg.execute(pg_snapshot.TABLE, dbname="bench")
@@ -183,6 +186,10 @@ def postgres_snapshot(report: Report, rows: int, rounds: int, why_not: str | Non
             bare.append(pg_snapshot.bare_copy_rate(pg, rows)[0])
             rate, cpu_s, rss, wall = isolated.run(_pg_snapshot_rate, isolated.address(pg), rows, Path(tmp) / f"cdc{i}")
             cdc_runs.append(Figures(rows, rows / rate, wall, cpu_s, rss))
+            if threads > 1:
+                (rate, _, workers_us), cpu_s, rss, wall = isolated.run(
+                    pg_snapshot.worker_rate, isolated.address(pg), rows, Path(tmp) / f"cdc-workers{i}", threads)
+                worker_runs.append(Figures(rows, rows / rate, wall, cpu_s + workers_us * rows / 1e6, rss))
             if why_not is None:
                 props = debezium_baseline.engine_properties(debezium_baseline.postgres(
                     pg, "bench", f"dbz_snapshot_{i}", "initial_only",
@@ -194,6 +201,9 @@ def postgres_snapshot(report: Report, rows: int, rounds: int, why_not: str | Non
     cdc = _median(cdc_runs)
     label = f"PostgreSQL, snapshot a {rows // 1000}k-row table"
     _rate_rows(report, label, cdc, _median(dbz_runs) if dbz_runs else None, why_not, loads, None)
+    if worker_runs:
+        _rate_rows(report, f"{label} with {threads} worker processes", _median(worker_runs),
+                   _median(dbz_runs) if dbz_runs else None, why_not, loads, None)
     limit = statistics.median(bare)
     report.add(Row(f"{label}: against a bare COPY read", f"{cdc.rate:,.0f}/s", f"COPY {limit:,.0f}/s",
                    f"{cdc.rate / limit:.2f}x", "(the limit)", None, loads))
@@ -234,13 +244,14 @@ def mariadb_drain(report: Report, changes: int, rounds: int, why_not: str | None
                    f"bare loop {limit:,.0f}/s", f"{cdc.rate / limit:.2f}x", "(the limit)", None, loads))
 
 
-def mariadb_snapshot(report: Report, rows: int, rounds: int, why_not: str | None) -> None:
-    """mariadb_snapshot.py's comparison (one process, as ``cdc run`` by default) against Debezium's snapshot."""
+def mariadb_snapshot(report: Report, rows: int, rounds: int, why_not: str | None, threads: int = 1) -> None:
+    """mariadb_snapshot.py's comparison (one process, as ``cdc run`` by default) against Debezium's snapshot; with
+    ``threads`` > 1 also with ``snapshot.max.threads=threads`` (worker processes, their CPU counted)."""
     import mariadb_snapshot as snap
     from cdc_mysql.embedded import EmbeddedMariaDB
 
     load = _load()
-    cdc_runs, dbz_runs = [], []
+    cdc_runs, dbz_runs, worker_runs = [], [], []
     with EmbeddedMariaDB() as server, tempfile.TemporaryDirectory() as tmp:
         server.create_database("bench")
         server.execute(snap.TABLE, database="bench")
@@ -250,12 +261,19 @@ def mariadb_snapshot(report: Report, rows: int, rounds: int, why_not: str | None
         for i in range(rounds):
             (rate, _, workers), cpu_s, rss, wall = isolated.run(snap.engine_rate, address, rows, Path(tmp) / f"cdc{i}", 1)
             cdc_runs.append(Figures(rows, rows / rate, wall, cpu_s + workers * rows / 1e6, rss))
+            if threads > 1:
+                (rate, _, workers), cpu_s, rss, wall = isolated.run(snap.engine_rate, address, rows,
+                                                                    Path(tmp) / f"cdc-workers{i}", threads)
+                worker_runs.append(Figures(rows, rows / rate, wall, cpu_s + workers * rows / 1e6, rss))
             if why_not is None:
                 props = debezium_baseline.engine_properties(debezium_baseline.mysql(
                     server, 9200, "bench", "initial_only", **{"database.include.list": "bench"}))
                 dbz_runs.append(debezium_baseline.run(props, Path(tmp) / f"debezium{i}", "bench.bench.bench", rows))
-    _rate_rows(report, f"MariaDB, snapshot a {rows // 1000}k-row table", _median(cdc_runs),
-               _median(dbz_runs) if dbz_runs else None, why_not, _loads(load), None)
+    loads, label = _loads(load), f"MariaDB, snapshot a {rows // 1000}k-row table"
+    _rate_rows(report, label, _median(cdc_runs), _median(dbz_runs) if dbz_runs else None, why_not, loads, None)
+    if worker_runs:
+        _rate_rows(report, f"{label} with {threads} worker processes", _median(worker_runs),
+                   _median(dbz_runs) if dbz_runs else None, why_not, loads, None)
 
 
 # -- latency and memory ----------------------------------------------------------------------------
@@ -331,6 +349,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1, help="interleaved rounds of cdc and Debezium (median kept)")
     parser.add_argument("--write-readme", action="store_true", help="rewrite the README's table")
     parser.add_argument("--no-debezium", action="store_true", help="do not run Debezium's engine")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="also snapshot with snapshot.max.threads=N worker processes (1: only one process)")
     parser.add_argument("--only", default="", help="comma-separated parts: pg-drain, pg-snapshot, mariadb-drain, "
                                                    "mariadb-snapshot, latency, big-transaction (default: all)")
     args = parser.parse_args()
@@ -339,9 +359,9 @@ def main() -> None:
         {"drain": 200_000, "snapshot": 1_000_000, "latency_s": 10.0, "big_mb": 1024}
     parts: dict[str, Callable[[Report], None]] = {
         "pg-drain": lambda r: postgres_drain(r, size["drain"], args.rounds, why_not),
-        "pg-snapshot": lambda r: postgres_snapshot(r, size["snapshot"], args.rounds, why_not),
+        "pg-snapshot": lambda r: postgres_snapshot(r, size["snapshot"], args.rounds, why_not, args.threads),
         "mariadb-drain": lambda r: mariadb_drain(r, size["drain"], args.rounds, why_not),
-        "mariadb-snapshot": lambda r: mariadb_snapshot(r, size["snapshot"], args.rounds, why_not),
+        "mariadb-snapshot": lambda r: mariadb_snapshot(r, size["snapshot"], args.rounds, why_not, args.threads),
         "latency": lambda r: latency(r, size["latency_s"]),
         "big-transaction": lambda r: big_transactions(r, size["big_mb"]),
     }
@@ -356,7 +376,8 @@ def main() -> None:
         parts[name](report)
     report.notes.append(
         "cdc: the engine into the file sink (JsonConverter JSON with schemas, fsync per batch), alone in a fresh "
-        "Python process (CPU and peak RSS are that process's, start-up included); Debezium: its embedded engine "
+        "Python process (CPU and peak RSS are that process's, start-up included; with worker processes the CPU "
+        "includes theirs, the peak RSS is the main process's); Debezium: its embedded engine "
         f"{debezium_baseline.RELEASE} (JVM {' '.join(debezium_baseline.JAVA_OPTIONS)}) writing the same JSON to a "
         "file fsynced per batch (CPU and RSS: the whole JVM). Rates run from engine start to the last record. "
         f"{'Median of ' + str(args.rounds) + ' interleaved rounds' if args.rounds > 1 else 'One round'}"
