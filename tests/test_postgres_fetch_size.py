@@ -26,9 +26,9 @@ def _snapshot_blocks(pg, db, **extra) -> list[int]:
     sizes: list[int] = []
     put = engine.queue.put
 
-    def recording_put(items, should_stop=lambda: False):
+    def recording_put(items, *args):  # put(items, should_stop, weight), as the engine calls it
         sizes.append(sum(1 for r in items if getattr(r, "value", None) and r.value.get("op") == "r"))
-        return put(items, should_stop)
+        return put(items, *args)
 
     engine.queue.put = recording_put  # type: ignore[method-assign]
     first = threading.Event()
