@@ -58,13 +58,7 @@ def write_lines(records: Sequence[SinkRecord]) -> tuple[Any, int] | None:
     ends = array("q", [0])
     ends.extend(accumulate(map(add, map(add, map(len, keys), map(len, values)), repeat(fixed))))
     parts = list(chain.from_iterable(zip(repeat(prefix), keys, repeat(_VALUE), values, repeat(_NO_HEADERS_END))))
-    fd = os.memfd_create("cdc-snapshot-chunk", os.MFD_CLOEXEC)
-    try:
-        _write_all(fd, parts, ends[-1])
-    except BaseException:
-        os.close(fd)
-        raise
-    return BlockLayout(topic, ends, key_lens), fd
+    return BlockLayout(topic, ends, key_lens), _memory_file(parts, ends[-1])
 
 
 def write_changes(serializer: Any, records: list) -> tuple[BlockLayout, int] | None:
@@ -78,13 +72,18 @@ def write_changes(serializer: Any, records: list) -> tuple[BlockLayout, int] | N
     if made is None:
         return None
     parts, key_lens, ends = made
+    return BlockLayout(topic, ends, key_lens), _memory_file(parts, ends[-1])
+
+
+def _memory_file(parts: list[bytes], size: int) -> int:
+    """A new memory file holding ``parts`` (``size`` bytes in all); its descriptor (closed again on failure)."""
     fd = os.memfd_create("cdc-snapshot-chunk", os.MFD_CLOEXEC)
     try:
-        _write_all(fd, parts, ends[-1])
+        _write_all(fd, parts, size)
     except BaseException:
         os.close(fd)
         raise
-    return BlockLayout(topic, ends, key_lens), fd
+    return fd
 
 
 def _write_all(fd: int, parts: list[bytes], size: int) -> None:
