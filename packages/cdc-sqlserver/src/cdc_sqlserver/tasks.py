@@ -21,9 +21,13 @@ a connector's tasks as threads of one worker JVM.
 
 A task that fails stops the engine with an error naming the task and the database
 (``SQL Server task 1 (database db2): ...``); a lost connection stays retriable, so the engine
-restarts every task from the acknowledged offsets (``errors.max.retries``), where Kafka Connect would
-restart only that task: the other tasks' databases are delivered again from their last acknowledged
-offset, nothing is lost. Nothing is dropped silently: the failing task's error is raised by the
+restarts every task from the acknowledged offsets (``errors.max.retries``): the other tasks' databases
+are delivered again from their last acknowledged offset, nothing is lost. This is what Debezium's own
+embedded engine does, the deployment cdc stands in for: 3.0.7's ``AsyncEmbeddedEngine.run`` runs all
+tasks' polling loops and closes the whole engine (``closeEngineWithException``) when any task throws.
+Kafka Connect's distributed worker would instead mark that one task FAILED and leave the others
+running until someone restarts it through its REST API; cdc has no such per-task restart API, and a
+service whose one task silently stopped would be worse than one that stops loudly. Nothing is dropped silently: the failing task's error is raised by the
 engine's connector thread once the batches handed over before it are delivered.
 """
 
