@@ -23,6 +23,28 @@ from conformance.debezium import DebeziumProcess  # noqa: E402
 
 #: What a user would start the engine with: a 2 GB heap cap, the JVM's default collector (G1).
 JAVA_OPTIONS = ("-Xmx2g",)
+#: ``BENCH_SCHEMAS=off``: JsonConverter without schemas on both engines (``schemas.enable=false``; issue 20
+#: asks for both). An environment variable, so that the benchmarks' spawned processes see it too.
+SCHEMAS_VARIABLE = "BENCH_SCHEMAS"
+
+
+def schemas_enabled() -> bool:
+    """Whether the JSON carries schemas in this run (``BENCH_SCHEMAS``: on, the default, or off)."""
+    value = os.environ.get(SCHEMAS_VARIABLE, "on").lower()
+    if value not in ("on", "off"):
+        raise SystemExit(f"{SCHEMAS_VARIABLE}={value!r}: say on or off")
+    return value == "on"
+
+
+def converter_properties() -> dict[str, str]:
+    """``key/value.converter.schemas.enable`` of this run, for either engine's properties."""
+    flag = "true" if schemas_enabled() else "false"
+    return {"key.converter.schemas.enable": flag, "value.converter.schemas.enable": flag}
+
+
+def json_kind() -> str:
+    """How this run's JSON is described in tables."""
+    return "JsonConverter JSON with schemas" if schemas_enabled() else "JsonConverter JSON without schemas"
 RELEASE = debezium.DEBEZIUM_RELEASE
 
 
@@ -54,13 +76,14 @@ def missing() -> str | None:
 
 
 def engine_properties(connector: dict[str, Any], offsets: Path | None = None) -> dict[str, Any]:
-    """The engine's properties around a connector's: JsonConverter with schemas, offsets in memory or in a file."""
+    """The engine's properties around a connector's: JsonConverter (schemas as ``converter_properties``), offsets
+    in memory or in a file."""
     store = ({"offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
               "offset.storage.file.filename": str(offsets)} if offsets is not None else
              {"offset.storage": "org.apache.kafka.connect.storage.MemoryOffsetBackingStore"})
     return {
         "name": "bench", **store, "offset.flush.interval.ms": "0",
-        "key.converter.schemas.enable": "true", "value.converter.schemas.enable": "true",
+        **converter_properties(),
         **connector,
     }
 
@@ -114,7 +137,7 @@ def best(runs: list[Figures]) -> Figures:
 def table(title: str, rows: list[tuple[str, Figures | None, Figures | None]], why_not: str | None = None) -> str:
     """The comparison: rate, CPU µs/record, peak RSS of each engine, and cdc's ratios to Debezium."""
     head = (f"{title} -- Debezium {RELEASE} embedded engine (JVM {' '.join(JAVA_OPTIONS)}, default GC) vs cdc; "
-            "both JsonConverter JSON with schemas into a file, fsync per batch")
+            f"both {json_kind()} into a file, fsync per batch")
     lines = [head,
              f"  {'':<26}{'engine':<10}{'records/s':>11}{'CPU us/rec':>12}{'peak RSS MB':>13}{'wall s':>9}"]
     for label, cdc, dbz in rows:

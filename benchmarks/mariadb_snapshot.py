@@ -43,7 +43,7 @@ def engine_rate(server: Any, rows: int, out_dir: Path, threads: int) -> tuple[fl
         "connector.class": "mariadb", "database.hostname": server["host"], "database.port": server["port"],
         "database.user": server["user"], "database.password": server["password"], "database.server.id": 9100 + threads,
         "topic.prefix": "bench", "database.include.list": "bench", "snapshot.mode": "initial_only",
-        "snapshot.max.threads": threads,
+        "snapshot.max.threads": threads, **debezium_baseline.converter_properties(),
     })
     engine = Engine(config, sink=FileSink(Config({"dir": str(out_dir)})), offset_store=MemoryOffsetStore(),
                     history_store=MemorySchemaHistoryStore())

@@ -107,12 +107,12 @@ def engine_rate(server: Any, file: str, pos: int, changes: int, out_dir: Path, s
         "connector.class": "mariadb", "database.hostname": server.host, "database.port": server.port,
         "database.user": server.user, "database.server.id": 9002, "topic.prefix": "bench",
         "database.include.list": "bench", "snapshot.mode": "recovery", "tombstones.on.delete": "false",
-        "poll.interval.ms": 50,
+        "poll.interval.ms": 50, **debezium_baseline.converter_properties(),
     })
     store = MemoryOffsetStore()
     store.commit([({"server": "bench"}, {"file": file, "pos": pos, "event": 0, "row": 0})])
     sink = FileSink(Config({"dir": str(out_dir)}))
-    serializer = JsonSerializer()
+    serializer = JsonSerializer.from_config(config)
     engine = Engine(config, offset_store=store, history_store=MemorySchemaHistoryStore())
     count = 0
     done = threading.Event()
@@ -144,10 +144,10 @@ def snapshot_rate(server: Any, rows: int, out_dir: Path) -> float:
     config = Config({
         "connector.class": "mariadb", "database.hostname": server.host, "database.port": server.port,
         "database.user": server.user, "database.server.id": 9003, "topic.prefix": "snap",
-        "database.include.list": "bench", "snapshot.mode": "initial_only",
+        "database.include.list": "bench", "snapshot.mode": "initial_only", **debezium_baseline.converter_properties(),
     })
     sink = FileSink(Config({"dir": str(out_dir)}))
-    serializer = JsonSerializer()
+    serializer = JsonSerializer.from_config(config)
     engine = Engine(config, offset_store=MemoryOffsetStore(), history_store=MemorySchemaHistoryStore())
     count = 0
 

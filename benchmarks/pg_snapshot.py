@@ -67,8 +67,9 @@ def engine_rate(pg: Any, rows: int, out_dir: Path | None) -> tuple[float, float]
         "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
         "database.user": pg.user, "database.dbname": "bench", "topic.prefix": "bench",
         "snapshot.mode": "initial_only", "slot.name": f"snap_{time.monotonic_ns()}",
+        **debezium_baseline.converter_properties(),
     })
-    serializer = JsonSerializer()
+    serializer = JsonSerializer.from_config(config)
     sink = FileSink(Config({"dir": str(out_dir)})) if out_dir is not None else None
     count = 0
 
@@ -98,6 +99,7 @@ def worker_rate(pg: Any, rows: int, out_dir: Path, threads: int) -> tuple[float,
         "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
         "database.user": pg.user, "database.dbname": "bench", "topic.prefix": "bench",
         "snapshot.mode": "initial_only", "slot.name": f"snap_{time.monotonic_ns()}", "snapshot.max.threads": threads,
+        **debezium_baseline.converter_properties(),
     })
     engine = Engine(config, sink=FileSink(Config({"dir": str(out_dir)})), offset_store=MemoryOffsetStore())
     children = resource.getrusage(resource.RUSAGE_CHILDREN)

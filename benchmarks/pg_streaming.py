@@ -80,13 +80,14 @@ def engine_rate(pg: Any, db: str, slot: str, rows: int, out_dir: Path | None,
     config = Config({
         "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
         "database.user": pg.user, "database.dbname": db, "topic.prefix": "bench", "slot.name": slot,
-        "publication.name": "bench_pub", "snapshot.mode": "no_data", "poll.interval.ms": 50, **(extra or {}),
+        "publication.name": "bench_pub", "snapshot.mode": "no_data", "poll.interval.ms": 50,
+        **debezium_baseline.converter_properties(), **(extra or {}),
     })
     store = MemoryOffsetStore()
     # The slot already exists; the offset says streaming starts at its beginning.
     store.commit([({"server": "bench"}, {"lsn_commit": 0, "lsn_proc": None, "lsn": 0})])
     sink = FileSink(Config({"dir": str(out_dir)})) if out_dir is not None else None
-    serializer = JsonSerializer()
+    serializer = JsonSerializer.from_config(config)
     engine = Engine(config, offset_store=store)
     count = 0
     done = threading.Event()

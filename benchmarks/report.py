@@ -11,9 +11,14 @@ Each figure is printed with the 1-minute load average before and after it: the m
 ``--rounds N`` interleaves N rounds of cdc and Debezium and keeps the median rate (default 1);
 ``--quick`` uses smaller data (a smoke run: its ratios are not issue 20's figures);
 ``--threads N`` (default 2) adds each snapshot with ``snapshot.max.threads=N`` worker processes (their
-CPU counted with the main process's); ``--write-readme`` replaces the README's table between the
-``benchmarks:report`` markers.
-Usage: ``uv run python benchmarks/report.py [--quick] [--rounds N] [--threads N] [--write-readme] [--no-debezium]``.
+CPU counted with the main process's); ``--schemas on|off|both`` (default on) runs the drains and
+snapshots with JsonConverter's schemas on, off (``schemas.enable=false`` on both engines: issue 20 asks
+for both), or both in turn. Each snapshot also prints the bytes per second cdc wrote against the disk's
+own rate (``disk_rate``: sequential writes fsynced every 64 MB, measured in the same run): with schemas
+a line is ~3 KB, and a snapshot with worker processes can be bound by the disk, not by cdc.
+``--write-readme`` replaces the README's table between the ``benchmarks:report`` markers.
+Usage: ``uv run python benchmarks/report.py [--quick] [--rounds N] [--threads N] [--schemas on|off|both]
+[--write-readme] [--no-debezium]``.
 """
 
 from __future__ import annotations
@@ -71,6 +76,49 @@ def _loads(before: float) -> str:
     return f"{before:.1f}-{_load():.1f}"
 
 
+def _schemas_label() -> str:
+    """What the figure's label says of the JSON: nothing with schemas (the default), else that they are off."""
+    return "" if debezium_baseline.schemas_enabled() else ", JSON without schemas"
+
+
+#: The disk's sequential write rate (MB/s), measured once per run by ``disk_rate``.
+_DISK_MB_S: dict[str, float] = {}
+
+
+def disk_rate(directory: Path, megabytes: int = 1024) -> float:
+    """MB/s of writing ``megabytes`` to a new file in ``directory`` in 4 MB writes, fsynced every 64 MB and at the
+    end (the file sink's pattern: large batches, fsync per batch); measured once, then remembered."""
+    if "rate" not in _DISK_MB_S:
+        block, path = b"x" * (4 << 20), directory / "disk-rate.bin"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            started = time.perf_counter()
+            for i in range(megabytes // 4):
+                os.write(fd, block)
+                if i % 16 == 15:
+                    os.fsync(fd)
+            os.fsync(fd)
+            _DISK_MB_S["rate"] = megabytes * (1 << 20) / 1e6 / (time.perf_counter() - started)
+        finally:
+            os.close(fd)
+            path.unlink()
+    return _DISK_MB_S["rate"]
+
+
+def _bytes_written(directory: Path) -> int:
+    """Bytes of every file the file sink wrote under ``directory``."""
+    return sum(f.stat().st_size for f in directory.rglob("*.jsonl"))
+
+
+def _disk_row(report: Report, label: str, cdc: Figures, written: int, dbz: Figures | None, disk: float,
+              loads: str) -> None:
+    """The bytes/s a snapshot wrote against the disk's rate, and what 3x Debezium's rate would need of it."""
+    per_record = written / cdc.records
+    need = f"3x Debezium needs {3 * dbz.rate * per_record / 1e6:,.0f} MB/s" if dbz is not None else "(the limit)"
+    report.add(Row(f"{label}: bytes written", f"{cdc.rate * per_record / 1e6:,.0f} MB/s ({per_record:,.0f} B/record)",
+                   f"disk {disk:,.0f} MB/s", f"{cdc.rate * per_record / 1e6 / disk:.2f}x", need, None, loads))
+
+
 def _median(runs: list[Figures]) -> Figures:
     """The run of median rate (its own CPU and memory figures with it)."""
     ordered = sorted(runs, key=lambda f: f.rate)
@@ -125,7 +173,7 @@ def postgres_drain(report: Report, rows: int, rounds: int, why_not: str | None) 
                 dbz_runs.append(debezium_baseline.run(props, Path(tmp) / f"debezium{i}", "bench.public.bench", rows))
     loads = _loads(load)
     cdc = _median(cdc_runs)
-    label = f"PostgreSQL, drain a {rows // 1000}k-row backlog"
+    label = f"PostgreSQL, drain a {rows // 1000}k-row backlog{_schemas_label()}"
     _rate_rows(report, label, cdc, _median(dbz_runs) if dbz_runs else None, why_not, loads, 150)
     limit = statistics.median(bare)
     report.add(Row(f"{label}: against the bare pgoutput receive loop", f"{cdc.rate:,.0f}/s",
@@ -148,8 +196,9 @@ def _pg_snapshot_rate(pg: Any, rows: int, out_dir: Path) -> float:
         "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
         "database.user": pg.user, "database.dbname": "bench", "topic.prefix": "bench",
         "snapshot.mode": "initial_only", "slot.name": f"snap_{time.monotonic_ns()}",
+        **debezium_baseline.converter_properties(),
     })
-    serializer, sink = JsonSerializer(), FileSink(Config({"dir": str(out_dir)}))
+    serializer, sink = JsonSerializer.from_config(config), FileSink(Config({"dir": str(out_dir)}))
     count = 0
 
     def handler(records: list[Any]) -> None:
@@ -176,8 +225,9 @@ def postgres_snapshot(report: Report, rows: int, rounds: int, why_not: str | Non
     from cdc_postgres.embedded import EmbeddedPostgres
 
     load = _load()
-    cdc_runs, dbz_runs, bare, worker_runs = [], [], [], []
+    cdc_runs, dbz_runs, bare, worker_runs, written = [], [], [], [], {}
     with EmbeddedPostgres() as pg, tempfile.TemporaryDirectory() as tmp:
+        disk = disk_rate(Path(tmp))
         pg.create_database("bench")
         pg.execute(pg_snapshot.TABLE, dbname="bench")
         pg.execute(pg_snapshot.INSERT % rows, dbname="bench")
@@ -186,10 +236,14 @@ def postgres_snapshot(report: Report, rows: int, rounds: int, why_not: str | Non
             bare.append(pg_snapshot.bare_copy_rate(pg, rows)[0])
             rate, cpu_s, rss, wall = isolated.run(_pg_snapshot_rate, isolated.address(pg), rows, Path(tmp) / f"cdc{i}")
             cdc_runs.append(Figures(rows, rows / rate, wall, cpu_s, rss))
+            written["one"] = _bytes_written(Path(tmp) / f"cdc{i}")
+            shutil.rmtree(Path(tmp) / f"cdc{i}")
             if threads > 1:
                 (rate, _, workers_us), cpu_s, rss, wall = isolated.run(
                     pg_snapshot.worker_rate, isolated.address(pg), rows, Path(tmp) / f"cdc-workers{i}", threads)
                 worker_runs.append(Figures(rows, rows / rate, wall, cpu_s + workers_us * rows / 1e6, rss))
+                written["workers"] = _bytes_written(Path(tmp) / f"cdc-workers{i}")
+                shutil.rmtree(Path(tmp) / f"cdc-workers{i}")
             if why_not is None:
                 props = debezium_baseline.engine_properties(debezium_baseline.postgres(
                     pg, "bench", f"dbz_snapshot_{i}", "initial_only",
@@ -198,12 +252,15 @@ def postgres_snapshot(report: Report, rows: int, rounds: int, why_not: str | Non
                 pg.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
                            f"WHERE slot_name = 'dbz_snapshot_{i}'", dbname="bench")
     loads = _loads(load)
-    cdc = _median(cdc_runs)
-    label = f"PostgreSQL, snapshot a {rows // 1000}k-row table"
-    _rate_rows(report, label, cdc, _median(dbz_runs) if dbz_runs else None, why_not, loads, None)
+    cdc, dbz = _median(cdc_runs), _median(dbz_runs) if dbz_runs else None
+    label = f"PostgreSQL, snapshot a {rows // 1000}k-row table{_schemas_label()}"
+    _rate_rows(report, label, cdc, dbz, why_not, loads, None)
     if worker_runs:
-        _rate_rows(report, f"{label} with {threads} worker processes", _median(worker_runs),
-                   _median(dbz_runs) if dbz_runs else None, why_not, loads, None)
+        _rate_rows(report, f"{label} with {threads} worker processes", _median(worker_runs), dbz, why_not, loads, None)
+        _disk_row(report, f"{label} with {threads} worker processes", _median(worker_runs), written["workers"], dbz,
+                  disk, loads)
+    else:
+        _disk_row(report, label, cdc, written["one"], dbz, disk, loads)
     limit = statistics.median(bare)
     report.add(Row(f"{label}: against a bare COPY read", f"{cdc.rate:,.0f}/s", f"COPY {limit:,.0f}/s",
                    f"{cdc.rate / limit:.2f}x", "(the limit)", None, loads))
@@ -237,7 +294,7 @@ def mariadb_drain(report: Report, changes: int, rounds: int, why_not: str | None
                 shutil.rmtree(Path(tmp) / f"debezium-drain{i}")
     loads = _loads(load)
     cdc = _median(cdc_runs)
-    label = f"MariaDB, drain {changes // 1000}k row changes"
+    label = f"MariaDB, drain {changes // 1000}k row changes{_schemas_label()}"
     _rate_rows(report, label, cdc, _median(dbz_runs) if dbz_runs else None, why_not, loads, 150)
     limit = statistics.median(bare)
     report.add(Row(f"{label}: against the bare mysql-replication loop", f"{cdc.rate:,.0f}/s",
@@ -251,8 +308,9 @@ def mariadb_snapshot(report: Report, rows: int, rounds: int, why_not: str | None
     from cdc_mysql.embedded import EmbeddedMariaDB
 
     load = _load()
-    cdc_runs, dbz_runs, worker_runs = [], [], []
+    cdc_runs, dbz_runs, worker_runs, written = [], [], [], {}
     with EmbeddedMariaDB() as server, tempfile.TemporaryDirectory() as tmp:
+        disk = disk_rate(Path(tmp))
         server.create_database("bench")
         server.execute(snap.TABLE, database="bench")
         server.execute(snap.INSERT.format(n=rows), database="bench")
@@ -261,19 +319,27 @@ def mariadb_snapshot(report: Report, rows: int, rounds: int, why_not: str | None
         for i in range(rounds):
             (rate, _, workers), cpu_s, rss, wall = isolated.run(snap.engine_rate, address, rows, Path(tmp) / f"cdc{i}", 1)
             cdc_runs.append(Figures(rows, rows / rate, wall, cpu_s + workers * rows / 1e6, rss))
+            written["one"] = _bytes_written(Path(tmp) / f"cdc{i}")
+            shutil.rmtree(Path(tmp) / f"cdc{i}")
             if threads > 1:
                 (rate, _, workers), cpu_s, rss, wall = isolated.run(snap.engine_rate, address, rows,
                                                                     Path(tmp) / f"cdc-workers{i}", threads)
                 worker_runs.append(Figures(rows, rows / rate, wall, cpu_s + workers * rows / 1e6, rss))
+                written["workers"] = _bytes_written(Path(tmp) / f"cdc-workers{i}")
+                shutil.rmtree(Path(tmp) / f"cdc-workers{i}")
             if why_not is None:
                 props = debezium_baseline.engine_properties(debezium_baseline.mysql(
                     server, 9200, "bench", "initial_only", **{"database.include.list": "bench"}))
                 dbz_runs.append(debezium_baseline.run(props, Path(tmp) / f"debezium{i}", "bench.bench.bench", rows))
-    loads, label = _loads(load), f"MariaDB, snapshot a {rows // 1000}k-row table"
-    _rate_rows(report, label, _median(cdc_runs), _median(dbz_runs) if dbz_runs else None, why_not, loads, None)
+    loads, label = _loads(load), f"MariaDB, snapshot a {rows // 1000}k-row table{_schemas_label()}"
+    dbz = _median(dbz_runs) if dbz_runs else None
+    _rate_rows(report, label, _median(cdc_runs), dbz, why_not, loads, None)
     if worker_runs:
-        _rate_rows(report, f"{label} with {threads} worker processes", _median(worker_runs),
-                   _median(dbz_runs) if dbz_runs else None, why_not, loads, None)
+        _rate_rows(report, f"{label} with {threads} worker processes", _median(worker_runs), dbz, why_not, loads, None)
+        _disk_row(report, f"{label} with {threads} worker processes", _median(worker_runs), written["workers"], dbz,
+                  disk, loads)
+    else:
+        _disk_row(report, label, _median(cdc_runs), written["one"], dbz, disk, loads)
 
 
 # -- latency and memory ----------------------------------------------------------------------------
@@ -351,6 +417,8 @@ def main() -> None:
     parser.add_argument("--no-debezium", action="store_true", help="do not run Debezium's engine")
     parser.add_argument("--threads", type=int, default=2,
                         help="also snapshot with snapshot.max.threads=N worker processes (1: only one process)")
+    parser.add_argument("--schemas", choices=("on", "off", "both"), default="on",
+                        help="JsonConverter schemas on, off, or both in turn (drains and snapshots; default on)")
     parser.add_argument("--only", default="", help="comma-separated parts: pg-drain, pg-snapshot, mariadb-drain, "
                                                    "mariadb-snapshot, latency, big-transaction (default: all)")
     args = parser.parse_args()
@@ -371,11 +439,17 @@ def main() -> None:
         raise SystemExit(f"--only: unknown parts {unknown}; choose from {', '.join(parts)}")
     started, clock, load = datetime.datetime.now(datetime.timezone.utc), time.perf_counter(), _load()
     report = Report()
+    settings = ("on", "off") if args.schemas == "both" else (args.schemas,)
     for name in chosen:
-        print(f"{name} (load {_load():.1f}):", flush=True)
-        parts[name](report)
+        # Latency and the large transaction: one setting (schemas on, the default); the rates: each asked for.
+        for setting in settings if name not in ("latency", "big-transaction") else ("on",):
+            os.environ[debezium_baseline.SCHEMAS_VARIABLE] = setting
+            print(f"{name}, schemas {setting} (load {_load():.1f}):", flush=True)
+            parts[name](report)
+    os.environ.pop(debezium_baseline.SCHEMAS_VARIABLE, None)
     report.notes.append(
-        "cdc: the engine into the file sink (JsonConverter JSON with schemas, fsync per batch), alone in a fresh "
+        "cdc: the engine into the file sink (JsonConverter JSON, with schemas unless the figure says without; "
+        "fsync per batch), alone in a fresh "
         "Python process (CPU and peak RSS are that process's, start-up included; with worker processes the CPU "
         "includes theirs, the peak RSS is the main process's); Debezium: its embedded engine "
         f"{debezium_baseline.RELEASE} (JVM {' '.join(debezium_baseline.JAVA_OPTIONS)}) writing the same JSON to a "
@@ -384,6 +458,10 @@ def main() -> None:
         f"{' with --quick (smaller data)' if args.quick else ''}. Latency: benchmarks/latency.py (writer in its "
         "own process committing single-row transactions; the commit's return to the sink's fsynced write). "
         "Peak RSS of a large transaction: benchmarks/pg_big_transaction.py and mariadb_big_transaction.py.")
+    if _DISK_MB_S:
+        report.notes.append(
+            f"Disk: {_DISK_MB_S['rate']:,.0f} MB/s written sequentially, fsynced every 64 MB (report.disk_rate); a "
+            "snapshot's 'bytes written' row is its output's MB/s against it.")
     command = "uv run python benchmarks/report.py" + "".join(
         f" {a}" for a in sys.argv[1:] if a != "--write-readme") + " --write-readme"
     text = table(report, command, started, time.perf_counter() - clock, (load, _load()))
