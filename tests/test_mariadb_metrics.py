@@ -140,3 +140,24 @@ def test_holding_global_lock_while_the_snapshot_locks_and_filtered_events(mariad
     assert before["NumberOfEventsFiltered"] == 0
     assert after["NumberOfEventsFiltered"] == 2  # two rows events of `other`
     assert after["TotalNumberOfEventsSeen"] == before["TotalNumberOfEventsSeen"] + 3
+
+
+def test_the_signal_table_counts_in_the_snapshot_metrics_with_no_rows(mariadb_server, mariadb_db):
+    """As Debezium's snapshot does: the signal table (captured by its table filter even outside the include list)
+    is one of TotalTableCount's tables and in RowsScanned with 0, completed at once; its rows are never read."""
+    mariadb_server.execute(["CREATE TABLE a (id INT PRIMARY KEY)", "INSERT INTO a SELECT seq FROM seq_1_to_20",
+                            "CREATE TABLE dbz_signal (id VARCHAR(64) PRIMARY KEY, type VARCHAR(32), data TEXT)",
+                            "INSERT INTO dbz_signal VALUES ('old', 'log', '{}')"], mariadb_db)
+    config = connector_config(mariadb_server, mariadb_db, **{
+        "table.include.list": f"{mariadb_db}.a", "signal.data.collection": f"{mariadb_db}.dbz_signal"})
+    engine = EngineThread(config)
+    engine.start()
+    try:
+        _streaming(engine)
+        snapshot = engine.engine.metrics.snapshot.values()
+        records = engine.snapshot()
+    finally:
+        engine.stop()
+    assert (snapshot["TotalTableCount"], snapshot["RemainingTableCount"]) == (2, 0)
+    assert snapshot["RowsScanned"] == {f"{mariadb_db}.a": 20, f"{mariadb_db}.dbz_signal": 0}
+    assert not [r for r in records if r.topic.endswith(".dbz_signal") and r.value and r.value.get("op") == "r"]

@@ -130,3 +130,18 @@ def test_a_lost_replication_connection_counts_as_a_disconnect(pg_server, pg_db):
                                 [(lambda: None, _streaming), (kill, reconnected), (insert, _creates(1))])
     assert stream["NumberOfDisconnects"] == 1 and stream["Connected"] is True
     assert stream["NumberOfSkippedEvents"] == 0
+
+
+def test_the_signal_table_counts_in_the_snapshot_metrics_with_no_rows(pg_server, pg_db):
+    """As Debezium's snapshot does: the signal table (captured by its table filter even outside the include list)
+    is one of TotalTableCount's tables and in RowsScanned with 0, completed at once; its rows are never read."""
+    pg_server.execute("CREATE TABLE a (id int PRIMARY KEY); INSERT INTO a SELECT generate_series(1, 20);"
+                      "CREATE TABLE dbz_signal (id varchar(64) PRIMARY KEY, type varchar(32), data text);"
+                      "INSERT INTO dbz_signal VALUES ('old', 'log', '{\"message\": \"x\"}')", dbname=pg_db)
+    engine, seen, _ = _run(pg_server, pg_db, {"table.include.list": "public.a",
+                                              "signal.data.collection": "public.dbz_signal"},
+                           [(lambda: None, _streaming)])
+    snap = engine.metrics.snapshot.values()
+    assert (snap["TotalTableCount"], snap["RemainingTableCount"]) == (2, 0)
+    assert snap["RowsScanned"] == {"public.a": 20, "public.dbz_signal": 0}
+    assert not [r for r in seen if r.topic == "m.public.dbz_signal"], "the signal table's rows were snapshotted"

@@ -110,13 +110,17 @@ class SnapshotMetrics(CommonMetrics):
                 self.paused_since = None
             self.paused = paused
 
-    def snapshot_started(self, tables: dict[str, int]) -> None:
-        """A snapshot of ``tables`` (name -> estimated rows) begins."""
+    def snapshot_started(self, tables: dict[str, int], unread: tuple[str, ...] = ()) -> None:
+        """A snapshot of ``tables`` (name -> estimated rows) begins; ``unread``: captured tables whose rows are never
+        read (the signal table), counted and completed at once with 0 rows, as Debezium 2.7.4's
+        RelationalSnapshotChangeEventSource does for a table without a SELECT (``dataCollectionSnapshotCompleted``
+        with 0 before the first row is read: in TotalTableCount and RowsScanned, not in RemainingTableCount)."""
         with self.lock:
-            self.total_tables = self.remaining_tables = len(tables)
-            self.estimated_rows = dict(tables)
-            self.captured_tables = set(tables)
-            self.rows_scanned = {t: 0 for t in tables}
+            self.total_tables = len(tables) + len(unread)
+            self.remaining_tables = len(tables)
+            self.estimated_rows = {**dict.fromkeys(unread, 0), **tables}
+            self.captured_tables = set(tables) | set(unread)
+            self.rows_scanned = {t: 0 for t in (*unread, *tables)}
             self.running, self.aborted, self.completed = True, False, False
             self.started_at, self.ended_at = time.monotonic(), None
 

@@ -169,6 +169,10 @@ class Snapshotting:
         signal = getattr(self, "signal_table", None)
         ids = [t for t in capture_ids if t in self.model.tables and t != signal
                and (not include or any(p.fullmatch(str(t)) for p in include))]
+        # ... but counted by the snapshot metrics, with 0 rows, included or not (Debezium's table filter adds it;
+        # SnapshotMetrics.snapshot_started's ``unread``).
+        unread = (str(signal),) if signal is not None and signal in self.model.tables and (
+            not include or any(p.fullmatch(str(signal)) for p in include)) else ()
         ids = snapshot_order(ids, self.config.get(common.TABLE_INCLUDE))
         estimates = catalog.row_estimates(ids)
         order = self.config.get(myc.SNAPSHOT_TABLES_ORDER)
@@ -191,7 +195,7 @@ class Snapshotting:
             reader = self._snapshot_reader = SnapshotReader(conn, *args)
         metrics = self.metrics.snapshot if self.metrics is not None else None
         if metrics is not None:
-            metrics.snapshot_started({str(d.id): estimates.get(str(d.id), 0) for _, d, _ in tables})
+            metrics.snapshot_started({str(d.id): estimates.get(str(d.id), 0) for _, d, _ in tables}, unread)
             reader.metrics = metrics
         completed = False
         try:

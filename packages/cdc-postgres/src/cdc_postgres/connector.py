@@ -531,7 +531,7 @@ class PostgresConnector:
             self.log.info("snapshot of %d tables at LSN %d", len(tables), lsn)
             metrics = self.metrics.snapshot if self.metrics is not None else None
             if metrics is not None:
-                metrics.snapshot_started(self._estimated_rows([t for t, _ in tables]))
+                metrics.snapshot_started(self._estimated_rows([t for t, _ in tables]), self._unread_signal_table())
                 reader.metrics = metrics
             completed = False
             yield from reader.read(tables)
@@ -552,6 +552,19 @@ class PostgresConnector:
                                      (_quote_table(t.id),)).fetchone()
             out[t.id.identifier] = int(row[0]) if row else 0
         return out
+
+    def _unread_signal_table(self) -> tuple[str, ...]:
+        """The signal table, if the snapshot takes it in but never reads its rows (``_snapshot_tables``): Debezium
+        counts it in the snapshot metrics, captured (its table filter adds it) and completed with 0 rows."""
+        signal = signal_table_id(self.config)
+        if signal is None:
+            return ()
+        include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
+        for table in (*self._tables.values(), *self._signal_tables.values()):
+            if (table.id.schema, table.id.table) == (signal.schema, signal.table) and (
+                    not include or any(p.fullmatch(table.id.identifier) for p in include)):
+                return (table.id.identifier,)
+        return ()
 
     def _snapshot_tables(self) -> list[tuple[Table, str]]:
         """Each table to snapshot with its SELECT (``snapshot.include.collection.list``, the SnapshotQuery)."""
