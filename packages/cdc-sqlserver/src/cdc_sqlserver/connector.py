@@ -30,9 +30,9 @@ from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_k
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
 from cdc_sqlserver.plugin import CONNECTOR
+from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
 from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.server_parse import ServerParse
-from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
 from cdc_sqlserver.snapshot import SnapshotReader, UncapturedTable, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader

@@ -5,9 +5,10 @@ datetimeoffset|smalldatetime|time)`` on the metadata connection for every tempor
 applies its own rounding (DATETIME's 1/300 s, SMALLDATETIME's minute) and its own idea of what parses.
 Debezium asks again each time it builds a table's schema; cdc caches the answer per ``(type, text)``
 (the same server gives the same answer) and shares the cache between the connections of one connector
-(``on``). A text the server refuses is remembered as refused. A lost connection is not an answer: it is
-raised (and not cached), where Debezium's catch-all would give the column no default for as long as
-the task runs; the connector then retries as for any lost connection.
+(``on``). A text the server refuses (an error with its SQLSTATE) is remembered as refused. A lost
+connection is not an answer: it is raised (and not cached), where Debezium's catch-all would give the
+column no default for as long as the task runs; the connector then retries as for any lost connection.
+Any other failure (no connection yet) is raised uncached too: the caller gives no default this time.
 """
 
 from __future__ import annotations
@@ -19,6 +20,12 @@ from cdc_sqlserver.driver_errors import first_line, is_connection_error
 
 #: The types whose defaults Debezium hands to the server's PARSE.
 TEMPORAL_TYPES = frozenset({"date", "datetime", "datetime2", "datetimeoffset", "smalldatetime", "time"})
+
+
+def _from_server(e: BaseException) -> bool:
+    """True for the driver's error carrying the server's SQLSTATE (pyodbc: ``(sqlstate, message)``)."""
+    state = e.args[0] if getattr(e, "args", None) else None
+    return isinstance(state, str) and len(state) == 5
 
 
 class ParseRefused(ValueError):
@@ -46,7 +53,7 @@ class ServerParse:
             try:
                 row = self._connection().execute(f"SELECT PARSE(? AS {type_name})", text).fetchone()
             except Exception as e:
-                if is_connection_error(e):
+                if is_connection_error(e) or not _from_server(e):
                     raise
                 self._cache[key] = ParseRefused(first_line(e))
             else:
