@@ -138,3 +138,33 @@ def test_snapshot_then_streaming_on_a_real_sql_server(sqlserver, cdc_db):
     columns = create.value["tableChanges"][0]["table"]["columns"]
     assert [(c["name"], c["typeName"], c["jdbcType"], c["length"], c["scale"]) for c in columns][:2] == [
         ("id", "int identity", 4, 10, 0), ("first_name", "varchar", 12, 255, None)]
+
+
+def test_parse_of_default_texts_answers_as_the_stand_in_assumes(sqlserver, cdc_db):
+    """tests/data/sqlserver_parse.yaml on SQL Server itself: the stand-in's PARSE (rounding, refusals) checked."""
+    from datetime import date, datetime
+    from datetime import time as time_of_day
+    from pathlib import Path
+
+    import pyodbc
+    import yaml
+
+    data = Path(__file__).parents[3] / "tests" / "data" / "sqlserver_parse.yaml"
+    conn = _connect(sqlserver, cdc_db)
+    conn.autocommit = False  # a refusal ends the statement only: the transaction goes on
+    try:
+        for case in yaml.safe_load(data.read_text())["cases"]:
+            # pyodbc has no Python type for DATETIMEOFFSET: SQL Server's own text of it, as the stand-in gives.
+            statement = (f"SELECT CONVERT(nvarchar(40), PARSE(? AS {case['type']}))" if case["type"] == "datetimeoffset"
+                         else f"SELECT PARSE(? AS {case['type']})")
+            if case.get("error"):
+                with pytest.raises(pyodbc.Error):
+                    conn.execute(statement, case["text"]).fetchone()
+                continue
+            (value,) = conn.execute(statement, case["text"]).fetchone()
+            text = value.isoformat() if isinstance(value, date | datetime | time_of_day) else value
+            assert text == case["value"], case
+        assert conn.execute("SELECT 1").fetchone()[0] == 1
+    finally:
+        conn.rollback()
+        conn.close()

@@ -7,6 +7,7 @@ from typing import Any
 
 from cdc_core.relational import Table, TableId
 from cdc_sqlserver.lsn import NULL, Lsn, from_value
+from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.types import ColumnInfo, TypeModes, column
 
 #: Schemas SQL Server keeps for itself; never captured (Debezium's system schema list).
@@ -62,8 +63,12 @@ def quote(name: str) -> str:
     return "[" + name.replace("]", "]]") + "]"
 
 
-def read_tables(conn: Any, db: str, modes: TypeModes) -> dict[tuple[str, str], Table]:
-    """Every user table of the database, by ``(schema, table)``."""
+def read_tables(conn: Any, db: str, modes: TypeModes, parse: ServerParse | None = None) -> dict[tuple[str, str], Table]:
+    """Every user table of the database, by ``(schema, table)``.
+
+    Temporal defaults are PARSEd by the server on ``conn`` (``parse``'s cache when given, else a new one).
+    """
+    parse = ServerParse(lambda: conn) if parse is None else parse.on(conn)
     infos: dict[tuple[str, str], list[ColumnInfo]] = {}
     for schema, table, name, cid, tname, max_length, precision, scale, nullable, identity, default in \
             conn.execute(COLUMNS).fetchall():
@@ -75,7 +80,7 @@ def read_tables(conn: Any, db: str, modes: TypeModes) -> dict[tuple[str, str], T
     keys: dict[tuple[str, str], list[str]] = {}
     for schema, table, name in conn.execute(PRIMARY_KEYS).fetchall():
         keys.setdefault((schema, table), []).append(name)
-    return {k: Table(TableId(db, k[0], k[1]), [column(i, modes) for i in cols], keys.get(k, []))
+    return {k: Table(TableId(db, k[0], k[1]), [column(i, modes, parse) for i in cols], keys.get(k, []))
             for k, cols in infos.items()}
 
 

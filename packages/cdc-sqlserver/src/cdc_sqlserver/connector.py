@@ -30,8 +30,9 @@ from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_k
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
 from cdc_sqlserver.plugin import CONNECTOR
-from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
+from cdc_sqlserver.schema_tables import schema_tables
+from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.snapshot import SnapshotReader, UncapturedTable, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader
@@ -87,6 +88,9 @@ class SqlServerConnector:
         self.metrics = context.metrics
         self._stop = threading.Event()
         self._conn: Any = None
+        #: Temporal defaults PARSEd by the server on ``_conn``, each (type, text) once (cdc_sqlserver.server_parse);
+        #: the schema history's structures are rebuilt with it too, as Debezium's recovered tables.
+        self._parse = ServerParse(lambda: self._conn)
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
         self._instances: list[CaptureInstance] = []
@@ -141,7 +145,7 @@ class SqlServerConnector:
     def _check(self) -> None:
         """Read the catalog and the capture instances, checking CDC is enabled and readable."""
         self._check_cdc_enabled()
-        tables = read_tables(self._conn, self.db, self.modes)
+        tables = read_tables(self._conn, self.db, self.modes, self._parse)
         included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table)}
         instances = read_capture_instances(self._conn, included)
         self._check_access(included, instances)
@@ -349,7 +353,7 @@ class SqlServerConnector:
         ``streamed_to``: the commit LSN streaming has processed; a table's only instance that started at or
         before it converts with the schema history's structure (below).
         """
-        tables = read_tables(self._conn, self.db, self.modes)
+        tables = read_tables(self._conn, self.db, self.modes, self._parse)
         signal = signal_table_key(self.config, self.db)  # streamed for signals and watermarks, captured or not
         included = {k: t for k, t in tables.items() if self._included(t.id.schema or "", t.id.table) or k == signal}
         found = read_all_capture_instances(self._conn, included)
@@ -371,7 +375,7 @@ class SqlServerConnector:
                 # The instance a newer one replaces converts with the history's structure (Debezium: the
                 # schema's table until migrateTable), not the catalog's, which already has the new one's.
                 for inst in instances[:-1]:
-                    recorded = self._history.table_from_history(inst.table, inst.columns, self.modes)
+                    recorded = self._history.table_from_history(inst.table, inst.columns, self.modes, self._parse)
                     if recorded is not None and recorded is not inst.table:
                         self.log.info("capture instance %s of %s converts with the schema history's structure "
                                       "until capture instance %s starts at %s", inst.name, inst.table.id,
@@ -385,7 +389,8 @@ class SqlServerConnector:
                 current = instances[-1]
                 if len(instances) == 1 and streamed_to is not None and \
                         (not streamed_to.available or current.start_lsn.key() <= streamed_to.key()):
-                    recorded = self._history.table_from_history(current.table, current.columns, self.modes)
+                    recorded = self._history.table_from_history(current.table, current.columns, self.modes,
+                                                                      self._parse)
                     if recorded is not None and recorded is not current.table:
                         self.log.warning("%s differs in the catalog from the schema history (a column changed with "
                                          "no new capture instance): capture instance %s converts with the history's "
@@ -399,18 +404,23 @@ class SqlServerConnector:
         return schema_tables(self._conn, self.db, self.modes, [i.table for i in self._instances],
                              self.config.get(msc.STORE_ONLY_CAPTURED_TABLES),
                              self.config.get(msc.STORE_ONLY_CAPTURED_DATABASES), self._included,
-                             self._schema_included, signal_table_key(self.config, self.db))
+                             self._schema_included, signal_table_key(self.config, self.db), self._parse)
 
-    def _recorded(self, table: Table, captured: list[str]) -> Table | None:
-        """``table`` as the schema history last recorded it (None without a history or a usable record)."""
+    def _recorded(self, table: Table, captured: list[str], parse: ServerParse | None = None) -> Table | None:
+        """``table`` as the schema history last recorded it (None without a history or a usable record).
+
+        ``parse``: the server's PARSE of temporal defaults on the caller's own connection (another thread's),
+        else on this connector's."""
         history = self._history
-        return None if history is None else history.table_from_history(table, captured, self.modes)
+        return None if history is None else history.table_from_history(table, captured, self.modes,
+                                                                        parse or self._parse)
 
     def incremental_snapshot_source(self) -> SqlServerIncrementalSource:
         """Ad hoc snapshots (``cdc_core.incremental.spi``) over the tables this connector captures."""
         source = SqlServerIncrementalSource(self.config, self.log)
         source.included = self._included
         source.recorded = self._recorded
+        source.parse = self._parse
         source.created = self._blocking_created
         return source
 

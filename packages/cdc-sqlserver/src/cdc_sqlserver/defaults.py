@@ -4,19 +4,26 @@ SQL Server keeps a DEFAULT as text: ``((0))``, ``((1.5))``, ``('abc')``, ``(N'ab
 ``(getdate())``. Debezium parses it per type (numbers between the innermost parentheses, strings
 between the outer quotes, binary from hex, temporal strings through ``SELECT PARSE(...)`` on the
 server) and converts it with the column's converter; an expression it cannot parse (a function)
-gives no default, with a warning. cdc does the same, parsing temporal strings locally (ISO forms,
-which is what SQL Server stores for literals written in them). A ``NULL`` default is no default.
+gives no default, with a warning. cdc does the same: the temporal texts go to the server's PARSE
+(cdc_sqlserver.server_parse, the ``parse`` callable threaded from the connector's connection), the
+others are parsed here as Debezium parses them. A ``NULL`` default is no default.
+
+Debezium strips a temporal default as ``v.substring(2, v.length() - 2)``: ``('2019-02-03')`` gives
+``2019-02-03``, and ``(getdate())`` gives ``etdate(``, which the server refuses: a warning, no default.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import date, datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from cdc_core.schema import Schema
+from cdc_sqlserver.driver_errors import is_connection_error
+from cdc_sqlserver.server_parse import TEMPORAL_TYPES
+from cdc_sqlserver.types import _DTO, _DTO_TEXT
 
 _log = logging.getLogger("cdc_sqlserver.defaults")
 _NULL = object()
@@ -48,10 +55,6 @@ def _string(v: str) -> Any:
     return _NULL if text.upper() == "NULL" and "'" not in v else text.replace("''", "'")
 
 
-def _temporal(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    return lambda v: parse(v[2:-2])
-
-
 _MAPPERS: dict[str, Callable[[str], Any]] = {
     "bigint": _number(lambda t: int(t[:-1] if t.endswith(".") else t)),
     "int": _number(int), "smallint": _number(int), "tinyint": _number(int),
@@ -62,38 +65,77 @@ _MAPPERS: dict[str, Callable[[str], Any]] = {
     "char": _string, "varchar": _string, "text": _string, "nchar": _string, "nvarchar": _string, "ntext": _string,
     "binary": lambda v: bytes.fromhex(v[3:-1]), "varbinary": lambda v: bytes.fromhex(v[3:-1]),
     "image": lambda v: bytes.fromhex(v[3:-1]),
-    "date": _temporal(date.fromisoformat), "datetime": _temporal(datetime.fromisoformat),
-    "datetime2": _temporal(datetime.fromisoformat), "smalldatetime": _temporal(datetime.fromisoformat),
-    "time": _temporal(lambda t: datetime.fromisoformat(t).time() if " " in t or "T" in t else
-                      datetime.fromisoformat("1970-01-01 " + t).time()),
-    "datetimeoffset": lambda v: v[2:-2],
 }
 
 
-def default_value(type_name: str, definition: str | None, convert: Callable[[Any], Any]) -> Any:
-    """The JSON value of a column's default (None: no default in the schema)."""
+def offset_iso(v: Any) -> str:
+    """A DATETIMEOFFSET default as 2.7.4 gives it: ``2019-01-01T12:34:56.1234567+04:00`` (its own offset kept).
+
+    The driver's DateTimeOffset becomes an OffsetDateTime at its offset (SqlServerValueConverters.
+    convertTimestampWithZone), which ZonedTimestamp.toIsoString formats with ISO_OFFSET_DATE_TIME: the
+    seconds always, the fraction without trailing zeros (none when zero), ``Z`` for a zero offset.
+    SqlServerConnectorIT's table_schema_test expects ``2019-01-01T12:34:56.1234567+04:00`` for the
+    default ``('2019-01-01 12:34:56.1234567+04:00')``. Accepts pyodbc's raw SQL_SS_TIMESTAMPOFFSET_STRUCT
+    (the connection's output converter), the ``yyyy-mm-dd hh:mm:ss[.f] +hh:mm`` text, or an aware datetime.
+    """
+    if isinstance(v, datetime):
+        offset = v.utcoffset() or timedelta(0)
+        local, nanos = v.replace(tzinfo=None, microsecond=0), v.microsecond * 1000
+    elif isinstance(v, (bytes, bytearray)):
+        y, mo, d, h, mi, sec, nanos, th, tm = _DTO.unpack(bytes(v))
+        local, offset = datetime(y, mo, d, h, mi, sec), timedelta(hours=th, minutes=tm)
+    else:
+        m = _DTO_TEXT.fullmatch(str(v).strip())
+        if m is None:
+            raise ValueError(f"not a DATETIMEOFFSET value: {v!r}")
+        local = datetime(*(int(g) for g in m.groups()[:6]))
+        nanos = int((m[7] or "").ljust(9, "0"))
+        sign = -1 if m[8] == "-" else 1
+        offset = sign * timedelta(hours=int(m[9] or 0), minutes=int(m[10] or 0))
+    fraction = f".{nanos:09d}".rstrip("0") if nanos else ""
+    minutes = int(offset.total_seconds()) // 60
+    zone = "Z" if minutes == 0 else f"{'+' if minutes > 0 else '-'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
+    return f"{local.isoformat(timespec='seconds')}{fraction}{zone}"
+
+
+def default_value(type_name: str, definition: str | None, convert: Callable[[Any], Any],
+                  parse: Callable[[str, str], Any] | None) -> Any:
+    """The JSON value of a column's default (None: no default in the schema).
+
+    ``parse(type_name, text)``: the server's PARSE of a temporal text (cdc_sqlserver.server_parse); None
+    when no connection can be asked, and then a temporal default is left out, with a warning.
+    """
     if definition is None:
         return None
+    temporal = type_name in TEMPORAL_TYPES
     mapper = _MAPPERS.get(type_name)
-    if mapper is None:
+    if mapper is None and not temporal:
         _log.warning("Mapper for type '%s' not found.", type_name)
         return None
+    if temporal and parse is None:
+        _log.warning("Cannot parse column default value '%s' to type '%s': no connection to the server to PARSE it.",
+                     definition, type_name)
+        return None
     try:
-        raw = mapper(definition)
+        raw = parse(type_name, definition[2:-2]) if temporal else mapper(definition)  # type: ignore[misc]
         if raw is _NULL or raw is None:
             return None
-        return convert(raw)
-    except Exception:  # noqa: BLE001 - as Debezium: an expression is not evaluated, the schema has no default
+        return offset_iso(raw) if type_name == "datetimeoffset" else convert(raw)
+    except Exception as e:  # noqa: BLE001 - as Debezium: an expression is not evaluated, the schema has no default
+        if is_connection_error(e):
+            raise  # not an answer about the text (cdc_sqlserver.server_parse)
         _log.warning("Cannot parse column default value '%s' to type '%s'. Expression evaluation is not supported.",
                      definition, type_name)
+        _log.debug("Parsing failed due to error: %s", e)
         return None
 
 
-def with_default(schema: Schema | None, convert: Callable[[Any], Any], info: Any) -> Schema | None:
+def with_default(schema: Schema | None, convert: Callable[[Any], Any], info: Any,
+                 parse: Callable[[str, str], Any] | None) -> Schema | None:
     """``schema`` with the column's DEFAULT as its ``default`` (the same schema when there is none)."""
     if schema is None or info.default is None:
         return schema
-    value = default_value(info.type_name, info.default, convert)
+    value = default_value(info.type_name, info.default, convert, parse)
     if value is None:
         return schema
     return Schema(type=schema.type, optional=schema.optional, name=schema.name, version=schema.version,

@@ -34,6 +34,7 @@ from cdc_core.snapshot.markers import marked_batches
 from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import quote, read_capture_instances, read_tables
+from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.lsn import from_value
 from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
 from cdc_sqlserver.source import source_block
@@ -183,7 +184,9 @@ class SqlServerIncrementalSource:
         self.included: Callable[[str, str], bool] | None = None
         #: ``(table, captured columns) -> Table | None``: the schema history's structure of a table (set by the
         #: connector when it keeps a history; None, or a None answer: the catalog's).
-        self.recorded: Callable[[Table, list[str]], Table | None] | None = None
+        self.recorded: Callable[[Table, list[str], ServerParse], Table | None] | None = None
+        #: The connector's cache of the server's PARSE of temporal defaults (None: one per read).
+        self.parse: ServerParse | None = None
         #: ``(tables, position, event offset, (change_lsn, commit_lsn, event_serial_no)) -> records``: a blocking
         #: snapshot's CREATE events, recorded in the schema history (set by the connector; None: none).
         self.created: Callable[[list[Table], dict[str, Any], dict[str, Any] | None,
@@ -200,18 +203,20 @@ class SqlServerIncrementalSource:
         """The captured tables as the catalog has them now, or, if ``recorded``, as the schema history has them."""
         conn = odbc.connect(self.config, self.db)
         try:
-            tables = read_tables(conn, self.db, self.modes)
+            parse = self.parse.on(conn) if self.parse is not None else ServerParse(lambda: conn)
+            tables = read_tables(conn, self.db, self.modes, parse)
             if self.included is not None:
                 tables = {k: t for k, t in tables.items() if self.included(*k)}
             instances = read_capture_instances(conn, tables)
+            out = []
+            for k, t in tables.items():
+                inst = instances.get(k)
+                live, captured = (inst.table, inst.columns) if inst is not None else (t, [c.name for c in t.columns])
+                # The history's structure rebuilds its temporal defaults with the server's PARSE on this connection.
+                known = self.recorded(live, captured, parse) if recorded and self.recorded is not None else None
+                out.append(live if known is None else known)
         finally:
             conn.close()
-        out = []
-        for k, t in tables.items():
-            inst = instances.get(k)
-            live, captured = (inst.table, inst.columns) if inst is not None else (t, [c.name for c in t.columns])
-            known = self.recorded(live, captured) if recorded and self.recorded is not None else None
-            out.append(live if known is None else known)
         return out
 
     def stream_source(self, read: dict[str, Any], streamed: dict[str, Any]) -> dict[str, Any]:

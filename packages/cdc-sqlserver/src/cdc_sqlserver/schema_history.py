@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 from cdc_core.config import Config, common
@@ -193,9 +193,14 @@ class SchemaHistory:
                              self.db)
         return count
 
-    def table_from_history(self, live: Table, captured: list[str], modes: Any) -> Table | None:
+    def table_from_history(self, live: Table, captured: list[str], modes: Any,
+                           parse: Callable[[str, str], Any] | None) -> Table | None:
         """``live``'s table as the history last recorded it, restricted to ``captured`` (None if unknown or
-        if the record names a column the capture instance does not capture)."""
+        if the record names a column the capture instance does not capture).
+
+        The defaults come again from the recorded ``defaultValueExpression`` through the same converter, as
+        Debezium's recovered tables go through TableSchemaBuilder's parseDefaultValue: temporal ones are
+        PARSEd by the server (``parse``, on the connector's connection; cdc_sqlserver.server_parse)."""
         doc = self.docs.get(live.id.identifier)
         if doc is None:
             return None
@@ -205,7 +210,7 @@ class SchemaHistory:
             return None
         if signature(doc) == signature(table_json(live)):
             return live
-        return Table(live.id, [column(column_info(c), modes) for c in docs],
+        return Table(live.id, [column(column_info(c), modes, parse) for c in docs],
                      list(doc.get("primaryKeyColumnNames") or ()))
 
     # -- recording ---------------------------------------------------------------------------

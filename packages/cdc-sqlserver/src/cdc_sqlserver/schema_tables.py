@@ -19,6 +19,7 @@ from typing import Any
 
 from cdc_core.relational import Table
 from cdc_sqlserver.catalog import read_capture_instances, read_tables
+from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.types import TypeModes
 
 #: The one user-schema table SqlServerConnectorConfig's SystemTablesPredicate leaves out by name.
@@ -27,9 +28,12 @@ _SYSTEM_TABLE = "systranschemas"
 
 def schema_tables(conn: Any, db: str, modes: TypeModes, captured: list[Table], only_captured: bool,
                   only_captured_schemas: bool, table_included: Callable[[str, str], bool],
-                  schema_included: Callable[[str], bool], signal: tuple[str, str] | None) -> list[Table]:
-    """The tables to CREATE at a snapshot, sorted by id; ``captured`` (the streamed tables) are used as they are."""
-    tables = {k: t for k, t in read_tables(conn, db, modes).items() if k[1].lower() != _SYSTEM_TABLE}
+                  schema_included: Callable[[str], bool], signal: tuple[str, str] | None,
+                  parse: ServerParse | None = None) -> list[Table]:
+    """The tables to CREATE at a snapshot, sorted by id; ``captured`` (the streamed tables) are used as they are.
+
+    ``parse``: the connector's cache of the server's PARSE of temporal defaults (cdc_sqlserver.server_parse)."""
+    tables = {k: t for k, t in read_tables(conn, db, modes, parse).items() if k[1].lower() != _SYSTEM_TABLE}
     if only_captured:
         tables = {k: t for k, t in tables.items() if table_included(*k) or k == signal}
     elif only_captured_schemas:

@@ -98,11 +98,26 @@ class Cursor(PsycopgCursor):
             for table, mode in locks:
                 self._cur.execute(f"LOCK TABLE {table} IN {mode} MODE")
             values = {f"p{i}": bytes(p) if isinstance(p, bytearray) else p for i, p in enumerate(params)}
-            self._cur.execute(pg_sql, values)
+            if kind == "statement" and not self.connection.autocommit:
+                self._in_savepoint(pg_sql, values)
+            else:
+                self._cur.execute(pg_sql, values)
             self.connection._queried = True
         except psycopg.Error as e:
             raise _error(e) from None
         return self
+
+    def _in_savepoint(self, pg_sql: str, values: dict[str, Any]) -> None:
+        """Run ``pg_sql`` so that its error ends the statement only, as SQL Server's (XACT_ABORT OFF) does: a
+        PostgreSQL error would abort the whole transaction (``translate``'s ``statement`` kind: PARSE)."""
+        pg = self.connection._pg  # the savepoint's statements on their own cursors: this one keeps the rows
+        pg.execute("SAVEPOINT standin_statement")
+        try:
+            self._cur.execute(pg_sql, values)
+        except psycopg.Error:
+            pg.execute("ROLLBACK TO SAVEPOINT standin_statement")
+            raise
+        pg.execute("RELEASE SAVEPOINT standin_statement")
 
     def _rows(self, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:
         """Rows as pyodbc returns them (only uuid values need converting)."""

@@ -10,6 +10,7 @@ from cdc_postgres.standin.server import HostedDatabase
 from cdc_sqlserver.standin import catalog_sql
 from cdc_sqlserver.standin.agent import CaptureAgent, lsn_bytes
 from cdc_sqlserver.standin.ddl import quote, record, translate_create_table
+from cdc_sqlserver.standin.translate import PARSE_FUNCTION
 
 _NOT_IN_RANGE = ("An insufficient number of arguments were supplied for the procedure or function "
                  "cdc.fn_cdc_get_all_changes_ ... .")
@@ -24,6 +25,7 @@ class StandIn(HostedDatabase):
     def create_objects(self, conn: psycopg.Connection) -> None:
         """Create SQL Server's ``sys`` objects (``enable_db`` adds the ``cdc`` ones and the agent's slot)."""
         conn.execute(catalog_sql.SERVER_OBJECTS)
+        conn.execute(PARSE_FUNCTION)
         with conn.cursor() as cur:
             cur.executemany("INSERT INTO sys.types VALUES (%s, %s, %s)", catalog_sql.types_rows())
 
