@@ -146,13 +146,15 @@ def _field_defaults(record):
     return {f.name: f.schema.default for f in fields if f.schema.default is not None}
 
 
-def test_a_datetimeoffset_default_from_the_real_driver_keeps_its_offset():
-    """pyodbc's raw SQL_SS_TIMESTAMPOFFSET_STRUCT (the connection's output converter; the stand-in gives text)
-    formats as Debezium's ISO_OFFSET_DATE_TIME: fraction without trailing zeros, ``Z`` for +00:00."""
-    from cdc_sqlserver.defaults import offset_iso
+def test_a_datetimeoffset_from_the_real_driver_keeps_its_offset():
+    """pyodbc's raw SQL_SS_TIMESTAMPOFFSET_STRUCT (the connection's output converter; the stand-in gives text or
+    UTC datetimes), a value or a default, formats as Debezium's ISO_OFFSET_DATE_TIME: its own offset, the
+    fraction without trailing zeros, ``Z`` for +00:00 (AbstractSqlServerDatatypesTest: ``...45.456+11:00``)."""
     from cdc_sqlserver.types import _DTO
+    from cdc_sqlserver.types import zoned as offset_iso
 
     assert offset_iso(_DTO.pack(2019, 1, 1, 12, 34, 56, 123456700, 4, 0)) == "2019-01-01T12:34:56.1234567+04:00"
     assert offset_iso(_DTO.pack(2019, 1, 1, 12, 34, 56, 120000000, -5, -30)) == "2019-01-01T12:34:56.12-05:30"
     assert offset_iso(_DTO.pack(2019, 1, 1, 0, 0, 0, 0, 0, 0)) == "2019-01-01T00:00:00Z"
     assert offset_iso("2019-01-01 12:34:56.1234567 +04:00") == "2019-01-01T12:34:56.1234567+04:00"
+    assert offset_iso(_DTO.pack(2018, 7, 13, 12, 23, 45, 456000000, 11, 0)) == "2018-07-13T12:23:45.456+11:00"

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
 from cdc_core.schema import Schema
 from cdc_sqlserver.driver_errors import is_connection_error
 from cdc_sqlserver.server_parse import TEMPORAL_TYPES
-from cdc_sqlserver.types import _DTO, _DTO_TEXT
+from cdc_sqlserver.types import zoned
 
 _log = logging.getLogger("cdc_sqlserver.defaults")
 _NULL = object()
@@ -68,34 +67,6 @@ _MAPPERS: dict[str, Callable[[str], Any]] = {
 }
 
 
-def offset_iso(v: Any) -> str:
-    """A DATETIMEOFFSET default as 2.7.4 gives it: ``2019-01-01T12:34:56.1234567+04:00`` (its own offset kept).
-
-    The driver's DateTimeOffset becomes an OffsetDateTime at its offset (SqlServerValueConverters.
-    convertTimestampWithZone), which ZonedTimestamp.toIsoString formats with ISO_OFFSET_DATE_TIME: the
-    seconds always, the fraction without trailing zeros (none when zero), ``Z`` for a zero offset.
-    SqlServerConnectorIT's table_schema_test expects ``2019-01-01T12:34:56.1234567+04:00`` for the
-    default ``('2019-01-01 12:34:56.1234567+04:00')``. Accepts pyodbc's raw SQL_SS_TIMESTAMPOFFSET_STRUCT
-    (the connection's output converter), the ``yyyy-mm-dd hh:mm:ss[.f] +hh:mm`` text, or an aware datetime.
-    """
-    if isinstance(v, datetime):
-        offset = v.utcoffset() or timedelta(0)
-        local, nanos = v.replace(tzinfo=None, microsecond=0), v.microsecond * 1000
-    elif isinstance(v, (bytes, bytearray)):
-        y, mo, d, h, mi, sec, nanos, th, tm = _DTO.unpack(bytes(v))
-        local, offset = datetime(y, mo, d, h, mi, sec), timedelta(hours=th, minutes=tm)
-    else:
-        m = _DTO_TEXT.fullmatch(str(v).strip())
-        if m is None:
-            raise ValueError(f"not a DATETIMEOFFSET value: {v!r}")
-        local = datetime(*(int(g) for g in m.groups()[:6]))
-        nanos = int((m[7] or "").ljust(9, "0"))
-        sign = -1 if m[8] == "-" else 1
-        offset = sign * timedelta(hours=int(m[9] or 0), minutes=int(m[10] or 0))
-    fraction = f".{nanos:09d}".rstrip("0") if nanos else ""
-    minutes = int(offset.total_seconds()) // 60
-    zone = "Z" if minutes == 0 else f"{'+' if minutes > 0 else '-'}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
-    return f"{local.isoformat(timespec='seconds')}{fraction}{zone}"
 
 
 def default_value(type_name: str, definition: str | None, convert: Callable[[Any], Any],
@@ -120,7 +91,7 @@ def default_value(type_name: str, definition: str | None, convert: Callable[[Any
         raw = parse(type_name, definition[2:-2]) if temporal else mapper(definition)  # type: ignore[misc]
         if raw is _NULL or raw is None:
             return None
-        return offset_iso(raw) if type_name == "datetimeoffset" else convert(raw)
+        return zoned(raw) if type_name == "datetimeoffset" else convert(raw)
     except Exception as e:  # noqa: BLE001 - as Debezium: an expression is not evaluated, the schema has no default
         if is_connection_error(e):
             raise  # not an answer about the text (cdc_sqlserver.server_parse)
