@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from cdc_core.config import Config, common
-from cdc_core.events import PartitionBatch, RawChange
+from cdc_core.events import PartitionBatch, RawChange, RoundEnd
 from cdc_core.incremental.spi import ChunkRows, Key
 from cdc_core.relational import Table
 from cdc_core.signals.conditions import Node
@@ -82,6 +82,9 @@ class SqlServerDatabases:
         self.task_names = task_databases(self.names, config.get(common.TASKS_MAX))
         #: The task threads when there are several tasks (made at start).
         self._tasks: Tasks | None = None
+        #: Each database's ``(change_lsn, commit_lsn, event_serial_no)`` at the last round's end that reached the
+        #: engine (SqlServerConnector.round_position): a blocking snapshot's events of its tables carry it.
+        self._positions: dict[str, tuple[str | None, str | None, int | None]] = {}
 
     def _reader(self, name: str, history: Any) -> SqlServerConnector:
         """The one-database connector of ``name``."""
@@ -139,19 +142,26 @@ class SqlServerDatabases:
         """Only through ``start_partitions``: one offset cannot start several databases."""
         raise TypeError("SqlServerDatabases starts through start_partitions (one offset per database)")
 
-    def stream(self) -> Iterator[PartitionBatch]:
-        """Each database's batches in turn (a snapshot, then one streaming poll each per round); with several
-        tasks, each task's so on its own thread, merged as they come."""
-        if self._tasks is not None:
-            yield from self._tasks.stream()
-            return
-        yield from round_robin(self.readers, lambda: self._stopped)
+    #: As Debezium's SqlServerChangeEventSourceCoordinator (one streaming iteration per database, then the pause
+    #: check): a blocking snapshot runs at the end of the round the signal came in (cdc_sqlserver.tasks.round_robin).
+    pauses_at_round_end = SqlServerConnector.pauses_at_round_end
+
+    def stream(self) -> Iterator[PartitionBatch | RoundEnd]:
+        """Each database's batches in turn (a snapshot batch, or, once streaming, a whole poll, each per round, then
+        a ``RoundEnd``); with several tasks, each task's so on its own thread, merged as they come."""
+        batches = self._tasks.stream() if self._tasks is not None else round_robin(self.readers, lambda: self._stopped)
+        for batch in batches:
+            if batch.__class__ is RoundEnd and batch.positions:
+                # Where each database's stream stood at its round's end: a blocking snapshot paused there (as the
+                # engine thread sees it: a task thread may be further already) carries it.
+                self._positions.update(batch.positions)
+            yield batch
 
     def incremental_snapshot_source(self) -> MultiDatabaseIncrementalSource:
         """Ad hoc snapshots over the tables every database captures (``cdc_core.incremental.spi``)."""
         readers = self.readers or [self._reader(name, self.context.history) for name in self.names]
         return MultiDatabaseIncrementalSource({r.db: r.incremental_snapshot_source() for r in readers},
-                                              signal_database(self.config, self.names) or self.db)
+                                              signal_database(self.config, self.names) or self.db, self._positions)
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
         """Nothing to release (as one database)."""
@@ -215,10 +225,13 @@ def _parts(name: str) -> list[str]:
 class MultiDatabaseIncrementalSource:
     """Ad hoc snapshot capabilities over several databases: each table's own database's, watermarks in the signal's."""
 
-    def __init__(self, sources: dict[str, SqlServerIncrementalSource], signal_db: str):
-        """``sources`` by database name; ``signal_db`` holds the signal table."""
+    def __init__(self, sources: dict[str, SqlServerIncrementalSource], signal_db: str,
+                 positions: dict[str, tuple[str | None, str | None, int | None]] | None = None):
+        """``sources`` by database name; ``signal_db`` holds the signal table; ``positions``: each database's stream
+        position at the last round's end (SqlServerDatabases keeps it up to date)."""
         self.sources = sources
         self.signal_db = signal_db
+        self.positions = positions if positions is not None else {}
 
     def captured_tables(self) -> list[Table]:
         """Every database's captured tables (their ids carry the database)."""
@@ -241,10 +254,13 @@ class MultiDatabaseIncrementalSource:
         for db, group in by_db.items():
             if stopped():
                 return
-            # streamed=False: the position the snapshot resumes from may be another database's (a channel signal
-            # pauses at the last batch, of whichever database), so each database's CREATEs and rows carry the
-            # max LSN of its own snapshot transaction, as its initial snapshot's do.
-            yield from self.sources[db].blocking_snapshot(group, offset_for, stopped, streamed=False)
+            # Each database's CREATEs and rows carry its own stream's position at the pause (the round's end), as
+            # Debezium's snapshot of a partition runs on that partition's SqlServerOffsetContext. (Debezium 2.7.4
+            # runs no signal at all with several databases in one task: SignalProcessor asks for the only
+            # partition and the action fails; with a task per database, a blocking snapshot reads its own
+            # database's tables only. cdc reads several databases' tables, each with its own position; a database
+            # with none yet, still in its initial snapshot, gets the max LSN of its snapshot transaction.)
+            yield from self.sources[db].blocking_snapshot(group, offset_for, stopped, self.positions.get(db))
 
     def close(self) -> None:
         """Nothing held between calls."""
