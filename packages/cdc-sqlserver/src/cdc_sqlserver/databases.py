@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from cdc_core.config import Config, common
-from cdc_core.events import PartitionBatch, RawChange, RoundEnd
+from cdc_core.events import ChangeRecord, PartitionBatch, RawChange, RoundEnd
 from cdc_core.incremental.spi import ChunkRows, Key
 from cdc_core.relational import Table
 from cdc_core.signals.conditions import Node
@@ -260,7 +261,17 @@ class MultiDatabaseIncrementalSource:
             # partition and the action fails; with a task per database, a blocking snapshot reads its own
             # database's tables only. cdc reads several databases' tables, each with its own position; a database
             # with none yet, still in its initial snapshot, gets the max LSN of its snapshot transaction.)
-            yield from self.sources[db].blocking_snapshot(group, offset_for, stopped, self.positions.get(db))
+            batches = self.sources[db].blocking_snapshot(group, offset_for, stopped, self.positions.get(db))
+            if db == self.signal_db:
+                yield from batches
+                continue
+            signal_partition = {"server": self.sources[self.signal_db].server, "database": self.signal_db}
+            for batch in batches:
+                if batch and batch[0].__class__ is ChangeRecord:
+                    # Its CREATEs carry the snapshot's offset, the signal database's: stored under that partition
+                    # (under their own database's, a crash would resume it from another database's LSNs).
+                    batch = [replace(r, partition=signal_partition) for r in batch]
+                yield batch
 
     def close(self) -> None:
         """Nothing held between calls."""

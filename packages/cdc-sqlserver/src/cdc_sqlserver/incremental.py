@@ -277,7 +277,8 @@ class SqlServerIncrementalSource:
                 position or (self.position() if self.position is not None else None) or _position_of(paused)
             if at is not None:
                 lsns = at
-                position_doc = {k: v for k, v in zip(("change_lsn", "commit_lsn", "event_serial_no"), at) if v is not None}
+                keys = ("change_lsn", "commit_lsn", "event_serial_no")
+                position_doc = {k: v for k, v in zip(keys, at) if v is not None}
             else:
                 lsns = (None, max_lsn, None)
                 position_doc = snapshot_offset(max_lsn, False)
