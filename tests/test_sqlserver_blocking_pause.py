@@ -234,4 +234,64 @@ def test_two_databases_the_rest_of_the_round_comes_before_the_snapshot(inventory
     assert {_lsns(r.offset) for r in every_read} == {_lsns(insert.offset)}
     assert _lsns(store.get({"server": "server1", "database": first})) == \
         _lsns(data(records, customers)[-1].value["source"])
-    assert _lsns(store.get({"server": "server1", "database": OTHER})) == _lsns(data(records, orders)[-1].value["source"])
+    assert _lsns(store.get({"server": "server1", "database": OTHER})) == \
+        _lsns(data(records, orders)[-1].value["source"])
+
+
+def test_two_tasks_the_signal_databases_task_pauses_at_the_end_of_its_round(inventory, second):
+    """tasks.max=2, a task (thread) per database, each streaming in rounds of its own (Debezium: a task per database,
+    each pausing after its own round): the signal's window comes first; the other database's rows carry where its
+    stream stood at its task's last round end, its last change."""
+    inventory.create_table(SIGNAL)
+    inventory.enable_table("dbo", "debezium_signal")
+    second.create_table("CREATE TABLE dbo.orders (id INT NOT NULL PRIMARY KEY, qty INT NOT NULL)")
+    second.execute("INSERT INTO dbo.orders VALUES (1, 1), (2, 2)")
+    second.enable_table("dbo", "orders")
+    first = inventory.dbname
+    config = inventory.properties(**{"database.names": f"{first},{OTHER}", "tasks.max": 2, "snapshot.mode": "no_data",
+                                     "table.include.list": "dbo.customers,dbo.orders", "poll.interval.ms": 50,
+                                     "signal.data.collection": f"{first}.dbo.debezium_signal"})
+    store = MemoryOffsetStore()
+    runner, notes = _started(config, store)
+    customers, orders = f"server1.{first}.dbo.customers", f"server1.{OTHER}.dbo.orders"
+
+    def data(records, topic):
+        return [r for r in records if r.value and r.topic == topic]
+
+    try:
+        inventory.execute("UPDATE dbo.customers SET email = 'warm@x' WHERE id = 1001")
+        second.execute("UPDATE dbo.orders SET qty = 20 WHERE id = 2")
+        runner.wait(lambda rs: data(rs, customers) and data(rs, orders), "both databases streaming", 60)
+        inventory.agent.stop()
+        inventory.execute(_blocking("b-3", f"{first}.dbo.customers", f"{OTHER}.dbo.orders"))
+        inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('n', 'n', 'n@x')")
+        inventory.agent.start()
+        runner.wait(lambda rs: _completed(notes) and len(_reads(rs)) >= 7, "the blocking snapshot", 60)
+        inventory.execute("DELETE FROM dbo.customers WHERE id = 1005")
+        second.execute("UPDATE dbo.orders SET qty = 30 WHERE id = 1")
+        runner.wait(lambda rs: any(r.value["op"] == "d" for r in data(rs, customers))
+                    and any(r.value["after"]["qty"] == 30 for r in data(rs, orders)), "the changes after", 60)
+    finally:
+        runner.stop()
+    records = [r for r in runner.records if r.value]
+    signal = next(i for i, r in enumerate(records) if r.key == {"id": "b-3"})
+    creates = [r for r in records[signal:] if r.topic == "server1"]
+    insert = next(r for r in data(records, customers) if r.value["op"] == "c")
+    update = next(r for r in data(records, orders) if r.value["op"] == "u")
+    assert signal < records.index(insert) < records.index(creates[0])
+    reads = {topic: [r for r in data(records, topic) if r.value["op"] == "r"] for topic in (customers, orders)}
+    assert (len(reads[customers]), len(reads[orders])) == (5, 2)
+    assert {_lsns(r.value["source"]) for r in reads[customers]} == {_lsns(insert.value["source"])}
+    assert {_lsns(r.value["source"]) for r in reads[orders]} == {_lsns(update.value["source"])}
+    every = [*creates, *reads[customers], *reads[orders]]
+    assert {r.partition["database"] for r in every} == {first}
+    assert {_lsns(r.offset) for r in every} == {_lsns(insert.offset)}
+    streamed = [(r.topic, r.key, r.value["op"]) for r in records if r.topic in (customers, orders)
+                and r.value["op"] != "r"]
+    assert sorted(streamed, key=str) == sorted([(customers, {"id": 1001}, "u"), (orders, {"id": 2}, "u"),
+                                                (customers, {"id": 1005}, "c"), (customers, {"id": 1005}, "d"),
+                                                (orders, {"id": 1}, "u")], key=str)
+    assert _lsns(store.get({"server": "server1", "database": first})) == \
+        _lsns(data(records, customers)[-1].value["source"])
+    assert _lsns(store.get({"server": "server1", "database": OTHER})) == \
+        _lsns(data(records, orders)[-1].value["source"])
