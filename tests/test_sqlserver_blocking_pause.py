@@ -38,8 +38,9 @@ def _lsns(source_or_offset: dict) -> tuple:
     return tuple(source_or_offset.get(k) for k in LSNS)
 
 
-def _started(config: dict, store: MemoryOffsetStore) -> tuple[EngineThread, list]:
-    runner = EngineThread(config, offsets=store)
+def _started(config: dict, store: MemoryOffsetStore, history=None, slow: float = 0.0) -> tuple[EngineThread, list]:
+    runner = EngineThread(config, offsets=store, history=history)
+    runner.slow = slow
     notes: list = []
     runner.engine.add_notification_listener(notes.append)
     runner.start()
@@ -59,10 +60,10 @@ def _reads(records: list) -> list:
     return [r for r in records if r.value and r.value.get("op") == "r"]
 
 
-def _items(standin) -> dict:
+def _items(standin, rows: int = 5) -> dict:
     standin.create_table(SIGNAL)
     standin.create_table("CREATE TABLE dbo.items (id INT NOT NULL PRIMARY KEY, v INT NOT NULL)")
-    standin.execute("INSERT INTO dbo.items SELECT g, 0 FROM generate_series(1, 5) g")
+    standin.execute(f"INSERT INTO dbo.items SELECT g, 0 FROM generate_series(1, {rows}) g")
     standin.enable_db()
     standin.enable_table("dbo", "items")
     standin.enable_table("dbo", "debezium_signal")
@@ -124,6 +125,48 @@ def test_changes_after_the_signal_in_its_poll_window_are_streamed_before_the_sna
         runner.stop()
     assert [(r.value["op"], r.key) for r in runner.records if r.value and r.topic.endswith(".items")] == \
         [("c", {"id": 8})]
+
+
+def test_a_stop_in_the_middle_of_the_snapshot_resumes_it_then_streams_from_the_rounds_end(standin):
+    """The snapshot's offsets carry the paused position (the round's end) and the tables left: a restart reads the
+    rest, then streams from there, so the changes streamed before the snapshot are not delivered again."""
+    from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+
+    config = {**_items(standin, rows=3000), "max.batch.size": 200, "max.queue.size": 400}
+    db = standin.dbname
+    store, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
+    partition = {"server": "server1", "database": db}
+    runner, _ = _started(config, store, history, slow=0.05)
+    try:
+        standin.agent.stop()
+        standin.execute(_blocking("b-4", f"{db}.dbo.items"))
+        standin.execute("INSERT INTO dbo.items VALUES (100001, 1)")
+        standin.execute("UPDATE dbo.items SET v = 7 WHERE id = 1")
+        standin.agent.start()
+        runner.wait(lambda rs: len(_reads(rs)) >= 300, "the first rows of the snapshot", 60)
+    finally:
+        runner.stop()
+    before = [r for r in runner.records if r.value and r.topic.endswith(".items")]
+    update = next(r for r in before if r.value["op"] == "u")
+    assert [r.value["op"] for r in before if r.value["op"] != "r"] == ["c", "u"]
+    stored = store.get(partition)
+    assert "blocking_snapshot" in stored and _lsns(stored) == _lsns(update.value["source"])
+    assert len(_reads(before)) < 3001  # stopped in the middle
+
+    runner, notes = _started(config, store, history)
+    try:
+        runner.wait(lambda rs: _completed(notes) and len(_reads(rs)) >= 3001, "the rest of the snapshot", 60)
+        standin.execute("INSERT INTO dbo.items VALUES (100002, 2)")
+        runner.wait(lambda rs: any(r.value and r.key == {"id": 100002} for r in rs), "the insert after it", 60)
+    finally:
+        runner.stop()
+    after = [r for r in runner.records if r.value and r.topic.endswith(".items")]
+    # The table again from its start (the current one is re-read), at the same paused position; then only the change
+    # made after: the insert and the update of the signal's round are not streamed again.
+    assert sorted(r.key["id"] for r in _reads(after)) == [*range(1, 3001), 100001]
+    assert {_lsns(r.value["source"]) for r in _reads(after)} == {_lsns(update.value["source"])}
+    assert [(r.value["op"], r.key["id"]) for r in after if r.value["op"] != "r"] == [("c", 100002)]
+    assert "blocking_snapshot" not in store.get(partition)
 
 
 def test_snapshot_mode_always_gives_the_snapshot_the_max_lsn(standin):

@@ -261,7 +261,8 @@ class MultiDatabaseIncrementalSource:
             # partition and the action fails; with a task per database, a blocking snapshot reads its own
             # database's tables only. cdc reads several databases' tables, each with its own position; a database
             # with none yet, still in its initial snapshot, gets the max LSN of its snapshot transaction.)
-            batches = self.sources[db].blocking_snapshot(group, offset_for, stopped, self.positions.get(db))
+            batches = self.sources[db].blocking_snapshot(group, offset_for, stopped, self.positions.get(db),
+                                                         paused_here=db == self.signal_db)
             if db == self.signal_db:
                 yield from batches
                 continue

@@ -242,7 +242,8 @@ class SqlServerIncrementalSource:
 
     def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
                           stopped: Callable[[], bool],
-                          position: tuple[str | None, str | None, int | None] | None = None) -> Iterator[list[Any]]:
+                          position: tuple[str | None, str | None, int | None] | None = None,
+                          paused_here: bool = True) -> Iterator[list[Any]]:
         """The tables read in one transaction at ``snapshot.isolation.mode``, with the initial snapshot's markers,
         each with the catalog's structure, after a CREATE for each (``created``).
 
@@ -255,7 +256,8 @@ class SqlServerIncrementalSource:
         ``commit_lsn`` and ``event_serial_no`` as the stream left them at the pause (the end of the poll
         round: the last event streamed, cdc_sqlserver.streaming.StreamReader.source_position): ``position``
         (this database's, given by cdc_sqlserver.databases), else ``self.position()``, else the paused
-        offset (``offset_for``: a blocking snapshot resumed before streaming started). With
+        offset (``offset_for``: a blocking snapshot resumed before streaming started; only if
+        ``paused_here``, the paused offset being this database's). With
         ``snapshot.mode=always`` it makes a new offset context at the max LSN (read in the snapshot's
         transaction: ``commit_lsn`` only), as it does when there is no position at all (a database that
         has not streamed yet). The events' offset is the paused one plus what is left to read
@@ -274,7 +276,8 @@ class SqlServerIncrementalSource:
             fetch = self.config.get(msc.SNAPSHOT_FETCH_SIZE)
             paused = offset_for(tables[0][0]) if tables else None
             at = None if self.config.get(msc.SNAPSHOT_MODE) == "always" else \
-                position or (self.position() if self.position is not None else None) or _position_of(paused)
+                position or (self.position() if self.position is not None else None) or \
+                (_position_of(paused) if paused_here else None)
             if at is not None:
                 lsns = at
                 keys = ("change_lsn", "commit_lsn", "event_serial_no")
