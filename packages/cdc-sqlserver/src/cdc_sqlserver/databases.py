@@ -3,9 +3,11 @@
 Debezium's SQL Server connector gives each database its own partition ``{"server": <topic.prefix>,
 "database": <name>}`` with its own offsets, topics ``<prefix>.<database>.<schema>.<table>``, and
 processes the databases of a task in turn: each snapshot, then one streaming iteration per
-database per round (SqlServerStreamingChangeEventSource over its partitions). cdc does the same in
-one task: a SqlServerConnector per database (its own connections, snapshot, capture instances and
-schema history records, tagged with the database), their batches taken round-robin, each handed
+database per round (SqlServerStreamingChangeEventSource over its partitions), the pause for a
+blocking snapshot checked after each round. cdc does the same in one task: a SqlServerConnector per
+database (its own connections, snapshot, capture instances and schema history records, tagged with
+the database), their batches taken round-robin (a snapshot batch, or once streaming a whole poll,
+per turn; a ``RoundEnd`` after each round, where a blocking snapshot runs), each handed
 to the engine as a ``PartitionBatch`` so the engine stores each database's offset under its own
 partition (``Connector.partitions``/``start_partitions``, cdc_core.engine). Databases are not merged
 by commit time: as in Debezium, events of different databases have no order between them.
@@ -22,7 +24,8 @@ Limits: a table of another database than the signal table's is snapshotted in wi
 table's stream, so a change to a row of it is set against the chunk only if the round-robin hands it
 over while the window is open (Debezium 2.7.4 sets none against it: its window lives in the signal
 database's offset context); a blocking snapshot of tables of several databases reads them one
-database after the other, each with its own first/last markers.
+database after the other, each with its own first/last markers and its own stream's position at the
+round's end (Debezium 2.7.4 runs no signal with several databases in one task).
 
 ``tasks.max`` > 1 spreads the databases over tasks as Debezium does (``cdc_sqlserver.tasks``: task ``i``
 gets the databases at ``i, i+n, ...``), each task a thread streaming its databases in turn, so a
