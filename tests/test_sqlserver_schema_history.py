@@ -188,10 +188,19 @@ def test_a_blocking_snapshot_records_and_sends_the_catalogs_structure_and_a_rest
     def signal():
         inventory.execute("INSERT INTO dbo.debezium_signal VALUES ('b-1', 'execute-snapshot', "
                           "'{\"data-collections\": [\"" + db + ".dbo.prices\"], \"type\": \"blocking\"}')")
-        # A later row streamed after the snapshot's end, so its offset (not the snapshot's) is what is stored.
-        inventory.execute("INSERT INTO dbo.debezium_signal VALUES ('l-1', 'log', '{\"message\": \"after\"}')")
 
-    records = _run(config, store, lambda rs: any(r.key == {"id": "l-1"} for r in rs), signal)
+    logged = []
+
+    def until(records):
+        if not logged and any(r.value and r.value.get("op") == "r" for r in _prices(records)):
+            # A later row streamed after the snapshot's end, so its offset (not the snapshot's) is what is stored.
+            # (Inserted once the snapshot is seen: in the signal's poll window it would come before the snapshot,
+            # as in Debezium, whose stream pauses at the end of its poll round.)
+            logged.append(True)
+            inventory.execute("INSERT INTO dbo.debezium_signal VALUES ('l-1', 'log', '{\"message\": \"after\"}')")
+        return any(r.key == {"id": "l-1"} for r in records)
+
+    records = _run(config, store, until, signal)
     kinds = ["schema" if r.topic == "server1" else r.topic.rsplit(".", 1)[1] for r in records if r.value]
     assert kinds == ["debezium_signal", "schema", "prices", "debezium_signal"]
     row, create, read, _ = (r.value for r in records if r.value)
@@ -199,8 +208,9 @@ def test_a_blocking_snapshot_records_and_sends_the_catalogs_structure_and_a_rest
     assert (change["type"], change["id"], create["ddl"]) == ("CREATE", f'"{db}"."dbo"."prices"', None)
     (amount,) = [c for c in change["table"]["columns"] if c["name"] == "amount"]
     assert (amount["length"], amount["scale"]) == (12, 4)
-    # Its source is the snapshot's: snapshot true, at the position streaming paused at (the signal's row), as the
-    # rows (Debezium's blocking snapshot runs on the stream's offset context).
+    # Its source is the snapshot's: snapshot true, at the position streaming paused at (the end of the signal's
+    # poll window: the signal's row, the window's last), as the rows (Debezium's blocking snapshot runs on the
+    # stream's offset context).
     source = create["source"]
     assert (source["snapshot"], source["table"]) == ("true", "prices")
     assert [source[k] for k in ("change_lsn", "commit_lsn", "event_serial_no")] == \

@@ -136,6 +136,25 @@ class PartitionBatch(list):
         self.partition = partition
 
 
+class RoundEnd(list):
+    """The end of a poll round: an empty batch a connector whose streaming loop pauses for a blocking snapshot
+    only between rounds (``pauses_at_round_end``, SQL Server) yields after each one.
+
+    Debezium's SqlServerChangeEventSourceCoordinator runs one streaming iteration per partition, then checks
+    ``context.isPaused()``: the signal controller runs a requested blocking snapshot at this marker, not at the
+    signal. ``partitions``: the partitions the round polled (None: the connector's only one); ``positions``:
+    connector-specific, where each partition's stream stood at the round's end (SQL Server: its
+    ``(change_lsn, commit_lsn, event_serial_no)`` by database). Being empty, it is skipped by anything else.
+    """
+
+    __slots__ = ("partitions", "positions")
+
+    def __init__(self, partitions: list[dict[str, Any]] | None = None, positions: dict[str, Any] | None = None):
+        super().__init__()
+        self.partitions = partitions
+        self.positions = positions
+
+
 def partition_key(partition: dict[str, Any]) -> bytes:
     """A partition's identity as a dict key (its JSON with sorted keys, as the offset stores key it)."""
     import orjson

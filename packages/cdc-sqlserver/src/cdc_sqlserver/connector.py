@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from cdc_core.config import Config, Fields, common
 from cdc_core.errors import ConnectorError, RetriableError
-from cdc_core.events import Checkpoint, RawChange
+from cdc_core.events import Checkpoint, RawChange, RoundEnd
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
 from cdc_core.relational import Table
@@ -35,7 +35,7 @@ from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.snapshot import SnapshotReader, UncapturedTable, select_for
 from cdc_sqlserver.source import SOURCE_SCHEMA
-from cdc_sqlserver.streaming import ResumePoint, StreamReader
+from cdc_sqlserver.streaming import ResumePoint, StreamReader, lsn_text
 from cdc_sqlserver.types import TypeModes
 
 
@@ -56,6 +56,11 @@ class SqlServerConnector:
     #: source channel), and never read by a snapshot (RelationalSnapshotChangeEventSource.determineSnapshotSelect
     #: skips the signal data collection). cdc_core.signals.controller reads this.
     signal_table_captured: ClassVar[bool] = True
+    #: As Debezium 2.7.4's SqlServerChangeEventSourceCoordinator, whose streaming loop runs one iteration (a poll
+    #: window) per database and only then checks ``context.isPaused()``: a blocking snapshot runs at the end of
+    #: the round the signal came in (the ``RoundEnd`` each poll ends with), after the rest of that window's
+    #: changes, not at the signal's row (cdc_core.signals.controller).
+    pauses_at_round_end: ClassVar[bool] = True
     #: MBeans ``debezium.sql_server:type=connector-metrics,server=<prefix>,task=0,context=<context>[,database=<db>]``.
     metrics_plugin: ClassVar[str] = "sql_server"
     metrics_task: ClassVar[str] = "0"
@@ -101,6 +106,8 @@ class SqlServerConnector:
         self._reload_instances = False
         #: The streaming side's reader, once streaming started.
         self._stream_reader: StreamReader | None = None
+        #: Where the stream stood at its last poll's end (``StreamReader.source_position``), None before one.
+        self._round_position: tuple[str | None, str | None, int | None] | None = None
         self._context = context
         self._history: SchemaHistory | None = None
         #: Set when a snapshot starts (its CREATE events go first: cdc_sqlserver.schema_history).
@@ -415,6 +422,24 @@ class SqlServerConnector:
         return None if history is None else history.table_from_history(table, captured, self.modes,
                                                                         parse or self._parse)
 
+    @property
+    def streaming(self) -> bool:
+        """True once the snapshot (if any) is over and the change tables are polled."""
+        return self._stream_reader is not None
+
+    def round_position(self) -> tuple[str | None, str | None, int | None] | None:
+        """Debezium's offset context of this database where a blocking snapshot pauses it: ``(change_lsn,
+        commit_lsn, event_serial_no)`` as the stream stood at its last poll's end, or, before streaming started
+        (a blocking snapshot resumed at start), the stored offset's; None without either."""
+        if self._round_position is not None:
+            return self._round_position
+        offset = self._offset
+        if not offset or (offset.get("snapshot") and not offset.get("snapshot_completed")):
+            return None
+        serial = offset.get("event_serial_no")
+        return (lsn_text(offset.get("change_lsn")), lsn_text(offset.get("commit_lsn")),
+                None if serial is None else int(serial))
+
     def incremental_snapshot_source(self) -> SqlServerIncrementalSource:
         """Ad hoc snapshots (``cdc_core.incremental.spi``) over the tables this connector captures."""
         source = SqlServerIncrementalSource(self.config, self.log)
@@ -422,6 +447,7 @@ class SqlServerConnector:
         source.recorded = self._recorded
         source.parse = self._parse
         source.created = self._blocking_created
+        source.position = self.round_position
         return source
 
     def _blocking_created(self, tables: list[Table], position: dict[str, Any], event_offset: dict[str, Any] | None,
@@ -503,4 +529,8 @@ class SqlServerConnector:
                 self._stop.wait(interval)
             elif checks:
                 yield [*checks, Checkpoint(reader.offset())]
+            # The poll's end (with several databases, cdc_sqlserver.tasks.round_robin ends the round after each one's):
+            # a blocking snapshot signalled in it runs here (pauses_at_round_end), on the stream's position.
+            self._round_position = reader.source_position()
+            yield RoundEnd(None, {self.db: self._round_position})
 

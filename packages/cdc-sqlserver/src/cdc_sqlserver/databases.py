@@ -3,9 +3,11 @@
 Debezium's SQL Server connector gives each database its own partition ``{"server": <topic.prefix>,
 "database": <name>}`` with its own offsets, topics ``<prefix>.<database>.<schema>.<table>``, and
 processes the databases of a task in turn: each snapshot, then one streaming iteration per
-database per round (SqlServerStreamingChangeEventSource over its partitions). cdc does the same in
-one task: a SqlServerConnector per database (its own connections, snapshot, capture instances and
-schema history records, tagged with the database), their batches taken round-robin, each handed
+database per round (SqlServerStreamingChangeEventSource over its partitions), the pause for a
+blocking snapshot checked after each round. cdc does the same in one task: a SqlServerConnector per
+database (its own connections, snapshot, capture instances and schema history records, tagged with
+the database), their batches taken round-robin (a snapshot batch, or once streaming a whole poll,
+per turn; a ``RoundEnd`` after each round, where a blocking snapshot runs), each handed
 to the engine as a ``PartitionBatch`` so the engine stores each database's offset under its own
 partition (``Connector.partitions``/``start_partitions``, cdc_core.engine). Databases are not merged
 by commit time: as in Debezium, events of different databases have no order between them.
@@ -22,7 +24,8 @@ Limits: a table of another database than the signal table's is snapshotted in wi
 table's stream, so a change to a row of it is set against the chunk only if the round-robin hands it
 over while the window is open (Debezium 2.7.4 sets none against it: its window lives in the signal
 database's offset context); a blocking snapshot of tables of several databases reads them one
-database after the other, each with its own first/last markers.
+database after the other, each with its own first/last markers and its own stream's position at the
+round's end (Debezium 2.7.4 runs no signal with several databases in one task).
 
 ``tasks.max`` > 1 spreads the databases over tasks as Debezium does (``cdc_sqlserver.tasks``: task ``i``
 gets the databases at ``i, i+n, ...``), each task a thread streaming its databases in turn, so a
@@ -34,10 +37,11 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from cdc_core.config import Config, common
-from cdc_core.events import PartitionBatch, RawChange
+from cdc_core.events import ChangeRecord, PartitionBatch, RawChange, RoundEnd
 from cdc_core.incremental.spi import ChunkRows, Key
 from cdc_core.relational import Table
 from cdc_core.signals.conditions import Node
@@ -82,6 +86,9 @@ class SqlServerDatabases:
         self.task_names = task_databases(self.names, config.get(common.TASKS_MAX))
         #: The task threads when there are several tasks (made at start).
         self._tasks: Tasks | None = None
+        #: Each database's ``(change_lsn, commit_lsn, event_serial_no)`` at the last round's end that reached the
+        #: engine (SqlServerConnector.round_position): a blocking snapshot's events of its tables carry it.
+        self._positions: dict[str, tuple[str | None, str | None, int | None]] = {}
 
     def _reader(self, name: str, history: Any) -> SqlServerConnector:
         """The one-database connector of ``name``."""
@@ -139,19 +146,26 @@ class SqlServerDatabases:
         """Only through ``start_partitions``: one offset cannot start several databases."""
         raise TypeError("SqlServerDatabases starts through start_partitions (one offset per database)")
 
-    def stream(self) -> Iterator[PartitionBatch]:
-        """Each database's batches in turn (a snapshot, then one streaming poll each per round); with several
-        tasks, each task's so on its own thread, merged as they come."""
-        if self._tasks is not None:
-            yield from self._tasks.stream()
-            return
-        yield from round_robin(self.readers, lambda: self._stopped)
+    #: As Debezium's SqlServerChangeEventSourceCoordinator (one streaming iteration per database, then the pause
+    #: check): a blocking snapshot runs at the end of the round the signal came in (cdc_sqlserver.tasks.round_robin).
+    pauses_at_round_end = SqlServerConnector.pauses_at_round_end
+
+    def stream(self) -> Iterator[PartitionBatch | RoundEnd]:
+        """Each database's batches in turn (a snapshot batch, or, once streaming, a whole poll, each per round, then
+        a ``RoundEnd``); with several tasks, each task's so on its own thread, merged as they come."""
+        batches = self._tasks.stream() if self._tasks is not None else round_robin(self.readers, lambda: self._stopped)
+        for batch in batches:
+            if batch.__class__ is RoundEnd and batch.positions:
+                # Where each database's stream stood at its round's end: a blocking snapshot paused there (as the
+                # engine thread sees it: a task thread may be further already) carries it.
+                self._positions.update(batch.positions)
+            yield batch
 
     def incremental_snapshot_source(self) -> MultiDatabaseIncrementalSource:
         """Ad hoc snapshots over the tables every database captures (``cdc_core.incremental.spi``)."""
         readers = self.readers or [self._reader(name, self.context.history) for name in self.names]
         return MultiDatabaseIncrementalSource({r.db: r.incremental_snapshot_source() for r in readers},
-                                              signal_database(self.config, self.names) or self.db)
+                                              signal_database(self.config, self.names) or self.db, self._positions)
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
         """Nothing to release (as one database)."""
@@ -215,10 +229,13 @@ def _parts(name: str) -> list[str]:
 class MultiDatabaseIncrementalSource:
     """Ad hoc snapshot capabilities over several databases: each table's own database's, watermarks in the signal's."""
 
-    def __init__(self, sources: dict[str, SqlServerIncrementalSource], signal_db: str):
-        """``sources`` by database name; ``signal_db`` holds the signal table."""
+    def __init__(self, sources: dict[str, SqlServerIncrementalSource], signal_db: str,
+                 positions: dict[str, tuple[str | None, str | None, int | None]] | None = None):
+        """``sources`` by database name; ``signal_db`` holds the signal table; ``positions``: each database's stream
+        position at the last round's end (SqlServerDatabases keeps it up to date)."""
         self.sources = sources
         self.signal_db = signal_db
+        self.positions = positions if positions is not None else {}
 
     def captured_tables(self) -> list[Table]:
         """Every database's captured tables (their ids carry the database)."""
@@ -241,10 +258,24 @@ class MultiDatabaseIncrementalSource:
         for db, group in by_db.items():
             if stopped():
                 return
-            # streamed=False: the position the snapshot resumes from may be another database's (a channel signal
-            # pauses at the last batch, of whichever database), so each database's CREATEs and rows carry the
-            # max LSN of its own snapshot transaction, as its initial snapshot's do.
-            yield from self.sources[db].blocking_snapshot(group, offset_for, stopped, streamed=False)
+            # Each database's CREATEs and rows carry its own stream's position at the pause (the round's end), as
+            # Debezium's snapshot of a partition runs on that partition's SqlServerOffsetContext. (Debezium 2.7.4
+            # runs no signal at all with several databases in one task: SignalProcessor asks for the only
+            # partition and the action fails; with a task per database, a blocking snapshot reads its own
+            # database's tables only. cdc reads several databases' tables, each with its own position; a database
+            # with none yet, still in its initial snapshot, gets the max LSN of its snapshot transaction.)
+            batches = self.sources[db].blocking_snapshot(group, offset_for, stopped, self.positions.get(db),
+                                                         paused_here=db == self.signal_db)
+            if db == self.signal_db:
+                yield from batches
+                continue
+            signal_partition = {"server": self.sources[self.signal_db].server, "database": self.signal_db}
+            for batch in batches:
+                if batch and batch[0].__class__ is ChangeRecord:
+                    # Its CREATEs carry the snapshot's offset, the signal database's: stored under that partition
+                    # (under their own database's, a crash would resume it from another database's LSNs).
+                    batch = [replace(r, partition=signal_partition) for r in batch]
+                yield batch
 
     def close(self) -> None:
         """Nothing held between calls."""

@@ -38,6 +38,7 @@ from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.lsn import from_value
 from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
 from cdc_sqlserver.source import source_block
+from cdc_sqlserver.streaming import lsn_text
 from cdc_sqlserver.types import TypeModes
 
 _BATCH = 2048
@@ -56,6 +57,13 @@ def signal_table_key(config: Config, db: str) -> tuple[str, str] | None:
     if len(parts) < 2:
         return None
     return parts[-2], parts[-1]
+
+
+def _position_of(offset: dict[str, Any] | None) -> tuple[str | None, str | None, int | None] | None:
+    """A stored offset's ``(change_lsn, commit_lsn, event_serial_no)`` (None without a commit LSN)."""
+    if not offset or not offset.get("commit_lsn"):
+        return None
+    return lsn_text(offset.get("change_lsn")), lsn_text(offset["commit_lsn"]), offset.get("event_serial_no")
 
 
 def _table_name(table: Table) -> str:
@@ -191,6 +199,9 @@ class SqlServerIncrementalSource:
         #: snapshot's CREATE events, recorded in the schema history (set by the connector; None: none).
         self.created: Callable[[list[Table], dict[str, Any], dict[str, Any] | None,
                                 tuple[str | None, str | None, int | None]], list[Any]] | None = None
+        #: ``() -> (change_lsn, commit_lsn, event_serial_no) | None``: where the stream stands where a blocking
+        #: snapshot pauses it (set by the connector: SqlServerConnector.round_position; None: the paused offset's).
+        self.position: Callable[[], tuple[str | None, str | None, int | None] | None] | None = None
 
     def captured_tables(self) -> list[Table]:
         """The captured tables, read now: as their capture instances stream them (captured columns only), and
@@ -235,17 +246,28 @@ class SqlServerIncrementalSource:
         return None
 
     def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
-                          stopped: Callable[[], bool], streamed: bool = True) -> Iterator[list[Any]]:
+                          stopped: Callable[[], bool],
+                          position: tuple[str | None, str | None, int | None] | None = None,
+                          paused_here: bool = True) -> Iterator[list[Any]]:
         """The tables read in one transaction at ``snapshot.isolation.mode``, with the initial snapshot's markers,
         each with the catalog's structure, after a CREATE for each (``created``).
 
         As Debezium 2.7.4, whose blocking task has ``snapshotSchema`` true: it reads the structure again
         (readTableStructure) and records and sends it (createSchemaChangeEventsForTables) before the rows.
-        Its snapshot runs on the stream's SqlServerOffsetContext (the signal's offsetContext), so the
-        CREATEs' and rows' source blocks carry the position streaming paused at: here the offset the
-        snapshot resumes streaming from (``offset_for``), when ``streamed`` (it is this database's), else
-        (another database's table, or no position yet) the max LSN read in the snapshot's transaction, as
-        the initial snapshot's.
+
+        Positions, as Debezium's: SqlServerSnapshotChangeEventSource.determineSnapshotOffset takes the
+        previous offset, the stream's SqlServerOffsetContext the signal handed over (unless
+        ``snapshot.mode=always``), so the CREATEs' and rows' source blocks carry ``change_lsn``,
+        ``commit_lsn`` and ``event_serial_no`` as the stream left them at the pause (the end of the poll
+        round: the last event streamed, cdc_sqlserver.streaming.StreamReader.source_position): ``position``
+        (this database's, given by cdc_sqlserver.databases), else ``self.position()``, else the paused
+        offset (``offset_for``: a blocking snapshot resumed before streaming started; only if
+        ``paused_here``, the paused offset being this database's). With
+        ``snapshot.mode=always`` it makes a new offset context at the max LSN (read in the snapshot's
+        transaction: ``commit_lsn`` only), as it does when there is no position at all (a database that
+        has not streamed yet). The events' offset is the paused one plus what is left to read
+        (cdc_core.incremental.blocking; Debezium's is ``{snapshot, snapshot_completed: false,
+        commit_lsn}``, which resumes nothing after a crash).
         """
         live = {t.id.identifier: t for t in self._tables(recorded=False)}
         tables = [(live.get(t.id.identifier, t), condition) for t, condition in tables]
@@ -258,14 +280,18 @@ class SqlServerIncrementalSource:
             max_lsn = str(from_value(row[0] if row else None))
             fetch = self.config.get(msc.SNAPSHOT_FETCH_SIZE)
             paused = offset_for(tables[0][0]) if tables else None
-            if streamed and paused and paused.get("commit_lsn"):
-                lsns = (paused.get("change_lsn"), paused["commit_lsn"], paused.get("event_serial_no"))
-                position = {"commit_lsn": lsns[1], "change_lsn": lsns[0], "event_serial_no": lsns[2]}
+            at = None if self.config.get(msc.SNAPSHOT_MODE) == "always" else \
+                position or (self.position() if self.position is not None else None) or \
+                (_position_of(paused) if paused_here else None)
+            if at is not None:
+                lsns = at
+                keys = ("change_lsn", "commit_lsn", "event_serial_no")
+                position_doc = {k: v for k, v in zip(keys, at) if v is not None}
             else:
                 lsns = (None, max_lsn, None)
-                position = snapshot_offset(max_lsn, False)
+                position_doc = snapshot_offset(max_lsn, False)
             if self.created is not None and tables:
-                events = self.created([t for t, _ in tables], position, paused, lsns)
+                events = self.created([t for t, _ in tables], position_doc, paused, lsns)
                 if events:
                     yield events
 

@@ -271,10 +271,11 @@ class SchemaHistory:
     def superseded(self, tables: list[Table]) -> None:
         """Structures streaming still holds that a blocking snapshot's CREATE replaced: no event for them.
 
-        The blocking snapshot runs in the middle of a poll's window (at the signal); streaming converts with
-        the recorded structures from its next window on. Debezium's stream pauses at the end of its
-        iteration instead, so those changes reach it before the snapshot, converted with the old structure,
-        and nothing is announced for them: neither here (no ALTER back to the old structure).
+        The blocking snapshot runs at the end of a poll round (as Debezium's, whose stream pauses after its
+        iteration); streaming converts with the recorded structures from its next window on. With
+        ``tasks.max`` > 1 a database's task thread may be in a window still, converting with the old
+        structure while the snapshot records the new one: as for Debezium's changes streamed before its
+        pause, nothing is announced for them (no ALTER back to the old structure).
         """
         for table in tables:
             self._superseded[id(table)] = table

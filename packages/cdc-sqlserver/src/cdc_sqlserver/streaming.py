@@ -36,6 +36,11 @@ NTH_FROM_BEGINNING = ("SELECT MAX(start_lsn) FROM (SELECT TOP (?) start_lsn FROM
                       "WHERE tran_id <> 0x00 ORDER BY start_lsn) AS next_lsns")
 
 
+def lsn_text(value: str | None) -> str | None:
+    """An offset's LSN text as a source block writes it: None for a missing or ``NULL`` one."""
+    return value if value and Lsn.parse(value).available else None
+
+
 #: The idle checkpoint's key for the end of the last window read (``StreamReader.idle_offset``).
 CAUGHT_UP = "caught_up_lsn"
 
@@ -139,6 +144,17 @@ class StreamReader:
         if not self._emitted:
             return self._resume_offset
         return {"commit_lsn": self._commit_text, "change_lsn": self._change_text, "event_serial_no": self.serial}
+
+    def source_position(self) -> tuple[str | None, str | None, int | None]:
+        """Debezium's offset context here as a source block has it: ``(change_lsn, commit_lsn, event_serial_no)``.
+
+        The last event's; before any event of this run, the resumed offset's LSNs with no serial number
+        (SqlServerOffsetContext's loader sets the LSNs of its SourceInfo, whose ``event_serial_no`` only
+        setChangePosition sets). A blocking snapshot's events carry it (``cdc_sqlserver.incremental``).
+        """
+        if self._emitted:
+            return self._change_text, self._commit_text, self.serial
+        return lsn_text(self._resume_offset.get("change_lsn")), lsn_text(self._resume_offset.get("commit_lsn")), None
 
     def idle_offset(self) -> dict[str, Any]:
         """``offset()`` at an idle poll, with ``caught_up_lsn``: every change captured up to it was delivered

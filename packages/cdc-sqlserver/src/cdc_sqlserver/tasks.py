@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc_core.errors import ConnectorError, RetriableError
-from cdc_core.events import PartitionBatch
+from cdc_core.events import PartitionBatch, RoundEnd
 
 #: Batches a task may have handed over and not yet taken by the engine (its own queue capacity).
 TASK_SLOTS = 4
@@ -69,30 +69,45 @@ def task_error(task: str, db: str, error: BaseException) -> ConnectorError:
     return wrapped
 
 
-def round_robin(readers: list[Any], stopped: Any) -> Iterator[PartitionBatch]:
-    """Each reader's batches in turn (a snapshot, then one streaming poll each per round), as one Debezium task.
+def round_robin(readers: list[Any], stopped: Any) -> Iterator[PartitionBatch | RoundEnd]:
+    """Each reader's batches in turn, as one Debezium task: a snapshot batch each per turn, then, once streaming,
+    a whole poll each (SqlServerStreamingChangeEventSource.executeIteration per partition), each round ended
+    by a ``RoundEnd`` naming the readers' partitions and where each one's stream stood.
 
-    An error of a reader leaves with ``.database`` set to its database.
+    Debezium's coordinator checks ``context.isPaused()`` after every database's iteration of a round, so a
+    blocking snapshot signalled in one database's window runs after the other databases' windows of that
+    round (cdc_core.signals.controller runs it at the ``RoundEnd``). A reader's poll ends with its own
+    ``RoundEnd`` (SqlServerConnector._stream), which is not passed on. An error of a reader leaves with
+    ``.database`` set to its database.
     """
-    running = [(r.db, r.partition(), r.stream()) for r in readers]
+    running = [(r, r.partition(), r.stream()) for r in readers]
+    partitions = [p for _, p, _ in running]
     try:
         while running and not stopped():
+            positions: dict[str, Any] = {}
             for entry in list(running):
-                db, partition, batches = entry
-                try:
-                    batch = next(batches)
-                except StopIteration:
-                    running.remove(entry)
-                    continue
-                except BaseException as e:
+                reader, partition, batches = entry
+                while True:
                     try:
-                        e.database = db  # type: ignore[attr-defined]
-                    except AttributeError:  # an exception type without a __dict__: the task's databases are named
-                        pass
-                    raise
-                yield PartitionBatch(batch, partition)
-                if stopped():
-                    return
+                        batch = next(batches)
+                    except StopIteration:
+                        running.remove(entry)
+                        break
+                    except BaseException as e:
+                        try:
+                            e.database = reader.db  # type: ignore[attr-defined]
+                        except AttributeError:  # an exception type without a __dict__: the task's databases are named
+                            pass
+                        raise
+                    if batch.__class__ is RoundEnd:
+                        positions.update(batch.positions or ())
+                        break
+                    yield PartitionBatch(batch, partition)
+                    if stopped():
+                        return
+                    if not getattr(reader, "streaming", False):
+                        break  # a snapshot's batch: the next reader's turn
+            yield RoundEnd(partitions, positions)
     finally:
         for _, _, batches in running:
             batches.close()

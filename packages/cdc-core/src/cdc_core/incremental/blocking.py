@@ -1,9 +1,12 @@
 """Blocking snapshots: streaming pauses, the tables are read as the initial snapshot reads them, streaming resumes.
 
 The change stream is simply not pulled while the snapshot runs, so streaming resumes exactly
-where it paused. Each READ carries the paused position plus the tables still to read, so a crash
-in the middle re-reads the remaining tables (the current one from its start) before streaming on.
-As in Debezium, changes made between the signal and the snapshot are streamed again afterwards.
+where it paused (as in Debezium, a change committed after that position and before the snapshot's
+read is in the snapshot's rows and is streamed afterwards too). Each READ carries the paused position plus
+the tables still to read, so a crash in the middle re-reads the remaining tables (the current one
+from its start) before streaming on. Where the stream pauses is the connector's: right after the
+signal, or at the end of the poll round the signal came in (``pauses_at_round_end``, SQL Server, as
+Debezium's coordinator); changes the stream had not reached by then are streamed after the snapshot.
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ watermark, and every offset gets the incremental snapshot's progress. With posit
 (``read.only=true``) every log event and checkpoint is shown to the incremental snapshot instead,
 which opens and closes windows from the positions they report. When nothing is running and no
 signal table is configured, a batch passes through untouched.
+
+A blocking snapshot runs right after the signal, or, for a connector declaring ``pauses_at_round_end``
+(SQL Server), at the next ``RoundEnd`` its stream yields: Debezium's SqlServerChangeEventSourceCoordinator
+checks ``context.isPaused()`` only after a whole round of streaming iterations (every database's poll
+window), so the changes after the signal in that round reach it before the snapshot's records.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any
 
 from cdc_core.config import Config
 from cdc_core.errors import RetriableError
-from cdc_core.events import Checkpoint, ChangeRecord, PartitionBatch, RawChange
+from cdc_core.events import Checkpoint, ChangeRecord, PartitionBatch, RawChange, RoundEnd
 from cdc_core.filters import TableFilter
 from cdc_core.incremental.blocking import BLOCKING_KEY, BlockingRequest, run_blocking
 from cdc_core.incremental.coordinator import CLOSE, IDLE_WAIT_S, OPEN, IncrementalSnapshot
@@ -70,13 +75,19 @@ class SignalController:
         self._kinds: dict[int, tuple[Table, int, tuple[int, int, int] | None]] = {}
         self._blocking: BlockingRequest | None = None
         self._last_offset: dict[str, Any] | None = None
+        #: The stream pauses for a blocking snapshot at the end of its poll round (a ``RoundEnd``), not at the
+        #: signal (see the module's docstring); checked per batch, never per change.
+        self.round_pause = bool(getattr(connector, "pauses_at_round_end", False))
+        #: (Round pause, several partitions) the last offset of the signal partition's batches: where its stream
+        #: stands at a round's end, the position a blocking snapshot pauses at (and resumes streaming from).
+        self._signal_offset: dict[str, Any] | None = None
         self._read_channels: list[Any] = []
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     def start(self, offset: dict[str, Any] | None) -> None:
         """Continue what the committed offset records: an incremental snapshot, an unfinished blocking one."""
-        self._last_offset = offset
+        self._last_offset = self._signal_offset = offset
         if not offset or not (offset.get(STATE_KEY) or offset.get(BLOCKING_KEY)):
             return
         source = self.capability()
@@ -89,6 +100,7 @@ class SignalController:
             if offset.get(BLOCKING_KEY):
                 self._blocking = BlockingRequest.from_offset(offset, source.captured_tables(), self.log)
                 self._last_offset = self._blocking.paused_at if self._blocking else offset
+                self._signal_offset = self._last_offset
         except Exception as e:  # noqa: BLE001 - the database is unreachable: the engine retries the attempt
             raise RetriableError(f"cannot resume the ad hoc snapshot recorded in the offsets: {e}") from e
 
@@ -121,19 +133,31 @@ class SignalController:
             else None
         if self._blocking is not None:
             yield from _tagged(self._run_blocking(), part)
+        signal_part = part
+        round_pause = self.round_pause
         for batch in stream:
+            if round_pause and batch.__class__ is RoundEnd:
+                # A round's end: a blocking snapshot requested during it runs now (at the end of a round that
+                # polled the signal partition, when tasks poll their databases in rounds of their own).
+                if self._blocking is not None and (signal_part is None or batch.partitions is None
+                                                   or signal_part in batch.partitions):
+                    yield from _tagged(self._pause_at_round_end(signal_part is not None), signal_part)
+                continue
             part = getattr(batch, "partition", None)
             if part is None:
                 yield from self._process(batch)
             else:
+                before = self._last_offset
                 yield from _tagged(self._process(batch), part)
+                if round_pause and self._last_offset is not before and part == signal_part:
+                    self._signal_offset = self._last_offset
 
     def _process(self, batch: Batch) -> Iterator[Batch]:
         out: Batch = list(self.notifier.drain())
         records = self._poll_channels()
         for record in records:
             self._dispatch(record)
-            if self._blocking is not None:
+            if self._blocking is not None and not self.round_pause:
                 self._commit_channels()
                 yield out
                 out = []
@@ -182,7 +206,7 @@ class SignalController:
                     self._signal_row(item, kind, fields, out)
                     inc = self.incremental
                     state = inc.state if inc is not None else None
-                    if self._blocking is not None:
+                    if self._blocking is not None and not self.round_pause:
                         yield out
                         out = []
                         append = out.append
@@ -335,7 +359,8 @@ class SignalController:
                                                    "channel": record.channel, "reason": reason}, record.id)
 
     def request_blocking(self, signal_id: str, tables: list[tuple[Table, str | None, Node | None]]) -> None:
-        """Run a blocking snapshot of ``tables`` (table, filter text, filter) right after the current signal."""
+        """Run a blocking snapshot of ``tables`` (table, filter text, filter) right after the current signal (with
+        ``round_pause``: at the end of the current poll round)."""
         self._blocking = BlockingRequest(signal_id, tables, self._last_offset)
 
     def capability(self) -> IncrementalSnapshotSource | None:
@@ -352,6 +377,14 @@ class SignalController:
             self.incremental = IncrementalSnapshot(source, self.config, self.notifier,
                                                    self.metrics.snapshot if self.metrics is not None else None, self.log)
         return self.incremental
+
+    def _pause_at_round_end(self, several: bool) -> Iterator[Batch]:
+        """The requested blocking snapshot, paused where the (signal partition's) stream stands at the round's end:
+        Debezium's runs on the stream's offset context as the round left it, and streaming resumes from there."""
+        paused = self._signal_offset if several else self._last_offset
+        if self._blocking is not None and paused is not None:
+            self._blocking.paused_at = paused
+        yield from self._run_blocking()
 
     def _run_blocking(self) -> Iterator[Batch]:
         request, self._blocking = self._blocking, None
