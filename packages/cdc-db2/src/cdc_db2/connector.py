@@ -9,8 +9,9 @@ from typing import Any, ClassVar
 
 from cdc_core.config import Config, Fields, common
 from cdc_core.errors import ConnectorError, RetriableError
-from cdc_core.events import Checkpoint, RawChange
+from cdc_core.events import Checkpoint, RawChange, RoundEnd
 from cdc_core.filters import snapshot_order
+from cdc_core.incremental.blocking import BLOCKING_KEY
 from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
@@ -47,6 +48,10 @@ class Db2Connector:
     offset_shape: ClassVar[OffsetShape] = OffsetShape(
         required={"commit_lsn": "str"},
         optional={"change_lsn": "str", "event_serial_no": "uint", "snapshot": "bool", "snapshot_completed": "bool"})
+    #: As Debezium 2.7.4's Db2StreamingChangeEventSource.execute, which checks ``context.isPaused()`` only at the end
+    #: of a poll iteration, after the whole window's changes: a blocking snapshot runs at the ``RoundEnd`` that
+    #: follows each window read (``_stream``), not at the signal's row (cdc_core.signals.controller).
+    pauses_at_round_end: ClassVar[bool] = True
 
     def __init__(self, config: Config, context: ConnectorContext):
         """Read the configuration; no I/O."""
@@ -82,6 +87,10 @@ class Db2Connector:
         #: ``(schema, table, definition)``; None until the snapshot or the schema history sets it.
         self._known: dict[str, tuple[str, str, dict[str, Any]]] | None = None
         self.history = context.history
+        #: The streaming side's reader, once streaming started (a blocking snapshot hands it the tables it read).
+        self._stream_reader: StreamReader | None = None
+        #: Where the stream stood at its last window's end: ``(change_lsn, commit_lsn, event_serial_no)``.
+        self._round_position: tuple[str | None, str | None, int | None] | None = None
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -328,7 +337,7 @@ class Db2Connector:
         """Snapshot if due, then stream."""
         offset = self._offset
         yield from snapshot_then_stream(self.snapshotter, offset, self.config, self._stop, self.log, self._snapshot,
-                                        self._no_data_offset, lambda at: self._stream(ResumePoint(at)))
+                                        self._no_data_offset, lambda at: self._stream(ResumePoint(_streamed(at))))
 
     def _no_data_offset(self) -> dict[str, Any]:
         """``no_data``: streaming starts at the highest synchpoint now."""
@@ -373,6 +382,37 @@ class Db2Connector:
             except Exception as e:  # the snapshot's own connection; closing it cannot lose data
                 self.log.debug("closing the snapshot connection: %s", first_line(e))
 
+    # -- blocking snapshots (cdc_db2.blocking) ----------------------------------------------
+
+    def round_position(self) -> tuple[str | None, str | None, int | None] | None:
+        """Debezium's Db2OffsetContext where a blocking snapshot pauses the stream: ``(change_lsn, commit_lsn,
+        event_serial_no)`` after the last window's last change (None before streaming read a window)."""
+        return self._round_position
+
+    def blocking_tables(self, conn: Any) -> dict[str, CaptureTable]:
+        """The captured tables as the catalog describes them now (read on ``conn``, the blocking snapshot's
+        transaction, as Debezium's readTableStructure), by ``schema.table``."""
+        return {t.table.id.identifier: t for t in self._capture_tables(self._registrations, conn=conn)}
+
+    def blocking_created(self, tables: list[CaptureTable], lsns: tuple[str | None, str | None],
+                         position: dict[str, Any], offset: dict[str, Any] | None) -> list[Any]:
+        """A CREATE for each of a blocking snapshot's tables, recorded in the schema history at ``position``; the
+        tables' structures become the ones streaming converts with. The events (``include.schema.changes``)
+        carry ``lsns`` (``change_lsn``, ``commit_lsn``) and the snapshot's ``offset``.
+
+        As Debezium 2.7.4: the blocking task has ``snapshotSchema`` true, so createSchemaChangeEventsForTables
+        dispatches a CREATE (Db2SnapshotChangeEventSource.getCreateTableEvent: SchemaChangeEvent.ofSnapshotCreate,
+        source ``snapshot: true``) for each table read, which the history records and the schema applies.
+        """
+        self._known_now()  # what the stream announced so far (the other tables keep theirs)
+        fresh = {t.table.id.identifier: t for t in tables}
+        self._tables = [fresh.get(t.table.id.identifier, t) for t in self._tables]
+        if self._stream_reader is not None:  # between two windows: the next one converts with these
+            self._stream_reader.set_tables(self._tables)
+        events = [self._schema_change("CREATE", t.table.id.schema or "", t.table.id.table, table_json(t.table), "true",
+                                      lsns[0], lsns[1], offset, position) for t in tables]
+        return events if self.config.get(dbc.INCLUDE_SCHEMA_CHANGES) else []
+
     def _select(self, t: CaptureTable) -> str | None:
         """The table's snapshot SELECT: a custom SnapshotQuery's (None: no rows), an override if configured, else its columns."""
         if self.snapshot_query is not None:
@@ -385,8 +425,10 @@ class Db2Connector:
         return select_for(t)
 
     def _schema_change(self, change: str, schema: str, name: str, definition: dict[str, Any], snapshot: str,
-                       change_lsn: str | None, commit_lsn: str | None, offset: dict[str, Any] | None) -> Any:
-        """A schema change event of ``schema.name`` on the ``<topic.prefix>`` topic, recorded in the schema history."""
+                       change_lsn: str | None, commit_lsn: str | None, offset: dict[str, Any] | None,
+                       position: dict[str, Any] | None = None) -> Any:
+        """A schema change event of ``schema.name`` on the ``<topic.prefix>`` topic, recorded in the schema history
+        at ``position`` (the event's ``offset`` unless given)."""
         assert self._known is not None
         if change == "DROP":
             self._known.pop(f"{schema}.{name}", None)
@@ -397,16 +439,22 @@ class Db2Connector:
         record = schema_change_record(self.server, self.db, SOURCE_SCHEMA, change, schema, name, definition, source,
                                       offset, self.partition())
         if self.history is not None:
-            self.history.append({"source": {"server": self.server}, "position": dict(offset or {}),
+            self.history.append({"source": {"server": self.server}, "position": dict(position or offset or {}),
                                  "databaseName": self.db, "schemaName": schema, "ddl": None,
                                  "tableChanges": record.value["tableChanges"], "version": 1})
         return record
 
-    def _diff(self, registered: set[str], offset: dict[str, Any]) -> list[Any]:
-        """Schema change events for what changed since the last announced definitions (``_known``)."""
+    def _known_now(self) -> dict[str, tuple[str, str, dict[str, Any]]]:
+        """``_known``, first set to the definitions the captured tables have now when nothing announced any yet."""
         if self._known is None:
             self._known = {t.table.id.identifier: (t.table.id.schema or "", t.table.id.table, table_json(t.table))
                            for t in self._tables}
+        return self._known
+
+    def _diff(self, registered: set[str], offset: dict[str, Any]) -> list[Any]:
+        """Schema change events for what changed since the last announced definitions (``_known``)."""
+        if self._known is None:
+            self._known_now()
             return []
         known = self._known
         changed = []
@@ -457,8 +505,8 @@ class Db2Connector:
         """Poll the CD tables until stopped."""
         log = self.log.with_context("streaming")
         skipped = {s.strip() for s in self.config.get(common.SKIPPED_OPERATIONS) or [] if s.strip() != "none"}
-        reader = StreamReader(self._conn, self.server, self.db, self.control, self._tables, resume, skipped, log,
-                              self.dialect)
+        reader = self._stream_reader = StreamReader(self._conn, self.server, self.db, self.control, self._tables,
+                                                    resume, skipped, log, self.dialect)
         log.info("streaming from commit LSN %s (change LSN %s)", resume.offset.get("commit_lsn"),
                  resume.offset.get("change_lsn"))
         if self.metrics is not None:
@@ -483,6 +531,13 @@ class Db2Connector:
                     yield batch
                     if self._stop.is_set():
                         return
+                # The iteration's end, as Db2StreamingChangeEventSource's: a blocking snapshot signalled in this
+                # window runs here (pauses_at_round_end), on the stream's position after the window's last change.
+                # Debezium's loop skips the check when the max LSN has not moved (``continue`` before reading):
+                # so does this one (no RoundEnd without a window; asncap moves the global synchpoint every commit
+                # interval, so a window comes at each poll all the same).
+                self._round_position = _position(reader.offset())
+                yield RoundEnd(None, {self.db: self._round_position})
             if not got:
                 if time.monotonic() - last_service_check >= SERVICE_CHECK_INTERVAL:
                     last_service_check = time.monotonic()
@@ -497,3 +552,19 @@ class Db2Connector:
                 yield [Checkpoint(reader.offset())]  # an idle position: the core sends a heartbeat when one is due
                 self._stop.wait(interval)
 
+
+
+def _streamed(offset: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The offset streaming resumes from, without an unfinished blocking snapshot's progress (the signal controller
+    runs the rest before streaming starts; idle checkpoints must not carry it on and start it again at a restart)."""
+    if offset is None or BLOCKING_KEY not in offset:
+        return offset
+    return {k: v for k, v in offset.items() if k != BLOCKING_KEY}
+
+
+def _position(offset: dict[str, Any] | None) -> tuple[str | None, str | None, int | None] | None:
+    """An offset's ``(change_lsn, commit_lsn, event_serial_no)`` (None without a commit LSN)."""
+    if not offset or not offset.get("commit_lsn"):
+        return None
+    serial = offset.get("event_serial_no")
+    return offset.get("change_lsn"), offset["commit_lsn"], None if serial is None else int(serial)

@@ -3,7 +3,8 @@
 The core runs Debezium's watermark algorithm (``cdc_core.incremental``); this module gives it
 chunk reads in Db2 SQL (keys compared column by column, as Db2 has no row-value comparison),
 watermark rows written to the signal table (``signal.data.collection``, ``<schema>.<table>``, which
-must be in capture mode so the watermarks come back through its CD table), and a blocking read.
+must be in capture mode so the watermarks come back through its CD table), and the blocking snapshot
+(cdc_db2.blocking).
 """
 
 from __future__ import annotations
@@ -144,31 +145,11 @@ class Db2IncrementalSource:
         return None
 
     def blocking_snapshot(self, tables: list[tuple[Table, Node | None]], offset_for: Callable[[Table], dict | None],
-                          stopped: Callable[[], bool]) -> Iterator[list[RawChange]]:
-        """Read the tables in one repeatable-read transaction, as ``op: r`` snapshot records."""
-        conn = driver.connect(self.connector.config)
-        try:
-            conn.set_autocommit(False)
-            cur = conn.cursor()
-            cur.execute("SET CURRENT ISOLATION = RS")
-            for table, condition in tables:
-                where, params = "", []
-                if condition is not None:
-                    text, params = condition.render(quote, "?")
-                    where = f" WHERE {text}"
-                cur = conn.cursor()
-                cur.execute(f"SELECT {', '.join(quote(c.name) for c in table.columns)} FROM {_table(table)}{where}",
-                            tuple(params))
-                source = source_block(self.connector.server, self.connector.db, time.time_ns() // 1000, "true",
-                                      table.id.schema or "", table.id.table, None, None)
-                offset = offset_for(table)
-                while rows := cur.fetchmany(2000):
-                    if stopped():
-                        return
-                    yield [RawChange(table, "r", None, list(r), source, offset) for r in rows]
-            conn.commit()
-        finally:
-            conn.close()
+                          stopped: Callable[[], bool]) -> Iterator[list[Any]]:
+        """The blocking snapshot as Debezium's Db2 connector takes it: CREATEs, then the rows (cdc_db2.blocking)."""
+        from cdc_db2.blocking import blocking_snapshot
+
+        return blocking_snapshot(self.connector, tables, offset_for, stopped)
 
     def close(self) -> None:
         """Nothing held between reads."""
