@@ -138,7 +138,7 @@ class PartitionBatch(list):
 
 class RoundEnd(list):
     """The end of a poll round: an empty batch a connector whose streaming loop pauses for a blocking snapshot
-    only between rounds (``pauses_at_round_end``, SQL Server) yields after each one.
+    only between rounds (``pauses_at_round_end``: SQL Server, Db2) yields after each one.
 
     Debezium's SqlServerChangeEventSourceCoordinator runs one streaming iteration per partition, then checks
     ``context.isPaused()``: the signal controller runs a requested blocking snapshot at this marker, not at the

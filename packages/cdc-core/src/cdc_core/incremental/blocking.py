@@ -5,7 +5,7 @@ where it paused (as in Debezium, a change committed after that position and befo
 read is in the snapshot's rows and is streamed afterwards too). Each READ carries the paused position plus
 the tables still to read, so a crash in the middle re-reads the remaining tables (the current one
 from its start) before streaming on. Where the stream pauses is the connector's: right after the
-signal, or at the end of the poll round the signal came in (``pauses_at_round_end``, SQL Server, as
+signal, or at the end of the poll round the signal came in (``pauses_at_round_end``: SQL Server, Db2, as
 Debezium's coordinator); changes the stream had not reached by then are streamed after the snapshot.
 """
 

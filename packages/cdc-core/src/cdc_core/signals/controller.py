@@ -12,9 +12,10 @@ which opens and closes windows from the positions they report. When nothing is r
 signal table is configured, a batch passes through untouched.
 
 A blocking snapshot runs right after the signal, or, for a connector declaring ``pauses_at_round_end``
-(SQL Server), at the next ``RoundEnd`` its stream yields: Debezium's SqlServerChangeEventSourceCoordinator
+(SQL Server, Db2), at the next ``RoundEnd`` its stream yields: Debezium's SqlServerChangeEventSourceCoordinator
 checks ``context.isPaused()`` only after a whole round of streaming iterations (every database's poll
-window), so the changes after the signal in that round reach it before the snapshot's records.
+window), so the changes after the signal in that round reach it before the snapshot's records; Db2's
+Db2StreamingChangeEventSource checks it after each window (its round is one window).
 """
 
 from __future__ import annotations
