@@ -268,3 +268,66 @@ def test_snapshot_mode_always_gives_the_snapshot_the_max_lsn(inventory):
     # The register's highest synchpoint when the snapshot began: above the stream's last change, at most now's.
     now = inventory.execute("SELECT max(synchpoint) FROM asncdc.ibmsnap_register")[0][0]
     assert Lsn.parse(update.value["source"]["commit_lsn"]) < Lsn.parse(commit_lsn) <= Lsn(bytes(now))
+
+
+def test_streaming_converts_with_the_structure_the_blocking_snapshot_read(inventory):
+    """A column added while the connector was down stays out of the events (the schema history's definition, as
+    Debezium recovers it) until a blocking snapshot reads the catalog again: its CREATE and rows have it, so do the
+    changes streamed after it, also after a restart (the history replays the blocking snapshot's CREATE)."""
+    config = _config(inventory, **{"snapshot.mode": "initial"})  # its CREATE is the history's definition
+    store, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
+    runner, _ = _started(config, store, history)
+    runner.stop()
+    inventory.add_column("MYSCHEMA", "CUSTOMERS", "PHONE", "VARCHAR(20)")
+    inventory.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "PHONE" = \'555\'')
+
+    def updated(email: str):
+        return lambda rs: any(r.value and r.value.get("op") == "u" and r.value["after"]["EMAIL"] == email for r in rs)
+
+    runner, notes = _started(config, store, history)
+    try:
+        inventory.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "EMAIL" = \'a@x\' WHERE "ID" = 1001')
+        runner.wait(updated('a@x'), "the update before", 60)
+        _signal(inventory, "b-5", "MYSCHEMA.CUSTOMERS")
+        runner.wait(lambda rs: _noted(notes, "COMPLETED") and len(_reads(rs)) >= 4, "the blocking snapshot", 60)
+        inventory.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "EMAIL" = \'b@x\' WHERE "ID" = 1002')
+        runner.wait(updated('b@x'), "the update after", 60)
+    finally:
+        runner.stop()
+    records = [r for r in runner.records if r.value and r.topic in (CUSTOMERS, "mydatabase")]
+    before = [r for r in records if r.key == {"ID": 1001} and r.value["op"] == "u"][-1]
+    (create,) = [r for r in records if r.topic == "mydatabase"]
+    after = [r for r in records if r.key == {"ID": 1002} and r.value["op"] == "u"][-1]
+    assert records.index(create) < records.index(after)
+    assert "PHONE" not in before.value["after"]
+    assert [c["name"] for c in create.value["tableChanges"][0]["table"]["columns"]] == [
+        "ID", "FIRST_NAME", "LAST_NAME", "EMAIL", "PHONE"]
+    assert {r.value["after"]["PHONE"] for r in _reads(records)} == {"555"}
+    assert after.value["after"]["PHONE"] == "555" and after.value["after"]["EMAIL"] == "b@x"
+
+    runner, _ = _started(config, store, history)
+    try:
+        inventory.execute('UPDATE "MYSCHEMA"."CUSTOMERS" SET "EMAIL" = \'c@x\' WHERE "ID" = 1003')
+        runner.wait(updated('c@x'), "the update after a restart", 60)
+    finally:
+        runner.stop()
+    (again,) = [r for r in runner.records if r.value and r.topic == CUSTOMERS]
+    assert again.value["after"]["PHONE"] == "555"
+    assert not [r for r in runner.records if r.topic == "mydatabase"]  # nothing announced again
+
+
+def test_include_schema_changes_false_records_the_creates_without_sending_them(inventory):
+    config = _config(inventory, **{"include.schema.changes": "false"})
+    store, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
+    runner, notes = _started(config, store, history)
+    try:
+        before = len(list(history.records()))
+        _signal(inventory, "b-6", "MYSCHEMA.CUSTOMERS")
+        runner.wait(lambda rs: _noted(notes, "COMPLETED") and len(_reads(rs)) >= 4, "the blocking snapshot", 60)
+    finally:
+        runner.stop()
+    assert not [r for r in runner.records if r.topic == "mydatabase"]
+    assert [r.value["source"]["snapshot"] for r in _reads(runner.records)] == ["first", "true", "true", "last"]
+    recorded = list(history.records())[before:]
+    assert [(h["tableChanges"][0]["type"], h["tableChanges"][0]["id"]) for h in recorded] == [
+        ("CREATE", '"MYSCHEMA"."CUSTOMERS"')]
