@@ -1,4 +1,4 @@
-"""The Db2 blocking snapshot (signal ``execute-snapshot``, ``type: blocking``), as Debezium 2.7.4's Db2 connector takes it.
+"""The Db2 blocking snapshot (signal ``execute-snapshot``, ``type: blocking``) as Debezium 2.7.4's Db2 connector.
 
 The stream pauses at the end of the poll window the signal came in (Db2Connector.pauses_at_round_end),
 then, on a connection of its own, in one transaction, the snapshot goes as Debezium's
@@ -41,10 +41,11 @@ from cdc_db2.incremental import signal_table
 from cdc_db2.snapshot import SnapshotReader, quote_table_id, select_for, snapshot_offset, table_name
 from cdc_db2.source import source_block
 
+#: Debezium's Db2OffsetContext position: ``(change_lsn, commit_lsn, event_serial_no)``.
 Position = tuple[str | None, str | None, int | None]
 
 
-def _of(offset: dict[str, Any] | None) -> Position | None:
+def position_of(offset: dict[str, Any] | None) -> Position | None:
     """A stored offset's ``(change_lsn, commit_lsn, event_serial_no)`` (None without a commit LSN)."""
     if not offset or not offset.get("commit_lsn"):
         return None
@@ -96,7 +97,7 @@ def blocking_snapshot(connector: Any, tables: list[tuple[Table, Node | None]],
         # determineSnapshotOffset: the stream's offset context where it paused (its last window's last change,
         # or, for a snapshot resumed at start before streaming, the paused offset stored with its progress);
         # snapshot.mode=always: a new one at the max LSN.
-        at = None if config.get(dbc.SNAPSHOT_MODE) == "always" else connector.round_position() or _of(paused)
+        at = None if config.get(dbc.SNAPSHOT_MODE) == "always" else connector.round_position() or position_of(paused)
         if at is not None:
             lsns = (at[0], at[1])
             # The history record's position: the paused one, so a restart replays the CREATEs once the stored
@@ -105,8 +106,8 @@ def blocking_snapshot(connector: Any, tables: list[tuple[Table, Node | None]],
             position = {k: v for k, v in zip(("change_lsn", "commit_lsn", "event_serial_no"), at) if v is not None}
         else:
             lsns, position = (None, max_lsn), snapshot_offset(max_lsn, False)
-        connector.log.info("blocking snapshot of %d tables at change LSN %s, commit LSN %s (snapshot.isolation.mode=%s)",
-                           len(captured), lsns[0], lsns[1], reader.isolation)
+        connector.log.info("blocking snapshot of %d tables at change LSN %s, commit LSN %s "
+                           "(snapshot.isolation.mode=%s)", len(captured), lsns[0], lsns[1], reader.isolation)
         events = connector.blocking_created([t for t, _ in captured], lsns, position, paused)
         if events:
             yield events

@@ -24,6 +24,7 @@ from cdc_db2.dialects import dialect
 from cdc_db2.catalog import (SYSTEM_SCHEMAS, CaptureTable, Registration, max_lsn_query, quote, read_registrations,
                              read_tables, service_status_query)
 from cdc_db2.errors import first_line, is_connection_error, sqlstate
+from cdc_db2.blocking import Position, position_of
 from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import from_value
 from cdc_db2.plugin import CONNECTOR
@@ -90,7 +91,7 @@ class Db2Connector:
         #: The streaming side's reader, once streaming started (a blocking snapshot hands it the tables it read).
         self._stream_reader: StreamReader | None = None
         #: Where the stream stood at its last window's end: ``(change_lsn, commit_lsn, event_serial_no)``.
-        self._round_position: tuple[str | None, str | None, int | None] | None = None
+        self._round_position: Position | None = None
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -384,7 +385,7 @@ class Db2Connector:
 
     # -- blocking snapshots (cdc_db2.blocking) ----------------------------------------------
 
-    def round_position(self) -> tuple[str | None, str | None, int | None] | None:
+    def round_position(self) -> Position | None:
         """Debezium's Db2OffsetContext where a blocking snapshot pauses the stream: ``(change_lsn, commit_lsn,
         event_serial_no)`` after the last window's last change (None before streaming read a window)."""
         return self._round_position
@@ -536,7 +537,7 @@ class Db2Connector:
                 # Debezium's loop skips the check when the max LSN has not moved (``continue`` before reading):
                 # so does this one (no RoundEnd without a window; asncap moves the global synchpoint every commit
                 # interval, so a window comes at each poll all the same).
-                self._round_position = _position(reader.offset())
+                self._round_position = position_of(reader.offset())
                 yield RoundEnd(None, {self.db: self._round_position})
             if not got:
                 if time.monotonic() - last_service_check >= SERVICE_CHECK_INTERVAL:
@@ -553,18 +554,9 @@ class Db2Connector:
                 self._stop.wait(interval)
 
 
-
 def _streamed(offset: dict[str, Any] | None) -> dict[str, Any] | None:
     """The offset streaming resumes from, without an unfinished blocking snapshot's progress (the signal controller
     runs the rest before streaming starts; idle checkpoints must not carry it on and start it again at a restart)."""
     if offset is None or BLOCKING_KEY not in offset:
         return offset
     return {k: v for k, v in offset.items() if k != BLOCKING_KEY}
-
-
-def _position(offset: dict[str, Any] | None) -> tuple[str | None, str | None, int | None] | None:
-    """An offset's ``(change_lsn, commit_lsn, event_serial_no)`` (None without a commit LSN)."""
-    if not offset or not offset.get("commit_lsn"):
-        return None
-    serial = offset.get("event_serial_no")
-    return offset.get("change_lsn"), offset["commit_lsn"], None if serial is None else int(serial)
