@@ -535,8 +535,8 @@ class Db2Connector:
                 # The iteration's end, as Db2StreamingChangeEventSource's: a blocking snapshot signalled in this
                 # window runs here (pauses_at_round_end), on the stream's position after the window's last change.
                 # Debezium's loop skips the check when the max LSN has not moved (``continue`` before reading):
-                # so does this one (no RoundEnd without a window; asncap moves the global synchpoint every commit
-                # interval, so a window comes at each poll all the same).
+                # so does this one (no RoundEnd without a window: a signal from another channel waits for the
+                # synchpoint to move; the stand-in's agent moves it at every poll).
                 self._round_position = position_of(reader.offset())
                 yield RoundEnd(None, {self.db: self._round_position})
             if not got:
