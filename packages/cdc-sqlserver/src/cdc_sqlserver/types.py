@@ -16,6 +16,7 @@ from cdc_core import semantic as sem
 from cdc_core.relational import Column
 from cdc_core.schema import Schema, primitive
 from cdc_core.type_modes import TypeModes
+from cdc_sqlserver.driver_values import sub_micro_nanos
 
 
 _EPOCH = datetime(1970, 1, 1)
@@ -72,14 +73,15 @@ def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schem
             return sem.semantic_schema(name, optional=optional), sem.millis_of_day
         if p <= 6:
             return sem.semantic_schema(sem.MICRO_TIME, optional=optional), sem.micros_of_day
-        return sem.semantic_schema(sem.NANO_TIME, optional=optional), sem.nanos_of_day
+        # + the 100 ns pyodbc drops, where the driver's struct gave them (cdc_sqlserver.driver_values)
+        return sem.semantic_schema(sem.NANO_TIME, optional=optional), lambda v: sem.nanos_of_day(v) + sub_micro_nanos(v)
     if t in ("datetime", "smalldatetime", "datetime2"):
         if connect or t != "datetime2" or p <= 3:
             name = sem.CONNECT_TIMESTAMP if connect else sem.TIMESTAMP
             return sem.semantic_schema(name, optional=optional), sem.epoch_millis
         if p <= 6:
             return sem.semantic_schema(sem.MICRO_TIMESTAMP, optional=optional), sem.epoch_micros
-        return sem.semantic_schema(sem.NANO_TIMESTAMP, optional=optional), sem.epoch_nanos
+        return sem.semantic_schema(sem.NANO_TIMESTAMP, optional=optional), lambda v: sem.epoch_nanos(v) + sub_micro_nanos(v)
     return None
 
 
