@@ -69,6 +69,8 @@ def _check_schemas(record, expected, where):
             if "optional" in key:
                 assert schema.optional is key["optional"], (where, "key optional")
     after = record.value_schema.field("after").schema
+    if "after_fields" in expected:
+        assert [f.name for f in after.fields] == expected["after_fields"], (where, "value fields")
     if "after_name" in expected:
         assert after.name == expected["after_name"], (where, "value schema name", after.name)
     for column, field_expected in (expected.get("after") or {}).items():
@@ -99,7 +101,8 @@ def test_sqlserver_connector_it(standin, case):
         standin.execute(case["before"])
     standin.enable_db()
     for ddl in BEFORE + case.get("tables", []):
-        standin.enable_table("dbo", ddl.split()[2].split("(")[0].partition(".")[2])
+        name = ddl.split()[2].split("(")[0].partition(".")[2]
+        standin.enable_table("dbo", name, columns=(case.get("captured") or {}).get(name))
     standin.agent.start()
     runner = EngineThread(standin.properties(**case.get("config", {}))).start()
     prefix = "server1."

@@ -124,11 +124,22 @@ def translate_create_table(ddl: str) -> tuple[str, str, str, list[tuple[Any, ...
         identity = int(any(isinstance(c.args.get("kind"), exp.GeneratedAsIdentityColumnConstraint)
                            for c in cd.args.get("constraints") or []))
         columns.append((cd.name, name, *_facts(name, params), identity, _definition(cd)))
+        if name in ("binary", "varbinary", "image"):  # 0x0102 is a bit string to PostgreSQL: a bytea literal
+            for c in cd.args.get("constraints") or []:
+                kind = c.args.get("kind")
+                value = kind.this if isinstance(kind, exp.DefaultColumnConstraint) else None
+                while isinstance(value, exp.Paren):
+                    value = value.this
+                if isinstance(value, exp.HexString):
+                    kind.set("this", exp.cast(exp.Literal.string("\\x" + value.this), "bytea"))
         if name == "bit":  # PostgreSQL's boolean takes no integer default
             for c in cd.args.get("constraints") or []:
                 kind = c.args.get("kind")
-                if isinstance(kind, exp.DefaultColumnConstraint) and isinstance(kind.this, exp.Literal):
-                    kind.set("this", exp.Boolean(this=kind.this.name not in ("0", "")))
+                value = kind.this if isinstance(kind, exp.DefaultColumnConstraint) else None
+                while isinstance(value, exp.Paren):
+                    value = value.this
+                if isinstance(value, exp.Literal):
+                    kind.set("this", exp.Boolean(this=value.name not in ("0", "")))
         cd.set("kind", exp.DataType.build(_pg_type(name, params), dialect="postgres"))
     return table.db or "dbo", table.name, tree.sql("postgres"), columns
 
