@@ -68,6 +68,9 @@ def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schem
         name = sem.CONNECT_DATE if connect else sem.DATE
         return sem.semantic_schema(name, optional=optional), sem.epoch_day
     if t == "time":
+        if modes.time_precision == "adaptive_time_microseconds":
+            # JdbcValueConverters: TIME is always MicroTime there (2.7.4 accepts the mode for SQL Server)
+            return sem.semantic_schema(sem.MICRO_TIME, optional=optional), sem.micros_of_day
         if connect or p <= 3:
             name = sem.CONNECT_TIME if connect else sem.TIME
             return sem.semantic_schema(name, optional=optional), sem.millis_of_day
