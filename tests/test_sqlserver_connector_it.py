@@ -100,8 +100,9 @@ def test_sqlserver_connector_it(standin, case):
     if case.get("before"):
         standin.execute(case["before"])
     standin.enable_db()
-    for ddl in BEFORE + case.get("tables", []):
-        name = ddl.split()[2].split("(")[0].partition(".")[2]
+    names = [ddl.split()[2].split("(")[0].partition(".")[2] for ddl in BEFORE] + case.get(
+        "table_names", [ddl.split()[2].split("(")[0].partition(".")[2] for ddl in case.get("tables", [])])
+    for name in names:
         standin.enable_table("dbo", name, columns=(case.get("captured") or {}).get(name))
     standin.agent.start()
     runner = EngineThread(standin.properties(**case.get("config", {}))).start()
