@@ -51,6 +51,14 @@ class StandIn(HostedDatabase):
         pg_type = pg_ddl[pg_ddl.index("(") + 1:pg_ddl.rindex(")")].split(" ", 1)[1].replace(" NOT NULL", "")
         with self._connect() as conn, conn.transaction():
             conn.execute(f"ALTER TABLE {quote(schema)}.{quote(table)} ALTER COLUMN {quote(column)} TYPE {pg_type}")
+            # "If an existing column undergoes a change in its data type, the change is propagated to the change
+            # table" (SQL Server's CDC documentation): every capture instance capturing the column.
+            for (ct,) in conn.execute(
+                    "SELECT ct.capture_instance FROM cdc.change_tables ct JOIN cdc.captured_columns cc "
+                    "ON cc.object_id = ct.object_id WHERE ct.source_object_id = %s::regclass::oid::int "
+                    "AND cc.column_name = %s", (f"{quote(schema)}.{quote(table)}", column)).fetchall():
+                conn.execute(f"ALTER TABLE cdc.{quote(ct + '_CT')} ALTER COLUMN {quote(column)} TYPE {pg_type} "
+                             f"USING {quote(column)}::{pg_type}")
             conn.execute("DELETE FROM standin.column_types WHERE object_id = %s::regclass::oid::int "
                          "AND column_name = %s", (f"{quote(schema)}.{quote(table)}", column))
             record(conn, schema, table, columns)
