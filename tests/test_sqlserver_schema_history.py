@@ -370,3 +370,46 @@ def test_debeziums_schema_history_topic_it_streaming_schema_changes(standin):
     assert len(tableb) == 5
     assert all([f.name for f in r.value_schema.field("after").schema.fields] == ["id", "colb", "newcolb"]
                for r in tableb)
+
+
+def test_debeziums_change_table_set_it_change_column(standin):
+    """SqlServerChangeTableSetIT.changeColumn: tableb's colb VARCHAR(30) becomes INT and a second capture instance
+    (after_change) starts: tableb's events carry colb as a string ('10' for id 10) before, as int32 after, the
+    Value schema named server1.<db>.dbo.tableb.Value with fields id, colb."""
+    standin.create_table("CREATE TABLE dbo.tablea (id int primary key, cola varchar(30))")
+    standin.create_table("CREATE TABLE dbo.tableb (id int primary key, colb varchar(30))")
+    standin.enable_db()
+    standin.enable_table("dbo", "tablea")
+    standin.enable_table("dbo", "tableb")
+    standin.agent.start()
+    runner = EngineThread(standin.properties(**{"snapshot.mode": "no_data"})).start()
+
+    def tableb(rs):
+        return [r for r in rs if r.topic.endswith(".tableb")]
+
+    try:
+        runner.wait_streaming()
+        for i in range(10, 15):
+            standin.execute(f"INSERT INTO dbo.tablea VALUES ({i}, 'a'); INSERT INTO dbo.tableb VALUES ({i}, '{i}')")
+        runner.wait(lambda rs: len(tableb(rs)) >= 5, "tableb's first five")
+        standin.wait_captured()
+        standin.alter_column("dbo", "tableb", "colb", "INT")
+        standin.enable_table("dbo", "tableb", "after_change")
+        for start in (100, 1000):
+            for i in range(start, start + 5):
+                standin.execute(f"INSERT INTO dbo.tablea VALUES ({i}, 'a2'); INSERT INTO dbo.tableb VALUES ({i}, '{i} ')")
+        standin.wait_captured()
+        runner.wait(lambda rs: len(tableb(rs)) >= 15, "tableb's fifteen")
+    finally:
+        runner.stop()
+    events = tableb(runner.records)
+    for n, record in enumerate(events):
+        after_schema = record.value_schema.field("after").schema
+        assert after_schema.name == f"server1.{standin.dbname}.dbo.tableb.Value"
+        fields = {f.name: f.schema.to_json() for f in after_schema.fields}
+        assert list(fields) == ["id", "colb"]
+        after = record.value["after"]
+        if n < 5:
+            assert fields["colb"]["type"] == "string" and after["colb"] == str(after["id"])
+        else:
+            assert (fields["colb"]["type"], fields["colb"]["optional"]) == ("int32", True) and after["colb"] == after["id"]

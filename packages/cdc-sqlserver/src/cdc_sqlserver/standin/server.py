@@ -50,7 +50,8 @@ class StandIn(HostedDatabase):
         _, _, pg_ddl, columns = translate_create_table(f"CREATE TABLE {schema}.{table} ({column} {tsql_type})")
         pg_type = pg_ddl[pg_ddl.index("(") + 1:pg_ddl.rindex(")")].split(" ", 1)[1].replace(" NOT NULL", "")
         with self._connect() as conn, conn.transaction():
-            conn.execute(f"ALTER TABLE {quote(schema)}.{quote(table)} ALTER COLUMN {quote(column)} TYPE {pg_type}")
+            conn.execute(f"ALTER TABLE {quote(schema)}.{quote(table)} ALTER COLUMN {quote(column)} TYPE {pg_type} "
+                         f"USING {quote(column)}::{pg_type}")  # SQL Server converts VARCHAR '10' to INT
             # "If an existing column undergoes a change in its data type, the change is propagated to the change
             # table" (SQL Server's CDC documentation): every capture instance capturing the column.
             for (ct,) in conn.execute(
