@@ -167,13 +167,15 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
 
 def column(info: ColumnInfo, modes: TypeModes, parse: Callable[[str, str], Any] | None) -> Column:
     """The relational Column for ``info``; ``parse``: the server's PARSE for temporal defaults (cdc_sqlserver.defaults)."""
-    from cdc_sqlserver.jdbc import column_size, decimal_digits
+    from cdc_sqlserver.jdbc import column_size, decimal_digits, type_name
 
     from cdc_sqlserver.defaults import with_default
 
     schema, convert = mapping(info, modes)
     schema = with_default(schema, convert, info, parse)
     # length and scale as the JDBC driver reports them (column.propagate.source.type, the schema history).
-    return Column(name=info.name, type_name=info.type_name.upper(), schema=schema, convert=convert,
+    # type_name as the JDBC driver's TYPE_NAME (``INT IDENTITY`` for an identity column), which Debezium's
+    # column.propagate.source.type / datatype.propagate.source.type and custom converters see.
+    return Column(name=info.name, type_name=type_name(info).upper(), schema=schema, convert=convert,
                   position=info.position, optional=info.nullable, length=column_size(info),
                   scale=decimal_digits(info), default_expression=info.default, extra={"info": info})
