@@ -32,7 +32,9 @@ def _fill(value, db):
 
 
 def _table(topic: str) -> str:
-    return topic.rpartition(".")[2]
+    """The events' key in the data: the table's name, ``schema.table`` outside dbo."""
+    _, _, schema, table = topic.split(".", 3)
+    return table if schema == "dbo" else f"{schema}.{table}"
 
 
 def _check_event(record, expected, where):
@@ -94,16 +96,24 @@ def _check_schemas(record, expected, where):
 @pytest.mark.parametrize("case", DATA["cases"], ids=[c["name"] for c in DATA["cases"]])
 def test_sqlserver_connector_it(standin, case):
     case = _fill(case, standin.dbname)
+    for schema in case.get("schemas_created", []):
+        standin.execute(f"CREATE SCHEMA {schema}")
     for ddl in BEFORE + case.get("tables", []):
         standin.create_table(ddl)
     standin.execute("INSERT INTO dbo.tablea VALUES (1, 'a')")
     if case.get("before"):
         standin.execute(case["before"])
     standin.enable_db()
-    names = [ddl.split()[2].split("(")[0].partition(".")[2] for ddl in BEFORE] + case.get(
-        "table_names", [ddl.split()[2].split("(")[0].partition(".")[2] for ddl in case.get("tables", [])])
-    for name in names:
-        standin.enable_table("dbo", name, columns=(case.get("captured") or {}).get(name))
+    def qualified(ddl):
+        return tuple(ddl.split()[2].split("(")[0].partition(".")[::2])
+
+    names = [qualified(ddl) for ddl in BEFORE]
+    if "table_names" in case:
+        names += [("dbo", n) for n in case["table_names"]]
+    else:
+        names += [qualified(ddl) for ddl in case.get("tables", [])]
+    for schema, name in names:
+        standin.enable_table(schema, name, columns=(case.get("captured") or {}).get(name))
     standin.agent.start()
     runner = EngineThread(standin.properties(**case.get("config", {}))).start()
     prefix = "server1."
