@@ -413,3 +413,36 @@ def test_debeziums_change_table_set_it_change_column(standin):
             assert fields["colb"]["type"] == "string" and after["colb"] == str(after["id"])
         else:
             assert (fields["colb"]["type"], fields["colb"]["optional"]) == ("int32", True) and after["colb"] == after["id"]
+
+
+@pytest.mark.parametrize("initial", [None, "('default_value')"], ids=["addDefaultValue", "alterDefaultValue"])
+def test_debeziums_change_table_set_it_default_values(standin, initial):
+    """SqlServerChangeTableSetIT.addDefaultValue / alterDefaultValue: a DEFAULT added (or replaced by
+    ('new_default_value')) and a new capture instance: the next event's colb schema has the new default."""
+    standin.create_table("CREATE TABLE dbo.table_dv (id int primary key, colb varchar(30))")
+    if initial:
+        standin.set_default("dbo", "table_dv", "colb", initial)
+    standin.enable_db()
+    standin.enable_table("dbo", "table_dv")
+    standin.agent.start()
+    runner = EngineThread(standin.properties(**{"snapshot.mode": "no_data"})).start()
+
+    def rows(rs):
+        return [r for r in rs if r.topic.endswith(".table_dv")]
+
+    try:
+        runner.wait_streaming()
+        standin.execute("INSERT INTO dbo.table_dv VALUES (1, 'some_value')")
+        runner.wait(lambda rs: len(rows(rs)) >= 1, "the first row")
+        standin.wait_captured()
+        new = "('new_default_value')" if initial else "('default_value')"
+        standin.set_default("dbo", "table_dv", "colb", new)
+        standin.enable_table("dbo", "table_dv", "after_change")
+        standin.execute("INSERT INTO dbo.table_dv VALUES (2, 'some_value2')")
+        runner.wait(lambda rs: len(rows(rs)) >= 2, "the second row")
+    finally:
+        runner.stop()
+    first, second = rows(runner.records)[:2]
+    colb = second.value_schema.field("after").schema.field("colb").schema
+    assert colb.default == new[2:-2]
+    assert first.value_schema.field("after").schema.field("colb").schema.default == (initial[2:-2] if initial else None)

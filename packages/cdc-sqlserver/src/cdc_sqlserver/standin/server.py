@@ -64,6 +64,14 @@ class StandIn(HostedDatabase):
                          "AND column_name = %s", (f"{quote(schema)}.{quote(table)}", column))
             record(conn, schema, table, columns)
 
+    def set_default(self, schema: str, table: str, column: str, definition: str | None) -> None:
+        """``ALTER TABLE ... ADD DEFAULT <definition> FOR <column>`` (None: DROP CONSTRAINT): ``definition`` as
+        sys.default_constraints keeps it (``('default_value')``)."""
+        source = f"{quote(schema)}.{quote(table)}"
+        with self._connect() as conn, conn.transaction():
+            conn.execute("UPDATE standin.column_types SET default_definition = %s "
+                         "WHERE object_id = %s::regclass::oid::int AND column_name = %s", (definition, source, column))
+
     def enable_db(self) -> None:
         """``sys.sp_cdc_enable_db``: the ``cdc`` schema, metadata, LSN functions, and the agent's slot."""
         with self._connect() as conn:
