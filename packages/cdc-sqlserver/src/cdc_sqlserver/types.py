@@ -149,7 +149,10 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
     if t in _STRINGS:
         return primitive("string", optional), str
     if t == "xml":
-        return sem.semantic_schema(sem.XML, optional=optional), str
+        # A plain string: Microsoft's JDBC driver reports XML as LONGNVARCHAR (-16), not SQLXML, so 2.7.4's
+        # JdbcValueConverters never builds io.debezium.data.Xml for it (AbstractSqlServerDatatypesTest expects
+        # Schema.OPTIONAL_STRING_SCHEMA for val_xml, compared with its name).
+        return primitive("string", optional), str
     if t == "datetimeoffset":
         return sem.semantic_schema(sem.ZONED_TIMESTAMP, optional=optional), zoned
     if t in _BINARY:
