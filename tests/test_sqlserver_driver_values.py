@@ -119,7 +119,8 @@ def test_microsofts_driver_gets_the_struct_converters_freetds_keeps_pyodbcs(monk
         made.append(_Conn())
         return made[-1]
 
-    for driver, expected in (("ODBC Driver 18 for SQL Server", {-155, -150, -154, 93}), ("FreeTDS", {-155, -150})):
+    for driver, expected in (("ODBC Driver 18 for SQL Server", {-155, -150, -154, 93}), ("FreeTDS", {-155, -150}),
+                             ("ODBC Driver 17 for SQL Server", {-155, -150, -154, 93})):
         monkeypatch.setattr(odbc, "CONNECT", connect)
         monkeypatch.setattr(odbc, "DRIVERS", lambda d=driver: [d])
         odbc.connect(Config({"database.hostname": "h", "database.port": "1433", "topic.prefix": "p",

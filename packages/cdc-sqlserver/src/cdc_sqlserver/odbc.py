@@ -8,6 +8,7 @@ connector knows which one it talks to.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -108,6 +109,8 @@ def connection_string(config: Config, database: str) -> str:
 STANDIN_DRIVER = "cdc stand-in"
 
 
+#: Microsoft's ODBC driver, by name ("ODBC Driver 18 for SQL Server") or library (libmsodbcsql-18.so).
+_MICROSOFT_DRIVER = re.compile(r"ODBC Driver \d+ for SQL Server|msodbcsql", re.IGNORECASE)
 #: ODBC SQL types: TIME (Microsoft's SQLNCLI.h), DATETIME/SMALLDATETIME/DATETIME2 (sql.h).
 SQL_SS_TIME2, SQL_TYPE_TIMESTAMP = -154, 93
 
@@ -135,10 +138,10 @@ def connect(config: Config, database: str, *, autocommit: bool = True) -> Any:
         # SQL_SS_TIMESTAMPOFFSET_STRUCT; SQL_VARIANT has no mapping and is never sent).
         add(-155, _raw)
         add(-150, _raw)
-        if "FreeTDS" not in text.split(";", 1)[0]:
+        if _MICROSOFT_DRIVER.search(text.split(";", 1)[0]):
             # TIME and DATETIME2 with their 100 ns, as Debezium's JDBC driver reads them (pyodbc keeps
-            # microseconds): Microsoft's driver's structs (cdc_sqlserver.driver_values). FreeTDS's raw forms
-            # differ (its TDS bytes): with it, pyodbc's microseconds stay.
+            # microseconds): Microsoft's driver's structs (cdc_sqlserver.driver_values). Other drivers' raw
+            # forms differ (FreeTDS: its TDS bytes): with them, pyodbc's microseconds stay.
             add(SQL_SS_TIME2, driver_values.time2)
             add(SQL_TYPE_TIMESTAMP, driver_values.timestamp)
     return conn
