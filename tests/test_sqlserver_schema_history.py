@@ -9,6 +9,7 @@ import pytest
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_sqlserver.standin.testing import inventory, standin  # noqa: F401  (fixtures)
 from tests.test_sqlserver_stream import _run
+from kit.engine import EngineThread
 
 #: The chapter's example (2.7 SQL Server chapter, "schema change topic"): the customers table's CREATE.
 CUSTOMERS_COLUMNS = [
@@ -98,7 +99,8 @@ def test_no_data_sends_the_create_events_and_a_restart_with_nothing_new_sends_no
                                      "schema.history.internal.file.filename": str(tmp_path / "history.dat")})
     first = _run(config, store, lambda rs: len(_schema(rs)) >= 1)
     assert [r.value["tableChanges"][0]["type"] for r in first] == ["CREATE"]
-    assert first[0].value["source"]["snapshot"] == "true"
+    # The only CREATE is the snapshot's last record: no data follows (SchemaHistoryTopicIT.streamingSchemaChanges).
+    assert first[0].value["source"]["snapshot"] == "last"
     # Idle after the restart: its first position is the completed snapshot's offset, which is no new snapshot.
     import time
 
@@ -330,3 +332,127 @@ def test_the_snapshot_creates_every_table_of_the_database_unless_only_captured_t
                     "schema.history.internal.store.only.captured.databases.ddl": "true"}, MemoryOffsetStore(),
                    lambda rs: len(_data(rs)) >= 4)
     assert _created(schemas) == [f'"{db}"."dbo"."audit"', f'"{db}"."dbo"."customers"', f'"{db}"."dbo"."orders"']
+
+
+def test_debeziums_schema_history_topic_it_streaming_schema_changes(standin):
+    """SchemaHistoryTopicIT.streamingSchemaChanges (no_data, include.schema.changes): a CREATE for each of the three
+    tables (tablec has no CDC) on the ``server1`` topic, keyed by databaseName, offset ``snapshot: true``, source
+    snapshot true, true, last. Then a second capture instance of tableb (Debezium renames a column; the stand-in
+    adds one): one ALTER whose offset is the last data event's before it, with no ``snapshot`` in the offset and
+    source.snapshot not set (Debezium's Struct has null there; JsonConverter writes the field's default "false")."""
+    for t in ("a", "b", "c"):
+        standin.create_table(f"CREATE TABLE dbo.table{t} (id int primary key, col{t} varchar(30))")
+    standin.enable_db()
+    standin.enable_table("dbo", "tablea")
+    standin.enable_table("dbo", "tableb")
+    standin.agent.start()
+    config = standin.properties(**{"snapshot.mode": "no_data", "include.schema.changes": "true"})
+    runner = EngineThread(config).start()
+    try:
+        runner.wait(lambda rs: len(_schema(rs)) >= 3, "the three CREATE events")
+        runner.wait_streaming()
+        for i in range(10, 15):
+            standin.execute(f"INSERT INTO dbo.tablea VALUES ({i}, 'a'); INSERT INTO dbo.tableb VALUES ({i}, 'b')")
+        runner.wait(lambda rs: len(rs) >= 13, "the ten inserts")
+        standin.wait_captured()
+        standin.disable_table("dbo", "tableb", "dbo_tableb")
+        standin.add_column("dbo", "tableb", "newcolb", "VARCHAR(30)")
+        standin.enable_table("dbo", "tableb", "after_change")
+        for i in range(100, 105):
+            standin.execute(f"INSERT INTO dbo.tablea VALUES ({i}, 'a2'); "
+                            f"INSERT INTO dbo.tableb (id, newcolb) VALUES ({i}, 'b2')")
+        runner.wait(lambda rs: len(_schema(rs)) >= 4 and len(rs) >= 24, "the ALTER and the ten inserts")
+    finally:
+        runner.stop()
+    records = runner.records
+    creates = _schema(records)[:3]
+    assert [r.value["source"]["snapshot"] for r in creates] == ["true", "true", "last"]
+    assert [r.value["source"]["table"] for r in creates] == ["tablea", "tableb", "tablec"]
+    for r in creates:
+        assert r.key == {"databaseName": standin.dbname} and r.offset["snapshot"] is True
+        assert [c["type"] for c in r.value["tableChanges"]] == ["CREATE"]
+    (alter,) = _schema(records)[3:]
+    before = records[records.index(alter) - 1]
+    assert before.topic.endswith((".tablea", ".tableb")) and alter.offset == before.offset
+    assert "snapshot" not in alter.offset and alter.value["source"]["snapshot"] == "false"
+    assert [c["type"] for c in alter.value["tableChanges"]] == ["ALTER"]
+    tableb = [r for r in records[records.index(alter):] if r.topic.endswith(".tableb")]
+    assert len(tableb) == 5
+    assert all([f.name for f in r.value_schema.field("after").schema.fields] == ["id", "colb", "newcolb"]
+               for r in tableb)
+
+
+def test_debeziums_change_table_set_it_change_column(standin):
+    """SqlServerChangeTableSetIT.changeColumn: tableb's colb VARCHAR(30) becomes INT and a second capture instance
+    (after_change) starts: tableb's events carry colb as a string ('10' for id 10) before, as int32 after, the
+    Value schema named server1.<db>.dbo.tableb.Value with fields id, colb."""
+    standin.create_table("CREATE TABLE dbo.tablea (id int primary key, cola varchar(30))")
+    standin.create_table("CREATE TABLE dbo.tableb (id int primary key, colb varchar(30))")
+    standin.enable_db()
+    standin.enable_table("dbo", "tablea")
+    standin.enable_table("dbo", "tableb")
+    standin.agent.start()
+    runner = EngineThread(standin.properties(**{"snapshot.mode": "no_data"})).start()
+
+    def tableb(rs):
+        return [r for r in rs if r.topic.endswith(".tableb")]
+
+    try:
+        runner.wait_streaming()
+        for i in range(10, 15):
+            standin.execute(f"INSERT INTO dbo.tablea VALUES ({i}, 'a'); INSERT INTO dbo.tableb VALUES ({i}, '{i}')")
+        runner.wait(lambda rs: len(tableb(rs)) >= 5, "tableb's first five")
+        standin.wait_captured()
+        standin.alter_column("dbo", "tableb", "colb", "INT")
+        standin.enable_table("dbo", "tableb", "after_change")
+        for start in (100, 1000):
+            for i in range(start, start + 5):
+                standin.execute(f"INSERT INTO dbo.tablea VALUES ({i}, 'a2'); INSERT INTO dbo.tableb VALUES ({i}, '{i} ')")
+        standin.wait_captured()
+        runner.wait(lambda rs: len(tableb(rs)) >= 15, "tableb's fifteen")
+    finally:
+        runner.stop()
+    events = tableb(runner.records)
+    for n, record in enumerate(events):
+        after_schema = record.value_schema.field("after").schema
+        assert after_schema.name == f"server1.{standin.dbname}.dbo.tableb.Value"
+        fields = {f.name: f.schema.to_json() for f in after_schema.fields}
+        assert list(fields) == ["id", "colb"]
+        after = record.value["after"]
+        if n < 5:
+            assert fields["colb"]["type"] == "string" and after["colb"] == str(after["id"])
+        else:
+            assert (fields["colb"]["type"], fields["colb"]["optional"]) == ("int32", True) and after["colb"] == after["id"]
+
+
+@pytest.mark.parametrize("initial", [None, "('default_value')"], ids=["addDefaultValue", "alterDefaultValue"])
+def test_debeziums_change_table_set_it_default_values(standin, initial):
+    """SqlServerChangeTableSetIT.addDefaultValue / alterDefaultValue: a DEFAULT added (or replaced by
+    ('new_default_value')) and a new capture instance: the next event's colb schema has the new default."""
+    standin.create_table("CREATE TABLE dbo.table_dv (id int primary key, colb varchar(30))")
+    if initial:
+        standin.set_default("dbo", "table_dv", "colb", initial)
+    standin.enable_db()
+    standin.enable_table("dbo", "table_dv")
+    standin.agent.start()
+    runner = EngineThread(standin.properties(**{"snapshot.mode": "no_data"})).start()
+
+    def rows(rs):
+        return [r for r in rs if r.topic.endswith(".table_dv")]
+
+    try:
+        runner.wait_streaming()
+        standin.execute("INSERT INTO dbo.table_dv VALUES (1, 'some_value')")
+        runner.wait(lambda rs: len(rows(rs)) >= 1, "the first row")
+        standin.wait_captured()
+        new = "('new_default_value')" if initial else "('default_value')"
+        standin.set_default("dbo", "table_dv", "colb", new)
+        standin.enable_table("dbo", "table_dv", "after_change")
+        standin.execute("INSERT INTO dbo.table_dv VALUES (2, 'some_value2')")
+        runner.wait(lambda rs: len(rows(rs)) >= 2, "the second row")
+    finally:
+        runner.stop()
+    first, second = rows(runner.records)[:2]
+    colb = second.value_schema.field("after").schema.field("colb").schema
+    assert colb.default == new[2:-2]
+    assert first.value_schema.field("after").schema.field("colb").schema.default == (initial[2:-2] if initial else None)

@@ -48,3 +48,42 @@ def test_heartbeats_carry_the_offset_while_idle(inventory):
     assert beats[0].topic == "__debezium-heartbeat.server1"
     assert beats[0].key == {"serverName": "server1"}
     assert "commit_lsn" in beats[-1].offset
+
+
+def test_debeziums_transaction_metadata_it(standin):
+    """TransactionMetadataIT.transactionMetadata: tablea and tableb written alternately in one transaction (5 rows
+    each), then one row of tableb on its own: BEGIN, the 10 events (total_order 1..10, data_collection_order
+    (n + 1) / 2), END (event_count 10, testDB1.dbo.tablea: 5, testDB1.dbo.tableb: 5), BEGIN, the last event."""
+    standin.create_table("CREATE TABLE dbo.tablea (id int primary key, cola varchar(30))")
+    standin.create_table("CREATE TABLE dbo.tableb (id int primary key, colb varchar(30))")
+    standin.execute("INSERT INTO dbo.tablea VALUES (1, 'a')")
+    standin.enable_db()
+    standin.enable_table("dbo", "tablea")
+    standin.enable_table("dbo", "tableb")
+    standin.agent.start()
+    config = standin.properties(**{"snapshot.mode": "initial", "provide.transaction.metadata": "true"})
+    inserts = "; ".join(f"INSERT INTO dbo.tablea VALUES ({i}, 'a'); INSERT INTO dbo.tableb VALUES ({i}, 'b')"
+                        for i in range(10, 15))
+
+    def write():
+        standin.execute(f"BEGIN; {inserts}; COMMIT")
+        standin.execute("INSERT INTO dbo.tableb VALUES (1000, 'b')")
+
+    records = _run(config, MemoryOffsetStore(), lambda rs: sum(1 for r in rs if r.topic == "server1.transaction") >= 3
+                   and any(r.value and r.value.get("after", {}) and r.value["after"].get("id") == 1000
+                           for r in rs if r.topic.endswith(".tableb")), action=write)
+    streamed = [r for r in records if r.topic == "server1.transaction"
+                or (r.topic.endswith((".tablea", ".tableb")) and r.value and r.value["op"] == "c")]
+    assert [r.topic.rpartition(".")[2] for r in streamed] == (
+        ["transaction"] + ["tablea", "tableb"] * 5 + ["transaction", "transaction", "tableb"])
+    begin, end = streamed[0].value, streamed[11].value
+    assert begin["status"] == "BEGIN" and begin["event_count"] is None and begin["data_collections"] is None
+    tx_id = begin["id"]
+    assert [r.value["transaction"] for r in streamed[1:11]] == [
+        {"id": tx_id, "total_order": n, "data_collection_order": (n + 1) // 2} for n in range(1, 11)]
+    assert (end["status"], end["id"], end["event_count"]) == ("END", tx_id, 10)
+    assert end["data_collections"] == [{"data_collection": f"{standin.dbname}.dbo.tablea", "event_count": 5},
+                                       {"data_collection": f"{standin.dbname}.dbo.tableb", "event_count": 5}]
+    assert streamed[12].value["status"] == "BEGIN" and streamed[12].value["id"] != tx_id
+    assert streamed[13].value["transaction"] == {"id": streamed[12].value["id"], "total_order": 1,
+                                                 "data_collection_order": 1}

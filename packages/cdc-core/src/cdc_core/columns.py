@@ -110,12 +110,13 @@ class ColumnMappers:
         Keys never go through the mappers (Debezium's key generator has none): no masking and no
         source-type parameters in key fields.
         """
-        column_name = f"{table.identifier}.{column.name}"
-        type_name = f"{table.identifier}.{column.type_name}"
+        names = table.names
+        column_names = [f"{n}.{column.name}" for n in names]
+        type_names = [f"{n}.{column.type_name}" for n in names]
         convert, schema, extra = column.convert, column.schema, column.extra
         for patterns, kind, arg in self.rules:
-            subject = type_name if kind == PROPAGATE_TYPES else column_name
-            if not any(p.fullmatch(subject) for p in patterns):
+            subjects = type_names if kind == PROPAGATE_TYPES else column_names
+            if not any(p.fullmatch(subject) for p in patterns for subject in subjects):
                 continue
             if kind in ("truncate", "mask", "hash") and schema.type != "string":
                 continue  # these apply to character-based columns only

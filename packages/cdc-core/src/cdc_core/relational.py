@@ -22,6 +22,15 @@ class TableId(NamedTuple):
         parent = self.schema if self.schema is not None else self.catalog
         return f"{parent}.{self.table}" if parent is not None else self.table
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The names column mappers and ``message.key.columns`` match: ``identifier``, and ``catalog.schema.table``
+        where a table has both (SQL Server, Db2: Debezium's ColumnMappers and Key.CustomKeyMapper try the
+        TableId's own ``testDB1.dbo.tablea`` and then its tableIdMapper's ``dbo.tablea``)."""
+        if self.catalog is not None and self.schema is not None:
+            return (self.identifier, f"{self.catalog}.{self.schema}.{self.table}")
+        return (self.identifier,)
+
     def __str__(self) -> str:
         return self.identifier
 

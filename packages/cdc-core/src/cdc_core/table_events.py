@@ -132,7 +132,7 @@ class EventSettings:
     def key_names(self, table: Table) -> list[str]:
         """The key columns: ``message.key.columns`` for the table if set, else its primary key."""
         for pattern, names in self.key_columns:
-            if pattern.fullmatch(table.id.identifier):
+            if any(pattern.fullmatch(name) for name in table.id.names):
                 missing = [n for n in names if n not in {c.name for c in table.columns}]
                 if missing:
                     raise ValueError(f"message.key.columns names {', '.join(missing)}, not columns of {table.id}")

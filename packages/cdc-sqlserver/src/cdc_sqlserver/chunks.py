@@ -168,7 +168,7 @@ class SqlServerSnapshotChunks:
         ranges: list[dict[str, Any]]
         if override or first is None:
             ranges = [{"kind": "all", "override": override}]
-        elif first.type_name.upper() in _INTEGER_TYPES:
+        elif first.type_name.upper().removesuffix(" IDENTITY") in _INTEGER_TYPES:
             ranges = self._key_ranges(conn, db, table, first.name, chunk_rows)
         else:
             ranges = self._sampled_ranges(conn, db, table, chunk_rows)

@@ -119,11 +119,9 @@ class SqlServerConnector:
 
     def validate(self) -> list[str]:
         """Cross-property problems (no I/O)."""
-        problems = []
-        if self.config.get(common.TIME_PRECISION_MODE) == "adaptive_time_microseconds":
-            problems.append("time.precision.mode=adaptive_time_microseconds is not a SQL Server mode; use adaptive "
-                            "or connect")
-        return problems
+        # time.precision.mode=adaptive_time_microseconds is accepted, as 2.7.4's SQL Server connector does (its
+        # RelationalDatabaseConnectorConfig field; JdbcValueConverters makes TIME MicroTime): cdc_sqlserver.types.
+        return []
 
     def partition(self) -> dict[str, Any]:
         """``{"server": topic.prefix, "database": <name>}``, as SqlServerPartition."""

@@ -8,12 +8,14 @@ connector knows which one it talks to.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from typing import Any
 
 from cdc_core.config import Config
 from cdc_core.errors import ConnectorError
 from cdc_sqlserver import config as msc
+from cdc_sqlserver import driver_values
 
 #: Preferred drivers, best first: Microsoft's (18, then 17), then FreeTDS.
 PREFERRED_DRIVERS = ("ODBC Driver 18 for SQL Server", "ODBC Driver 17 for SQL Server", "FreeTDS")
@@ -107,6 +109,12 @@ def connection_string(config: Config, database: str) -> str:
 STANDIN_DRIVER = "cdc stand-in"
 
 
+#: Microsoft's ODBC driver, by name ("ODBC Driver 18 for SQL Server") or library (libmsodbcsql-18.so).
+_MICROSOFT_DRIVER = re.compile(r"ODBC Driver \d+ for SQL Server|msodbcsql", re.IGNORECASE)
+#: ODBC SQL types: TIME (Microsoft's SQLNCLI.h), DATETIME/SMALLDATETIME/DATETIME2 (sql.h).
+SQL_SS_TIME2, SQL_TYPE_TIMESTAMP = -154, 93
+
+
 def _raw(value: Any) -> Any:
     """An output converter that keeps the driver's raw bytes (None for NULL)."""
     return value
@@ -120,7 +128,8 @@ def connect(config: Config, database: str, *, autocommit: bool = True) -> Any:
 
         dbapi.install()
     timeout = max(1, int(config.get(msc.QUERY_TIMEOUT_MS) / 1000)) if config.get(msc.QUERY_TIMEOUT_MS) else 0
-    conn = CONNECT(connection_string(config, database), autocommit=autocommit)
+    text = connection_string(config, database)
+    conn = CONNECT(text, autocommit=autocommit)
     if timeout and hasattr(conn, "timeout"):
         conn.timeout = timeout
     add = getattr(conn, "add_output_converter", None)
@@ -129,4 +138,10 @@ def connect(config: Config, database: str, *, autocommit: bool = True) -> Any:
         # SQL_SS_TIMESTAMPOFFSET_STRUCT; SQL_VARIANT has no mapping and is never sent).
         add(-155, _raw)
         add(-150, _raw)
+        if _MICROSOFT_DRIVER.search(text.split(";", 1)[0]):
+            # TIME and DATETIME2 with their 100 ns, as Debezium's JDBC driver reads them (pyodbc keeps
+            # microseconds): Microsoft's driver's structs (cdc_sqlserver.driver_values). Other drivers' raw
+            # forms differ (FreeTDS: its TDS bytes): with them, pyodbc's microseconds stay.
+            add(SQL_SS_TIME2, driver_values.time2)
+            add(SQL_TYPE_TIMESTAMP, driver_values.timestamp)
     return conn

@@ -231,12 +231,19 @@ class SchemaHistory:
         return schema_change_record("sqlserver", self.source_schema, self.topic, self.db, table.id.schema, ddl,
                                     [change], source, offset, self.partition)
 
-    def snapshot_events(self, tables: list[Table], offset: dict[str, Any]) -> list[ChangeRecord]:
-        """CREATE for each of ``tables`` at the snapshot's position (``ddl`` null, ``snapshot`` true)."""
+    def snapshot_events(self, tables: list[Table], offset: dict[str, Any], last: bool = False) -> list[ChangeRecord]:
+        """CREATE for each of ``tables`` at the snapshot's position (``ddl`` null, ``snapshot`` true).
+
+        ``last``: no data follows (``no_data``): the last CREATE's ``snapshot`` is ``last``, as 2.7.4's
+        RelationalSnapshotChangeEventSource.createSchemaChangeEventsForTables marks it ("If data are not
+        snapshotted then the last schema change must set last snapshot flag"; SchemaHistoryTopicIT.
+        streamingSchemaChanges expects true, true, last).
+        """
         out = []
         lsn = offset.get("commit_lsn")
-        for table in tables:
-            source = source_block(self.server, self.db, time.time_ns() // 1000, "true", table.id.schema or "",
+        for n, table in enumerate(tables, 1):
+            marker = "last" if last and n == len(tables) else "true"
+            source = source_block(self.server, self.db, time.time_ns() // 1000, marker, table.id.schema or "",
                                   table.id.table, None, lsn, None)
             event = self._record("CREATE", table, table_json(table), offset, None, source, True)
             if event is not None:
@@ -367,7 +374,8 @@ class SchemaHistory:
                         position = {**item_offset, "snapshot_completed": False}
                         out = [] if out is None else out
                         out += batch[done:i]
-                        out.extend(self.snapshot_events(snapshot_tables(), position))
+                        # No data snapshot running: no_data, the last CREATE closes the snapshot.
+                        out.extend(self.snapshot_events(snapshot_tables(), position, last=not snapshotting()))
                         done = i
             tail = _before(batch, len(batch), tail)
             if out is None:

@@ -106,6 +106,9 @@ class CaptureAgent(SlotAgent):
     def _capture(self, conn: psycopg.Connection, instances: dict[tuple[str, str], list[Instance]], commit: str,
                  begin: str, xid: int, when: datetime | None, changes: list[tuple[str, DecodedChange]]) -> None:
         """Write one committed transaction's change rows and its lsn_time_mapping row."""
+        # No server-side prepared INSERTs: their parameter types are fixed when prepared, and an ALTER COLUMN
+        # propagated to a change table (StandIn.alter_column) changes the column's type under them.
+        conn.prepare_threshold = None
         commit_lsn = lsn_bytes(commit)
         rows: list[tuple[Instance, bytes, int, dict[str, Any]]] = []
         for lsn, change in changes:

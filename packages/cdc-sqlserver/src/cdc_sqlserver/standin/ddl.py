@@ -81,6 +81,8 @@ def _definition(cd: exp.ColumnDef) -> str | None:
         kind = c.args.get("kind")
         if isinstance(kind, exp.DefaultColumnConstraint):
             value = kind.this
+            while isinstance(value, exp.Paren):  # DEFAULT ('x') is stored as DEFAULT 'x' is: ('x')
+                value = value.this
             if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
                 return f"((-{value.this.name}))"
             if isinstance(value, exp.Literal):
@@ -91,6 +93,19 @@ def _definition(cd: exp.ColumnDef) -> str | None:
     return None
 
 
+def _table_primary_keys(tree: exp.Expression) -> None:
+    """``PRIMARY KEY (a, b)`` as PostgreSQL takes it: sqlglot reads T-SQL's key columns as ordered (``NULLS FIRST``),
+    and a key column list written after a column without a comma (``name varchar(20) primary key(id)``, which
+    SQL Server takes as a table constraint) as that column's constraint: made a table constraint."""
+    schema = tree.this
+    for pk in list(tree.find_all(exp.PrimaryKey)):
+        pk.set("expressions", [e.this if isinstance(e, exp.Ordered) else e for e in pk.expressions])
+        holder = pk.parent
+        if isinstance(holder, exp.ColumnConstraint) and isinstance(holder.parent, exp.ColumnDef):
+            holder.pop()
+            schema.append("expressions", pk)
+
+
 def translate_create_table(ddl: str) -> tuple[str, str, str, list[tuple[Any, ...]]]:
     """``(schema, table, PostgreSQL DDL, [(column, type, max_length, precision, scale, is_identity, default)])``."""
     tree = sqlglot.parse_one(ddl, read="tsql")
@@ -98,19 +113,33 @@ def translate_create_table(ddl: str) -> tuple[str, str, str, list[tuple[Any, ...
         raise ValueError("create_table takes one CREATE TABLE statement")
     table = tree.find(exp.Table)
     assert table is not None
+    _table_primary_keys(tree)
     columns: list[tuple[Any, ...]] = []
     for cd in tree.find_all(exp.ColumnDef):
         kind = cd.args["kind"]
         name = _declared(ddl, cd.name)
         params = _params(kind)
+        if name == "float" and params and params[0].isdigit() and int(params[0]) <= 24:
+            name, params = "real", []  # FLOAT(1..24) is REAL (sys.types), as Debezium's IT's float(10) shows
         identity = int(any(isinstance(c.args.get("kind"), exp.GeneratedAsIdentityColumnConstraint)
                            for c in cd.args.get("constraints") or []))
         columns.append((cd.name, name, *_facts(name, params), identity, _definition(cd)))
+        if name in ("binary", "varbinary", "image"):  # 0x0102 is a bit string to PostgreSQL: a bytea literal
+            for c in cd.args.get("constraints") or []:
+                kind = c.args.get("kind")
+                value = kind.this if isinstance(kind, exp.DefaultColumnConstraint) else None
+                while isinstance(value, exp.Paren):
+                    value = value.this
+                if isinstance(value, exp.HexString):
+                    kind.set("this", exp.cast(exp.Literal.string("\\x" + value.this), "bytea"))
         if name == "bit":  # PostgreSQL's boolean takes no integer default
             for c in cd.args.get("constraints") or []:
                 kind = c.args.get("kind")
-                if isinstance(kind, exp.DefaultColumnConstraint) and isinstance(kind.this, exp.Literal):
-                    kind.set("this", exp.Boolean(this=kind.this.name not in ("0", "")))
+                value = kind.this if isinstance(kind, exp.DefaultColumnConstraint) else None
+                while isinstance(value, exp.Paren):
+                    value = value.this
+                if isinstance(value, exp.Literal):
+                    kind.set("this", exp.Boolean(this=value.name not in ("0", "")))
         cd.set("kind", exp.DataType.build(_pg_type(name, params), dialect="postgres"))
     return table.db or "dbo", table.name, tree.sql("postgres"), columns
 

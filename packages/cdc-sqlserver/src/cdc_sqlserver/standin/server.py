@@ -50,10 +50,27 @@ class StandIn(HostedDatabase):
         _, _, pg_ddl, columns = translate_create_table(f"CREATE TABLE {schema}.{table} ({column} {tsql_type})")
         pg_type = pg_ddl[pg_ddl.index("(") + 1:pg_ddl.rindex(")")].split(" ", 1)[1].replace(" NOT NULL", "")
         with self._connect() as conn, conn.transaction():
-            conn.execute(f"ALTER TABLE {quote(schema)}.{quote(table)} ALTER COLUMN {quote(column)} TYPE {pg_type}")
+            conn.execute(f"ALTER TABLE {quote(schema)}.{quote(table)} ALTER COLUMN {quote(column)} TYPE {pg_type} "
+                         f"USING {quote(column)}::{pg_type}")  # SQL Server converts VARCHAR '10' to INT
+            # "If an existing column undergoes a change in its data type, the change is propagated to the change
+            # table" (SQL Server's CDC documentation): every capture instance capturing the column.
+            for (ct,) in conn.execute(
+                    "SELECT ct.capture_instance FROM cdc.change_tables ct JOIN cdc.captured_columns cc "
+                    "ON cc.object_id = ct.object_id WHERE ct.source_object_id = %s::regclass::oid::int "
+                    "AND cc.column_name = %s", (f"{quote(schema)}.{quote(table)}", column)).fetchall():
+                conn.execute(f"ALTER TABLE cdc.{quote(ct + '_CT')} ALTER COLUMN {quote(column)} TYPE {pg_type} "
+                             f"USING {quote(column)}::{pg_type}")
             conn.execute("DELETE FROM standin.column_types WHERE object_id = %s::regclass::oid::int "
                          "AND column_name = %s", (f"{quote(schema)}.{quote(table)}", column))
             record(conn, schema, table, columns)
+
+    def set_default(self, schema: str, table: str, column: str, definition: str | None) -> None:
+        """``ALTER TABLE ... ADD DEFAULT <definition> FOR <column>`` (None: DROP CONSTRAINT): ``definition`` as
+        sys.default_constraints keeps it (``('default_value')``)."""
+        source = f"{quote(schema)}.{quote(table)}"
+        with self._connect() as conn, conn.transaction():
+            conn.execute("UPDATE standin.column_types SET default_definition = %s "
+                         "WHERE object_id = %s::regclass::oid::int AND column_name = %s", (definition, source, column))
 
     def enable_db(self) -> None:
         """``sys.sp_cdc_enable_db``: the ``cdc`` schema, metadata, LSN functions, and the agent's slot."""
