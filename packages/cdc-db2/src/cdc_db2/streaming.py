@@ -85,6 +85,13 @@ def _micros(when: Any) -> int:
     return (when - _EPOCH) // _MICRO
 
 
+def _open_tx(commit: bytes | None, commit_text: str | None, offset: dict[str, Any] | None,
+             ts_us: int | None) -> tuple[bytes, str, dict[str, Any], int] | None:
+    """The open transaction as the reader keeps it between batches (None: none): commit LSN, its text, the
+    offset of its last event, its commit time in ms."""
+    return None if commit is None else (commit, commit_text, offset, ts_us // 1000)  # type: ignore[return-value, operator]
+
+
 class StreamReader:
     """The CD tables of the captured tables, read window by window."""
 
@@ -174,7 +181,9 @@ class StreamReader:
         server, db = self.server, self.db
         commit_raw, commit_text, change_text = self._commit_raw, self._commit_text, self._change_text
         emitted = self._emitted
-        open_tx = self._open_tx
+        # The open transaction (self._open_tx) in locals: its commit LSN (None: none), text, last offset, commit time.
+        tx_commit, tx_text, tx_offset, tx_ts_ms = self._open_tx or (None, None, None, None)
+        tx_ts_us = None if tx_ts_ms is None else tx_ts_ms * 1000
         # The source block of the events of one table in one commit, all but change_lsn (built once per run).
         source_key: tuple[Any, ...] | None = None
         template: dict[str, Any] = {}
@@ -200,7 +209,8 @@ class StreamReader:
             elif op == "U":
                 kind, before, after = "u", None, row
             else:
-                self._keep(commit_raw, commit_text, change_text, emitted, open_tx)
+                self._keep(commit_raw, commit_text, change_text, emitted,
+                           _open_tx(tx_commit, tx_text, tx_offset, tx_ts_us))
                 raise ConnectorError(f"unknown IBMSNAP_OPERATION {op!r} at {text(commit)}:{text(intent)} in "
                                      f"{self.tables[n].registration.change_table}")
             if not past:
@@ -220,22 +230,25 @@ class StreamReader:
                 template = source_block(server, db, ts_us, "false", table.id.schema or "", table.id.table,
                                         None, commit_text)
                 source_key = (commit_raw, n, when)
-            if open_tx is not None and open_tx[0] != commit:
-                batch.append(Checkpoint(open_tx[2], transaction_end=open_tx[1], ts_ms=open_tx[3]))
+            if tx_commit != commit:
+                if tx_commit is not None:
+                    batch.append(Checkpoint(tx_offset, transaction_end=tx_text, ts_ms=tx_ts_us // 1000))
+                tx_commit, tx_text = commit, commit_text
             source = template.copy()
             source["change_lsn"] = change_text
-            offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": 1}
+            tx_offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": 1}
+            tx_ts_us = ts_us
             # The row's columns after the four CD columns, as they came (a slice, as SQL Server's reader passes).
             batch.append(_new_change((tables[n], kind, before[4:] if before is not None else None,
-                                      after[4:] if after is not None else None, source, offset, commit_text, None)))
-            open_tx = (commit, commit_text, offset, ts_us // 1000)
+                                      after[4:] if after is not None else None, source, tx_offset, commit_text, None)))
             if len(batch) >= 1024:
-                self._keep(commit_raw, commit_text, change_text, emitted, open_tx)
+                self._keep(commit_raw, commit_text, change_text, emitted,
+                           _open_tx(tx_commit, tx_text, tx_offset, tx_ts_us))
                 yield batch
                 batch = []
         self._keep(commit_raw, commit_text, change_text, emitted, None)
-        if open_tx is not None:  # a window holds whole transactions (asncap writes each one at once)
-            batch.append(Checkpoint(open_tx[2], transaction_end=open_tx[1], ts_ms=open_tx[3]))
+        if tx_commit is not None:  # a window holds whole transactions (asncap writes each one at once)
+            batch.append(Checkpoint(tx_offset, transaction_end=tx_text, ts_ms=tx_ts_us // 1000))
         # The whole window is read: the next one starts above its end.
         self.last = max(self.last, end)
         if batch:
