@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from cdc_core.events import Checkpoint
@@ -188,6 +189,24 @@ class StreamingMetrics(CommonMetrics):
         })
 
 
+_VALUE, _OP = attrgetter("value"), itemgetter("op")
+_STREAMING_OPS = frozenset({"c", "u", "d"})
+
+
+def _streaming_op_counts(records: list) -> dict[str, int] | None:
+    """``{"r": 0, "c": n, "u": n, "d": n}`` for a non-empty batch of change events that are all creates, updates
+    and deletes (no checkpoint, tombstone, transaction or schema change record); else None."""
+    try:
+        ops = list(map(_OP, map(_VALUE, records)))
+    except (AttributeError, TypeError, KeyError):  # a Checkpoint, a tombstone, a value without an op
+        return None
+    kinds = set(ops)
+    if not kinds or not kinds <= _STREAMING_OPS:
+        return None
+    return {"r": 0, "c": ops.count("c") if "c" in kinds else 0, "u": ops.count("u") if "u" in kinds else 0,
+            "d": ops.count("d") if "d" in kinds else 0}
+
+
 def _table_of(topic: str, records: list) -> str:
     """The ``schema.table`` (or ``db.table``) of the first snapshot record on ``topic``."""
     for r in records:
@@ -255,11 +274,12 @@ class ConnectorMetrics:
         """Account a converted batch: counts by op and rows per table; the last event and the lag from
         the batch's last data event only (the per-record work is a few integer additions)."""
         snap, stream = self.snapshot, self.streaming
-        counts = {"r": 0, "c": 0, "u": 0, "d": 0}
+        streamed = _streaming_op_counts(records)  # change events only: counted without a per-record loop
+        counts = streamed or {"r": 0, "c": 0, "u": 0, "d": 0}
         rows: dict[Any, int] = {}
         committed = 0
-        last = None
-        for r in records:
+        last = None if streamed is None else records[-1]
+        for r in records if streamed is None else ():
             if r.__class__ is Checkpoint:
                 if r.transaction_end is not None:
                     committed += 1
