@@ -193,18 +193,27 @@ _VALUE, _OP = attrgetter("value"), itemgetter("op")
 _STREAMING_OPS = frozenset({"c", "u", "d"})
 
 
-def _streaming_op_counts(records: list) -> dict[str, int] | None:
-    """``{"r": 0, "c": n, "u": n, "d": n}`` for a non-empty batch of change events that are all creates, updates
-    and deletes (no checkpoint, tombstone, transaction or schema change record); else None."""
+def _streaming_op_counts(records: list) -> tuple[dict[str, int], int, Any] | None:
+    """For a batch of creates, updates and deletes (with checkpoints between them, but no tombstone, transaction
+    or schema change record): ``({"r": 0, "c": n, "u": n, "d": n}, transactions ended, the last event)``; else None."""
+    events, committed = records, 0
     try:
-        ops = list(map(_OP, map(_VALUE, records)))
+        ops = list(map(_OP, map(_VALUE, events)))
     except (AttributeError, TypeError, KeyError):  # a Checkpoint, a tombstone, a value without an op
-        return None
+        events = [r for r in records if r.__class__ is not Checkpoint]
+        if len(events) == len(records):
+            return None
+        try:
+            ops = list(map(_OP, map(_VALUE, events)))
+        except (AttributeError, TypeError, KeyError):
+            return None
+        committed = sum(1 for r in records if r.__class__ is Checkpoint and r.transaction_end is not None)
     kinds = set(ops)
     if not kinds or not kinds <= _STREAMING_OPS:
         return None
-    return {"r": 0, "c": ops.count("c") if "c" in kinds else 0, "u": ops.count("u") if "u" in kinds else 0,
-            "d": ops.count("d") if "d" in kinds else 0}
+    counts = {"r": 0, "c": ops.count("c") if "c" in kinds else 0, "u": ops.count("u") if "u" in kinds else 0,
+              "d": ops.count("d") if "d" in kinds else 0}
+    return counts, committed, events[-1]
 
 
 def _table_of(topic: str, records: list) -> str:
@@ -274,11 +283,9 @@ class ConnectorMetrics:
         """Account a converted batch: counts by op and rows per table; the last event and the lag from
         the batch's last data event only (the per-record work is a few integer additions)."""
         snap, stream = self.snapshot, self.streaming
-        streamed = _streaming_op_counts(records)  # change events only: counted without a per-record loop
-        counts = streamed or {"r": 0, "c": 0, "u": 0, "d": 0}
+        streamed = _streaming_op_counts(records)  # change events (and checkpoints): no per-record loop
+        counts, committed, last = streamed or ({"r": 0, "c": 0, "u": 0, "d": 0}, 0, None)
         rows: dict[Any, int] = {}
-        committed = 0
-        last = None if streamed is None else records[-1]
         for r in records if streamed is None else ():
             if r.__class__ is Checkpoint:
                 if r.transaction_end is not None:
