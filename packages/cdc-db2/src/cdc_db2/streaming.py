@@ -97,6 +97,21 @@ def _open_tx(commit: bytes | None, commit_text: str | None, offset: dict[str, An
     return None if commit is None else (commit, commit_text, offset, ts_us // 1000)  # type: ignore[return-value, operator]
 
 
+def _grouped_hexes(raws: list[bytes]) -> list[str]:
+    """``grouped_hex`` of each LSN: hex grouped by 4 bytes in C, the third colon dropped for 13-16 bytes (LUW's
+    16-byte LSNs: ``8:8:16`` digits); other lengths one by one."""
+    lengths = set(map(len, raws))
+    if lengths <= _GROUPED_BY_4:
+        return list(map(bytes.hex, raws, repeat(":"), repeat(-4)))
+    if lengths <= _THIRD_COLON_DROPPED:
+        return [h[:26] + h[27:] for h in map(bytes.hex, raws, repeat(":"), repeat(-4))]
+    return list(map(grouped_hex, raws))
+
+
+#: LSN lengths whose ``bytes.hex(":", -4)`` is grouped_hex's text, and those where it has one colon too many.
+_GROUPED_BY_4, _THIRD_COLON_DROPPED = frozenset(range(9, 13)), frozenset(range(13, 17))
+
+
 def _inserts_of_one_table(merged: list[tuple[bytes, bytes, int, tuple[Any, ...]]]) -> bool:
     """Whether a window holds inserts (IBMSNAP_OPERATION I) of one CD table only."""
     tables = list(map(_N, merged))
@@ -290,7 +305,7 @@ class StreamReader:
                 (when, [item for _, item in run]) for when, run in groupby(zip(whens, items), _COMMIT)]
             for when, run in runs:
                 ts_us = _micros(when)
-                texts = list(map(grouped_hex, map(_INTENT, run)))
+                texts = _grouped_hexes(list(map(_INTENT, run)))
                 source = source_block(server, db, ts_us, "false", schema, name, None, commit_text)
                 offset = {"commit_lsn": commit_text, "change_lsn": None, "event_serial_no": 1}
                 sources = list(map(dict.copy, repeat(source, len(run))))
