@@ -16,7 +16,7 @@ from typing import Any
 from cdc_core.config import Config
 from cdc_core.config import common
 from cdc_core.errors import ConnectorError
-from cdc_core.events import ChangeRecord, Checkpoint, RawChange, TransactionBegin
+from cdc_core.events import ChangeRecord, Checkpoint, RawChange, TransactionBegin, new_record
 from cdc_core.heartbeat import Heartbeat
 from cdc_core.relational import Table
 from cdc_core.schema import Schema
@@ -158,9 +158,9 @@ class EventBuilder:
         ts_ms, ts_us, op = now_ns // 1_000_000, now_ns // 1_000, run[0].op
         topic, key_schema, envelope, partition = te.topic, te.key_schema, te.envelope, self.partition
         out += [
-            ChangeRecord(topic, key, {"before": None, "after": after, "source": ch.source, "transaction": None, "op": op,
-                                      "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns},
-                         key_schema if key is not None else None, envelope, ch.offset, {}, partition)
+            new_record(topic, key, {"before": None, "after": after, "source": ch.source, "transaction": None, "op": op,
+                                    "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns},
+                       key_schema if key is not None else None, envelope, ch.offset, {}, partition)
             for ch, after, key in zip(run, values, keys)
         ]
 
@@ -247,7 +247,7 @@ class EventBuilder:
                      "ts_ms": ts_ms, "ts_us": ts_us, "ts_ns": now_ns}
             key_schema = key_schema_of_table if key is not None else None  # a truncate has no key at all
             if op == "d" and tombstones:
-                append(ChangeRecord(topic, key, value, key_schema, envelope, None, {}, partition))
-                append(ChangeRecord(topic, key, None, key_schema, None, offset, {}, partition))
+                append(new_record(topic, key, value, key_schema, envelope, None, {}, partition))
+                append(new_record(topic, key, None, key_schema, None, offset, {}, partition))
             else:
-                append(ChangeRecord(topic, key, value, key_schema, envelope, offset, {}, partition))
+                append(new_record(topic, key, value, key_schema, envelope, offset, {}, partition))

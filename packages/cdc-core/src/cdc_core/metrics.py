@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from operator import attrgetter, itemgetter
 from typing import Any
 
 from cdc_core.events import Checkpoint
@@ -192,6 +193,33 @@ class StreamingMetrics(CommonMetrics):
         })
 
 
+_VALUE, _OP = attrgetter("value"), itemgetter("op")
+_STREAMING_OPS = frozenset({"c", "u", "d"})
+
+
+def _streaming_op_counts(records: list) -> tuple[dict[str, int], int, Any] | None:
+    """For a batch of creates, updates and deletes (with checkpoints between them, but no tombstone, transaction
+    or schema change record): ``({"r": 0, "c": n, "u": n, "d": n}, transactions ended, the last event)``; else None."""
+    events, committed = records, 0
+    try:
+        ops = list(map(_OP, map(_VALUE, events)))
+    except (AttributeError, TypeError, KeyError):  # a Checkpoint, a tombstone, a value without an op
+        events = [r for r in records if r.__class__ is not Checkpoint]
+        if len(events) == len(records):
+            return None
+        try:
+            ops = list(map(_OP, map(_VALUE, events)))
+        except (AttributeError, TypeError, KeyError):
+            return None
+        committed = sum(1 for r in records if r.__class__ is Checkpoint and r.transaction_end is not None)
+    kinds = set(ops)
+    if not kinds or not kinds <= _STREAMING_OPS:
+        return None
+    counts = {"r": 0, "c": ops.count("c") if "c" in kinds else 0, "u": ops.count("u") if "u" in kinds else 0,
+              "d": ops.count("d") if "d" in kinds else 0}
+    return counts, committed, events[-1]
+
+
 def _table_of(topic: str, records: list) -> str:
     """The ``schema.table`` (or ``db.table``) of the first snapshot record on ``topic``."""
     for r in records:
@@ -259,11 +287,10 @@ class ConnectorMetrics:
         """Account a converted batch: counts by op and rows per table; the last event and the lag from
         the batch's last data event only (the per-record work is a few integer additions)."""
         snap, stream = self.snapshot, self.streaming
-        counts = {"r": 0, "c": 0, "u": 0, "d": 0}
+        streamed = _streaming_op_counts(records)  # change events (and checkpoints): no per-record loop
+        counts, committed, last = streamed or ({"r": 0, "c": 0, "u": 0, "d": 0}, 0, None)
         rows: dict[Any, int] = {}
-        committed = 0
-        last = None
-        for r in records:
+        for r in records if streamed is None else ():
             if r.__class__ is Checkpoint:
                 if r.transaction_end is not None:
                     committed += 1

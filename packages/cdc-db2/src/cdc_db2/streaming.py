@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from functools import partial
-from itertools import chain, repeat
+from bisect import bisect_right
+from itertools import chain, groupby, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -36,6 +37,10 @@ _SKIPPED = {"c": "I", "d": "D"}
 #: IBMSNAP_OPERATION values as drivers return them (CHAR(1), maybe padded); others go through str().strip().
 _OPERATIONS = {"I": "I", "D": "D", "U": "U", "I ": "I", "D ": "D", "U ": "U"}
 _COMMIT, _INTENT = itemgetter(0), itemgetter(1)
+#: Of a merged row ``(commit, intent, n, row)``: its position, its table's number, the CD row.
+_POSITION, _N, _ROW = itemgetter(0, 1), itemgetter(2), itemgetter(3)
+#: Of a CD row: IBMSNAP_OPERATION, IBMSNAP_LOGMARKER (the commit time), the captured columns.
+_OP, _WHEN, _DATA = itemgetter(2), itemgetter(3), itemgetter(slice(4, None))
 #: A RawChange from its fields in one tuple, made by tuple.__new__ in C.
 _new_change = partial(tuple.__new__, RawChange)
 #: At most this many transactions per window (a backlog is read in steps, not all into memory at once).
@@ -83,6 +88,36 @@ def _micros(when: Any) -> int:
     if when.tzinfo is not None:
         when = when.astimezone(timezone.utc).replace(tzinfo=None)
     return (when - _EPOCH) // _MICRO
+
+
+def _open_tx(commit: bytes | None, commit_text: str | None, offset: dict[str, Any] | None,
+             ts_us: int | None) -> tuple[bytes, str, dict[str, Any], int] | None:
+    """The open transaction as the reader keeps it between batches (None: none): commit LSN, its text, the
+    offset of its last event, its commit time in ms."""
+    return None if commit is None else (commit, commit_text, offset, ts_us // 1000)  # type: ignore[return-value, operator]
+
+
+def _grouped_hexes(raws: list[bytes]) -> list[str]:
+    """``grouped_hex`` of each LSN: hex grouped by 4 bytes in C, the third colon dropped for 13-16 bytes (LUW's
+    16-byte LSNs: ``8:8:16`` digits); other lengths one by one."""
+    lengths = set(map(len, raws))
+    if lengths <= _GROUPED_BY_4:
+        return list(map(bytes.hex, raws, repeat(":"), repeat(-4)))
+    if lengths <= _THIRD_COLON_DROPPED:
+        return [h[:26] + h[27:] for h in map(bytes.hex, raws, repeat(":"), repeat(-4))]
+    return list(map(grouped_hex, raws))
+
+
+#: LSN lengths whose ``bytes.hex(":", -4)`` is grouped_hex's text, and those where it has one colon too many.
+_GROUPED_BY_4, _THIRD_COLON_DROPPED = frozenset(range(9, 13)), frozenset(range(13, 17))
+
+
+def _inserts_of_one_table(merged: list[tuple[bytes, bytes, int, tuple[Any, ...]]]) -> bool:
+    """Whether a window holds inserts (IBMSNAP_OPERATION I) of one CD table only."""
+    tables = list(map(_N, merged))
+    if tables.count(tables[0]) != len(tables):
+        return False
+    return all((_OPERATIONS.get(code) or str(code).strip()) == "I" for code in set(map(_OP, map(_ROW, merged))))
 
 
 class StreamReader:
@@ -171,10 +206,15 @@ class StreamReader:
         tables = [t.table for t in self.tables]
         skipped, skip_updates = self.skipped, self.skip_updates
         skip_c, skip_d = "I" in skipped, "D" in skipped
+        if not skip_c and merged and _inserts_of_one_table(merged):
+            yield from self._insert_events(merged, end, tables[merged[0][2]])
+            return
         server, db = self.server, self.db
         commit_raw, commit_text, change_text = self._commit_raw, self._commit_text, self._change_text
         emitted = self._emitted
-        open_tx = self._open_tx
+        # The open transaction (self._open_tx) in locals: its commit LSN (None: none), text, last offset, commit time.
+        tx_commit, tx_text, tx_offset, tx_ts_ms = self._open_tx or (None, None, None, None)
+        tx_ts_us = None if tx_ts_ms is None else tx_ts_ms * 1000
         # The source block of the events of one table in one commit, all but change_lsn (built once per run).
         source_key: tuple[Any, ...] | None = None
         template: dict[str, Any] = {}
@@ -200,7 +240,8 @@ class StreamReader:
             elif op == "U":
                 kind, before, after = "u", None, row
             else:
-                self._keep(commit_raw, commit_text, change_text, emitted, open_tx)
+                self._keep(commit_raw, commit_text, change_text, emitted,
+                           _open_tx(tx_commit, tx_text, tx_offset, tx_ts_us))
                 raise ConnectorError(f"unknown IBMSNAP_OPERATION {op!r} at {text(commit)}:{text(intent)} in "
                                      f"{self.tables[n].registration.change_table}")
             if not past:
@@ -220,23 +261,72 @@ class StreamReader:
                 template = source_block(server, db, ts_us, "false", table.id.schema or "", table.id.table,
                                         None, commit_text)
                 source_key = (commit_raw, n, when)
-            if open_tx is not None and open_tx[0] != commit:
-                batch.append(Checkpoint(open_tx[2], transaction_end=open_tx[1], ts_ms=open_tx[3]))
+            if tx_commit != commit:
+                if tx_commit is not None:
+                    batch.append(Checkpoint(tx_offset, transaction_end=tx_text, ts_ms=tx_ts_us // 1000))
+                tx_commit, tx_text = commit, commit_text
             source = template.copy()
             source["change_lsn"] = change_text
-            offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": 1}
+            tx_offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": 1}
+            tx_ts_us = ts_us
             # The row's columns after the four CD columns, as they came (a slice, as SQL Server's reader passes).
             batch.append(_new_change((tables[n], kind, before[4:] if before is not None else None,
-                                      after[4:] if after is not None else None, source, offset, commit_text, None)))
-            open_tx = (commit, commit_text, offset, ts_us // 1000)
+                                      after[4:] if after is not None else None, source, tx_offset, commit_text, None)))
             if len(batch) >= 1024:
-                self._keep(commit_raw, commit_text, change_text, emitted, open_tx)
+                self._keep(commit_raw, commit_text, change_text, emitted,
+                           _open_tx(tx_commit, tx_text, tx_offset, tx_ts_us))
                 yield batch
                 batch = []
         self._keep(commit_raw, commit_text, change_text, emitted, None)
-        if open_tx is not None:  # a window holds whole transactions (asncap writes each one at once)
-            batch.append(Checkpoint(open_tx[2], transaction_end=open_tx[1], ts_ms=open_tx[3]))
+        if tx_commit is not None:  # a window holds whole transactions (asncap writes each one at once)
+            batch.append(Checkpoint(tx_offset, transaction_end=tx_text, ts_ms=tx_ts_us // 1000))
         # The whole window is read: the next one starts above its end.
+        self.last = max(self.last, end)
+        if batch:
+            yield batch
+
+    def _insert_events(self, merged: list[tuple[bytes, bytes, int, tuple[Any, ...]]], end: tuple[bytes, bytes],
+                       table: Any) -> Iterator[list[Any]]:
+        """``_events`` of a window of inserts into one table: the same events, checkpoints and batches, built a
+        transaction at a time (source blocks and offsets by copies, RawChanges by ``tuple.__new__`` over ``zip``)."""
+        server, db, schema, name = self.server, self.db, table.id.schema or "", table.id.table
+        tx_commit, tx_text, tx_offset, tx_ts_ms = self._open_tx or (None, None, None, None)
+        batch: list[Any] = []
+        # Rows at or below the resume point were delivered before (the window is sorted by position).
+        start = bisect_right(merged, self.last, key=_POSITION)
+        for commit, group in groupby(merged[start:] if start else merged, _COMMIT):
+            items = list(group)
+            commit_text = grouped_hex(commit)
+            if tx_commit is not None and tx_commit != commit:
+                batch.append(Checkpoint(tx_offset, transaction_end=tx_text, ts_ms=tx_ts_ms))
+            whens = list(map(_WHEN, map(_ROW, items)))
+            # One commit time per transaction (IBMSNAP_UOW's row); a source block per run of one commit time.
+            runs = [(whens[0], items)] if whens.count(whens[0]) == len(whens) else [
+                (when, [item for _, item in run]) for when, run in groupby(zip(whens, items), _COMMIT)]
+            for when, run in runs:
+                ts_us = _micros(when)
+                texts = _grouped_hexes(list(map(_INTENT, run)))
+                source = source_block(server, db, ts_us, "false", schema, name, None, commit_text)
+                offset = {"commit_lsn": commit_text, "change_lsn": None, "event_serial_no": 1}
+                sources = list(map(dict.copy, repeat(source, len(run))))
+                offsets = list(map(dict.copy, repeat(offset, len(run))))
+                for s, o, t in zip(sources, offsets, texts):
+                    s["change_lsn"] = o["change_lsn"] = t
+                batch += map(_new_change, zip(repeat(table), repeat("c"), repeat(None), map(_DATA, map(_ROW, run)),
+                                              sources, offsets, repeat(commit_text), repeat(None)))
+                tx_commit, tx_text, tx_offset, tx_ts_ms = commit, commit_text, offsets[-1], ts_us // 1000
+                # As _events: a batch leaves after the event that brings it to 1024 items.
+                while len(batch) >= 1024:
+                    cut = 1024 if batch[1023].__class__ is RawChange else 1025
+                    last = batch[cut - 1].offset
+                    self._keep(commit, commit_text, last["change_lsn"], True,
+                               (commit, commit_text, last, ts_us // 1000))
+                    yield batch[:cut]
+                    batch = batch[cut:]
+            self._commit_raw, self._commit_text, self._change_text, self._emitted = commit, commit_text, texts[-1], True
+        self._open_tx = None
+        if tx_commit is not None:  # a window holds whole transactions (asncap writes each one at once)
+            batch.append(Checkpoint(tx_offset, transaction_end=tx_text, ts_ms=tx_ts_ms))
         self.last = max(self.last, end)
         if batch:
             yield batch

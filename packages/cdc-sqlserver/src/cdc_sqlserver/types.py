@@ -130,6 +130,11 @@ def _as_time(v: Any) -> time:
     return v if isinstance(v, time) else time.fromisoformat(str(v))
 
 
+#: The datetime converters of ``_temporal`` as single-call encoders of a datetime or its ISO text.
+_EPOCH_ENCODERS = {sem.epoch_millis: sem.epoch_encoder(1000), sem.epoch_micros: sem.epoch_encoder(1_000_000),
+                   sem.epoch_nanos: sem.epoch_encoder(1_000_000_000)}
+
+
 def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable[[Any], Any]]:
     """The Connect schema and converter of a column; ``(None, ...)`` for a type cdc does not map yet."""
     optional = info.nullable
@@ -164,7 +169,8 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
             return schema, lambda v, c=convert: c(_as_time(v))
         if t == "date":
             return schema, lambda v, c=convert: c(v if isinstance(v, date) else date.fromisoformat(str(v)))
-        return schema, lambda v, c=convert: c(v if isinstance(v, datetime) else datetime.fromisoformat(str(v)))
+        # One call per value (a hot column): the encoder takes a datetime or its ISO text itself.
+        return schema, _EPOCH_ENCODERS[convert]
     return None, str
 
 
