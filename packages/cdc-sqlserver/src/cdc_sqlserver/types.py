@@ -169,8 +169,12 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
             return schema, lambda v, c=convert: c(_as_time(v))
         if t == "date":
             return schema, lambda v, c=convert: c(v if isinstance(v, date) else date.fromisoformat(str(v)))
-        # One call per value (a hot column): the encoder takes a datetime or its ISO text itself.
-        return schema, _EPOCH_ENCODERS[convert]
+        # One call per value (a hot column): the encoder takes a datetime or its ISO text itself; DATETIME2(7)'s
+        # converter adds the 100 ns the driver's struct carries (cdc_sqlserver.driver_values), so it keeps its own.
+        encoder = _EPOCH_ENCODERS.get(convert)
+        if encoder is not None:
+            return schema, encoder
+        return schema, lambda v, c=convert: c(v if isinstance(v, datetime) else datetime.fromisoformat(str(v)))
     return None, str
 
 
