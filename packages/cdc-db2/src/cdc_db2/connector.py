@@ -82,6 +82,8 @@ class Db2Connector:
         #: ``(schema, table, definition)``; None until the snapshot or the schema history sets it.
         self._known: dict[str, tuple[str, str, dict[str, Any]]] | None = None
         self.history = context.history
+        #: ``CURRENT SERVER`` (read at start): the snapshot's schema change events' ``databaseName``.
+        self.server_name = self.db
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -110,6 +112,7 @@ class Db2Connector:
         self._conn = self._connect()
         try:
             self._check()
+            self.server_name = self._current_server()
         except (ConnectorError, RetriableError):
             raise
         except Exception as e:
@@ -208,6 +211,11 @@ class Db2Connector:
         self.log.info("capturing %d tables of database %s: %s", len(self._tables), self.db, ", ".join(
             f"{t.table.id.identifier} (CD table {t.registration.cd_schema}.{t.registration.cd_table})"
             for t in self._tables))
+
+    def _current_server(self) -> str:
+        """``CURRENT SERVER``: the database's real name (upper case), as Db2Connection.retrieveRealDatabaseName."""
+        rows = self._query("SELECT CURRENT SERVER FROM SYSIBM.SYSDUMMY1")
+        return str(rows[0][0]).strip() if rows and rows[0][0] is not None else self.db
 
     def _read_registrations(self) -> list[Registration]:
         """``IBMSNAP_REGISTER``; a missing control table is a clear refusal."""
@@ -394,11 +402,16 @@ class Db2Connector:
             self._known[f"{schema}.{name}"] = (schema, name, definition)
         source = source_block(self.server, self.db, time.time_ns() // 1000, snapshot, schema, name, change_lsn,
                               commit_lsn)
-        record = schema_change_record(self.server, self.db, SOURCE_SCHEMA, change, schema, name, definition, source,
-                                      offset, self.partition())
+        # Debezium 2.7.4: the snapshot's events name the database as CURRENT SERVER gives it (Db2Snapshot-
+        # ChangeEventSource's catalogName, SchemaHistoryTopicIT: "TESTDB" for database.dbname=testdb), ddl null;
+        # those of streaming take the catalog of the change table's TableId, which Db2Connection.listOfChangeTables
+        # builds as "" (new TableId("", schema, table)), and Db2SchemaChangeEventEmitter's ddl "N/A".
+        database, ddl = (self.server_name, None) if snapshot == "true" else ("", "N/A")
+        record = schema_change_record(self.server, database, SOURCE_SCHEMA, change, schema, name, definition, source,
+                                      offset, self.partition(), ddl)
         if self.history is not None:
             self.history.append({"source": {"server": self.server}, "position": dict(offset or {}),
-                                 "databaseName": self.db, "schemaName": schema, "ddl": None,
+                                 "databaseName": database, "schemaName": schema, "ddl": ddl,
                                  "tableChanges": record.value["tableChanges"], "version": 1})
         return record
 
