@@ -1,0 +1,129 @@
+"""Debezium 2.7.4's own Db2 test expectations, reproduced by cdc's Db2 connector.
+
+No real Db2 runs here and Debezium's Db2 connector cannot run either, so fidelity comes from what
+Debezium's Db2 integration tests (debezium-connector-db2, tag v2.7.4.Final, src/test/java/io/debezium/
+connector/db2) assert. Each table below names the test it comes from. Where the stand-in (PostgreSQL)
+cannot show a value as Db2 stores it (DECFLOAT's rounding to 16 digits, GRAPHIC, ...), the conversion is
+tested directly with the value shape the real ibm_db_dbi returns (DECFLOAT: ``str``, as its
+``_fix_return_data_type`` only turns DECIMAL columns into ``Decimal``), and the row says so.
+"""
+
+from __future__ import annotations
+
+import base64
+from decimal import Decimal
+
+import pytest
+from kit.engine import run_until
+
+from cdc_core.type_modes import TypeModes
+from cdc_db2.lsn import text
+from cdc_db2.source import SOURCE_SCHEMA, source_block
+from cdc_db2.standin.testing import standin  # noqa: F401  (fixture)
+from cdc_db2.types import ColumnInfo, mapping
+
+
+def _unscaled(value: str) -> str:
+    """``BigDecimal(value).unscaledValue().toByteArray()`` in base64 (the JSON form of Connect bytes)."""
+    n = int("".join(map(str, Decimal(value).as_tuple().digits)))
+    return base64.b64encode(n.to_bytes(n.bit_length() // 8 + 1, "big", signed=True)).decode()
+
+
+# -- DatatypesFromSnapshotIT: DECFLOAT under each decimal.handling.mode ------------------------------------------
+#: ``INSERT INTO dt_numeric VALUES(1, 1, 3.123456789012345678, 3.012345678901234567890123456789)`` into
+#: (df decfloat, df16 decfloat(16), df34 decfloat(34)): Db2 rounds DF16 to 16 digits ("Loss of precision").
+#: Column, SYSCAT LENGTH (bytes), the str ibm_db returns, then precise (scale, unscaled), double, string.
+#: The stand-in keeps DECFLOAT as PostgreSQL numeric, which does not round to 16 digits: tested directly.
+DECFLOATS = [
+    ("DF", 16, "1", (0, "1"), 1.0, "1"),
+    ("DF16", 8, "3.123456789012346", (15, "3.123456789012346"), 3.123456789012346, "3.123456789012346"),
+    ("DF34", 16, "3.012345678901234567890123456789", (30, "3.012345678901234567890123456789"),
+     3.012345678901234567890123456789, "3.012345678901234567890123456789"),
+]
+
+
+@pytest.mark.parametrize("column,length,driver_value,precise,double,string", DECFLOATS)
+def test_decfloat_values_as_datatypes_from_snapshot_it(column, length, driver_value, precise, double, string):
+    info = ColumnInfo(column, 2, "DECFLOAT", length, 0, True)
+    schema, convert = mapping(info, TypeModes())
+    assert schema.name == "io.debezium.data.VariableScaleDecimal"  # numericTypesPrecise: assertVariableScaleDecimal
+    assert convert(driver_value) == {"scale": precise[0], "value": _unscaled(precise[1])}
+    schema, convert = mapping(info, TypeModes(decimal_handling="double"))  # numericTypesDouble
+    assert (schema.type, convert(driver_value)) == ("float64", double)
+    schema, convert = mapping(info, TypeModes(decimal_handling="string"))  # numericTypesString
+    assert (schema.type, convert(driver_value)) == ("string", string)
+
+
+# -- Db2ConnectorIT.shouldPropagateSourceTypeByDatatype ------------------------------------------------------------
+#: dt_table (id int not null, c1 int, c2 int, c3a numeric(5,2), c3b varchar(128), f1 float(10), f2 decimal(8,4))
+#: with datatype.propagate.source.type=.+\.NUMERIC,.+\.VARCHAR,.+\.DECIMAL,.+\.REAL: column -> (type, length,
+#: scale) parameters (None: no parameters). Db2 catalogs NUMERIC as DECIMAL and FLOAT(10) as REAL (24 bits).
+DT_TABLE = [("ID", "INTEGER NOT NULL", None), ("C1", "INTEGER", None), ("C2", "INTEGER", None),
+            ("C3A", "NUMERIC(5,2)", ("DECIMAL", "5", "2")), ("C3B", "VARCHAR(128)", ("VARCHAR", "128", None)),
+            ("F1", "FLOAT(10)", ("REAL", "24", None)), ("F2", "DECIMAL(8,4)", ("DECIMAL", "8", "4"))]
+
+#: The same table's ``tableChanges`` columns (JCC's TYPE_NAME, DATA_TYPE, COLUMN_SIZE, DECIMAL_DIGITS; see
+#: cdc_db2.jdbc), plus the other common types, as Debezium's readTableColumn records them.
+JCC_COLUMNS = [
+    ("ID", "INTEGER NOT NULL", "INTEGER", 4, 10, 0), ("C3A", "NUMERIC(5,2)", "DECIMAL", 3, 5, 2),
+    ("C3B", "VARCHAR(128)", "VARCHAR", 12, 128, None), ("F1", "FLOAT(10)", "REAL", 7, 24, None),
+    ("SI", "SMALLINT", "SMALLINT", 5, 5, 0), ("BI", "BIGINT", "BIGINT", -5, 19, 0),
+    ("DB", "DOUBLE", "DOUBLE", 8, 53, None), ("DF", "DECFLOAT", "DECFLOAT", 1111, 34, None),
+    ("DF16", "DECFLOAT(16)", "DECFLOAT", 1111, 16, None), ("CH", "CHAR(5)", "CHAR", 1, 5, None),
+    ("FB", "VARCHAR(4) FOR BIT DATA", "VARCHAR () FOR BIT DATA", -3, 4, None),
+    ("CB", "CHAR(2) FOR BIT DATA", "CHAR () FOR BIT DATA", -2, 2, None),
+    ("DA", "DATE", "DATE", 91, 10, None), ("TI", "TIME", "TIME", 92, 8, 0),
+    ("TS", "TIMESTAMP", "TIMESTAMP", 93, 26, 6), ("TS3", "TIMESTAMP(3)", "TIMESTAMP", 93, 23, 3),
+    ("BL", "BLOB(1024)", "BLOB", 2004, 1024, None), ("X", "XML", "XML", 2009, 0, None),
+    ("BO", "BOOLEAN", "BOOLEAN", 16, 1, None),
+]
+
+
+def test_source_types_and_table_changes_as_the_jdbc_driver_reports_them(standin):
+    definitions = {c: t for c, t, *_ in DT_TABLE} | {c: t for c, t, *_ in JCC_COLUMNS}
+    standin.create_table("DB2INST1", "DT_TABLE", list(definitions.items()), key=["ID"])
+    standin.add_table("DB2INST1", "DT_TABLE")
+    standin.agent.start()
+    config = standin.properties("testdb", **{
+        "snapshot.mode": "no_data", "datatype.propagate.source.type": r".+\.NUMERIC,.+\.VARCHAR,.+\.DECIMAL,.+\.REAL"})
+    records = run_until(config, lambda rs: any(r.topic.endswith("DT_TABLE") for r in rs), "the insert", action=lambda:
+                        standin.execute('INSERT INTO "DB2INST1"."DT_TABLE" ("ID", "C1", "C2", "C3A", "C3B", "F1", "F2") '
+                                        "VALUES (1, 123, 456, 789.01, 'test', 1.228, 234.56)")).records
+    [record] = [r for r in records if r.topic == "testdb.DB2INST1.DT_TABLE"]
+    before = {f["field"]: f for f in record.value_schema.to_json()["fields"][0]["fields"]}
+    for column, _, expected in DT_TABLE:
+        parameters = before[column].get("parameters")
+        if expected is None:
+            assert parameters is None, column
+            continue
+        wanted = dict(zip(("__debezium.source.column.type", "__debezium.source.column.length",
+                           "__debezium.source.column.scale"), expected))
+        assert {k: parameters.get(k) for k in wanted} == wanted, column
+
+    history_run = run_until(standin.properties("testdb", **{"snapshot.mode": "initial_only"}),
+                            lambda rs: any(r.topic == "testdb" for r in rs), "the snapshot's schema change event")
+    [change] = [r for r in history_run.records if r.topic == "testdb"]
+    columns = {c["name"]: c for c in change.value["tableChanges"][0]["table"]["columns"]}
+    for column, _, type_name, jdbc, size, digits in JCC_COLUMNS:
+        c = columns[column]
+        assert (c["typeName"], c["typeExpression"], c["jdbcType"], c["length"], c["scale"]) == (
+            type_name, type_name, jdbc, size, digits), column
+
+
+# -- SourceInfoTest ---------------------------------------------------------------------------------------------------
+def test_source_block_as_source_info_test():
+    """SourceInfoTest: the schema's fields in order, Lsn.toString of short LSNs, snapshot "true", ts_ms."""
+    fields = [(f["field"], f["type"], f["optional"]) for f in SOURCE_SCHEMA.to_json()["fields"]]
+    assert fields == [("version", "string", False), ("connector", "string", False), ("name", "string", False),
+                      ("ts_ms", "int64", False), ("snapshot", "string", True), ("db", "string", False),
+                      ("sequence", "string", True), ("ts_us", "int64", True), ("ts_ns", "int64", True),
+                      ("schema", "string", False), ("table", "string", False), ("change_lsn", "string", True),
+                      ("commit_lsn", "string", True)]
+    assert SOURCE_SCHEMA.to_json()["name"] == "io.debezium.connector.db2.Source"
+    # Lsn.valueOf(new byte[]{ 0x01 }).toString(): a ':' only after the 4th and 8th byte.
+    assert (text(b"\x01"), text(b"\x02")) == ("01", "02")
+    block = source_block("serverX", "c", 3_000_000, "true", "s", "t", text(b"\x01"), text(b"\x02"))
+    assert {k: block[k] for k in ("connector", "name", "ts_ms", "snapshot", "db", "schema", "table", "change_lsn",
+                                  "commit_lsn")} == {"connector": "db2", "name": "serverX", "ts_ms": 3000,
+                                                     "snapshot": "true", "db": "c", "schema": "s", "table": "t",
+                                                     "change_lsn": "01", "commit_lsn": "02"}
