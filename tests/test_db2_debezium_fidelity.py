@@ -253,3 +253,40 @@ def test_delete_without_tombstone(standin):
     deletes = [r for r in records if r.topic.startswith("testdb.DB2INST1.")]
     assert [(r.topic, r.value["op"], r.value["before"], r.value["after"]) for r in deletes] == [
         ("testdb.DB2INST1.TABLEB", "d", {"ID": i, "COLB": "b"}, None) for i in range(10, 15)]
+
+
+# -- TransactionMetadataIT ----------------------------------------------------------------------------------------------
+def test_transaction_metadata_as_transaction_metadata_it(standin):
+    """Five inserts into each of tablea and tableb in one transaction, then one insert in its own: BEGIN, the ten
+    events numbered (total_order 1..10, data_collection_order 1,1,2,2,...), END (10 events, 5 per table), BEGIN,
+    the last event. The second transaction's END is not sent: the Db2 connector reports no commit, so an END
+    comes with the next transaction's first event (TransactionMonitor.dataEvent). The id is the commit LSN
+    (Db2EventMetadataProvider.getTransactionId)."""
+    _tables(standin)
+    inserts = "; ".join(f"INSERT INTO \"DB2INST1\".\"TABLE{t.upper()}\" VALUES ({i}, '{t}')"
+                        for i in range(10, 15) for t in ("a", "b"))
+
+    def ours(rs):
+        return [r for r in rs if r.topic == "testdb.transaction" or
+                (r.topic.startswith("testdb.DB2INST1.") and r.value and r.value["op"] != "r")]
+
+    records = run_until(standin.properties("testdb", **{"provide.transaction.metadata": "true"}),
+                        lambda rs: len(ours(rs)) >= 14, "BEGIN, 10 events, END, BEGIN, 1 event", settle=0.5,
+                        action=lambda: standin.execute(
+                            f"BEGIN; {inserts}; COMMIT; INSERT INTO \"DB2INST1\".\"TABLEB\" VALUES (1000, 'b')")).records
+    all_ = ours(records)
+    assert len(all_) == 14 and len([r for r in all_ if r.topic == "testdb.transaction"]) == 3
+    begin, end = all_[0].value, all_[11].value
+    tx_id = begin["id"]
+    assert (begin["status"], begin["event_count"], begin["data_collections"]) == ("BEGIN", None, None)
+    assert all_[0].key == {"id": tx_id}
+    for counter, record in enumerate(all_[1:11], 1):
+        assert record.value["transaction"] == {"id": tx_id, "total_order": counter,
+                                               "data_collection_order": (counter + 1) // 2}
+        assert record.value["source"]["commit_lsn"] == tx_id
+    assert (end["status"], end["id"], end["event_count"]) == ("END", tx_id, 10)
+    assert {c["data_collection"]: c["event_count"] for c in end["data_collections"]} == {
+        "DB2INST1.TABLEA": 5, "DB2INST1.TABLEB": 5}
+    assert all_[12].value["status"] == "BEGIN" and all_[12].value["id"] != tx_id
+    assert all_[13].value["after"] == {"ID": 1000, "COLB": "b"}
+    assert all_[13].value["transaction"] == {"id": all_[12].value["id"], "total_order": 1, "data_collection_order": 1}
