@@ -290,3 +290,50 @@ def test_transaction_metadata_as_transaction_metadata_it(standin):
     assert all_[12].value["status"] == "BEGIN" and all_[12].value["id"] != tx_id
     assert all_[13].value["after"] == {"ID": 1000, "COLB": "b"}
     assert all_[13].value["transaction"] == {"id": all_[12].value["id"], "total_order": 1, "data_collection_order": 1}
+
+
+# -- Db2ConnectorIT: shouldOutputRecordsInCloudEventsFormat, shouldConsumeEventsWithMaskedAndTruncatedColumns,
+#    shouldRewriteIdentityKey ------------------------------------------------------------------------------------------
+def test_cloudevents_masks_and_key_columns_as_db2_connector_it(standin):
+    import json
+
+    from cdc_core.serializers.cloudevents import CloudEventsConverter
+
+    _tables(standin)
+    standin.create_table("DB2INST1", "MASKED_HASHED_COLUMN_TABLE", [
+        ("ID", "INTEGER NOT NULL"), ("NAME", "VARCHAR(255)"), ("NAME2", "VARCHAR(255)"), ("NAME3", "VARCHAR(20)")],
+        key=["ID"])
+    standin.create_table("DB2INST1", "TRUNCATED_COLUMN_TABLE", [("ID", "INTEGER NOT NULL"), ("NAME", "VARCHAR(20)")],
+                         key=["ID"])
+    for table in ("MASKED_HASHED_COLUMN_TABLE", "TRUNCATED_COLUMN_TABLE"):
+        standin.add_table("DB2INST1", table)
+    standin.execute("INSERT INTO \"DB2INST1\".\"TABLEA\" VALUES (1001, 'DBZ3668')")
+    config = standin.properties("testdb", **{
+        "column.mask.with.12.chars": "DB2INST1.MASKED_HASHED_COLUMN_TABLE.NAME",
+        "column.mask.hash.SHA-256.with.salt.CzQMA0cB5K":
+            "DB2INST1.MASKED_HASHED_COLUMN_TABLE.NAME2,DB2INST1.MASKED_HASHED_COLUMN_TABLE.NAME3",
+        "column.truncate.to.4.chars": "DB2INST1.TRUNCATED_COLUMN_TABLE.NAME",
+        "message.key.columns": "(.*).tablea:id,cola"})
+
+    def streamed(rs):
+        return [r for r in rs if r.topic.startswith("testdb.DB2INST1.") and r.value and r.value["op"] == "c"]
+
+    records = run_until(config, lambda rs: len(streamed(rs)) >= 3, "the three inserts", action=lambda: standin.execute(
+        "INSERT INTO \"DB2INST1\".\"MASKED_HASHED_COLUMN_TABLE\" VALUES (10, 'some_name', 'test', 'test'); "
+        "INSERT INTO \"DB2INST1\".\"TRUNCATED_COLUMN_TABLE\" VALUES (11, 'some_name'); "
+        "INSERT INTO \"DB2INST1\".\"TABLEA\" VALUES (1002, 'DBZ3668')")).records
+    masked, truncated, tablea = streamed(records)
+    assert {k: masked.value["after"][k] for k in ("NAME", "NAME2", "NAME3")} == {
+        "NAME": "************", "NAME2": "8e68c68edbbac316dfe2f6ada6b0d2d3e2002b487a985d4b7c7c82dd83b0f4d7",
+        "NAME3": "8e68c68edbbac316dfe2"}
+    assert truncated.value["after"]["NAME"] == "some"
+    assert tablea.key == {"ID": 1002, "COLA": "DBZ3668"}  # (.*).tablea:id,cola, matched in any case
+    # CloudEvents: Db2CloudEventsMaker's id, name:<prefix>;change_lsn:<lsn>;commit_lsn:<lsn>; data before/after.
+    snapshot_row = next(r for r in records if r.topic == "testdb.DB2INST1.TABLEA" and r.value["op"] == "r")
+    for record in (snapshot_row, tablea):
+        event = json.loads(CloudEventsConverter()([record])[0])
+        source = record.value["source"]
+        assert event["id"] == f"name:testdb;change_lsn:{source['change_lsn'] or 'null'};commit_lsn:{source['commit_lsn']}"
+        assert (event["source"], event["type"]) == ("/debezium/db2/testdb", "io.debezium.connector.db2.DataChangeEvent")
+        assert [f["field"] for f in event["data"]["schema"]["fields"]] == ["before", "after"]
+    assert "commit_lsn:" in json.loads(CloudEventsConverter()([tablea])[0])["id"]

@@ -66,7 +66,9 @@ def parse_message_key_columns(value: str | None) -> list[tuple[re.Pattern[str], 
         names = [c.strip() for c in columns.split(",") if c.strip()]
         if not table.strip() or not names:
             raise ValueError(f"{entry.strip()!r} is not <table regex>:<column>[,<column>...]")
-        out.append((re.compile(table.strip()), names))
+        # Case-insensitive, as Debezium's CustomKeyMapper (Predicates.includes compiles with CASE_INSENSITIVE;
+        # Db2ConnectorIT.shouldRewriteIdentityKey keys DB2INST1.TABLEA by "(.*).tablea:id,cola").
+        out.append((re.compile(table.strip(), re.IGNORECASE), names))
     return out
 
 
@@ -133,10 +135,12 @@ class EventSettings:
         """The key columns: ``message.key.columns`` for the table if set, else its primary key."""
         for pattern, names in self.key_columns:
             if pattern.fullmatch(table.id.identifier):
-                missing = [n for n in names if n not in {c.name for c in table.columns}]
+                exact = {c.name for c in table.columns}
+                folded = {c.name.casefold(): c.name for c in table.columns}
+                missing = [n for n in names if n not in exact and n.casefold() not in folded]
                 if missing:
                     raise ValueError(f"message.key.columns names {', '.join(missing)}, not columns of {table.id}")
-                return names
+                return [n if n in exact else folded[n.casefold()] for n in names]
         return table.primary_key
 
 
