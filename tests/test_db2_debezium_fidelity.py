@@ -337,3 +337,41 @@ def test_cloudevents_masks_and_key_columns_as_db2_connector_it(standin):
         assert (event["source"], event["type"]) == ("/debezium/db2/testdb", "io.debezium.connector.db2.DataChangeEvent")
         assert [f["field"] for f in event["data"]["schema"]["fields"]] == ["before", "after"]
     assert "commit_lsn:" in json.loads(CloudEventsConverter()([tablea])[0])["id"]
+
+
+# -- Db2ConnectorIT.testTableIncludeList / testTableExcludeList, Db2CaseSensitiveObjectIT ----------------------------
+@pytest.mark.parametrize("filters", [{"table.include.list": "db2inst1.tableb", "snapshot.mode": "no_data"},
+                                     {"table.exclude.list": "db2inst1.tablea"}], ids=["include", "exclude"])
+def test_table_filters_as_db2_connector_it(standin, filters):
+    """Lower-case regexes match DB2INST1.TABLEB (Debezium compiles every regex list CASE_INSENSITIVE): only
+    tableb's five inserts stream."""
+    _tables(standin)
+
+    def writes():
+        for i in range(10, 15):
+            standin.execute(f"INSERT INTO \"DB2INST1\".\"TABLEA\" VALUES ({i}, 'a'); "
+                            f"INSERT INTO \"DB2INST1\".\"TABLEB\" VALUES ({i}, 'b')")
+
+    records = run_until(standin.properties("testdb", **filters),
+                        lambda rs: len([r for r in rs if r.topic.endswith("TABLEB")]) >= 5, "tableb's inserts",
+                        action=writes, settle=0.5).records
+    data = [r for r in records if r.topic.startswith("testdb.DB2INST1.")]
+    assert [(r.topic, r.value["after"]["ID"]) for r in data] == [("testdb.DB2INST1.TABLEB", i) for i in range(10, 15)]
+
+
+def test_case_sensitive_schema_and_table(standin):
+    """Db2CaseSensitiveObjectIT: "testSchema"."tablea", include list testSchema.tablea, topic testdb.testSchema.tablea."""
+    standin.create_table("testSchema", "tablea", [("ID", "INTEGER NOT NULL"), ("COLA", "VARCHAR(30)")], key=["ID"])
+    standin.execute("INSERT INTO \"testSchema\".\"tablea\" VALUES (1, 'a')")
+    standin.add_table("testSchema", "tablea")
+    standin.agent.start()
+
+    def writes():
+        for i in range(10, 15):
+            standin.execute(f"INSERT INTO \"testSchema\".\"tablea\" VALUES ({i}, 'a')")
+
+    records = run_until(standin.properties("testdb", **{"table.include.list": "testSchema.tablea"}),
+                        lambda rs: len([r for r in rs if r.topic == "testdb.testSchema.tablea"]) >= 6,
+                        "the snapshot row and 5 inserts", action=writes).records
+    ops = [(r.value["op"], r.value["after"]["ID"]) for r in records if r.topic == "testdb.testSchema.tablea"]
+    assert ops == [("r", 1)] + [("c", i) for i in range(10, 15)]
