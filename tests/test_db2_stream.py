@@ -135,17 +135,18 @@ def test_tables_put_into_and_taken_out_of_capture_mode_while_streaming(inventory
     assert [(r.value["op"], r.value["after"]["ID"]) for r in orders] == [("c", 2), ("c", 3)]
     assert orders[0].topic == "mydatabase.MYSCHEMA.ORDERS"
     assert [r.value["op"] for r in _data(records)] == ["r"] * 4  # nothing streamed after REMOVETABLE
-    # Schema change events: the snapshot's CREATE of CUSTOMERS, then ORDERS entering and CUSTOMERS leaving.
+    # Schema change events: the snapshot's CREATE of CUSTOMERS, then ORDERS entering; none for CUSTOMERS leaving:
+    # Debezium 2.7.4's Db2StreamingChangeEventSource emits no DROP (only CREATE for a table new to its schema and
+    # ALTER for a re-registered one), though its documentation says an event comes when a table leaves.
     changes = [(r.value["tableChanges"][0]["type"], r.value["tableChanges"][0]["id"]) for r in records
                if r.topic == "mydatabase"]
-    assert changes == [("CREATE", '"MYSCHEMA"."CUSTOMERS"'), ("CREATE", '"MYSCHEMA"."ORDERS"'),
-                       ("DROP", '"MYSCHEMA"."CUSTOMERS"')]
+    assert changes == [("CREATE", '"MYSCHEMA"."CUSTOMERS"'), ("CREATE", '"MYSCHEMA"."ORDERS"')]
     # Debezium 2.7.4 names the database of the snapshot's events by CURRENT SERVER (SchemaHistoryTopicIT:
     # "TESTDB"), ddl null; those of streaming carry the change table's TableId catalog, "" (Db2Connection.
     # listOfChangeTables: new TableId("", schema, table)), and ddl "N/A" (Db2SchemaChangeEventEmitter).
     names = [(r.key["databaseName"], r.value["databaseName"], r.value["ddl"]) for r in records if r.topic == "mydatabase"]
     real = inventory.execute("SELECT upper(current_database())")[0][0]  # the stand-in's CURRENT SERVER
-    assert names == [(real, real, None), ("", "", "N/A"), ("", "", "N/A")]
+    assert names == [(real, real, None), ("", "", "N/A")]
     messages = [r.getMessage() for r in caplog.records]
     assert any("added: MYSCHEMA.ORDERS" in m for m in messages), messages
     assert any("removed: MYSCHEMA.CUSTOMERS" in m for m in messages), messages

@@ -1,7 +1,8 @@
 """Schema change events on the ``<topic.prefix>`` topic, as the Db2 chapter shows them (SchemaChangeKey/Value).
 
 Emitted for each captured table at the snapshot (``CREATE``), and while streaming when a table
-enters (``CREATE``) or leaves (``DROP``) capture mode; ``ddl`` is null at the snapshot and ``N/A`` while
+enters capture mode (``CREATE``) or comes back ``ACTIVE`` with other columns (``ALTER``), none when it
+leaves it (as Debezium 2.7.4); ``ddl`` is null at the snapshot and ``N/A`` while
 streaming (Debezium's Db2SchemaChangeEventEmitter), ``id`` is ``"<schema>"."<table>"``. Column ``jdbcType`` values are java.sql.Types codes of the Db2 types.
 """
 
@@ -77,7 +78,7 @@ def table_id(schema: str, table: str) -> str:
 def schema_change_record(server: str, db: str, source_schema: Schema, change: str, schema: str, name: str,
                          definition: dict[str, Any], source: dict[str, Any], offset: dict[str, Any] | None,
                          partition: dict[str, Any], ddl: str | None = None) -> ChangeRecord:
-    """The schema change event of table ``schema.name`` (``change``: CREATE, ALTER or DROP) on topic ``server``.
+    """The schema change event of table ``schema.name`` (``change``: CREATE or ALTER) on topic ``server``.
 
     ``definition`` is the table as ``table_json`` describes it; ``db`` the key's and value's ``databaseName``.
     """
