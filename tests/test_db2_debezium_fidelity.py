@@ -377,3 +377,40 @@ def test_case_sensitive_schema_and_table(standin):
                         "the snapshot row and 5 inserts", action=writes).records
     ops = [(r.value["op"], r.value["after"]["ID"]) for r in records if r.topic == "testdb.testSchema.tablea"]
     assert ops == [("r", 1)] + [("c", i) for i in range(10, 15)]
+
+
+# -- SchemaHistoryTopicIT.snapshotSchemaChanges -------------------------------------------------------------------------
+def test_snapshot_schema_changes_as_schema_history_topic_it(standin):
+    """tablea and tableb in capture mode with 5 rows each, tablec not in capture mode: the snapshot's schema change
+    events are 3 CREATEs (tablec's too: Debezium snapshots every table its filters include), on topic testdb, keyed
+    by the database's real name TESTDB (CURRENT SERVER; database.dbname is testdb), offset and source snapshot true;
+    then 5 rows of each captured table, their after schema testdb.DB2INST1.TABLEB.Value {ID int32, COLB string?}."""
+    for name, column in (("TABLEA", "COLA"), ("TABLEB", "COLB"), ("TABLEC", "COLC")):
+        standin.create_table("DB2INST1", name, [("ID", "INTEGER NOT NULL"), (column, "VARCHAR(30)")], key=["ID"])
+    for name in ("TABLEA", "TABLEB"):
+        standin.add_table("DB2INST1", name)
+    for i in range(10, 15):
+        standin.execute(f"INSERT INTO \"DB2INST1\".\"TABLEA\" VALUES ({i}, 'a'); "
+                        f"INSERT INTO \"DB2INST1\".\"TABLEB\" VALUES ({i}, 'b')")
+    standin.agent.start()
+    standin.wait_captured()
+    records = run_until(standin.properties("testdb", **{"snapshot.mode": "initial_only",
+                                                        "include.schema.changes": "true"}),
+                        lambda rs: len([r for r in rs if r.topic.startswith("testdb.DB2INST1.")]) >= 10,
+                        "the snapshot").records
+    real = standin.execute("SELECT upper(current_database())")[0][0]  # the stand-in's CURRENT SERVER
+    schema_records = [r for r in records if r.topic == "testdb"]
+    assert len(schema_records) == 3
+    for r in schema_records:
+        assert (r.key["databaseName"], r.offset["snapshot"], r.value["source"]["snapshot"]) == (real, True, "true")
+        [change] = r.value["tableChanges"]
+        assert change["type"] == "CREATE"
+    assert [r.value["tableChanges"][0]["id"] for r in schema_records] == [
+        '"DB2INST1"."TABLEA"', '"DB2INST1"."TABLEB"', '"DB2INST1"."TABLEC"']
+    data = [r for r in records if r.topic.startswith("testdb.DB2INST1.")]
+    assert sorted(r.topic for r in data) == ["testdb.DB2INST1.TABLEA"] * 5 + ["testdb.DB2INST1.TABLEB"] * 5
+    b = next(r for r in data if r.topic == "testdb.DB2INST1.TABLEB")
+    after = b.value_schema.to_json()["fields"][1]
+    assert (after["name"], after["optional"]) == ("testdb.DB2INST1.TABLEB.Value", True)
+    assert [(f["field"], f["type"], f["optional"]) for f in after["fields"]] == [
+        ("ID", "int32", False), ("COLB", "string", True)]

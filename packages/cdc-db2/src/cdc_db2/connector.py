@@ -21,7 +21,7 @@ from cdc_db2 import config as dbc
 from cdc_db2 import driver
 from cdc_db2.dialects import dialect
 from cdc_db2.catalog import (SYSTEM_SCHEMAS, CaptureTable, Registration, max_lsn_query, quote, read_registrations,
-                             read_tables, service_status_query)
+                             read_schemas, read_tables, service_status_query, system_table)
 from cdc_db2.errors import first_line, is_connection_error, sqlstate
 from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import from_value
@@ -76,6 +76,8 @@ class Db2Connector:
         self._tables: list[CaptureTable] = []
         #: The captured tables as the catalog describes them at start (a snapshot reads these).
         self._live_tables: list[CaptureTable] = []
+        #: Included tables not in capture mode (or INACTIVE): a snapshot reads them too, streaming never does.
+        self._uncaptured: list[CaptureTable] = []
         self._registrations: list[Registration] = []
         self._cd_columns: list[tuple[Any, ...]] = []
         #: What the schema change events announced last of every registered table: ``schema.table`` to
@@ -206,6 +208,10 @@ class Db2Connector:
             self._check_access(t)
         order = snapshot_order(self._tables, self.config.get(common.TABLE_INCLUDE), lambda t: t.table.id.identifier)
         self._tables = self._live_tables = list(order)
+        self._uncaptured = self._uncaptured_tables()
+        if self._uncaptured:
+            self.log.info("tables not in capture mode, read by a snapshot only (as Debezium): %s",
+                          ", ".join(t.table.id.identifier for t in self._uncaptured))
         if self._known:
             self._tables = [self._from_history(t) for t in self._tables]
         self.log.info("capturing %d tables of database %s: %s", len(self._tables), self.db, ", ".join(
@@ -300,6 +306,24 @@ class Db2Connector:
             out.append(CaptureTable(view, r, frozenset(captured)))
         return out
 
+    def _uncaptured_tables(self, conn: Any = None) -> list[CaptureTable]:
+        """The included base tables that are not in capture mode and ACTIVE.
+
+        Debezium 2.7.4 snapshots every table its filters include, in capture mode or not
+        (RelationalSnapshotChangeEventSource.determineCapturedTables over Db2SnapshotChangeEventSource's
+        getAllTableIds, minus Db2ConnectorConfig's SystemTablesPredicate): SchemaHistoryTopicIT's snapshot
+        has a CREATE for TABLEC, which is not in capture mode. The control and change-data schemas are left
+        out here too (Debezium leaves out schemas starting with ASNCDC, its default).
+        """
+        conn = conn if conn is not None else self._conn
+        captured = {(t.table.id.schema, t.table.id.table) for t in self._tables}
+        skip = {self.control.upper(), self.config.get(dbc.CHANGE_TABLES_SCHEMA).upper()} | {
+            r.cd_schema.upper() for r in self._registrations}
+        schemas = [s for s in read_schemas(conn, self.dialect) if s.upper() not in skip]
+        tables = read_tables(conn, self.db, schemas, self.modes, self.dialect)
+        return [CaptureTable(t, Registration(s, n, "", "", False)) for (s, n), t in sorted(tables.items())
+                if (s, n) not in captured and not system_table(s, n) and self._included(s, n)]
+
     def _from_history(self, t: CaptureTable) -> CaptureTable:
         """``t`` with the definition the schema history last announced (as Debezium recovers its schema on restart).
 
@@ -355,21 +379,28 @@ class Db2Connector:
             reader.lock = self.snapshot_lock
             reader.lock_timeout_ms = self.config.get(dbc.SNAPSHOT_LOCK_TIMEOUT_MS)
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
-            tables = [t for t in self._tables if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
+            order = self.config.get(common.TABLE_INCLUDE)
+
+            def everything() -> list[CaptureTable]:
+                """The tables in capture mode and the others the filters include, in snapshot order."""
+                return snapshot_order(self._tables + self._uncaptured, order, lambda t: t.table.id.identifier)
+
+            tables = [t for t in everything() if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
 
             def structure() -> None:
                 """The table definitions read again under the snapshot's locks (as Debezium's readTableStructure)."""
                 fresh = {t.table.id.identifier: t for t in self._capture_tables(self._registrations, conn=conn)}
                 self._tables = self._live_tables = [fresh.get(t.table.id.identifier, t) for t in self._tables]
+                self._uncaptured = self._uncaptured_tables(conn)
 
             lsn = reader.begin(tables, structure)
-            tables = [t for t in self._tables if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
+            tables = [t for t in everything() if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(tables), lsn,
                           reader.isolation)
             offset = {"snapshot": True, "snapshot_completed": False, "commit_lsn": lsn}
             self._known = {}
             events = [self._schema_change("CREATE", t.table.id.schema or "", t.table.id.table, table_json(t.table),
-                                          "true", None, lsn, offset) for t in self._tables]
+                                          "true", None, lsn, offset) for t in everything()]
             if events and self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
                 yield events
             yield from reader.read([(t, select) for t in tables if (select := self._select(t)) is not None])
