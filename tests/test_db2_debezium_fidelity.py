@@ -414,3 +414,29 @@ def test_snapshot_schema_changes_as_schema_history_topic_it(standin):
     assert (after["name"], after["optional"]) == ("testdb.DB2INST1.TABLEB.Value", True)
     assert [(f["field"], f["type"], f["optional"]) for f in after["fields"]] == [
         ("ID", "int32", False), ("COLB", "string", True)]
+
+
+# -- Db2StreamingChangeEventSource's positions (source, not a test: updatePrimaryKey's event_serial_no asserts are
+#    commented out there) --------------------------------------------------------------------------------------------
+def test_an_updates_position_is_its_after_images_as_debezium_sets_it(standin):
+    """An update (a D row and an I row) is dispatched after the cursor moved to the I row, with an event count of
+    2 (offsetContext.setChangePosition(pointer position, 2)): change_lsn the I row's INTENTSEQ, event_serial_no 2;
+    an insert's is its own row's, 1."""
+    _tables(standin)
+
+    def ours(rs):
+        return [r for r in rs if r.topic == "testdb.DB2INST1.TABLEA" and r.value and r.value["op"] in "cu"]
+
+    records = run_until(standin.properties("testdb", **{"snapshot.mode": "no_data"}), lambda rs: len(ours(rs)) >= 2,
+                        "the update and the insert", action=lambda: standin.execute(
+                            "UPDATE \"DB2INST1\".\"TABLEA\" SET \"COLA\" = 'b' WHERE \"ID\" = 1; "
+                            "INSERT INTO \"DB2INST1\".\"TABLEA\" VALUES (2, 'c')")).records
+    update, insert = ours(records)
+    cd_table = standin.execute("SELECT cd_table FROM asncdc.ibmsnap_register WHERE source_table = 'TABLEA'")[0][0]
+    rows = standin.execute(f'SELECT ibmsnap_intentseq, ibmsnap_operation FROM "ASNCDC"."{cd_table}" '
+                           "ORDER BY ibmsnap_commitseq, ibmsnap_intentseq")
+    (d, op_d), (i, op_i), (c, op_c) = [(text(bytes(r[0])), r[1].strip()) for r in rows[-3:]]  # row 1's insert first
+    assert (op_d, op_i, op_c) == ("D", "I", "I")
+    assert (update.value["source"]["change_lsn"], update.offset["change_lsn"], update.offset["event_serial_no"]) == (
+        i, i, 2)
+    assert (insert.value["source"]["change_lsn"], insert.offset["event_serial_no"]) == (c, 1)

@@ -7,7 +7,8 @@ update: a ``D`` row followed, in the same commit, by an ``I`` row of the same ta
 (``CHG_UPD_TO_DEL_INS='Y'``; on both platforms, as LuwPlatform's LEAD/LAG and ZOsPlatform's ROW_NUMBER
 self-join pair them), and so is a ``U`` row (``'N'``, no before image). Commit times come from
 ``IBMSNAP_UOW.IBMSNAP_LOGMARKER`` (the real commit time, spec DB2-10). An event's ``change_lsn`` is
-the intent sequence of its first row, so a restart skips exactly the changes its offset covers.
+the intent sequence of its last row (an update's I row, ``event_serial_no`` 2, as Debezium), so a restart
+skips exactly the changes its offset covers.
 """
 
 from __future__ import annotations
@@ -186,6 +187,7 @@ class StreamReader:
         while i < count:
             commit, intent, n, row = merged[i]
             i += 1
+            serial = 1
             code = row[2]
             op = _OPERATIONS.get(code) or str(code).strip()
             if op == "I":
@@ -193,10 +195,13 @@ class StreamReader:
             elif op == "D":
                 kind, before, after = "d", row, None
                 if i < count:
-                    n_commit, _, n_n, n_row = merged[i]
+                    n_commit, n_intent, n_n, n_row = merged[i]
                     if n_n == n and n_commit == commit and (_OPERATIONS.get(n_row[2]) or str(n_row[2]).strip()) == "I":
                         kind, after = "u", n_row  # the before image of an update and its after image
                         i += 1
+                        # Debezium's position of an update is its I row's, and its event count 2 (setChangePosition
+                        # after the cursor moved to the after image): change_lsn the I row's, event_serial_no 2.
+                        intent, serial = n_intent, 2
             elif op == "U":
                 kind, before, after = "u", None, row
             else:
@@ -224,7 +229,7 @@ class StreamReader:
                 batch.append(Checkpoint(open_tx[2], ts_ms=open_tx[3]))
             source = template.copy()
             source["change_lsn"] = change_text
-            offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": 1}
+            offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": serial}
             # The row's columns after the four CD columns, as they came (a slice, as SQL Server's reader passes).
             batch.append(_new_change((tables[n], kind, before[4:] if before is not None else None,
                                       after[4:] if after is not None else None, source, offset, commit_text, None)))
