@@ -440,3 +440,19 @@ def test_an_updates_position_is_its_after_images_as_debezium_sets_it(standin):
     assert (update.value["source"]["change_lsn"], update.offset["change_lsn"], update.offset["event_serial_no"]) == (
         i, i, 2)
     assert (insert.value["source"]["change_lsn"], insert.offset["event_serial_no"]) == (c, 1)
+
+
+def test_adaptive_time_microseconds_as_jdbc_value_converters():
+    """Debezium 2.7.4's Db2 connector takes the common time.precision.mode, adaptive_time_microseconds included:
+    JdbcValueConverters makes TIME a MicroTime, DATE and TIMESTAMP(p) as under adaptive (driver values: date,
+    time, datetime)."""
+    from datetime import date, datetime, time
+
+    modes = TypeModes(time_precision="adaptive_time_microseconds")
+    cases = [(ColumnInfo("T", 1, "TIME", 3, 0, True), time(1, 2, 3), "io.debezium.time.MicroTime", 3_723_000_000),
+             (ColumnInfo("D", 2, "DATE", 4, 0, True), date(2022, 1, 1), "io.debezium.time.Date", 18993),
+             (ColumnInfo("TS", 3, "TIMESTAMP", 10, 6, True), datetime(2022, 1, 1, 1, 2, 3),
+              "io.debezium.time.MicroTimestamp", 1640998923000000)]
+    for info, value, name, expected in cases:
+        schema, convert = mapping(info, modes)
+        assert (schema.name, convert(value)) == (name, expected), info.name

@@ -63,6 +63,9 @@ def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schem
     if t == "DATE":
         return sem.semantic_schema(sem.CONNECT_DATE if connect else sem.DATE, optional=optional), \
             lambda v: sem.epoch_day(v if isinstance(v, date) else date.fromisoformat(str(v)))
+    if t == "TIME" and modes.time_precision == "adaptive_time_microseconds":  # JdbcValueConverters: MicroTime
+        return sem.semantic_schema(sem.MICRO_TIME, optional=optional), \
+            lambda v: sem.micros_of_day(v if isinstance(v, time) else time.fromisoformat(str(v)))
     if t == "TIME":  # Db2's TIME has whole seconds
         return sem.semantic_schema(sem.CONNECT_TIME if connect else sem.TIME, optional=optional), \
             lambda v: sem.millis_of_day(v if isinstance(v, time) else time.fromisoformat(str(v)))
