@@ -254,6 +254,10 @@ def test_delete_without_tombstone(standin):
     deletes = [r for r in records if r.topic.startswith("testdb.DB2INST1.")]
     assert [(r.topic, r.value["op"], r.value["before"], r.value["after"]) for r in deletes] == [
         ("testdb.DB2INST1.TABLEB", "d", {"ID": i, "COLB": "b"}, None) for i in range(10, 15)]
+    # no_data still snapshots the schema (RelationalSnapshotChangeEventSource with snapshotData false): a CREATE per
+    # table, the last one's source.snapshot "last" (lastSnapshotRecord), recorded in the schema history too.
+    schema = [(r.value["tableChanges"][0]["id"], r.value["source"]["snapshot"]) for r in records if r.topic == "testdb"]
+    assert schema == [('"DB2INST1"."TABLEA"', "true"), ('"DB2INST1"."TABLEB"', "last")]
 
 
 # -- TransactionMetadataIT ----------------------------------------------------------------------------------------------

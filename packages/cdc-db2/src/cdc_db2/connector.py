@@ -78,6 +78,8 @@ class Db2Connector:
         self._live_tables: list[CaptureTable] = []
         #: Included tables not in capture mode (or INACTIVE): a snapshot reads them too, streaming never does.
         self._uncaptured: list[CaptureTable] = []
+        #: ``no_data``'s schema snapshot events, sent when streaming starts.
+        self._pending: list[Any] = []
         self._registrations: list[Registration] = []
         self._cd_columns: list[tuple[Any, ...]] = []
         #: What the schema change events announced last of every registered table: ``schema.table`` to
@@ -363,10 +365,23 @@ class Db2Connector:
                                         self._no_data_offset, lambda at: self._stream(ResumePoint(at)))
 
     def _no_data_offset(self) -> dict[str, Any]:
-        """``no_data``: streaming starts at the highest synchpoint now."""
+        """``no_data``: streaming starts at the highest synchpoint now, after the schema snapshot's events.
+
+        As Debezium 2.7.4's schema-only snapshot (RelationalSnapshotChangeEventSource with snapshotData false):
+        a CREATE per table the snapshot would read, recorded in the schema history, the last one's
+        ``source.snapshot`` ``last``; ``_stream`` sends them first.
+        """
         row = self._query(max_lsn_query(self.control, self.dialect))
-        return {"snapshot": True, "snapshot_completed": True,
-                "commit_lsn": str(from_value(row[0][0] if row else None))}
+        lsn = str(from_value(row[0][0] if row else None))
+        # Every event carries the completed offset: they follow the checkpoint streaming starts from.
+        offset = {"snapshot": True, "snapshot_completed": True, "commit_lsn": lsn}
+        tables = snapshot_order(self._tables + self._uncaptured, self.config.get(common.TABLE_INCLUDE),
+                                lambda t: t.table.id.identifier)
+        self._known = {}
+        self._pending = [self._schema_change("CREATE", t.table.id.schema or "", t.table.id.table, table_json(t.table),
+                                             "last" if i == len(tables) - 1 else "true", None, lsn, offset)
+                         for i, t in enumerate(tables)]
+        return offset
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
         """The snapshot on its own connection and transaction (of the catalog's definitions, not the history's)."""
@@ -510,6 +525,9 @@ class Db2Connector:
             self.metrics.streaming.connected = True
             self.metrics.streaming.captured_tables = {t.table.id.identifier for t in self._tables}
         # Changes while the connector was down (against the schema history, or the snapshot's definitions).
+        pending, self._pending = self._pending, []
+        if pending and self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
+            yield pending
         changes = self._diff(reader.offset())
         if changes:
             yield changes
