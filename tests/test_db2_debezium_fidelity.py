@@ -460,3 +460,28 @@ def test_adaptive_time_microseconds_as_jdbc_value_converters():
     for info, value, name, expected in cases:
         schema, convert = mapping(info, modes)
         assert (schema.name, convert(value)) == (name, expected), info.name
+
+
+# -- Db2ConnectorIT.shouldCreateSnapshotSchemaOnlyRecovery ------------------------------------------------------------
+def test_recovery_rebuilds_the_schema_then_streams(standin):
+    """initial, then snapshot.mode=recovery with the same offsets and history: the schema snapshot again (a CREATE
+    per table, the last 'last', no rows), then tablea's two inserts stream."""
+    from cdc_core.stores.memory_offsets import MemoryOffsetStore
+    from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+
+    _tables(standin)
+    offsets, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
+    config = standin.properties("testdb", **{"table.include.list": "DB2INST1.TABLEA"})
+    first = run_until(config, lambda rs: any(r.topic.endswith("TABLEA") for r in rs), "the snapshot row",
+                      offsets=offsets, history=history).records
+    assert [r.value["op"] for r in first if r.topic.endswith("TABLEA")] == ["r"]
+    recovered = run_until({**config, "snapshot.mode": "recovery"},
+                          lambda rs: len([r for r in rs if r.topic.endswith("TABLEA")]) >= 2, "two inserts",
+                          action=lambda: standin.execute("INSERT INTO \"DB2INST1\".\"TABLEA\" VALUES (100, '100'); "
+                                                         "INSERT INTO \"DB2INST1\".\"TABLEA\" VALUES (200, '200')"),
+                          offsets=offsets, history=history).records
+    schema = [(r.value["tableChanges"][0]["type"], r.value["source"]["snapshot"]) for r in recovered
+              if r.topic == "testdb"]
+    assert schema == [("CREATE", "last")]
+    assert [(r.value["op"], r.value["after"]["ID"]) for r in recovered if r.topic.endswith("TABLEA")] == [
+        ("c", 100), ("c", 200)]

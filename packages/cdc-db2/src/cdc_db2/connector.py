@@ -111,7 +111,7 @@ class Db2Connector:
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect and check the capture service, the captured tables' registration and the user's access."""
         self._offset = offset
-        if offset is not None and self.history is not None and self.history.exists():
+        if offset is not None and self.history is not None and self.history.exists() and not self._recovers(offset):
             self._known = replay(self.history, offset)
         self._conn = self._connect()
         try:
@@ -358,9 +358,19 @@ class Db2Connector:
 
     # -- the run -----------------------------------------------------------------------------
 
+    def _recovers(self, offset: dict[str, Any] | None) -> bool:
+        """Whether a start with ``offset`` rebuilds the schema without reading rows (``recovery``)."""
+        in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
+        return (offset is not None and self.snapshotter.should_snapshot_schema(True, in_progress)
+                and not self.snapshotter.should_snapshot_data(True, in_progress))
+
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Snapshot if due, then stream."""
         offset = self._offset
+        if self._recovers(offset):
+            # snapshot.mode=recovery: the schema snapshot again, from the catalog, at the stored offset (Debezium's
+            # determineSnapshotOffset keeps the previous offset), then streaming from it.
+            self._schema_snapshot(dict(offset or {}), str(offset.get("commit_lsn") if offset else None))
         yield from snapshot_then_stream(self.snapshotter, offset, self.config, self._stop, self.log, self._snapshot,
                                         self._no_data_offset, lambda at: self._stream(ResumePoint(at)))
 
@@ -375,13 +385,17 @@ class Db2Connector:
         lsn = str(from_value(row[0][0] if row else None))
         # Every event carries the completed offset: they follow the checkpoint streaming starts from.
         offset = {"snapshot": True, "snapshot_completed": True, "commit_lsn": lsn}
+        self._schema_snapshot(offset, lsn)
+        return offset
+
+    def _schema_snapshot(self, offset: dict[str, Any], lsn: str) -> None:
+        """The schema snapshot's CREATE events (``_stream`` sends them), ``offset`` on each, the last one ``last``."""
         tables = snapshot_order(self._tables + self._uncaptured, self.config.get(common.TABLE_INCLUDE),
                                 lambda t: t.table.id.identifier)
         self._known = {}
         self._pending = [self._schema_change("CREATE", t.table.id.schema or "", t.table.id.table, table_json(t.table),
                                              "last" if i == len(tables) - 1 else "true", None, lsn, offset)
                          for i, t in enumerate(tables)]
-        return offset
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
         """The snapshot on its own connection and transaction (of the catalog's definitions, not the history's)."""
