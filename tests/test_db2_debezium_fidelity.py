@@ -485,3 +485,40 @@ def test_recovery_rebuilds_the_schema_then_streams(standin):
     assert schema == [("CREATE", "last")]
     assert [(r.value["op"], r.value["after"]["ID"]) for r in recovered if r.topic.endswith("TABLEA")] == [
         ("c", 100), ("c", 200)]
+
+
+def test_defaults_of_added_columns_as_abstract_db2_default_value_it(standin):
+    """AbstractDb2DefaultValueIT.testDefaultValuesAlterTableAdd through ZZZDb2OnlineDefaultValueIT's procedure (the
+    source table and its CD table altered, the table INACTIVE then ACTIVE): ``A<name>`` columns with the "add"
+    defaults, ``A<name>_NULL`` with DEFAULT NULL, temporal ``A<name>_SYSDATE[_NONNULL]``; the next insert's event
+    has them in its schema with the same defaults and values as the snapshot's columns."""
+    standin.create_table("DB2INST1", "DV_TEST", [("ID", "INTEGER NOT NULL")], key=["ID"])
+    standin.add_table("DB2INST1", "DV_TEST")
+    standin.agent.start()
+    added = []
+    for name, definition, default, _ in DEFAULTS:
+        added += [(f"A{name}", f"{definition} DEFAULT {default}"), (f"A{name}_NULL", f"{definition} DEFAULT NULL")]
+        if definition in _REGISTERS:
+            added += [(f"A{name}_SYSDATE", f"{definition} DEFAULT {_REGISTERS[definition]}"),
+                      (f"A{name}_SYSDATE_NONNULL", f"{definition} NOT NULL DEFAULT {_REGISTERS[definition]}")]
+
+    def alter_then_insert():
+        for column, definition in added:
+            standin.add_column("DB2INST1", "DV_TEST", column, definition)
+        standin.execute('INSERT INTO "DB2INST1"."DV_TEST" ("ID") VALUES (3)')
+
+    records = run_until(standin.properties("testdb", **{"snapshot.mode": "no_data"}),
+                        lambda rs: any(r.topic == "testdb.DB2INST1.DV_TEST" for r in rs), "the insert",
+                        action=alter_then_insert).records
+    [row] = [r for r in records if r.topic == "testdb.DB2INST1.DV_TEST"]
+    fields = {f["field"]: f for f in row.value_schema.to_json()["fields"][1]["fields"]}
+    after = row.value["after"]
+    for name, definition, _, expected in DEFAULTS:
+        a = f"A{name}"
+        assert fields[a].get("default") == expected, a
+        if expected is not None:
+            assert after[a] == expected, a
+        assert (fields[f"{a}_NULL"].get("default"), after[f"{a}_NULL"]) == (None, None), a
+        if definition in _REGISTERS:
+            assert fields[f"{a}_SYSDATE"].get("default") is None, a
+            assert fields[f"{a}_SYSDATE_NONNULL"]["default"] == 0 and after[f"{a}_SYSDATE_NONNULL"] >= 1, a
