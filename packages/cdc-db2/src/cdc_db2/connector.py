@@ -199,13 +199,15 @@ class Db2Connector:
             self._check_lsn_format()
         self._tables = self._capture_tables(registrations, warn=True)
         if not self._tables:
+            # A warning, not a refusal: Debezium 2.7.4 runs on (getCdcTablesToQuery warns, Db2ConnectorIT.
+            # testEmptySchemaWarningAfterApplyingFilters) and streams the tables registered later.
             candidates = [f"{r.schema}.{r.table}" for r in registrations if self._included(r.schema, r.table)]
-            raise ConnectorError(
-                f"no captured table of database {self.db!r} at {self.address} is in capture mode and ACTIVE in "
-                f"{self.control}.IBMSNAP_REGISTER (registered tables matching the filters: "
-                f"{', '.join(candidates) or 'none'}): run CALL {self.control}.ADDTABLE('<SCHEMA>', '<TABLE>') for each "
-                f"table, then VALUES {self.control}.ASNCDCSERVICES('reinit','{self.control.lower()}'), or fix "
-                "table.include.list")
+            self.log.warning(
+                "After applying the include/exclude list filters, no changes will be captured: no table of database "
+                "%r at %s is in capture mode and ACTIVE in %s.IBMSNAP_REGISTER (registered tables matching the "
+                "filters: %s); run CALL %s.ADDTABLE('<SCHEMA>', '<TABLE>') for each table, then VALUES "
+                "%s.ASNCDCSERVICES('reinit','%s'), or fix table.include.list", self.db, self.address, self.control,
+                ", ".join(candidates) or "none", self.control, self.control, self.control.lower())
         for t in self._tables:
             self._check_access(t)
         order = snapshot_order(self._tables, self.config.get(common.TABLE_INCLUDE), lambda t: t.table.id.identifier)
