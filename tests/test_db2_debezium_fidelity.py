@@ -522,3 +522,22 @@ def test_defaults_of_added_columns_as_abstract_db2_default_value_it(standin):
         if definition in _REGISTERS:
             assert fields[f"{a}_SYSDATE"].get("default") is None, a
             assert fields[f"{a}_SYSDATE_NONNULL"]["default"] == 0 and after[f"{a}_SYSDATE_NONNULL"] >= 1, a
+
+
+def test_empty_schema_warning_after_applying_filters(standin, caplog):
+    """Db2ConnectorIT.testEmptySchemaWarningAfterApplyingFilters: table.include.list=my_products matches nothing;
+    the connector runs (streaming starts) and warns that no changes will be captured."""
+    import logging
+
+    from kit.engine import EngineThread
+
+    _tables(standin)
+    with caplog.at_level(logging.WARNING):
+        runner = EngineThread(standin.properties("testdb", **{"table.include.list": "my_products"})).start()
+        try:
+            runner.wait_streaming(20)
+            assert runner.alive
+        finally:
+            runner.stop()
+    assert any("no changes will be captured" in r.getMessage() for r in caplog.records)
+    assert not [r for r in runner.records if r.topic.startswith("testdb.DB2INST1.")]
