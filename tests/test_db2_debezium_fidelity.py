@@ -293,6 +293,8 @@ def test_transaction_metadata_as_transaction_metadata_it(standin):
     assert {c["data_collection"]: c["event_count"] for c in end["data_collections"]} == {
         "DB2INST1.TABLEA": 5, "DB2INST1.TABLEB": 5}
     assert all_[12].value["status"] == "BEGIN" and all_[12].value["id"] != tx_id
+    # The END's ts_ms is the time of the event that ends it (TransactionMonitor.endTransaction's timestamp).
+    assert end["ts_ms"] == all_[13].value["source"]["ts_ms"] == all_[12].value["ts_ms"]
     assert all_[13].value["after"] == {"ID": 1000, "COLB": "b"}
     assert all_[13].value["transaction"] == {"id": all_[12].value["id"], "total_order": 1, "data_collection_order": 1}
 
