@@ -66,6 +66,11 @@ def parse_message_key_columns(value: str | None) -> list[tuple[re.Pattern[str], 
         names = [c.strip() for c in columns.split(",") if c.strip()]
         if not table.strip() or not names:
             raise ValueError(f"{entry.strip()!r} is not <table regex>:<column>[,<column>...]")
+        for n in names:  # column names are regexes too (CustomKeyMapper)
+            try:
+                re.compile(n)
+            except re.error as e:
+                raise ValueError(f"{n!r} is not a valid column regex: {e}") from None
         # Case-insensitive, as Debezium's CustomKeyMapper (Predicates.includes compiles with CASE_INSENSITIVE;
         # Db2ConnectorIT.shouldRewriteIdentityKey keys DB2INST1.TABLEA by "(.*).tablea:id,cola").
         out.append((re.compile(table.strip(), re.IGNORECASE), names))
@@ -135,12 +140,13 @@ class EventSettings:
         """The key columns: ``message.key.columns`` for the table if set, else its primary key."""
         for pattern, names in self.key_columns:
             if pattern.fullmatch(table.id.identifier):
-                exact = {c.name for c in table.columns}
-                folded = {c.name.casefold(): c.name for c in table.columns}
-                missing = [n for n in names if n not in exact and n.casefold() not in folded]
-                if missing:
-                    raise ValueError(f"message.key.columns names {', '.join(missing)}, not columns of {table.id}")
-                return [n if n in exact else folded[n.casefold()] for n in names]
+                # As CustomKeyMapper: each name is a case-insensitive regex over the column names, the matches in
+                # the order listed; none matching leaves the primary key.
+                out: list[str] = []
+                for n in names:
+                    rx = re.compile(n, re.IGNORECASE)
+                    out += [c.name for c in table.columns if rx.fullmatch(c.name) and c.name not in out]
+                return out or table.primary_key
         return table.primary_key
 
 
