@@ -89,14 +89,17 @@ def _check_schema_change(record, snapshot) -> None:
     assert record.key_schema.to_json() == {"type": "struct", "fields": [_field("string", "databaseName")],
                                            "optional": False, "name": "io.debezium.connector.db2.SchemaChangeKey",
                                            "version": 1}
-    assert record.key == {"databaseName": "mydatabase"}
+    # The database's real name, CURRENT SERVER (upper case), not database.dbname: Debezium 2.7.4's
+    # SchemaHistoryTopicIT.snapshotSchemaChanges expects key databaseName "TESTDB" for database.dbname=testdb,
+    # while source.db stays the configured name (below).
+    assert record.key == {"databaseName": "MYDATABASE"}
     value = record.value
     assert record.value_schema.to_json()["name"] == "io.debezium.connector.db2.SchemaChangeValue"
     assert {k: value[k] for k in ("databaseName", "schemaName", "ddl")} == {
-        "databaseName": "mydatabase", "schemaName": "MYSCHEMA", "ddl": None}
+        "databaseName": "MYDATABASE", "schemaName": "MYSCHEMA", "ddl": None}
     source = value["source"]
-    assert (source["connector"], source["snapshot"], source["schema"], source["table"], source["change_lsn"]) == (
-        "db2", "true", "MYSCHEMA", "CUSTOMERS", None)
+    assert (source["connector"], source["snapshot"], source["schema"], source["table"], source["change_lsn"],
+            source["db"]) == ("db2", "true", "MYSCHEMA", "CUSTOMERS", None, "mydatabase")
     assert source["commit_lsn"] == snapshot.value["source"]["commit_lsn"]
     [change] = value["tableChanges"]
     assert (change["type"], change["id"]) == ("CREATE", '"MYSCHEMA"."CUSTOMERS"')
@@ -104,9 +107,13 @@ def _check_schema_change(record, snapshot) -> None:
     assert table["defaultCharsetName"] is None and table["primaryKeyColumnNames"] == ["ID"]
     common = {"nativeType": None, "charsetName": None, "autoIncremented": False, "generated": False, "comment": None,
               "defaultValueExpression": None, "enumValues": None}
+    # Type names, lengths and scales as IBM's JDBC driver reports them (getColumns: TYPE_NAME, COLUMN_SIZE,
+    # DECIMAL_DIGITS), which Debezium 2.7.4's readTableColumn records (Db2ConnectorIT.
+    # shouldPropagateSourceTypeByDatatype: VARCHAR(128) is VARCHAR/128); the chapter's printout copies SQL
+    # Server's ("int identity", lower case). INTEGER is 10 digits, scale 0.
     assert table["columns"] == [
-        {"name": "ID", "jdbcType": 4, "typeName": "integer", "typeExpression": "integer", "length": 4, "scale": None,
+        {"name": "ID", "jdbcType": 4, "typeName": "INTEGER", "typeExpression": "INTEGER", "length": 10, "scale": 0,
          "position": 1, "optional": False, **common},
-        *[{"name": n, "jdbcType": 12, "typeName": "varchar", "typeExpression": "varchar", "length": 255,
+        *[{"name": n, "jdbcType": 12, "typeName": "VARCHAR", "typeExpression": "VARCHAR", "length": 255,
            "scale": None, "position": i, "optional": False, **common}
           for i, n in enumerate(["FIRST_NAME", "LAST_NAME", "EMAIL"], 2)]]

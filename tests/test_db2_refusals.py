@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 
 import pytest
 from change_table_tests import SECRET, start_error
+from kit.engine import run_until
 
 from cdc_core.engine import Engine
 from cdc_core.errors import ConfigError, ConnectorError
@@ -44,20 +46,39 @@ def test_a_database_without_the_asn_control_tables_is_refused(pg_server, pg_db):
     assert "ASNCDC.IBMSNAP_REGISTER does not exist" in message and "cdc.control.schema" in message
 
 
-def test_no_table_in_capture_mode_is_refused_naming_addtable(standin):
+def test_no_table_in_capture_mode_is_a_warning_naming_addtable_then_the_table_streams_once_added(standin, caplog):
+    """As Debezium 2.7.4 (Db2ConnectorIT.testEmptySchemaWarningAfterApplyingFilters): the connector runs and warns;
+    the snapshot reads the table (included, not in capture mode); once ADDTABLE'd its changes stream."""
     standin.create_table("MYSCHEMA", "CUSTOMERS", CUSTOMERS, key=["ID"])
+    standin.execute('INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") VALUES (\'a\', \'b\', \'c\')')
     standin.agent.start()
-    message = _start_error(standin.properties())
-    assert "no captured table" in message and "CALL ASNCDC.ADDTABLE" in message and "reinit" in message
+
+    def register_then_insert():
+        standin.add_table("MYSCHEMA", "CUSTOMERS")
+        time.sleep(0.5)
+        standin.execute('INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") '
+                        "VALUES ('d', 'e', 'f')")
+
+    with caplog.at_level(logging.WARNING):
+        records = run_until(standin.properties(), lambda rs: len([r for r in rs if r.topic.endswith("CUSTOMERS")]) >= 2,
+                            "the snapshot row and the insert", action=register_then_insert).records
+    message = next(r.getMessage() for r in caplog.records if "no changes will be captured" in r.getMessage())
+    assert "CALL ASNCDC.ADDTABLE" in message and "reinit" in message
+    ops = [(r.value["op"], r.value["after"]["EMAIL"]) for r in records if r.topic.endswith("CUSTOMERS")]
+    assert ops == [("r", "c"), ("c", "f")]
 
 
-def test_an_inactive_table_is_named_in_a_warning_and_not_captured(inventory, caplog):
+def test_an_inactive_table_is_named_in_a_warning_and_not_streamed(inventory, caplog):
+    """The connector runs (as Debezium), warns, snapshots the table (the filters include it) and streams nothing."""
     inventory.set_state("MYSCHEMA", "CUSTOMERS", "I")
     with caplog.at_level(logging.WARNING):
-        message = _start_error(inventory.properties())
-    assert "registered tables matching the filters: MYSCHEMA.CUSTOMERS" in message
-    assert any("MYSCHEMA.CUSTOMERS is registered" in r.getMessage() and "INACTIVE" in r.getMessage()
-               for r in caplog.records)
+        records = run_until(inventory.properties(), lambda rs: len([r for r in rs if r.topic.endswith("CUSTOMERS")]) >= 4,
+                            "the snapshot", action=lambda: inventory.execute(
+                                'UPDATE "MYSCHEMA"."CUSTOMERS" SET "LAST_NAME" = \'x\''), settle=0.5).records
+    messages = [r.getMessage() for r in caplog.records]
+    assert any("registered tables matching the filters: MYSCHEMA.CUSTOMERS" in m for m in messages), messages
+    assert any("MYSCHEMA.CUSTOMERS is registered" in m and "INACTIVE" in m for m in messages), messages
+    assert [r.value["op"] for r in records if r.topic.endswith("CUSTOMERS")] == ["r"] * 4
 
 
 def test_a_user_who_cannot_read_the_change_data_table_is_refused(inventory):

@@ -113,10 +113,11 @@ def test_concurrent_writers_during_the_snapshot_lose_nothing(standin, isolation)
 
 
 def test_tables_put_into_and_taken_out_of_capture_mode_while_streaming(inventory, caplog):
-    inventory.create_table("MYSCHEMA", "ORDERS", [("ID", "INTEGER NOT NULL"), ("QTY", "INTEGER")], key=["ID"])
     store = MemoryOffsetStore()
 
     def actions():
+        # Created after the snapshot (one there would be snapshotted and known, as Debezium: no CREATE on ADDTABLE).
+        inventory.create_table("MYSCHEMA", "ORDERS", [("ID", "INTEGER NOT NULL"), ("QTY", "INTEGER")], key=["ID"])
         inventory.execute('INSERT INTO "MYSCHEMA"."ORDERS" VALUES (1, 10)')  # not in capture mode yet: not streamed
         inventory.add_table("MYSCHEMA", "ORDERS")
         time.sleep(0.5)
@@ -135,11 +136,18 @@ def test_tables_put_into_and_taken_out_of_capture_mode_while_streaming(inventory
     assert [(r.value["op"], r.value["after"]["ID"]) for r in orders] == [("c", 2), ("c", 3)]
     assert orders[0].topic == "mydatabase.MYSCHEMA.ORDERS"
     assert [r.value["op"] for r in _data(records)] == ["r"] * 4  # nothing streamed after REMOVETABLE
-    # Schema change events: the snapshot's CREATE of CUSTOMERS, then ORDERS entering and CUSTOMERS leaving.
+    # Schema change events: the snapshot's CREATE of CUSTOMERS, then ORDERS entering; none for CUSTOMERS leaving:
+    # Debezium 2.7.4's Db2StreamingChangeEventSource emits no DROP (only CREATE for a table new to its schema and
+    # ALTER for a re-registered one), though its documentation says an event comes when a table leaves.
     changes = [(r.value["tableChanges"][0]["type"], r.value["tableChanges"][0]["id"]) for r in records
                if r.topic == "mydatabase"]
-    assert changes == [("CREATE", '"MYSCHEMA"."CUSTOMERS"'), ("CREATE", '"MYSCHEMA"."ORDERS"'),
-                       ("DROP", '"MYSCHEMA"."CUSTOMERS"')]
+    assert changes == [("CREATE", '"MYSCHEMA"."CUSTOMERS"'), ("CREATE", '"MYSCHEMA"."ORDERS"')]
+    # Debezium 2.7.4 names the database of the snapshot's events by CURRENT SERVER (SchemaHistoryTopicIT:
+    # "TESTDB"), ddl null; those of streaming carry the change table's TableId catalog, "" (Db2Connection.
+    # listOfChangeTables: new TableId("", schema, table)), and ddl "N/A" (Db2SchemaChangeEventEmitter).
+    names = [(r.key["databaseName"], r.value["databaseName"], r.value["ddl"]) for r in records if r.topic == "mydatabase"]
+    real = inventory.execute("SELECT upper(current_database())")[0][0]  # the stand-in's CURRENT SERVER
+    assert names == [(real, real, None), ("", "", "N/A")]
     messages = [r.getMessage() for r in caplog.records]
     assert any("added: MYSCHEMA.ORDERS" in m for m in messages), messages
     assert any("removed: MYSCHEMA.CUSTOMERS" in m for m in messages), messages
@@ -182,8 +190,10 @@ def test_a_column_added_online_is_an_alter_event_then_in_the_events(inventory):
     records = _run(inventory.properties(**{"snapshot.mode": "no_data"}), store,
                    lambda rs: len(_data(rs)) >= 2, action=actions)
     changes = [r.value for r in records if r.topic == "mydatabase"]
-    assert [c["tableChanges"][0]["type"] for c in changes] == ["ALTER"]
-    assert [col["name"] for col in changes[0]["tableChanges"][0]["table"]["columns"]] == [
+    # no_data still snapshots the schema, as Debezium's schema-only snapshot: its CREATE ("last"), then the ALTER.
+    assert [(c["tableChanges"][0]["type"], c["source"]["snapshot"]) for c in changes] == [
+        ("CREATE", "last"), ("ALTER", "false")]
+    assert [col["name"] for col in changes[1]["tableChanges"][0]["table"]["columns"]] == [
         "ID", "FIRST_NAME", "LAST_NAME", "EMAIL", "PHONE"]
     update, insert = _data(records)
     assert "PHONE" not in update.value["after"] and update.value["after"]["LAST_NAME"] == "before"

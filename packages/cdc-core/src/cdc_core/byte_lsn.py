@@ -13,6 +13,8 @@ def grouped_hex(raw: bytes | None) -> str:
     if raw is None:
         return NULL_TEXT
     h = raw.hex()
+    if len(h) < 16:  # Lsn.toString puts a ':' after the 4th and 8th byte only: 0x01 is "01", 4 bytes "xxxxxxxx:"
+        return h if len(h) < 8 else f"{h[:8]}:{h[8:]}"
     return f"{h[:8]}:{h[8:16]}:{h[16:]}"
 
 

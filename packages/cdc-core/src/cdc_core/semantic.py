@@ -18,7 +18,7 @@ import math
 import struct
 from collections.abc import Callable, Iterable
 from datetime import date, datetime, time, timedelta, timezone
-from decimal import ROUND_DOWN, ROUND_HALF_UP, Context, Decimal
+from decimal import MAX_PREC, ROUND_DOWN, ROUND_HALF_UP, Context, Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -268,11 +268,15 @@ def decimal_encoder(scale: int) -> Callable[[Any], str]:
     return encode
 
 
+#: A context that never rounds (Decimal.normalize rounds to the context's precision, 28 digits by default).
+_EXACT = Context(prec=MAX_PREC)
+
+
 def variable_scale_decimal(value: Decimal) -> dict[str, Any]:
     """VariableScaleDecimal's JSON value: trailing zeros stripped, scale never negative (as Debezium does)."""
     if not value.is_finite():
         raise ValueError(f"special value {value} cannot be a VariableScaleDecimal")
-    sign, digits, exponent = value.normalize().as_tuple()
+    sign, digits, exponent = value.normalize(_EXACT).as_tuple()  # no rounding to the 28-digit default context
     # int() of a str refuses more than 4300 digits; Decimal -> int has no such limit.
     n = (int("".join(map(str, digits))) if len(digits) < 4000 else int(Decimal((0, digits, 0)))) if digits else 0
     if exponent > 0:  # type: ignore[operator]

@@ -66,7 +66,14 @@ def parse_message_key_columns(value: str | None) -> list[tuple[re.Pattern[str], 
         names = [c.strip() for c in columns.split(",") if c.strip()]
         if not table.strip() or not names:
             raise ValueError(f"{entry.strip()!r} is not <table regex>:<column>[,<column>...]")
-        out.append((re.compile(table.strip()), names))
+        for n in names:  # column names are regexes too (CustomKeyMapper)
+            try:
+                re.compile(n)
+            except re.error as e:
+                raise ValueError(f"{n!r} is not a valid column regex: {e}") from None
+        # Case-insensitive, as Debezium's CustomKeyMapper (Predicates.includes compiles with CASE_INSENSITIVE;
+        # Db2ConnectorIT.shouldRewriteIdentityKey keys DB2INST1.TABLEA by "(.*).tablea:id,cola").
+        out.append((re.compile(table.strip(), re.IGNORECASE), names))
     return out
 
 
@@ -133,10 +140,13 @@ class EventSettings:
         """The key columns: ``message.key.columns`` for the table if set, else its primary key."""
         for pattern, names in self.key_columns:
             if any(pattern.fullmatch(name) for name in table.id.names):
-                missing = [n for n in names if n not in {c.name for c in table.columns}]
-                if missing:
-                    raise ValueError(f"message.key.columns names {', '.join(missing)}, not columns of {table.id}")
-                return names
+                # As CustomKeyMapper: each name is a case-insensitive regex over the column names, the matches in
+                # the order listed; none matching leaves the primary key.
+                out: list[str] = []
+                for n in names:
+                    rx = re.compile(n, re.IGNORECASE)
+                    out += [c.name for c in table.columns if rx.fullmatch(c.name) and c.name not in out]
+                return out or table.primary_key
         return table.primary_key
 
 

@@ -72,7 +72,10 @@ class TransactionTracker:
         if tid == self.id:
             return
         if self.id is not None:
-            out.append(self._record("END", self._last_written or self.id, self.ts_ms, None))
+            # Ended by the next transaction's first event: Debezium's TransactionMonitor.dataEvent writes the END
+            # with that event's timestamp (endTransaction(partition, offset, eventTimestamp)).
+            out.append(self._record("END", self._last_written or self.id, ts_ms if ts_ms is not None else self.ts_ms,
+                                    None))
         self.id, self.total, self.per_collection, self.ts_ms = tid, 0, {}, ts_ms
         self._last_written = written_id
         out.append(self._record("BEGIN", written_id or tid, ts_ms, None))

@@ -67,6 +67,20 @@ def read_registrations(conn: Any, control: str, dialect: Dialect = LUW) -> list[
             for s, t, cs, ct, state in cur.fetchall()]
 
 
+def system_table(schema: str, table: str) -> bool:
+    """Db2's own tables, never snapshotted: its catalog schemas and Debezium's SystemTablesPredicate (schemas
+    starting with ASNCDC or SYSTOOLS, tables starting with IBMSNAP_ or IBMQREP_)."""
+    s, t = schema.upper(), table.upper()
+    return (s in SYSTEM_SCHEMAS or s.startswith(("ASNCDC", "SYSTOOLS")) or t.startswith(("IBMSNAP_", "IBMQREP_")))
+
+
+def read_schemas(conn: Any, dialect: Dialect = LUW) -> list[str]:
+    """Every schema holding a base table, Db2's own left out."""
+    cur = conn.cursor()
+    cur.execute(dialect.schemas_query())
+    return sorted(s for (s,) in ((_text(r[0]),) for r in cur.fetchall()) if s.upper() not in SYSTEM_SCHEMAS)
+
+
 def read_tables(conn: Any, db: str, schemas: list[str], modes: TypeModes,
                 dialect: Dialect = LUW) -> dict[tuple[str, str], Table]:
     """The tables of ``schemas``, by ``(schema, table)``, with their key columns, from ``dialect``'s catalog."""

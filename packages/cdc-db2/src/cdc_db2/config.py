@@ -17,7 +17,8 @@ CHANGE_TABLES_SCHEMA = F("cdc.change.tables.schema", "string", "ASNCDC", allow_b
 PLATFORM = F("db2.platform", "enum", "luw", allowed=("luw", "zos"), doc="LUW or ZOS (any case).")
 SNAPSHOT_MODE = F(
     "snapshot.mode", "enum", "initial",
-    allowed=("initial", "initial_only", "no_data", "when_needed", "always", "configuration_based", "custom"),
+    # Debezium 2.7.4's Db2 SnapshotMode has recovery too (Db2ConnectorIT.shouldCreateSnapshotSchemaOnlyRecovery).
+    allowed=("initial", "initial_only", "no_data", "recovery", "when_needed", "always", "configuration_based", "custom"),
     aliases={"schema_only": "no_data"},
 )
 SNAPSHOT_ISOLATION_MODE = F("snapshot.isolation.mode", "enum", "repeatable_read",

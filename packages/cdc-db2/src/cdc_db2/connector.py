@@ -22,7 +22,7 @@ from cdc_db2 import config as dbc
 from cdc_db2 import driver
 from cdc_db2.dialects import dialect
 from cdc_db2.catalog import (SYSTEM_SCHEMAS, CaptureTable, Registration, max_lsn_query, quote, read_registrations,
-                             read_tables, service_status_query)
+                             read_schemas, read_tables, service_status_query, system_table)
 from cdc_db2.errors import first_line, is_connection_error, sqlstate
 from cdc_db2.blocking import Position, position_of
 from cdc_db2.incremental import signal_table
@@ -82,6 +82,10 @@ class Db2Connector:
         self._tables: list[CaptureTable] = []
         #: The captured tables as the catalog describes them at start (a snapshot reads these).
         self._live_tables: list[CaptureTable] = []
+        #: Included tables not in capture mode (or INACTIVE): a snapshot reads them too, streaming never does.
+        self._uncaptured: list[CaptureTable] = []
+        #: ``no_data``'s schema snapshot events, sent when streaming starts.
+        self._pending: list[Any] = []
         self._registrations: list[Registration] = []
         self._cd_columns: list[tuple[Any, ...]] = []
         #: What the schema change events announced last of every registered table: ``schema.table`` to
@@ -92,15 +96,17 @@ class Db2Connector:
         self._stream_reader: StreamReader | None = None
         #: Where the stream stood at its last window's end: ``(change_lsn, commit_lsn, event_serial_no)``.
         self._round_position: Position | None = None
+        #: ``CURRENT SERVER`` (read at start): the snapshot's schema change events' ``databaseName``.
+        self.server_name = self.db
 
     # -- SPI ---------------------------------------------------------------------------------
 
     def validate(self) -> list[str]:
         """Cross-property problems (no I/O)."""
-        problems = []
-        if self.config.get(common.TIME_PRECISION_MODE) == "adaptive_time_microseconds":
-            problems.append("time.precision.mode=adaptive_time_microseconds is not a Db2 mode; use adaptive or connect")
-        return problems
+        # time.precision.mode=adaptive_time_microseconds is accepted, as Debezium 2.7.4's Db2 connector does (the
+        # common TemporalPrecisionMode field; JdbcValueConverters makes TIME a MicroTime), though the chapter
+        # names only adaptive and connect.
+        return []
 
     def incremental_snapshot_source(self) -> Any:
         """Ad hoc snapshots (incremental and blocking) over the captured tables (cdc_db2.incremental)."""
@@ -115,11 +121,12 @@ class Db2Connector:
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect and check the capture service, the captured tables' registration and the user's access."""
         self._offset = offset
-        if offset is not None and self.history is not None and self.history.exists():
+        if offset is not None and self.history is not None and self.history.exists() and not self._recovers(offset):
             self._known = replay(self.history, offset)
         self._conn = self._connect()
         try:
             self._check()
+            self.server_name = self._current_server()
         except (ConnectorError, RetriableError):
             raise
         except Exception as e:
@@ -202,22 +209,33 @@ class Db2Connector:
             self._check_lsn_format()
         self._tables = self._capture_tables(registrations, warn=True)
         if not self._tables:
+            # A warning, not a refusal: Debezium 2.7.4 runs on (getCdcTablesToQuery warns, Db2ConnectorIT.
+            # testEmptySchemaWarningAfterApplyingFilters) and streams the tables registered later.
             candidates = [f"{r.schema}.{r.table}" for r in registrations if self._included(r.schema, r.table)]
-            raise ConnectorError(
-                f"no captured table of database {self.db!r} at {self.address} is in capture mode and ACTIVE in "
-                f"{self.control}.IBMSNAP_REGISTER (registered tables matching the filters: "
-                f"{', '.join(candidates) or 'none'}): run CALL {self.control}.ADDTABLE('<SCHEMA>', '<TABLE>') for each "
-                f"table, then VALUES {self.control}.ASNCDCSERVICES('reinit','{self.control.lower()}'), or fix "
-                "table.include.list")
+            self.log.warning(
+                "After applying the include/exclude list filters, no changes will be captured: no table of database "
+                "%r at %s is in capture mode and ACTIVE in %s.IBMSNAP_REGISTER (registered tables matching the "
+                "filters: %s); run CALL %s.ADDTABLE('<SCHEMA>', '<TABLE>') for each table, then VALUES "
+                "%s.ASNCDCSERVICES('reinit','%s'), or fix table.include.list", self.db, self.address, self.control,
+                ", ".join(candidates) or "none", self.control, self.control, self.control.lower())
         for t in self._tables:
             self._check_access(t)
         order = snapshot_order(self._tables, self.config.get(common.TABLE_INCLUDE), lambda t: t.table.id.identifier)
         self._tables = self._live_tables = list(order)
+        self._uncaptured = self._uncaptured_tables()
+        if self._uncaptured:
+            self.log.info("tables not in capture mode, read by a snapshot only (as Debezium): %s",
+                          ", ".join(t.table.id.identifier for t in self._uncaptured))
         if self._known:
             self._tables = [self._from_history(t) for t in self._tables]
         self.log.info("capturing %d tables of database %s: %s", len(self._tables), self.db, ", ".join(
             f"{t.table.id.identifier} (CD table {t.registration.cd_schema}.{t.registration.cd_table})"
             for t in self._tables))
+
+    def _current_server(self) -> str:
+        """``CURRENT SERVER``: the database's real name (upper case), as Db2Connection.retrieveRealDatabaseName."""
+        rows = self._query("SELECT CURRENT SERVER FROM SYSIBM.SYSDUMMY1")
+        return str(rows[0][0]).strip() if rows and rows[0][0] is not None else self.db
 
     def _read_registrations(self) -> list[Registration]:
         """``IBMSNAP_REGISTER``; a missing control table is a clear refusal."""
@@ -302,6 +320,24 @@ class Db2Connector:
             out.append(CaptureTable(view, r, frozenset(captured)))
         return out
 
+    def _uncaptured_tables(self, conn: Any = None) -> list[CaptureTable]:
+        """The included base tables that are not in capture mode and ACTIVE.
+
+        Debezium 2.7.4 snapshots every table its filters include, in capture mode or not
+        (RelationalSnapshotChangeEventSource.determineCapturedTables over Db2SnapshotChangeEventSource's
+        getAllTableIds, minus Db2ConnectorConfig's SystemTablesPredicate): SchemaHistoryTopicIT's snapshot
+        has a CREATE for TABLEC, which is not in capture mode. The control and change-data schemas are left
+        out here too (Debezium leaves out schemas starting with ASNCDC, its default).
+        """
+        conn = conn if conn is not None else self._conn
+        captured = {(t.table.id.schema, t.table.id.table) for t in self._tables}
+        skip = {self.control.upper(), self.config.get(dbc.CHANGE_TABLES_SCHEMA).upper()} | {
+            r.cd_schema.upper() for r in self._registrations}
+        schemas = [s for s in read_schemas(conn, self.dialect) if s.upper() not in skip]
+        tables = read_tables(conn, self.db, schemas, self.modes, self.dialect)
+        return [CaptureTable(t, Registration(s, n, "", "", False)) for (s, n), t in sorted(tables.items())
+                if (s, n) not in captured and not system_table(s, n) and self._included(s, n)]
+
     def _from_history(self, t: CaptureTable) -> CaptureTable:
         """``t`` with the definition the schema history last announced (as Debezium recovers its schema on restart).
 
@@ -334,17 +370,44 @@ class Db2Connector:
 
     # -- the run -----------------------------------------------------------------------------
 
+    def _recovers(self, offset: dict[str, Any] | None) -> bool:
+        """Whether a start with ``offset`` rebuilds the schema without reading rows (``recovery``)."""
+        in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
+        return (offset is not None and self.snapshotter.should_snapshot_schema(True, in_progress)
+                and not self.snapshotter.should_snapshot_data(True, in_progress))
+
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Snapshot if due, then stream."""
         offset = self._offset
+        if self._recovers(offset):
+            # snapshot.mode=recovery: the schema snapshot again, from the catalog, at the stored offset (Debezium's
+            # determineSnapshotOffset keeps the previous offset), then streaming from it.
+            self._schema_snapshot(dict(offset or {}), str(offset.get("commit_lsn") if offset else None))
         yield from snapshot_then_stream(self.snapshotter, offset, self.config, self._stop, self.log, self._snapshot,
                                         self._no_data_offset, lambda at: self._stream(ResumePoint(_streamed(at))))
 
     def _no_data_offset(self) -> dict[str, Any]:
-        """``no_data``: streaming starts at the highest synchpoint now."""
+        """``no_data``: streaming starts at the highest synchpoint now, after the schema snapshot's events.
+
+        As Debezium 2.7.4's schema-only snapshot (RelationalSnapshotChangeEventSource with snapshotData false):
+        a CREATE per table the snapshot would read, recorded in the schema history, the last one's
+        ``source.snapshot`` ``last``; ``_stream`` sends them first.
+        """
         row = self._query(max_lsn_query(self.control, self.dialect))
-        return {"snapshot": True, "snapshot_completed": True,
-                "commit_lsn": str(from_value(row[0][0] if row else None))}
+        lsn = str(from_value(row[0][0] if row else None))
+        # Every event carries the completed offset: they follow the checkpoint streaming starts from.
+        offset = {"snapshot": True, "snapshot_completed": True, "commit_lsn": lsn}
+        self._schema_snapshot(offset, lsn)
+        return offset
+
+    def _schema_snapshot(self, offset: dict[str, Any], lsn: str) -> None:
+        """The schema snapshot's CREATE events (``_stream`` sends them), ``offset`` on each, the last one ``last``."""
+        tables = snapshot_order(self._tables + self._uncaptured, self.config.get(common.TABLE_INCLUDE),
+                                lambda t: t.table.id.identifier)
+        self._known = {}
+        self._pending = [self._schema_change("CREATE", t.table.id.schema or "", t.table.id.table, table_json(t.table),
+                                             "last" if i == len(tables) - 1 else "true", None, lsn, offset)
+                         for i, t in enumerate(tables)]
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
         """The snapshot on its own connection and transaction (of the catalog's definitions, not the history's)."""
@@ -357,21 +420,28 @@ class Db2Connector:
             reader.lock = self.snapshot_lock
             reader.lock_timeout_ms = self.config.get(dbc.SNAPSHOT_LOCK_TIMEOUT_MS)
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
-            tables = [t for t in self._tables if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
+            order = self.config.get(common.TABLE_INCLUDE)
+
+            def everything() -> list[CaptureTable]:
+                """The tables in capture mode and the others the filters include, in snapshot order."""
+                return snapshot_order(self._tables + self._uncaptured, order, lambda t: t.table.id.identifier)
+
+            tables = [t for t in everything() if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
 
             def structure() -> None:
                 """The table definitions read again under the snapshot's locks (as Debezium's readTableStructure)."""
                 fresh = {t.table.id.identifier: t for t in self._capture_tables(self._registrations, conn=conn)}
                 self._tables = self._live_tables = [fresh.get(t.table.id.identifier, t) for t in self._tables]
+                self._uncaptured = self._uncaptured_tables(conn)
 
             lsn = reader.begin(tables, structure)
-            tables = [t for t in self._tables if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
+            tables = [t for t in everything() if not include or any(p.fullmatch(t.table.id.identifier) for p in include)]
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(tables), lsn,
                           reader.isolation)
             offset = {"snapshot": True, "snapshot_completed": False, "commit_lsn": lsn}
             self._known = {}
             events = [self._schema_change("CREATE", t.table.id.schema or "", t.table.id.table, table_json(t.table),
-                                          "true", None, lsn, offset) for t in self._tables]
+                                          "true", None, lsn, offset) for t in everything()]
             if events and self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
                 yield events
             yield from reader.read([(t, select) for t in tables if (select := self._select(t)) is not None])
@@ -437,11 +507,16 @@ class Db2Connector:
             self._known[f"{schema}.{name}"] = (schema, name, definition)
         source = source_block(self.server, self.db, time.time_ns() // 1000, snapshot, schema, name, change_lsn,
                               commit_lsn)
-        record = schema_change_record(self.server, self.db, SOURCE_SCHEMA, change, schema, name, definition, source,
-                                      offset, self.partition())
+        # Debezium 2.7.4: the snapshot's events name the database as CURRENT SERVER gives it (Db2Snapshot-
+        # ChangeEventSource's catalogName, SchemaHistoryTopicIT: "TESTDB" for database.dbname=testdb), ddl null;
+        # those of streaming take the catalog of the change table's TableId, which Db2Connection.listOfChangeTables
+        # builds as "" (new TableId("", schema, table)), and Db2SchemaChangeEventEmitter's ddl "N/A".
+        database, ddl = (self.server_name, None) if snapshot == "true" else ("", "N/A")
+        record = schema_change_record(self.server, database, SOURCE_SCHEMA, change, schema, name, definition, source,
+                                      offset, self.partition(), ddl)
         if self.history is not None:
             self.history.append({"source": {"server": self.server}, "position": dict(position or offset or {}),
-                                 "databaseName": self.db, "schemaName": schema, "ddl": None,
+                                 "databaseName": database, "schemaName": schema, "ddl": ddl,
                                  "tableChanges": record.value["tableChanges"], "version": 1})
         return record
 
@@ -452,7 +527,7 @@ class Db2Connector:
                            for t in self._tables}
         return self._known
 
-    def _diff(self, registered: set[str], offset: dict[str, Any]) -> list[Any]:
+    def _diff(self, offset: dict[str, Any]) -> list[Any]:
         """Schema change events for what changed since the last announced definitions (``_known``)."""
         if self._known is None:
             self._known_now()
@@ -465,9 +540,10 @@ class Db2Connector:
             if before is None or before[2] != definition:
                 changed.append(("CREATE" if before is None else "ALTER", t.table.id.schema or "", t.table.id.table,
                                 definition))
-        # An INACTIVE table is not read, but still registered: no event until it is ACTIVE again.
-        changed += [("DROP", schema, name, definition) for key, (schema, name, definition) in list(known.items())
-                    if key not in registered]
+        # A table taken out of capture mode gets no event and stays known (re-registered with the same columns: no
+        # event either): Debezium 2.7.4's Db2StreamingChangeEventSource only emits CREATE for a table its schema does
+        # not know (getCdcTablesToQuery) and ALTER for a re-registered one (migrateTable), never DROP, though its
+        # documentation (and spec DB2-07) say an event comes when a table leaves capture mode.
         events = [self._schema_change(kind, schema, name, definition, "false", offset.get("change_lsn"),
                                       offset.get("commit_lsn"), offset) for kind, schema, name, definition in changed]
         return events if self.config.get(dbc.INCLUDE_SCHEMA_CHANGES) else []
@@ -494,7 +570,7 @@ class Db2Connector:
         before = {t.table.id.identifier for t in self._tables}
         after = {t.table.id.identifier for t in tables}
         self._tables = tables
-        events = self._diff({f"{r.schema}.{r.table}" for r in registrations}, reader.offset())
+        events = self._diff(reader.offset())
         reader.set_tables(tables)
         log.info("tables in capture mode changed: now %s (added: %s; removed: %s)", ", ".join(sorted(after)) or "none",
                  ", ".join(sorted(after - before)) or "none", ", ".join(sorted(before - after)) or "none")
@@ -514,7 +590,10 @@ class Db2Connector:
             self.metrics.streaming.connected = True
             self.metrics.streaming.captured_tables = {t.table.id.identifier for t in self._tables}
         # Changes while the connector was down (against the schema history, or the snapshot's definitions).
-        changes = self._diff({f"{r.schema}.{r.table}" for r in self._registrations}, reader.offset())
+        pending, self._pending = self._pending, []
+        if pending and self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
+            yield pending
+        changes = self._diff(reader.offset())
         if changes:
             yield changes
         interval = self.config.get(common.POLL_INTERVAL_MS) / 1000.0

@@ -3,7 +3,7 @@
 Records are Debezium's history record shape (``source``, ``position``, ``databaseName``, ``ddl`` null,
 ``tableChanges``) plus ``version``. A restart replays the records at or before the stored offset into
 the definitions last announced, so changes made while the connector was down come out as schema
-change events (CREATE, ALTER, DROP) when streaming starts.
+change events (CREATE, ALTER) when streaming starts; DROP records of earlier cdc versions are still read.
 """
 
 from __future__ import annotations

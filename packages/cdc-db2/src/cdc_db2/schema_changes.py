@@ -1,8 +1,9 @@
 """Schema change events on the ``<topic.prefix>`` topic, as the Db2 chapter shows them (SchemaChangeKey/Value).
 
 Emitted for each captured table at the snapshot (``CREATE``), and while streaming when a table
-enters (``CREATE``) or leaves (``DROP``) capture mode; ``ddl`` is always null for Db2, ``id`` is
-``"<schema>"."<table>"``. Column ``jdbcType`` values are java.sql.Types codes of the Db2 types.
+enters capture mode (``CREATE``) or comes back ``ACTIVE`` with other columns (``ALTER``), none when it
+leaves it (as Debezium 2.7.4); ``ddl`` is null at the snapshot and ``N/A`` while
+streaming (Debezium's Db2SchemaChangeEventEmitter), ``id`` is ``"<schema>"."<table>"``. Column ``jdbcType`` values are java.sql.Types codes of the Db2 types.
 """
 
 from __future__ import annotations
@@ -13,17 +14,12 @@ from typing import Any
 from cdc_core.events import ChangeRecord
 from cdc_core.relational import Table
 from cdc_core.schema import Schema, struct
+from cdc_db2.jdbc import catalog_form
 from cdc_db2.types import ColumnInfo
 
 _STR, _OSTR = Schema("string"), Schema("string", optional=True)
 _I32, _OI32 = Schema("int32"), Schema("int32", optional=True)
 _OBOOL, _I64 = Schema("boolean", optional=True), Schema("int64")
-
-#: java.sql.Types of Db2's column types (DECFLOAT and GRAPHIC types as the JDBC driver reports them).
-JDBC_TYPES = {"SMALLINT": 5, "INTEGER": 4, "BIGINT": -5, "REAL": 7, "DOUBLE": 8, "DECIMAL": 3, "NUMERIC": 2,
-              "DECFLOAT": 1111, "CHARACTER": 1, "VARCHAR": 12, "LONG VARCHAR": -1, "CLOB": 2005, "GRAPHIC": 1,
-              "VARGRAPHIC": 12, "LONG VARGRAPHIC": -1, "DBCLOB": 2005, "BINARY": -2, "VARBINARY": -3, "BLOB": 2004,
-              "DATE": 91, "TIME": 92, "TIMESTAMP": 93, "XML": 2009, "BOOLEAN": 16}
 
 COLUMN_SCHEMA = struct("io.debezium.connector.schema.Column", [
     ("name", _STR), ("jdbcType", _I32), ("nativeType", _OI32), ("typeName", _STR), ("typeExpression", _OSTR),
@@ -48,22 +44,13 @@ def value_schema(source: Schema) -> Schema:
     ], version=1)
 
 
-def jdbc_type(type_name: str, codepage: int) -> int:
-    """The java.sql.Types code of a Db2 type (``CHAR``/``VARCHAR FOR BIT DATA``, code page 0: BINARY/VARBINARY)."""
-    if codepage == 0 and type_name in ("CHARACTER", "CHAR", "VARCHAR"):
-        return -3 if type_name == "VARCHAR" else -2
-    return JDBC_TYPES.get(type_name, 1111)
-
-
 def infos_from_json(definition: dict[str, Any]) -> list[ColumnInfo]:
     """The columns of a ``tableChanges`` table (as ``table_json`` wrote it) as the catalog would describe them."""
     out = []
     for c in definition["columns"]:
-        type_name = str(c["typeName"]).upper()
-        bits = c["jdbcType"] in (-2, -3) and type_name in ("CHARACTER", "CHAR", "VARCHAR")
-        out.append(ColumnInfo(c["name"], int(c["position"]), type_name, int(c.get("length") or 0),
-                              int(c.get("scale") or 0), bool(c.get("optional")), 0 if bits else 1208,
-                              c.get("defaultValueExpression")))
+        type_name, length, scale, codepage = catalog_form(c)
+        out.append(ColumnInfo(c["name"], int(c["position"]), type_name, length, scale, bool(c.get("optional")),
+                              codepage, c.get("defaultValueExpression")))
     return out
 
 
@@ -71,8 +58,9 @@ def table_json(table: Table) -> dict[str, Any]:
     """The ``table`` of a ``tableChanges`` entry."""
     columns = []
     for i, c in enumerate(table.columns, 1):
-        name = c.type_name.lower()
-        columns.append({"name": c.name, "jdbcType": jdbc_type(c.type_name, c.extra.get("codepage", 1208)),
+        # JCC's TYPE_NAME, COLUMN_SIZE and DECIMAL_DIGITS, as Debezium's readTableColumn records them (cdc_db2.jdbc).
+        name = c.type_name
+        columns.append({"name": c.name, "jdbcType": c.extra["jdbc_type"],
                         "nativeType": None,
                         "typeName": name, "typeExpression": name, "charsetName": None, "length": c.length,
                         "scale": c.scale, "position": i, "optional": c.optional, "autoIncremented": False,
@@ -89,12 +77,12 @@ def table_id(schema: str, table: str) -> str:
 
 def schema_change_record(server: str, db: str, source_schema: Schema, change: str, schema: str, name: str,
                          definition: dict[str, Any], source: dict[str, Any], offset: dict[str, Any] | None,
-                         partition: dict[str, Any]) -> ChangeRecord:
-    """The schema change event of table ``schema.name`` (``change``: CREATE, ALTER or DROP) on topic ``server``.
+                         partition: dict[str, Any], ddl: str | None = None) -> ChangeRecord:
+    """The schema change event of table ``schema.name`` (``change``: CREATE or ALTER) on topic ``server``.
 
-    ``definition`` is the table as ``table_json`` describes it.
+    ``definition`` is the table as ``table_json`` describes it; ``db`` the key's and value's ``databaseName``.
     """
     value = {"source": source, "ts_ms": time.time_ns() // 1_000_000, "databaseName": db, "schemaName": schema,
-             "ddl": None, "tableChanges": [{"type": change, "id": table_id(schema, name), "table": definition}]}
+             "ddl": ddl, "tableChanges": [{"type": change, "id": table_id(schema, name), "table": definition}]}
     return ChangeRecord(server, {"databaseName": db}, value, KEY_SCHEMA, value_schema(source_schema), offset, {},
                         partition)

@@ -7,7 +7,8 @@ update: a ``D`` row followed, in the same commit, by an ``I`` row of the same ta
 (``CHG_UPD_TO_DEL_INS='Y'``; on both platforms, as LuwPlatform's LEAD/LAG and ZOsPlatform's ROW_NUMBER
 self-join pair them), and so is a ``U`` row (``'N'``, no before image). Commit times come from
 ``IBMSNAP_UOW.IBMSNAP_LOGMARKER`` (the real commit time, spec DB2-10). An event's ``change_lsn`` is
-the intent sequence of its first row, so a restart skips exactly the changes its offset covers.
+the intent sequence of its last row (an update's I row, ``event_serial_no`` 2, as Debezium), so a restart
+skips exactly the changes its offset covers.
 """
 
 from __future__ import annotations
@@ -226,6 +227,7 @@ class StreamReader:
         while i < count:
             commit, intent, n, row = merged[i]
             i += 1
+            serial = 1
             code = row[2]
             op = _OPERATIONS.get(code) or str(code).strip()
             if op == "I":
@@ -233,10 +235,13 @@ class StreamReader:
             elif op == "D":
                 kind, before, after = "d", row, None
                 if i < count:
-                    n_commit, _, n_n, n_row = merged[i]
+                    n_commit, n_intent, n_n, n_row = merged[i]
                     if n_n == n and n_commit == commit and (_OPERATIONS.get(n_row[2]) or str(n_row[2]).strip()) == "I":
                         kind, after = "u", n_row  # the before image of an update and its after image
                         i += 1
+                        # Debezium's position of an update is its I row's, and its event count 2 (setChangePosition
+                        # after the cursor moved to the after image): change_lsn the I row's, event_serial_no 2.
+                        intent, serial = n_intent, 2
             elif op == "U":
                 kind, before, after = "u", None, row
             else:
@@ -263,11 +268,11 @@ class StreamReader:
                 source_key = (commit_raw, n, when)
             if tx_commit != commit:
                 if tx_commit is not None:
-                    batch.append(Checkpoint(tx_offset, transaction_end=tx_text, ts_ms=tx_ts_us // 1000))
+                    batch.append(Checkpoint(tx_offset, ts_ms=tx_ts_us // 1000))
                 tx_commit, tx_text = commit, commit_text
             source = template.copy()
             source["change_lsn"] = change_text
-            tx_offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": 1}
+            tx_offset = {"commit_lsn": commit_text, "change_lsn": change_text, "event_serial_no": serial}
             tx_ts_us = ts_us
             # The row's columns after the four CD columns, as they came (a slice, as SQL Server's reader passes).
             batch.append(_new_change((tables[n], kind, before[4:] if before is not None else None,
@@ -279,7 +284,10 @@ class StreamReader:
                 batch = []
         self._keep(commit_raw, commit_text, change_text, emitted, None)
         if tx_commit is not None:  # a window holds whole transactions (asncap writes each one at once)
-            batch.append(Checkpoint(tx_offset, transaction_end=tx_text, ts_ms=tx_ts_us // 1000))
+            # No transaction_end: Debezium 2.7.4's Db2 connector never reports a commit, so a transaction's END
+            # comes with the next transaction's first event (TransactionMonitor.dataEvent; TransactionMetadataIT
+            # expects BEGIN, END, BEGIN after two transactions).
+            batch.append(Checkpoint(tx_offset, ts_ms=tx_ts_us // 1000))
         # The whole window is read: the next one starts above its end.
         self.last = max(self.last, end)
         if batch:
@@ -298,7 +306,7 @@ class StreamReader:
             items = list(group)
             commit_text = grouped_hex(commit)
             if tx_commit is not None and tx_commit != commit:
-                batch.append(Checkpoint(tx_offset, transaction_end=tx_text, ts_ms=tx_ts_ms))
+                batch.append(Checkpoint(tx_offset, ts_ms=tx_ts_ms))
             whens = list(map(_WHEN, map(_ROW, items)))
             # One commit time per transaction (IBMSNAP_UOW's row); a source block per run of one commit time.
             runs = [(whens[0], items)] if whens.count(whens[0]) == len(whens) else [
@@ -326,7 +334,7 @@ class StreamReader:
             self._commit_raw, self._commit_text, self._change_text, self._emitted = commit, commit_text, texts[-1], True
         self._open_tx = None
         if tx_commit is not None:  # a window holds whole transactions (asncap writes each one at once)
-            batch.append(Checkpoint(tx_offset, transaction_end=tx_text, ts_ms=tx_ts_ms))
+            batch.append(Checkpoint(tx_offset, ts_ms=tx_ts_ms))
         self.last = max(self.last, end)
         if batch:
             yield batch

@@ -6,7 +6,8 @@ Decisions where the chapter is silent or self-contradictory (spec errata 12, DB2
 7-12 NanoTimestamp); ``DECFLOAT`` under ``decimal.handling.mode=precise`` is
 ``io.debezium.data.VariableScaleDecimal`` (a decimal floating point value has no fixed scale, so
 a fixed-scale Connect Decimal would round it); ``GRAPHIC``/``LONG VARCHAR``/``LONG VARGRAPHIC``
-are strings; ``CHAR``/``VARCHAR ... FOR BIT DATA`` (code page 0) are bytes.
+are strings; ``CHAR``/``VARCHAR``/``LONG VARCHAR ... FOR BIT DATA`` (code page 0) are bytes (JDBC
+BINARY/VARBINARY/LONGVARBINARY, as Debezium maps them).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from cdc_core import semantic as sem
 from cdc_core.relational import Column
 from cdc_core.schema import Schema, primitive
 from cdc_core.type_modes import TypeModes
+from cdc_db2.jdbc import is_bit_data
 
 
 class ColumnInfo(NamedTuple):
@@ -61,6 +63,9 @@ def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schem
     if t == "DATE":
         return sem.semantic_schema(sem.CONNECT_DATE if connect else sem.DATE, optional=optional), \
             lambda v: sem.epoch_day(v if isinstance(v, date) else date.fromisoformat(str(v)))
+    if t == "TIME" and modes.time_precision == "adaptive_time_microseconds":  # JdbcValueConverters: MicroTime
+        return sem.semantic_schema(sem.MICRO_TIME, optional=optional), \
+            lambda v: sem.micros_of_day(v if isinstance(v, time) else time.fromisoformat(str(v)))
     if t == "TIME":  # Db2's TIME has whole seconds
         return sem.semantic_schema(sem.CONNECT_TIME if connect else sem.TIME, optional=optional), \
             lambda v: sem.millis_of_day(v if isinstance(v, time) else time.fromisoformat(str(v)))
@@ -89,7 +94,7 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
         return primitive("float64", optional), lambda v: sem.json_float(float(v))
     if t in ("DECIMAL", "NUMERIC", "DECFLOAT"):
         return _decimal(info, modes, optional)
-    if t in _BINARY or (t in ("CHARACTER", "CHAR", "VARCHAR") and info.codepage == 0):
+    if t in _BINARY or is_bit_data(t, info.codepage):
         encode = sem.bytes_encoder(modes.binary_handling)
         return sem.binary_schema(modes.binary_handling, optional=optional), lambda v: encode(bytes(v))
     if t in _STRINGS:
@@ -105,14 +110,16 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
 def column(info: ColumnInfo, modes: TypeModes) -> Column:
     """The relational Column for ``info``."""
     from cdc_db2.defaults import default_value, with_default
-    from cdc_db2.schema_changes import jdbc_type
+    from cdc_db2.jdbc import column_size, decimal_digits, jdbc_type, type_name
 
     schema, convert = mapping(info, modes)
     if schema is not None and info.default is not None:
-        schema = with_default(schema, default_value(jdbc_type(info.type_name, info.codepage), info.type_name, info.length, info.nullable, info.default,
-                                                    convert))
-    scaled = info.type_name in ("DECIMAL", "NUMERIC", "TIMESTAMP")
-    return Column(name=info.name, type_name=info.type_name, schema=schema, convert=convert,
-                  position=info.position, optional=info.nullable, length=info.length,
-                  scale=info.scale if scaled else None, default_expression=info.default,
-                  extra={"codepage": info.codepage})
+        schema = with_default(schema, default_value(jdbc_type(info.type_name, info.codepage), info.type_name,
+                                                    info.length, info.nullable, info.default, convert))
+    # Type name, length and scale as IBM's JDBC driver reports them, which is what Debezium records
+    # (cdc_db2.jdbc): the schema history, tableChanges and column.propagate.source.type's parameters.
+    return Column(name=info.name, type_name=type_name(info.type_name, info.codepage), schema=schema,
+                  convert=convert, position=info.position, optional=info.nullable,
+                  length=column_size(info.type_name, info.length, info.scale),
+                  scale=decimal_digits(info.type_name, info.scale), default_expression=info.default,
+                  extra={"codepage": info.codepage, "jdbc_type": jdbc_type(info.type_name, info.codepage)})

@@ -61,14 +61,16 @@ def _parse_list(raw: str) -> list[str]:
 
 
 def _parse_regex_list(raw: str) -> list[re.Pattern[str]]:
-    # Debezium splits regex lists on commas that are not escaped with a backslash.
+    # Debezium splits regex lists on commas that are not escaped with a backslash, and matches them
+    # case-insensitively (Predicates.includes/excludes: Strings.setOfRegex(..., Pattern.CASE_INSENSITIVE)):
+    # Db2ConnectorIT's table.include.list=db2inst1.tableb captures DB2INST1.TABLEB.
     out = []
     for part in re.split(r"(?<!\\),", raw):
         part = part.strip().replace("\\,", ",")
         if not part:
             continue
         try:
-            out.append(re.compile(part))
+            out.append(re.compile(part, re.IGNORECASE))
         except re.error as e:
             raise InvalidValue(f"{part!r} is not a valid regular expression: {e}") from None
     return out

@@ -9,7 +9,7 @@ Debezium writes them::
 
 * ``id`` is made per connector as Debezium's CloudEventsMaker makes it (PostgreSQL
   ``name:<name>;lsn:<lsn>;txId:<txId>;sequence:<sequence>``; MySQL and MariaDB
-  ``name:<name>;file:<file>;pos:<pos>``; SQL Server ``name:..;change_lsn:..;commit_lsn:..;event_serial_no:..``;
+  ``name:<name>;file:<file>;pos:<pos>``; SQL Server ``name:..;change_lsn:..;commit_lsn:..;event_serial_no:..``; Db2 ``name:..;change_lsn:..;commit_lsn:..``;
   MongoDB ``name:..;ts:<ts_ms>;ord:<ord>``), a null written as ``null`` as Java's string
   concatenation does. (Debezium 3.0's PostgreSQL maker calls ``toString()`` on each part, so a
   null part there fails instead; every PostgreSQL change event has all three set.)
@@ -98,6 +98,8 @@ MAKERS: dict[str, tuple[Callable[[dict[str, Any]], str], tuple[str, ...] | None]
     "mysql": (_parts("file", "pos"), ("before", "after")),
     "mariadb": (_parts("file", "pos"), None),
     "sqlserver": (_parts("change_lsn", "commit_lsn", "event_serial_no"), ("before", "after")),
+    # Db2CloudEventsMaker (2.7.4): name, change_lsn, commit_lsn (Db2ConnectorIT.shouldOutputRecordsInCloudEventsFormat).
+    "db2": (_parts("change_lsn", "commit_lsn"), ("before", "after")),
     "mongodb": (_parts("ts=ts_ms", "ord"), ("before", "after", "updateDescription")),
 }
 

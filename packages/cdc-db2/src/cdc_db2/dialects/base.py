@@ -58,6 +58,11 @@ class Dialect:
                 f"AND c.{self.column_schema} IN ({markers}) "
                 f"ORDER BY c.{self.column_schema}, c.{self.column_table}, c.{self.column_no}{self.read_only}")
 
+    def schemas_query(self) -> str:
+        """Every schema holding a base table."""
+        return (f"SELECT DISTINCT {self.table_schema} FROM {self.tables} WHERE {self.table_type} = '{self.base_table}'"
+                f"{self.read_only}")
+
     def column_counts_query(self, schemas: list[str]) -> str:
         """Schema, table and column count of every table of ``schemas`` (``?`` markers)."""
         markers = ", ".join("?" for _ in schemas)

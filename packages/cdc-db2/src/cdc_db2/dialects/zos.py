@@ -3,7 +3,7 @@
 ``SYSIBM.SYSCOLUMNS`` describes a column in its own terms, turned here into ``SYSCAT.COLUMNS``'s:
 ``COLTYPE`` codes (``CHAR``, ``VARG``, ``LONGVAR``, ``TIMESTMP``, ``VARBIN``, ``FLOAT`` of length 4
 or 8...) become LUW type names; ``COLNO`` counts from 1; a LOB's ``LENGTH`` is its descriptor's
-(4), its maximum length is ``LENGTH2``; ``DECFLOAT``'s ``LENGTH`` is bytes (8, 16: 16 and 34 digits);
+(4), its maximum length is ``LENGTH2``; ``DECFLOAT``'s ``LENGTH`` is bytes (8, 16: 16 and 34 digits) as in ``SYSCAT.COLUMNS``;
 ``TIMESTMP``'s ``SCALE`` is its fractional digits (``LENGTH`` 10 with ``SCALE`` 0: a table from
 before Db2 10, 6 digits); ``FOREIGNKEY = 'B'`` marks FOR BIT DATA (code page 0); the default is a
 ``DEFAULT`` code and a ``DEFAULTVALUE`` text instead of one expression.
@@ -53,8 +53,6 @@ class ZOs(Dialect):
         name = "REAL" if ctype == "FLOAT" and length == 4 else TYPE_NAMES.get(ctype, ctype)
         if name in ("BLOB", "CLOB", "DBCLOB"):
             length = int(length2 or length)
-        elif name == "DECFLOAT":
-            length = 34 if length == 16 else 16
         elif name == "TIMESTAMP":
             scale = 6 if length == 10 and scale == 0 else scale
             length = timestamp_length(scale)

@@ -177,8 +177,7 @@ CREATE VIEW sysibm.syscolumns AS
                      WHEN 'LONG VARGRAPHIC' THEN 'LONGVARG' WHEN 'TIMESTAMP' THEN 'TIMESTMP'
                      WHEN 'VARBINARY' THEN 'VARBIN' WHEN 'REAL' THEN 'FLOAT' WHEN 'DOUBLE' THEN 'FLOAT'
                      ELSE left(l.t, 8) END)::char(8) AS coltype,
-           (CASE WHEN l.t IN ('BLOB', 'CLOB', 'DBCLOB') THEN 4 WHEN l.t = 'DECFLOAT' THEN
-                     CASE WHEN l.len = 34 THEN 16 ELSE 8 END
+           (CASE WHEN l.t IN ('BLOB', 'CLOB', 'DBCLOB') THEN 4
                  WHEN l.t = 'TIMESTAMP' THEN 7 + (l.scale + 1) / 2 WHEN l.t = 'REAL' THEN 4
                  WHEN l.t = 'DOUBLE' THEN 8 ELSE l.len END)::smallint AS length,
            (CASE WHEN l.t IN ('BLOB', 'CLOB', 'DBCLOB') THEN l.len ELSE 0 END) AS length2,

@@ -40,7 +40,10 @@ def column_type(db2_type: str) -> tuple[ColumnType, str]:
         p, s = int(a or 5), int(b or 0)
         return ColumnType(f"numeric({p},{s})", "DECIMAL", p, s, 0), rest
     if name == "DECFLOAT":
-        return ColumnType("numeric", "DECFLOAT", int(a or 34), 0, 0), rest
+        # SYSCAT.COLUMNS.LENGTH of a DECFLOAT is its storage in bytes: 16 for DECFLOAT(34), 8 for DECFLOAT(16).
+        return ColumnType("numeric", "DECFLOAT", 8 if a == "16" else 16, 0, 0), rest
+    if name == "FLOAT" and a is not None and int(a) <= 24:
+        return ColumnType("real", "REAL", 4, 0, 0), rest  # Db2: FLOAT(n), n <= 24, is REAL
     if name == "TIMESTAMP":
         p = int(a) if a is not None else 6
         return ColumnType(f"timestamp({min(p, 6)})", "TIMESTAMP", 10 if p == 0 else 11 + p, p, 0), rest

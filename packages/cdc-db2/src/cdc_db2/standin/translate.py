@@ -35,7 +35,8 @@ def _token(m: re.Match[str]) -> str:
         return "%%"
     if t[0] in "'\"":
         return t.replace("%", "%%")  # psycopg reads every % of a statement with parameters
-    return "CURRENT_TIMESTAMP" if "TIMESTAMP" in t.upper() else "current_database()"
+    # CURRENT SERVER: Db2 gives the database name in upper case.
+    return "CURRENT_TIMESTAMP" if "TIMESTAMP" in t.upper() else "upper(current_database())"
 
 
 @lru_cache(maxsize=1024)
