@@ -53,6 +53,11 @@ class Db2Connector:
     #: of a poll iteration, after the whole window's changes: a blocking snapshot runs at the ``RoundEnd`` that
     #: follows each window read (``_stream``), not at the signal's row (cdc_core.signals.controller).
     pauses_at_round_end: ClassVar[bool] = True
+    #: Debezium's RelationalTableFilters add ``signal.data.collection`` to the data collection filter: the signal
+    #: table's streamed rows (signals, watermarks) are change events on its topic whatever the include list says,
+    #: and it gets its CREATE at the snapshot, but its rows are never snapshotted (determineSnapshotSelect gives it
+    #: no SELECT; ``_snapshot``). cdc_core.signals.controller reads this.
+    signal_table_captured: ClassVar[bool] = True
 
     def __init__(self, config: Config, context: ConnectorContext):
         """Read the configuration; no I/O."""
@@ -444,7 +449,9 @@ class Db2Connector:
                                           "true", None, lsn, offset) for t in everything()]
             if events and self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
                 yield events
-            yield from reader.read([(t, select) for t in tables if (select := self._select(t)) is not None])
+            signal = signal_table(self.config)
+            yield from reader.read([(t, select) for t in tables if (t.table.id.schema, t.table.id.table) != signal
+                                    and (select := self._select(t)) is not None])
             reader.end()
         finally:
             self._snapshot_reader = None
