@@ -15,7 +15,7 @@ import json
 import time
 
 import psycopg
-from kit.engine import EngineThread
+from kit.engine import EngineThread, streaming_with_notifications
 
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -45,17 +45,7 @@ def _config(db, **extra) -> dict:
 
 
 def _started(config: dict, store: MemoryOffsetStore, history=None, slow: float = 0.0) -> tuple[EngineThread, list]:
-    runner = EngineThread(config, offsets=store, history=history)
-    runner.slow = slow
-    notes: list = []
-    runner.engine.add_notification_listener(notes.append)
-    runner.start()
-    try:
-        runner.wait_streaming(60)
-    except BaseException:
-        runner.stop()
-        raise
-    return runner, notes
+    return streaming_with_notifications(config, store, history, slow)
 
 
 def _noted(notes: list, kind: str) -> list:

@@ -24,6 +24,7 @@ def test_signal_rows_are_events_on_its_topic_but_never_snapshotted(inventory):
     inventory.add_table("MYSCHEMA", "DEBEZIUM_SIGNAL")
     inventory.execute('INSERT INTO "MYSCHEMA"."DEBEZIUM_SIGNAL" VALUES (%s, %s, %s)',
                       ("old", "log", json.dumps({"message": "before the snapshot"})))
+    inventory.wait_captured()  # in the CD table before the snapshot's position: not a change after it
     config = inventory.properties(**{"signal.data.collection": "MYSCHEMA.DEBEZIUM_SIGNAL", "snapshot.mode": "initial",
                                      "table.include.list": "MYSCHEMA.CUSTOMERS", "poll.interval.ms": 50})
     runner = EngineThread(config, offsets=MemoryOffsetStore())

@@ -19,7 +19,7 @@ import time
 
 import json
 
-from kit.engine import EngineThread
+from kit.engine import EngineThread, streaming_with_notifications
 
 from cdc_core.signals import actions
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -41,17 +41,7 @@ def _lsns(source_or_offset: dict) -> tuple:
 
 
 def _started(config: dict, store: MemoryOffsetStore, history=None, slow: float = 0.0) -> tuple[EngineThread, list]:
-    runner = EngineThread(config, offsets=store, history=history)
-    runner.slow = slow
-    notes: list = []
-    runner.engine.add_notification_listener(notes.append)
-    runner.start()
-    try:
-        runner.wait_streaming(60)
-    except BaseException:
-        runner.stop()
-        raise
-    return runner, notes
+    return streaming_with_notifications(config, store, history, slow)
 
 
 def _completed(notes: list) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from change_table_tests import run as _run
-from kit.engine import EngineThread
+from kit.engine import EngineThread, streaming_with_notifications
 from psycopg import sql
 
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -148,16 +148,7 @@ def _signal_table_and_rows(inventory, second, rows: int, names: list[str], chunk
 
 def _streaming_with_notifications(config: dict, store: MemoryOffsetStore) -> tuple[EngineThread, list]:
     """The engine started on ``store``, streaming, and the notifications it sends."""
-    runner = EngineThread(config, offsets=store)
-    notes: list = []
-    runner.engine.add_notification_listener(notes.append)
-    runner.start()
-    try:
-        runner.wait_streaming(60)
-    except BaseException:
-        runner.stop()
-        raise
-    return runner, notes
+    return streaming_with_notifications(config, store)
 
 
 def test_an_incremental_snapshot_of_the_second_databases_table_with_the_signal_table_in_the_first(inventory, second):

@@ -96,6 +96,24 @@ class EngineThread:
         assert not self._thread.is_alive(), "the engine did not stop"
 
 
+def streaming_with_notifications(config: dict[str, Any], offsets: MemoryOffsetStore,
+                                 history: MemorySchemaHistoryStore | None = None, slow: float = 0.0,
+                                 timeout: float = 60.0) -> tuple[EngineThread, list[Any]]:
+    """An engine started on ``offsets`` (``slow``: its handler's sleep per batch), once it streams, and the list its
+    notifications are appended to (stopped again if it never streams)."""
+    runner = EngineThread(config, offsets=offsets, history=history)
+    runner.slow = slow
+    notes: list[Any] = []
+    runner.engine.add_notification_listener(notes.append)
+    runner.start()
+    try:
+        runner.wait_streaming(timeout)
+    except BaseException:
+        runner.stop()
+        raise
+    return runner, notes
+
+
 def run_until(config: dict[str, Any], done: Callable[[list[ChangeRecord]], bool], what: str = "the records",
               action: Callable[[], Any] | None = None, offsets: MemoryOffsetStore | None = None,
               history: MemorySchemaHistoryStore | None = None, timeout: float = WAIT_S,

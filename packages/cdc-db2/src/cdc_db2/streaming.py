@@ -298,7 +298,7 @@ class StreamReader:
         """``_events`` of a window of inserts into one table: the same events, checkpoints and batches, built a
         transaction at a time (source blocks and offsets by copies, RawChanges by ``tuple.__new__`` over ``zip``)."""
         server, db, schema, name = self.server, self.db, table.id.schema or "", table.id.table
-        tx_commit, tx_text, tx_offset, tx_ts_ms = self._open_tx or (None, None, None, None)
+        tx_commit, _, tx_offset, tx_ts_ms = self._open_tx or (None, None, None, None)
         batch: list[Any] = []
         # Rows at or below the resume point were delivered before (the window is sorted by position).
         start = bisect_right(merged, self.last, key=_POSITION)
@@ -322,7 +322,7 @@ class StreamReader:
                     s["change_lsn"] = o["change_lsn"] = t
                 batch += map(_new_change, zip(repeat(table), repeat("c"), repeat(None), map(_DATA, map(_ROW, run)),
                                               sources, offsets, repeat(commit_text), repeat(None)))
-                tx_commit, tx_text, tx_offset, tx_ts_ms = commit, commit_text, offsets[-1], ts_us // 1000
+                tx_commit, tx_offset, tx_ts_ms = commit, offsets[-1], ts_us // 1000
                 # As _events: a batch leaves after the event that brings it to 1024 items.
                 while len(batch) >= 1024:
                     cut = 1024 if batch[1023].__class__ is RawChange else 1025
