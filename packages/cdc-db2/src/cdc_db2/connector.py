@@ -11,7 +11,6 @@ from cdc_core.config import Config, Fields, common
 from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange, RoundEnd
 from cdc_core.filters import snapshot_order
-from cdc_core.incremental.blocking import BLOCKING_KEY
 from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
@@ -389,7 +388,7 @@ class Db2Connector:
             # determineSnapshotOffset keeps the previous offset), then streaming from it.
             self._schema_snapshot(dict(offset or {}), str(offset.get("commit_lsn") if offset else None))
         yield from snapshot_then_stream(self.snapshotter, offset, self.config, self._stop, self.log, self._snapshot,
-                                        self._no_data_offset, lambda at: self._stream(ResumePoint(_streamed(at))))
+                                        self._no_data_offset, lambda at: self._stream(ResumePoint(at)))
 
     def _no_data_offset(self) -> dict[str, Any]:
         """``no_data``: streaming starts at the highest synchpoint now, after the schema snapshot's events.
@@ -638,11 +637,3 @@ class Db2Connector:
                     service_stopped = stopped
                 yield [Checkpoint(reader.offset())]  # an idle position: the core sends a heartbeat when one is due
                 self._stop.wait(interval)
-
-
-def _streamed(offset: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The offset streaming resumes from, without an unfinished blocking snapshot's progress (the signal controller
-    runs the rest before streaming starts; idle checkpoints must not carry it on and start it again at a restart)."""
-    if offset is None or BLOCKING_KEY not in offset:
-        return offset
-    return {k: v for k, v in offset.items() if k != BLOCKING_KEY}

@@ -9,6 +9,7 @@ from typing import Any
 from cdc_core.config import Config
 from cdc_core.delays import wait_before
 from cdc_core.events import Checkpoint, RawChange
+from cdc_core.incremental.blocking import BLOCKING_KEY
 
 Batch = list[RawChange | Checkpoint]
 
@@ -21,7 +22,8 @@ def snapshot_then_stream(snapshotter: Any, offset: dict[str, Any] | None, config
 
     A snapshot is in progress when the offset has ``snapshot`` and not ``snapshot_completed``. With
     no snapshot and no offset (``no_data``) streaming starts at ``no_data_offset()``, handed on first
-    as a Checkpoint. A stop during the snapshot aborts it (``snapshotter.snapshot_aborted``).
+    as a Checkpoint. A stop during the snapshot aborts it (``snapshotter.snapshot_aborted``). The offset handed to
+    ``stream`` never carries an unfinished blocking snapshot's progress (``BLOCKING_KEY``).
     """
     offset_exists = offset is not None
     in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
@@ -49,4 +51,9 @@ def snapshot_then_stream(snapshotter: Any, offset: dict[str, Any] | None, config
         yield [Checkpoint(offset)]
     if not streams:
         return
+    if offset is not None and BLOCKING_KEY in offset:
+        # An unfinished blocking snapshot's progress is the signal controller's (it runs the rest before the stream
+        # is pulled): the stream resumes from the position without it, or its idle checkpoints would carry it on
+        # and a restart would take the snapshot again.
+        offset = {k: v for k, v in offset.items() if k != BLOCKING_KEY}
     yield from stream(offset)
