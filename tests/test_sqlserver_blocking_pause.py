@@ -192,9 +192,9 @@ def test_snapshot_mode_always_gives_the_snapshot_the_max_lsn(standin):
     assert _lsns(create.value["source"]) == (None, max_lsn, None)
 
 
-def test_two_databases_the_rest_of_the_round_comes_before_the_snapshot(inventory, second, monkeypatch):
-    """The signal database's window and the other database's poll of the same round are streamed first; each
-    database's snapshot events carry its own stream's position at the pause."""
+def _two_databases(inventory, second, **extra) -> tuple[dict, str, str, str]:
+    """The signal table in the first database, ``dbo.orders`` in the second, one connector for both: (config, the
+    first database, the customers and orders topics)."""
     inventory.create_table(SIGNAL)
     inventory.enable_table("dbo", "debezium_signal")
     # (A table of its own in the second database: a blocking snapshot naming two databases' dbo.customers reads one
@@ -205,7 +205,18 @@ def test_two_databases_the_rest_of_the_round_comes_before_the_snapshot(inventory
     first = inventory.dbname
     config = inventory.properties(**{"database.names": f"{first},{OTHER}", "snapshot.mode": "no_data",
                                      "table.include.list": "dbo.customers,dbo.orders", "poll.interval.ms": 50,
-                                     "signal.data.collection": f"{first}.dbo.debezium_signal"})
+                                     "signal.data.collection": f"{first}.dbo.debezium_signal", **extra})
+    return config, first, f"server1.{first}.dbo.customers", f"server1.{OTHER}.dbo.orders"
+
+
+def _data(records: list, topic: str) -> list:
+    return [r for r in records if r.value and r.topic == topic]
+
+
+def test_two_databases_the_rest_of_the_round_comes_before_the_snapshot(inventory, second, monkeypatch):
+    """The signal database's window and the other database's poll of the same round are streamed first; each
+    database's snapshot events carry its own stream's position at the pause."""
+    config, first, customers, orders = _two_databases(inventory, second)
     # The other database's change is captured while the signal is handled (on the engine's connector thread,
     # before the round reaches that database): its poll in the signal's round holds it, deterministically.
     original = actions.ACTIONS["execute-snapshot"]
@@ -219,16 +230,12 @@ def test_two_databases_the_rest_of_the_round_comes_before_the_snapshot(inventory
     monkeypatch.setitem(actions.ACTIONS, "execute-snapshot", execute_snapshot)
     store = MemoryOffsetStore()
     runner, notes = _started(config, store)
-    customers, orders = f"server1.{first}.dbo.customers", f"server1.{OTHER}.dbo.orders"
-
-    def data(records, topic):
-        return [r for r in records if r.value and r.topic == topic]
 
     try:
         # Both databases stream (a change each seen).
         inventory.execute("UPDATE dbo.customers SET email = 'warm@x' WHERE id = 1001")
         second.execute("UPDATE dbo.orders SET qty = 10 WHERE id = 1")
-        runner.wait(lambda rs: data(rs, customers) and data(rs, orders), "both databases streaming", 60)
+        runner.wait(lambda rs: _data(rs, customers) and _data(rs, orders), "both databases streaming", 60)
         second.agent.stop()
         second.execute("UPDATE dbo.orders SET qty = 20 WHERE id = 2")
         inventory.agent.stop()
@@ -238,16 +245,16 @@ def test_two_databases_the_rest_of_the_round_comes_before_the_snapshot(inventory
         runner.wait(lambda rs: _completed(notes) and len(_reads(rs)) >= 7, "the blocking snapshot", 60)
         inventory.execute("DELETE FROM dbo.customers WHERE id = 1005")
         second.execute("UPDATE dbo.orders SET qty = 30 WHERE id = 1")
-        runner.wait(lambda rs: any(r.value["op"] == "d" for r in data(rs, customers))
-                    and any(r.value["after"]["qty"] == 30 for r in data(rs, orders)), "the changes after", 60)
+        runner.wait(lambda rs: any(r.value["op"] == "d" for r in _data(rs, customers))
+                    and any(r.value["after"]["qty"] == 30 for r in _data(rs, orders)), "the changes after", 60)
     finally:
         runner.stop()
     records = [r for r in runner.records if r.value]
     records = records[next(i for i, r in enumerate(records) if r.key == {"id": "b-2"}):]  # from the signal on
     first_read = next(i for i, r in enumerate(records) if r.value.get("op") == "r")
     creates = [r for r in records if r.topic == "server1"]
-    insert = next(r for r in data(records, customers) if r.value["op"] == "c")
-    same_round = next(r for r in data(records, orders) if r.value["op"] == "u")
+    insert = next(r for r in _data(records, customers) if r.value["op"] == "c")
+    same_round = next(r for r in _data(records, orders) if r.value["op"] == "u")
     assert same_round.value["after"] == {"id": 2, "qty": 20}
     # Before the snapshot (its CREATEs, then its rows): the signal's window (the insert after it) and the other
     # database's poll of that round (its update); after it, the changes made later. Each change exactly once.
@@ -263,7 +270,7 @@ def test_two_databases_the_rest_of_the_round_comes_before_the_snapshot(inventory
     assert streamed.count((customers, {"id": 1005}, "c")) == streamed.count((orders, {"id": 2}, "u")) == 1
     assert len(streamed) == 4
     # Each database's CREATE and rows carry its own stream's position at the pause: its last change of the round.
-    reads = {topic: [r for r in data(records, topic) if r.value["op"] == "r"] for topic in (customers, orders)}
+    reads = {topic: [r for r in _data(records, topic) if r.value["op"] == "r"] for topic in (customers, orders)}
     assert (len(reads[customers]), len(reads[orders])) == (5, 2)
     assert {_lsns(r.value["source"]) for r in reads[customers]} == {_lsns(insert.value["source"])}
     assert {_lsns(r.value["source"]) for r in reads[orders]} == {_lsns(same_round.value["source"])}
@@ -275,35 +282,23 @@ def test_two_databases_the_rest_of_the_round_comes_before_the_snapshot(inventory
     assert {r.partition["database"] for r in every_read} == {first}
     assert {_lsns(r.offset) for r in every_read} == {_lsns(insert.offset)}
     assert _lsns(store.get({"server": "server1", "database": first})) == \
-        _lsns(data(records, customers)[-1].value["source"])
+        _lsns(_data(records, customers)[-1].value["source"])
     assert _lsns(store.get({"server": "server1", "database": OTHER})) == \
-        _lsns(data(records, orders)[-1].value["source"])
+        _lsns(_data(records, orders)[-1].value["source"])
 
 
 def test_two_tasks_the_signal_databases_task_pauses_at_the_end_of_its_round(inventory, second):
     """tasks.max=2, a task (thread) per database, each streaming in rounds of its own (Debezium: a task per database,
     each pausing after its own round): the signal's window comes first; the other database's rows carry where its
     stream stood at its task's last round end, its last change."""
-    inventory.create_table(SIGNAL)
-    inventory.enable_table("dbo", "debezium_signal")
-    second.create_table("CREATE TABLE dbo.orders (id INT NOT NULL PRIMARY KEY, qty INT NOT NULL)")
-    second.execute("INSERT INTO dbo.orders VALUES (1, 1), (2, 2)")
-    second.enable_table("dbo", "orders")
-    first = inventory.dbname
-    config = inventory.properties(**{"database.names": f"{first},{OTHER}", "tasks.max": 2, "snapshot.mode": "no_data",
-                                     "table.include.list": "dbo.customers,dbo.orders", "poll.interval.ms": 50,
-                                     "signal.data.collection": f"{first}.dbo.debezium_signal"})
+    config, first, customers, orders = _two_databases(inventory, second, **{"tasks.max": 2})
     store = MemoryOffsetStore()
     runner, notes = _started(config, store)
-    customers, orders = f"server1.{first}.dbo.customers", f"server1.{OTHER}.dbo.orders"
-
-    def data(records, topic):
-        return [r for r in records if r.value and r.topic == topic]
 
     try:
         inventory.execute("UPDATE dbo.customers SET email = 'warm@x' WHERE id = 1001")
         second.execute("UPDATE dbo.orders SET qty = 20 WHERE id = 2")
-        runner.wait(lambda rs: data(rs, customers) and data(rs, orders), "both databases streaming", 60)
+        runner.wait(lambda rs: _data(rs, customers) and _data(rs, orders), "both databases streaming", 60)
         inventory.agent.stop()
         inventory.execute(_blocking("b-3", f"{first}.dbo.customers", f"{OTHER}.dbo.orders"))
         inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) VALUES ('n', 'n', 'n@x')")
@@ -311,17 +306,17 @@ def test_two_tasks_the_signal_databases_task_pauses_at_the_end_of_its_round(inve
         runner.wait(lambda rs: _completed(notes) and len(_reads(rs)) >= 7, "the blocking snapshot", 60)
         inventory.execute("DELETE FROM dbo.customers WHERE id = 1005")
         second.execute("UPDATE dbo.orders SET qty = 30 WHERE id = 1")
-        runner.wait(lambda rs: any(r.value["op"] == "d" for r in data(rs, customers))
-                    and any(r.value["after"]["qty"] == 30 for r in data(rs, orders)), "the changes after", 60)
+        runner.wait(lambda rs: any(r.value["op"] == "d" for r in _data(rs, customers))
+                    and any(r.value["after"]["qty"] == 30 for r in _data(rs, orders)), "the changes after", 60)
     finally:
         runner.stop()
     records = [r for r in runner.records if r.value]
     signal = next(i for i, r in enumerate(records) if r.key == {"id": "b-3"})
     creates = [r for r in records[signal:] if r.topic == "server1"]
-    insert = next(r for r in data(records, customers) if r.value["op"] == "c")
-    update = next(r for r in data(records, orders) if r.value["op"] == "u")
+    insert = next(r for r in _data(records, customers) if r.value["op"] == "c")
+    update = next(r for r in _data(records, orders) if r.value["op"] == "u")
     assert signal < records.index(insert) < records.index(creates[0])
-    reads = {topic: [r for r in data(records, topic) if r.value["op"] == "r"] for topic in (customers, orders)}
+    reads = {topic: [r for r in _data(records, topic) if r.value["op"] == "r"] for topic in (customers, orders)}
     assert (len(reads[customers]), len(reads[orders])) == (5, 2)
     assert {_lsns(r.value["source"]) for r in reads[customers]} == {_lsns(insert.value["source"])}
     assert {_lsns(r.value["source"]) for r in reads[orders]} == {_lsns(update.value["source"])}
@@ -334,6 +329,6 @@ def test_two_tasks_the_signal_databases_task_pauses_at_the_end_of_its_round(inve
                                                 (customers, {"id": 1005}, "c"), (customers, {"id": 1005}, "d"),
                                                 (orders, {"id": 1}, "u")], key=str)
     assert _lsns(store.get({"server": "server1", "database": first})) == \
-        _lsns(data(records, customers)[-1].value["source"])
+        _lsns(_data(records, customers)[-1].value["source"])
     assert _lsns(store.get({"server": "server1", "database": OTHER})) == \
-        _lsns(data(records, orders)[-1].value["source"])
+        _lsns(_data(records, orders)[-1].value["source"])
