@@ -59,9 +59,12 @@ def drain(config: dict[str, Any], store: MemoryOffsetStore, changes: int, serial
     """Run the engine from ``store``'s offsets until ``changes`` change events arrived; (events, seconds)."""
     serializer = JsonSerializer.from_config(Config(config))
     count = [0]
+    first: list[float] = []
     done = threading.Event()
 
     def handler(records):
+        if not first:
+            first.append(time.monotonic())
         if serialize:
             serializer.serialize(records)
         count[0] += sum(1 for r in records if r.value is not None)
@@ -74,6 +77,8 @@ def drain(config: dict[str, Any], store: MemoryOffsetStore, changes: int, serial
     runner.start()
     done.wait(1200)
     seconds = time.monotonic() - started
+    if first:
+        print(f"engine start to first batch: {first[0] - started:.2f}s")
     engine.stop()
     runner.join(60)
     return count[0], seconds
