@@ -75,21 +75,48 @@ def _facts(name: str, params: list[str]) -> tuple[int, int, int]:
     return length, precision, scale
 
 
+_OPERATORS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%"}
+
+
+def _rendered(value: exp.Expression) -> str:
+    """An expression as SQL Server writes it back in a definition: the author's parentheses dropped, every
+    number in its own (``(1)``, ``(-1)``, ``-(1)``), no blanks around operators and after commas,
+    ``N'..'`` kept, strings as written; other functions lower-cased (SQL Server brackets type names,
+    ``CONVERT([varchar](10),getdate(),(120))``, and keeps the names the author used, ``sysdatetime()``,
+    where sqlglot gives ``convert(varchar(10),getdate(),(120))`` and ``getdate()``)."""
+    if isinstance(value, exp.Paren):
+        return _rendered(value.this)
+    if isinstance(value, exp.National):
+        return "N'" + value.name.replace("'", "''") + "'"
+    if isinstance(value, exp.Literal):
+        return "'" + value.name.replace("'", "''") + "'" if value.is_string else f"({value.name})"
+    if isinstance(value, exp.Null):
+        return "NULL"
+    if isinstance(value, exp.Neg):
+        inner = value.this
+        if isinstance(inner, exp.Literal) and not inner.is_string:
+            return f"(-{inner.name})"
+        return "-" + _rendered(inner)
+    if type(value) in _OPERATORS:
+        return _rendered(value.this) + _OPERATORS[type(value)] + _rendered(value.expression)
+    copy, texts = value.copy(), {}
+    for i, lit in enumerate(list(copy.find_all(exp.Literal, exp.National))):
+        if not isinstance(lit.parent, exp.DataTypeParam):
+            texts[f"zzlit{i}zz"] = _rendered(lit)
+            lit.replace(exp.column(f"zzlit{i}zz"))
+    text = copy.sql("tsql").lower().replace(", ", ",")
+    for key, literal in texts.items():
+        text = text.replace(key, literal)
+    return text
+
+
 def _definition(cd: exp.ColumnDef) -> str | None:
-    """The column's DEFAULT as ``sys.default_constraints.definition`` shows it: ``((0))``, ``('abc')``, ``(getdate())``."""
+    """The column's DEFAULT as ``sys.default_constraints.definition`` shows it: ``((0))``, ``('abc')``,
+    ``(N'abc')``, ``(-(1))``, ``((1)+(2))``, ``(getdate())``."""
     for c in cd.args.get("constraints") or []:
         kind = c.args.get("kind")
         if isinstance(kind, exp.DefaultColumnConstraint):
-            value = kind.this
-            while isinstance(value, exp.Paren):  # DEFAULT ('x') is stored as DEFAULT 'x' is: ('x')
-                value = value.this
-            if isinstance(value, exp.Neg) and isinstance(value.this, exp.Literal):
-                return f"((-{value.this.name}))"
-            if isinstance(value, exp.Literal):
-                return f"(({value.name}))" if not value.is_string else "('" + value.name.replace("'", "''") + "')"
-            if isinstance(value, exp.Null):
-                return "(NULL)"
-            return f"({value.sql('tsql').lower()})"
+            return f"({_rendered(kind.this)})"
     return None
 
 
