@@ -119,11 +119,14 @@ def test_microsofts_driver_gets_the_struct_converters_freetds_keeps_pyodbcs(monk
         made.append(_Conn())
         return made[-1]
 
-    for driver, expected in (("ODBC Driver 18 for SQL Server", {-155, -150, -154, 93}), ("FreeTDS", {-155, -150}),
-                             ("ODBC Driver 17 for SQL Server", {-155, -150, -154, 93})):
+    for driver, expected in (("ODBC Driver 18 for SQL Server", {-155, -151, -150, -154, 93}),
+                             ("FreeTDS", {-155, -151, -150}),
+                             ("ODBC Driver 17 for SQL Server", {-155, -151, -150, -154, 93})):
         monkeypatch.setattr(odbc, "CONNECT", connect)
         monkeypatch.setattr(odbc, "DRIVERS", lambda d=driver: [d])
         odbc.connect(Config({"database.hostname": "h", "database.port": "1433", "topic.prefix": "p",
                              "database.names": "db"}), "db")
         assert set(made[-1].converters) == expected, driver
     assert made[0].converters[-154] is dv.time2 and made[0].converters[93] is dv.timestamp
+    # geometry/geography/hierarchyid (SQL_SS_UDT), which pyodbc itself refuses: their bytes, as mssql-jdbc gives them
+    assert made[0].converters[-151](b"\xe6\x10\x00\x00\x01\x0c") == b"\xe6\x10\x00\x00\x01\x0c"

@@ -17,13 +17,23 @@ if TYPE_CHECKING:
 _MAX = 2147483647
 _NMAX = 1073741823
 
-#: ``java.sql.Types`` (and ``microsoft.sql.Types``) codes by SQL Server type.
+#: ``java.sql.Types`` (and ``microsoft.sql.Types``) codes by SQL Server type, as getColumns' ``DATA_TYPE`` gives them.
+#:
+#: mssql-jdbc 12.4.2 (Debezium 2.7.4's driver, ``version.sqlserver.driver`` in its pom) runs ``sp_columns_100``
+#: with ODBC version 3 and passes ``DATA_TYPE`` through its DataTypeFilter (SQLServerDatabaseMetaData.java):
+#: ODBC's SQL_SS_UDT (-151) becomes ``SSType.UDT``'s JDBC type, VARBINARY (-3, DataTypes.java), SQL_SS_XML
+#: (-152) LONGNVARCHAR (-16), SQL_GUID (-11) CHAR, SQL_FLOAT (6) DOUBLE, the SQL_W* codes the N types,
+#: SQL_SS_TIME2 (-154) TIME; anything else passes unchanged. Confirmed: sp_columns_100 reports geometry as -151
+#: (mssql-jdbc issue #2645, SQL Server 2022), so geometry is -3, not the -157 (microsoft.sql.Types.GEOMETRY)
+#: that only ResultSetMetaData gives. Assumed: geography and hierarchyid, CLR types like geometry, are -151
+#: too (-3 here), and sql_variant is ODBC's SQL_SS_VARIANT (-150), which no filter maps and JdbcValueConverters
+#: has no schema for (the column is left out of events with "Unexpected JDBC type", as cdc does).
 JDBC_TYPES = {
     "bit": -7, "tinyint": -6, "smallint": 5, "int": 4, "bigint": -5, "real": 7, "float": 8, "decimal": 3,
     "numeric": 2, "money": 3, "smallmoney": 3, "char": 1, "varchar": 12, "text": -1, "nchar": -15, "nvarchar": -9,
     "ntext": -16, "date": 91, "time": 92, "datetime": 93, "smalldatetime": 93, "datetime2": 93,
     "datetimeoffset": -155, "uniqueidentifier": 1, "binary": -2, "varbinary": -3, "image": -4, "xml": -16,
-    "timestamp": -2, "rowversion": -2, "sql_variant": -156, "geometry": -157, "geography": -158,
+    "timestamp": -2, "rowversion": -2, "sql_variant": -150, "geometry": -3, "geography": -3,
     "hierarchyid": -3,
 }
 _PRECISION = {"bit": 1, "tinyint": 3, "smallint": 5, "int": 10, "bigint": 19, "real": 24, "float": 53,

@@ -113,6 +113,8 @@ STANDIN_DRIVER = "cdc stand-in"
 _MICROSOFT_DRIVER = re.compile(r"ODBC Driver \d+ for SQL Server|msodbcsql", re.IGNORECASE)
 #: ODBC SQL types: TIME (Microsoft's SQLNCLI.h), DATETIME/SMALLDATETIME/DATETIME2 (sql.h).
 SQL_SS_TIME2, SQL_TYPE_TIMESTAMP = -154, 93
+#: The ODBC type of CLR user-defined types (geometry, geography, hierarchyid): Microsoft's sqlncli.h/msodbcsql.h.
+SQL_SS_UDT = -151
 
 
 def _raw(value: Any) -> Any:
@@ -135,9 +137,13 @@ def connect(config: Config, database: str, *, autocommit: bool = True) -> Any:
     add = getattr(conn, "add_output_converter", None)
     if add is not None:
         # Types pyodbc has no Python type for: their raw bytes (cdc_sqlserver.types.zoned reads DATETIMEOFFSET's
-        # SQL_SS_TIMESTAMPOFFSET_STRUCT; SQL_VARIANT has no mapping and is never sent).
+        # SQL_SS_TIMESTAMPOFFSET_STRUCT; SQL_VARIANT has no mapping and is never sent). SQL_SS_UDT (-151):
+        # geometry, geography and hierarchyid, which pyodbc 5 refuses ("ODBC SQL type -151 is not yet
+        # supported", getdata.cpp has no case for it): their serialized bytes, what mssql-jdbc's getObject
+        # gives Debezium for a UDT column (cdc_sqlserver.types).
         add(-155, _raw)
         add(-150, _raw)
+        add(SQL_SS_UDT, _raw)
         if _MICROSOFT_DRIVER.search(text.split(";", 1)[0]):
             # TIME and DATETIME2 with their 100 ns, as Debezium's JDBC driver reads them (pyodbc keeps
             # microseconds): Microsoft's driver's structs (cdc_sqlserver.driver_values). Other drivers' raw

@@ -39,10 +39,16 @@ class ColumnInfo(NamedTuple):
 
 _INTS = {"tinyint": "int16", "smallint": "int16", "int": "int32", "bigint": "int64"}
 _STRINGS = {"char", "varchar", "text", "nchar", "nvarchar", "ntext", "uniqueidentifier"}
-#: Bytes under binary.handling.mode. ROWVERSION (``timestamp`` in sys.types) is BINARY(8) to the JDBC driver;
-#: geometry, geography and hierarchyid reach Debezium 2.7.4 as (LONG)VARBINARY: their SQL Server serialization,
-#: not WKB (SqlServerValueConverters: "TODO Geometry and geography supported since 6.5.0"). sql_variant has no
-#: mapping (JDBC -150): Debezium leaves the column out with a warning, and so does cdc.
+#: Bytes under binary.handling.mode. ROWVERSION (``timestamp`` in sys.types) is BINARY(8) to the JDBC driver.
+#: geometry, geography and hierarchyid are plain bytes too, SQL Server's own CLR serialization, not WKB and
+#: no io.debezium.data.geometry struct (no wkb/srid fields): mssql-jdbc 12.4.2's getColumns reports them as
+#: VARBINARY (-3, cdc_sqlserver.jdbc), which 2.7.4's JdbcValueConverters maps to bytes under
+#: binary.handling.mode (SqlServerValueConverters adds nothing: "TODO Geometry and geography supported since
+#: 6.5.0"), and its ResultSet.getObject returns the UDT's raw bytes (the column's SSType is UDT, whose JDBC
+#: type is VARBINARY; only getObject(i, Geometry.class) or a GEOMETRY getter would parse it). pyodbc gives the
+#: same bytes (SQL_SS_UDT read as binary). Confirmed for geometry from mssql-jdbc's source and issue #2645;
+#: geography and hierarchyid assumed alike. sql_variant has no mapping (JDBC -150): Debezium leaves the
+#: column out with a warning, and so does cdc.
 _BINARY = {"binary", "varbinary", "image", "timestamp", "rowversion", "geometry", "geography", "hierarchyid"}
 #: pyodbc's SQL_SS_TIMESTAMPOFFSET_STRUCT: year, month, day, hour, minute, second, fraction (ns), tz hour, tz minute.
 _DTO = struct.Struct("<6hI2h")
