@@ -15,12 +15,16 @@ SYSTEM_SCHEMAS = frozenset({"cdc", "sys", "INFORMATION_SCHEMA", "guest", "db_own
                             "db_securityadmin", "db_ddladmin", "db_backupoperator", "db_datareader",
                             "db_datawriter", "db_denydatareader", "db_denydatawriter"})
 
+#: Each column with its type's name and, for an alias type (``CREATE TYPE Name FROM nvarchar(50)``, ``sysname``),
+#: the system type it is made from (``bt``: sys.types' row for its system_type_id; CLR types such as geometry
+#: have none, system_type_id 240, and keep their own name).
 COLUMNS = (
     "SELECT s.name, t.name, c.name, c.column_id, ty.name, c.max_length, c.precision, c.scale, c.is_nullable, "
-    "c.is_identity, dc.definition "
+    "c.is_identity, dc.definition, COALESCE(bt.name, ty.name) "
     "FROM sys.columns c JOIN sys.tables t ON t.object_id = c.object_id "
     "LEFT JOIN sys.default_constraints dc ON dc.parent_object_id = c.object_id AND dc.parent_column_id = c.column_id "
     "JOIN sys.schemas s ON s.schema_id = t.schema_id JOIN sys.types ty ON ty.user_type_id = c.user_type_id "
+    "LEFT JOIN sys.types bt ON bt.user_type_id = ty.system_type_id "
     "WHERE t.is_ms_shipped = 0 ORDER BY s.name, t.name, c.column_id")
 PRIMARY_KEYS = (
     "SELECT s.name, t.name, c.name FROM sys.indexes i "
@@ -70,13 +74,16 @@ def read_tables(conn: Any, db: str, modes: TypeModes, parse: ServerParse | None 
     """
     parse = ServerParse(lambda: conn) if parse is None else parse.on(conn)
     infos: dict[tuple[str, str], list[ColumnInfo]] = {}
-    for schema, table, name, cid, tname, max_length, precision, scale, nullable, identity, default in \
+    for schema, table, name, cid, tname, max_length, precision, scale, nullable, identity, default, base in \
             conn.execute(COLUMNS).fetchall():
         if schema in SYSTEM_SCHEMAS:
             continue
+        base = str(base).lower()
+        # An alias keeps its name as created (getColumns' TYPE_NAME, Debezium's typeName); system types are lower case.
+        tname = base if str(tname).lower() == base else str(tname)
         infos.setdefault((schema, table), []).append(
-            ColumnInfo(name, int(cid), str(tname).lower(), int(max_length or 0), int(precision or 0), int(scale or 0),
-                       bool(nullable), bool(identity), default))
+            ColumnInfo(name, int(cid), tname, int(max_length or 0), int(precision or 0), int(scale or 0),
+                       bool(nullable), bool(identity), default, None if tname == base else base))
     keys: dict[tuple[str, str], list[str]] = {}
     for schema, table, name in conn.execute(PRIMARY_KEYS).fetchall():
         keys.setdefault((schema, table), []).append(name)

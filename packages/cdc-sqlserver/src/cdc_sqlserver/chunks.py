@@ -67,7 +67,7 @@ from cdc_sqlserver.incremental import key_greater, key_value
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
 from cdc_sqlserver.source import source_block
-from cdc_sqlserver.types import TypeModes
+from cdc_sqlserver.types import TypeModes, base_name
 
 _INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "INT", "BIGINT"})
 _MAX_CHUNKS = 4096
@@ -168,7 +168,7 @@ class SqlServerSnapshotChunks:
         ranges: list[dict[str, Any]]
         if override or first is None:
             ranges = [{"kind": "all", "override": override}]
-        elif first.type_name.upper().removesuffix(" IDENTITY") in _INTEGER_TYPES:
+        elif base_name(first) in _INTEGER_TYPES:
             ranges = self._key_ranges(conn, db, table, first.name, chunk_rows)
         else:
             ranges = self._sampled_ranges(conn, db, table, chunk_rows)

@@ -39,7 +39,7 @@ from cdc_sqlserver.lsn import from_value
 from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
 from cdc_sqlserver.source import source_block
 from cdc_sqlserver.streaming import lsn_text
-from cdc_sqlserver.types import TypeModes
+from cdc_sqlserver.types import TypeModes, base_name
 
 _BATCH = 2048
 _BINARY = frozenset({"BINARY", "VARBINARY", "IMAGE", "TIMESTAMP", "ROWVERSION"})
@@ -85,7 +85,7 @@ def key_value(raw: Any) -> Any:
 def _bind(table: Table, name: str, value: Any) -> Any:
     """A stored key value as a parameter for column ``name``."""
     column = table.column(name)
-    if isinstance(value, str) and column.type_name.upper() in _BINARY:
+    if isinstance(value, str) and base_name(column) in _BINARY:
         return bytes.fromhex(value)
     return value
 

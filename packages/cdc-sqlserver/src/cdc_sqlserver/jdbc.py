@@ -43,14 +43,27 @@ _PRECISION = {"bit": 1, "tinyint": 3, "smallint": 5, "int": 10, "bigint": 19, "r
 _ZERO_SCALE = {"bit", "tinyint", "smallint", "int", "bigint", "smalldatetime"}
 
 
+#: The system type a recorded alias column stands on, by its jdbcType (cdc_sqlserver.schema_history.column_info);
+#: DECIMAL covers money/smallmoney (the same Decimal at the recorded precision and scale), CHAR uniqueidentifier.
+_BASE_OF_JDBC = {v: k for k, v in reversed(list(JDBC_TYPES.items()))}
+_BASE_OF_JDBC.update({1: "char", 3: "decimal", -16: "ntext", -2: "binary", -3: "varbinary", -150: "sql_variant"})
+
+
+def base_of(jdbc: int | None, length: int | None, scale: int | None) -> str | None:
+    """The system type behind an alias column recorded with ``jdbc``/``length``/``scale`` (None: not known)."""
+    if jdbc == 93:  # TIMESTAMP: smalldatetime is 16 wide, datetime (as datetime2(3)) 23 with 3 digits
+        return "smalldatetime" if length == 16 else "datetime" if (length, scale) == (23, 3) else "datetime2"
+    return _BASE_OF_JDBC.get(jdbc) if jdbc is not None else None
+
+
 def jdbc_type(info: ColumnInfo) -> int:
     """``DATA_TYPE`` (1111, OTHER, for a type the driver does not know)."""
-    return JDBC_TYPES.get(info.type_name, 1111)
+    return JDBC_TYPES.get(info.base, 1111)
 
 
 def column_size(info: ColumnInfo) -> int | None:
-    """``COLUMN_SIZE``."""
-    t = info.type_name
+    """``COLUMN_SIZE`` (an alias type's is its base type's)."""
+    t = info.base
     if t in ("decimal", "numeric"):
         return info.precision
     if t in ("char", "varchar", "binary", "varbinary"):
@@ -68,7 +81,7 @@ def column_size(info: ColumnInfo) -> int | None:
 
 def decimal_digits(info: ColumnInfo) -> int | None:
     """``DECIMAL_DIGITS``: the scale of numbers and fractional seconds; None for the rest."""
-    t = info.type_name
+    t = info.base
     if t in ("decimal", "numeric", "time", "datetime2", "datetimeoffset"):
         return info.scale
     if t in ("money", "smallmoney"):

@@ -42,7 +42,7 @@ from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.schema import Schema
 from cdc_core.schema_change_events import schema_change_record
-from cdc_sqlserver.jdbc import _MAX, _NMAX, column_size, decimal_digits, jdbc_type, type_name
+from cdc_sqlserver.jdbc import _MAX, _NMAX, JDBC_TYPES, base_of, column_size, decimal_digits, jdbc_type, type_name
 from cdc_sqlserver.lsn import Lsn
 from cdc_sqlserver.source import source_block
 from cdc_sqlserver.types import ColumnInfo, column
@@ -109,8 +109,10 @@ def column_info(doc: dict[str, Any]) -> ColumnInfo:
     """The ``sys.columns`` facts of a recorded column (column_json's inverse, as far as conversion needs)."""
     name = doc["typeName"]
     identity = name.endswith(" identity")
-    t = name[:-len(" identity")] if identity else name
+    alias = name[:-len(" identity")] if identity else name
     length, scale = doc.get("length"), doc.get("scale") or 0
+    # An alias type records its own name; its base follows from what getColumns gave (jdbcType, length, scale).
+    t = alias if alias in JDBC_TYPES else base_of(doc.get("jdbcType"), length, doc.get("scale"))
     max_length = precision = 0
     if t in ("char", "varchar", "binary", "varbinary"):
         max_length = -1 if length == _MAX else int(length or 0)
@@ -118,8 +120,8 @@ def column_info(doc: dict[str, Any]) -> ColumnInfo:
         max_length = -1 if length == _NMAX else int(length or 0) * 2
     else:
         precision = int(length or 0)
-    return ColumnInfo(doc["name"], int(doc.get("position") or 0), t, max_length, precision, int(scale),
-                      bool(doc["optional"]), identity, doc.get("defaultValueExpression"))
+    return ColumnInfo(doc["name"], int(doc.get("position") or 0), alias, max_length, precision, int(scale),
+                      bool(doc["optional"]), identity, doc.get("defaultValueExpression"), None if t == alias else t)
 
 
 def signature(table_doc: dict[str, Any]) -> tuple[Any, ...]:

@@ -35,6 +35,15 @@ class ColumnInfo(NamedTuple):
     identity: bool = False
     #: ``sys.default_constraints.definition`` (``((0))``, ``('abc')``), None without a DEFAULT.
     default: str | None = None
+    #: The system type an alias type (``CREATE TYPE Name FROM nvarchar(50)``, ``sysname``) is made from; None when
+    #: ``type_name`` is a system type itself.
+    base_type: str | None = None
+
+    @property
+    def base(self) -> str:
+        """The system type the values and the JDBC type follow: getColumns' DATA_TYPE/COLUMN_SIZE are the base
+        type's, its TYPE_NAME (``type_name``, Debezium's typeName: defaults, source type) the alias's."""
+        return self.base_type or self.type_name
 
 
 _INTS = {"tinyint": "int16", "smallint": "int16", "int": "int32", "bigint": "int64"}
@@ -57,8 +66,8 @@ _DTO = struct.Struct("<6hI2h")
 def _decimal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schema, Callable[[Any], Any]]:
     """decimal/numeric/money under decimal.handling.mode."""
     precision, scale = info.precision, info.scale
-    if info.type_name in ("money", "smallmoney"):
-        precision, scale = (19 if info.type_name == "money" else 10), 4
+    if info.base in ("money", "smallmoney"):
+        precision, scale = (19 if info.base == "money" else 10), 4
     if modes.decimal_handling == "double":
         return primitive("float64", optional), lambda v: sem.json_float(float(v))
     if modes.decimal_handling == "string":
@@ -68,7 +77,7 @@ def _decimal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schema
 
 def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schema, Callable[[Any], Any]] | None:
     """date/time/datetime* under time.precision.mode (None for other types)."""
-    t, p = info.type_name, info.scale
+    t, p = info.base, info.scale
     connect = modes.time_precision == "connect"
     if t == "date":
         name = sem.CONNECT_DATE if connect else sem.DATE
@@ -144,7 +153,7 @@ _EPOCH_ENCODERS = {sem.epoch_millis: sem.epoch_encoder(1000), sem.epoch_micros: 
 def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable[[Any], Any]]:
     """The Connect schema and converter of a column; ``(None, ...)`` for a type cdc does not map yet."""
     optional = info.nullable
-    t = info.type_name
+    t = info.base
     if t == "bit":
         return primitive("boolean", optional), bool
     if t in _INTS:
@@ -182,6 +191,12 @@ def mapping(info: ColumnInfo, modes: TypeModes) -> tuple[Schema | None, Callable
             return schema, encoder
         return schema, lambda v, c=convert: c(v if isinstance(v, datetime) else datetime.fromisoformat(str(v)))
     return None, str
+
+
+def base_name(column: Column) -> str:
+    """The upper-case system type of a column built by ``column`` (an alias type's base; else its type name)."""
+    info = (column.extra or {}).get("info")
+    return info.base.upper() if info is not None else column.type_name.upper().removesuffix(" IDENTITY")
 
 
 def column(info: ColumnInfo, modes: TypeModes, parse: Callable[[str, str], Any] | None) -> Column:

@@ -20,6 +20,7 @@ CREATE TABLE standin.column_types (object_id int, column_name text, type_name te
     precision int, scale int, is_identity int DEFAULT 0, default_definition text,
     PRIMARY KEY (object_id, column_name));
 CREATE TABLE sys.types (user_type_id int PRIMARY KEY, system_type_id int, name text);
+CREATE TABLE standin.alias_types (name text PRIMARY KEY, base text NOT NULL);
 CREATE TABLE standin.tracked (source_object_id int PRIMARY KEY);
 CREATE VIEW sys.schemas AS SELECT oid::int AS schema_id, nspname::text AS name FROM pg_namespace;
 CREATE VIEW sys.tables AS

@@ -133,8 +133,21 @@ def _table_primary_keys(tree: exp.Expression) -> None:
             schema.append("expressions", pk)
 
 
-def translate_create_table(ddl: str) -> tuple[str, str, str, list[tuple[Any, ...]]]:
-    """``(schema, table, PostgreSQL DDL, [(column, type, max_length, precision, scale, is_identity, default)])``."""
+def _alias(kind: exp.DataType, aliases: dict[str, tuple[str, str]]) -> tuple[str, exp.DataType, str] | None:
+    """An alias type's (name as created, base DataType, base name) when ``kind`` names one of ``aliases``."""
+    if kind.this != exp.DataType.Type.USERDEFINED:
+        return None
+    written = str(kind.args.get("kind") or "").split(".")[-1].strip("[]").lower()
+    if written not in aliases:
+        return None  # a system type sqlglot does not know (hierarchyid), or none: _declared decides
+    name, base = aliases[written]
+    return name, exp.DataType.build(base, dialect="tsql"), re.match(r"\s*\[?(\w+)", base)[1].lower()
+
+
+def translate_create_table(ddl: str, aliases: dict[str, tuple[str, str]] | None = None
+                           ) -> tuple[str, str, str, list[tuple[Any, ...]]]:
+    """``(schema, table, PostgreSQL DDL, [(column, type, max_length, precision, scale, is_identity, default)])``;
+    ``aliases``: the alias types (lower-case name -> (name, base type's T-SQL)), recorded under their own name."""
     tree = sqlglot.parse_one(ddl, read="tsql")
     if not isinstance(tree, exp.Create) or tree.kind != "TABLE":
         raise ValueError("create_table takes one CREATE TABLE statement")
@@ -144,13 +157,18 @@ def translate_create_table(ddl: str) -> tuple[str, str, str, list[tuple[Any, ...
     columns: list[tuple[Any, ...]] = []
     for cd in tree.find_all(exp.ColumnDef):
         kind = cd.args["kind"]
-        name = _declared(ddl, cd.name)
+        alias = _alias(kind, aliases or {})
+        if alias is not None:
+            recorded, kind, name = alias
+        else:
+            name = _declared(ddl, cd.name)
+            recorded = name
         params = _params(kind)
         if name == "float" and params and params[0].isdigit() and int(params[0]) <= 24:
             name, params = "real", []  # FLOAT(1..24) is REAL (sys.types), as Debezium's IT's float(10) shows
         identity = int(any(isinstance(c.args.get("kind"), exp.GeneratedAsIdentityColumnConstraint)
                            for c in cd.args.get("constraints") or []))
-        columns.append((cd.name, name, *_facts(name, params), identity, _definition(cd)))
+        columns.append((cd.name, recorded if alias else name, *_facts(name, params), identity, _definition(cd)))
         if name in ("binary", "varbinary", "image"):  # 0x0102 is a bit string to PostgreSQL: a bytea literal
             for c in cd.args.get("constraints") or []:
                 kind = c.args.get("kind")

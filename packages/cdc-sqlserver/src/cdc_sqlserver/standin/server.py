@@ -29,9 +29,25 @@ class StandIn(HostedDatabase):
         with conn.cursor() as cur:
             cur.executemany("INSERT INTO sys.types VALUES (%s, %s, %s)", catalog_sql.types_rows())
 
+    def create_type(self, name: str, base: str) -> None:
+        """``CREATE TYPE <name> FROM <base>``: an alias type (sys.types: a user_type_id above 256, the base's
+        system_type_id), usable in later CREATE TABLEs."""
+        base_name = base.strip().lstrip("[").split("(")[0].split("]")[0].strip().lower()
+        if base_name not in catalog_sql.TYPES:
+            raise ValueError(f"CREATE TYPE {name}: the stand-in has no base type {base!r}")
+        with self._connect() as conn, conn.transaction():
+            conn.execute("INSERT INTO sys.types SELECT GREATEST(256, MAX(user_type_id)) + 1, %s, %s FROM sys.types",
+                         (catalog_sql.TYPES[base_name], name))
+            conn.execute("INSERT INTO standin.alias_types VALUES (%s, %s)", (name, base))
+
+    def _aliases(self) -> dict[str, tuple[str, str]]:
+        """The alias types: lower-case name -> (name as created, base type's T-SQL)."""
+        with self._connect() as conn:
+            return {n.lower(): (n, b) for n, b in conn.execute("SELECT name, base FROM standin.alias_types").fetchall()}
+
     def create_table(self, ddl: str) -> None:
         """``CREATE TABLE`` given in T-SQL (the schema is created if missing)."""
-        schema, table, pg_ddl, columns = translate_create_table(ddl)
+        schema, table, pg_ddl, columns = translate_create_table(ddl, self._aliases())
         with self._connect() as conn, conn.transaction():
             conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quote(schema)}")
             conn.execute(pg_ddl)
@@ -39,7 +55,8 @@ class StandIn(HostedDatabase):
 
     def add_column(self, schema: str, table: str, column: str, tsql_type: str) -> None:
         """``ALTER TABLE <schema>.<table> ADD <column> <tsql_type>`` (the T-SQL type recorded for the catalog)."""
-        _, _, pg_ddl, columns = translate_create_table(f"CREATE TABLE {schema}.{table} ({column} {tsql_type})")
+        _, _, pg_ddl, columns = translate_create_table(f"CREATE TABLE {schema}.{table} ({column} {tsql_type})",
+                                                       self._aliases())
         pg_type = pg_ddl[pg_ddl.index("(") + 1:pg_ddl.rindex(")")].split(" ", 1)[1]
         with self._connect() as conn, conn.transaction():
             conn.execute(f"ALTER TABLE {quote(schema)}.{quote(table)} ADD COLUMN {quote(column)} {pg_type}")
@@ -47,7 +64,8 @@ class StandIn(HostedDatabase):
 
     def alter_column(self, schema: str, table: str, column: str, tsql_type: str) -> None:
         """``ALTER TABLE <schema>.<table> ALTER COLUMN <column> <tsql_type>`` (the catalog's type changes)."""
-        _, _, pg_ddl, columns = translate_create_table(f"CREATE TABLE {schema}.{table} ({column} {tsql_type})")
+        _, _, pg_ddl, columns = translate_create_table(f"CREATE TABLE {schema}.{table} ({column} {tsql_type})",
+                                                       self._aliases())
         pg_type = pg_ddl[pg_ddl.index("(") + 1:pg_ddl.rindex(")")].split(" ", 1)[1].replace(" NOT NULL", "")
         with self._connect() as conn, conn.transaction():
             conn.execute(f"ALTER TABLE {quote(schema)}.{quote(table)} ALTER COLUMN {quote(column)} TYPE {pg_type} "
