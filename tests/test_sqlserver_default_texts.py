@@ -44,7 +44,7 @@ class _RefusingServer:
 @pytest.mark.parametrize("case", DATA, ids=[f"{c['type']} {c['definition']}" for c in DATA])
 def test_default_text_as_debezium_parses_it(case):
     info = _info(case["type"], case["definition"])
-    schema, convert = mapping(info, TypeModes())
+    schema, convert = mapping(info, TypeModes(**case.get("modes", {})))
     server = _RefusingServer()
     got = with_default(schema, convert, info, server)
     default = got.to_json().get("default") if got is not None else None

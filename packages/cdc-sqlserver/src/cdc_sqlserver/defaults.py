@@ -24,14 +24,17 @@ never stores:
   ``('2019-02-03')`` gives ``2019-02-03``; ``(getdate())`` gives ``etdate(``, ``(N'2019-02-03')``
   ``'2019-02-03``, which the server refuses: a warning, no default.
 
-Other types (uniqueidentifier, xml, sql_variant, geometry, ...) have no mapper: a warning, no default.
+Other types (uniqueidentifier, xml, sql_variant, geometry, ...) have no mapper: a warning, no default. The
+mapper is looked up by the type's name as getColumns gives it (Debezium's typeName), so an alias type
+(``CREATE TYPE Flag FROM bit``) has none either.
 Source: debezium-connector-sqlserver/.../SqlServerDefaultValueConverter.java (v2.7.4.Final); the cases are
 data in tests/data/sqlserver_defaults.yaml (``definitions``).
 
-Where cdc does not follow: a decimal default with more digits after the point than the column's scale
-(``numeric(10,2) DEFAULT 1.005``) is no default here, with a warning; 2.7.4 sets the BigDecimal as the
-schema's default and Kafka's Decimal.fromLogical then refuses it when a converter serializes the schema
-(DataException, "mismatching scale"), failing every event of the table. A lost connection while PARSEing
+Where cdc does not follow: under decimal.handling.mode=precise, a decimal default with more digits after the
+point than the column's scale (``numeric(10,2) DEFAULT 1.005``) is no default here, with a warning; 2.7.4
+sets the BigDecimal as the schema's default and Kafka's Decimal.fromLogical then refuses it when a converter
+serializes the schema (DataException, "mismatching scale"), failing every event of the table (string and
+double modes give ``1.005`` in both). A lost connection while PARSEing
 a temporal default is raised (2.7.4 logs it as an unparseable default and goes on without one).
 """
 
