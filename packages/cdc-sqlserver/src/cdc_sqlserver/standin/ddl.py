@@ -80,7 +80,8 @@ _OPERATORS = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "
 
 def _rendered(value: exp.Expression) -> str:
     """An expression as SQL Server writes it back in a definition: the author's parentheses dropped, every
-    number in its own (``(1)``, ``(-1)``, ``-(1)``), no blanks around operators and after commas,
+    number in its own (``(1)``, ``(-1)``, ``-(1)``), no blanks around operators and after commas ("white
+    spaces are removed from the decoded expression": sys.default_constraints' documentation),
     ``N'..'`` kept, strings as written; other functions lower-cased (SQL Server brackets type names,
     ``CONVERT([varchar](10),getdate(),(120))``, and keeps the names the author used, ``sysdatetime()``,
     where sqlglot gives ``convert(varchar(10),getdate(),(120))`` and ``getdate()``)."""
