@@ -15,12 +15,13 @@ SYSTEM_SCHEMAS = frozenset({"cdc", "sys", "INFORMATION_SCHEMA", "guest", "db_own
                             "db_securityadmin", "db_ddladmin", "db_backupoperator", "db_datareader",
                             "db_datawriter", "db_denydatareader", "db_denydatawriter"})
 
-#: Each column with its type's name and, for an alias type (``CREATE TYPE Name FROM nvarchar(50)``, ``sysname``),
-#: the system type it is made from (``bt``: sys.types' row for its system_type_id; CLR types such as geometry
-#: have none, system_type_id 240, and keep their own name).
+#: Each column with its type's name and the system type its values follow: for an alias type (``CREATE TYPE Name
+#: FROM nvarchar(50)``, ``sysname``) the type it is made from (``bt``: sys.types' row for its system_type_id);
+#: for a CLR type (system_type_id 240: geometry, geography, hierarchyid, a user's assembly type) varbinary, as
+#: mssql-jdbc's getColumns reports SQL_SS_UDT (VARBINARY, cdc_sqlserver.jdbc).
 COLUMNS = (
     "SELECT s.name, t.name, c.name, c.column_id, ty.name, c.max_length, c.precision, c.scale, c.is_nullable, "
-    "c.is_identity, dc.definition, COALESCE(bt.name, ty.name) "
+    "c.is_identity, dc.definition, COALESCE(bt.name, CASE WHEN ty.system_type_id = 240 THEN 'varbinary' END, ty.name) "
     "FROM sys.columns c JOIN sys.tables t ON t.object_id = c.object_id "
     "LEFT JOIN sys.default_constraints dc ON dc.parent_object_id = c.object_id AND dc.parent_column_id = c.column_id "
     "JOIN sys.schemas s ON s.schema_id = t.schema_id JOIN sys.types ty ON ty.user_type_id = c.user_type_id "

@@ -12,6 +12,9 @@ TYPES = {
     "geography": 130, "sql_variant": 98,
 }
 
+#: SQL Server's system CLR types: their own user_type_id, system_type_id 240 (sys.types), as on SQL Server.
+CLR_TYPES = frozenset({"hierarchyid", "geometry", "geography"})
+
 #: Objects every stand-in database has (SQL Server's ``sys`` schema exists before CDC is enabled).
 SERVER_OBJECTS = """
 CREATE SCHEMA IF NOT EXISTS sys;
@@ -157,4 +160,4 @@ $$;
 
 def types_rows() -> list[tuple[int, int, str]]:
     """Rows of ``sys.types``."""
-    return [(tid, tid, name) for name, tid in TYPES.items()]
+    return [(tid, 240 if name in CLR_TYPES else tid, name) for name, tid in TYPES.items()]

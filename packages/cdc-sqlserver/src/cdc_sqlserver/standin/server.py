@@ -28,6 +28,9 @@ class StandIn(HostedDatabase):
         conn.execute(PARSE_FUNCTION)
         with conn.cursor() as cur:
             cur.executemany("INSERT INTO sys.types VALUES (%s, %s, %s)", catalog_sql.types_rows())
+            # sysname: SQL Server's own alias type (user_type_id 256, nvarchar(128))
+            cur.execute("INSERT INTO sys.types VALUES (256, %s, 'sysname')", (catalog_sql.TYPES["nvarchar"],))
+            cur.execute("INSERT INTO standin.alias_types VALUES ('sysname', 'nvarchar(128)')")
 
     def create_type(self, name: str, base: str) -> None:
         """``CREATE TYPE <name> FROM <base>``: an alias type (sys.types: a user_type_id above 256, the base's
