@@ -32,6 +32,7 @@ from cdc_db2.history import replay
 from cdc_db2.schema_changes import infos_from_json, schema_change_record, table_json
 from cdc_db2.source import SOURCE_SCHEMA, source_block
 from cdc_db2.streaming import ResumePoint, StreamReader
+from cdc_db2.timestamps import select_items, select_list
 from cdc_db2.types import TypeModes, column
 
 #: How often streaming re-checks the capture service while no change arrives (seconds).
@@ -493,12 +494,11 @@ class Db2Connector:
     def _select(self, t: CaptureTable) -> str | None:
         """The table's snapshot SELECT: a custom SnapshotQuery's (None: no rows), an override if configured, else its columns."""
         if self.snapshot_query is not None:
-            return self.snapshot_query.snapshot_query(t.table.id, [quote(c.name) for c in t.table.columns],
+            return self.snapshot_query.snapshot_query(t.table.id, select_items(t.table.columns),
                                                       quote_table_id)
         override = self.config.get(f"snapshot.select.statement.overrides.{t.table.id.identifier}")
         if override:
-            cols = ", ".join(quote(c.name) for c in t.table.columns)
-            return f"SELECT {cols} FROM ({override}) AS cdc_snapshot_select"
+            return f"SELECT {select_list(t.table.columns)} FROM ({override}) AS cdc_snapshot_select"
         return select_for(t)
 
     def _schema_change(self, change: str, schema: str, name: str, definition: dict[str, Any], snapshot: str,

@@ -22,6 +22,7 @@ from cdc_core.relational import Column
 from cdc_core.schema import Schema, primitive
 from cdc_core.type_modes import TypeModes
 from cdc_db2.jdbc import is_bit_data
+from cdc_db2.timestamps import epoch_encoder
 
 
 class ColumnInfo(NamedTuple):
@@ -76,7 +77,8 @@ def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schem
             name, per_second = sem.MICRO_TIMESTAMP, 1_000_000
         else:
             name, per_second = sem.NANO_TIMESTAMP, 1_000_000_000
-        return sem.semantic_schema(name, optional=optional), sem.epoch_encoder(per_second)
+        # p > 6 arrives as Db2's text (cdc_db2.timestamps: VARCHAR(col) keeps the nanoseconds ibm_db drops).
+        return sem.semantic_schema(name, optional=optional), epoch_encoder(per_second)
     return None
 
 

@@ -82,6 +82,53 @@ INSERT INTO standin.asncap VALUES (false, 0);
 CREATE TABLE standin.capture_start (source_owner text, source_table text, start_lsn bytea,
     PRIMARY KEY (source_owner, source_table));
 
+-- Db2's TIMESTAMP(7..12): PostgreSQL's timestamp keeps 6 fractional digits, so such a column holds Db2's string
+-- form ('yyyy-mm-dd-hh.mm.ss.nnnnnnnnn', exactly p digits) in a text-like type of its own, whose OID tells the
+-- connection layer (standin.dbapi) to give its values as ibm_db does: datetimes, in microseconds. A trigger per
+-- table (standin.db2_timestamps) brings what is written to that form, as Db2 stores a value at the column's
+-- precision (extra digits cut, missing ones zero); VARCHAR(col) (standin.db2_varchar) gives the string.
+CREATE TYPE standin.db2_timestamp;
+CREATE FUNCTION standin.db2_timestamp_in(cstring) RETURNS standin.db2_timestamp LANGUAGE internal IMMUTABLE STRICT
+    AS 'textin';
+CREATE FUNCTION standin.db2_timestamp_out(standin.db2_timestamp) RETURNS cstring LANGUAGE internal IMMUTABLE STRICT
+    AS 'textout';
+CREATE TYPE standin.db2_timestamp (INPUT = standin.db2_timestamp_in, OUTPUT = standin.db2_timestamp_out,
+    LIKE = text, COLLATABLE = true);
+CREATE CAST (standin.db2_timestamp AS text) WITHOUT FUNCTION AS IMPLICIT;
+CREATE CAST (text AS standin.db2_timestamp) WITHOUT FUNCTION AS ASSIGNMENT;
+CREATE FUNCTION standin.db2_timestamp_text(v text, p int) RETURNS text LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE
+    m text[] := regexp_match(v, '^\s*(\d{4}-\d{2}-\d{2})(?:[-T ](\d{2})[.:](\d{2})[.:](\d{2})(?:[.,](\d{1,12}))?)?\s*$');
+BEGIN
+    IF m IS NULL OR m[1]::date IS NULL THEN
+        RAISE EXCEPTION 'The string representation of a datetime value is out of range: %', v USING ERRCODE = '22007';
+    END IF;
+    RETURN m[1] || '-' || coalesce(m[2], '00') || '.' || coalesce(m[3], '00') || '.' || coalesce(m[4], '00')
+        || CASE WHEN p > 0 THEN '.' || rpad(left(coalesce(m[5], ''), p), p, '0') ELSE '' END;
+END $$;
+-- The trigger's arguments: column name, precision, column name, precision...
+CREATE FUNCTION standin.db2_timestamps() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r jsonb := to_jsonb(NEW);
+    fix jsonb := '{}';
+    i int := 0;
+BEGIN
+    WHILE i < TG_NARGS LOOP
+        IF r ->> TG_ARGV[i] IS NOT NULL THEN
+            fix := fix || jsonb_build_object(TG_ARGV[i],
+                                             standin.db2_timestamp_text(r ->> TG_ARGV[i], TG_ARGV[i + 1]::int));
+        END IF;
+        i := i + 2;
+    END LOOP;
+    NEW := jsonb_populate_record(NEW, fix);
+    RETURN NEW;
+END $$;
+CREATE FUNCTION standin.db2_timestamp_of(v timestamp) RETURNS standin.db2_timestamp LANGUAGE sql IMMUTABLE STRICT
+    AS $$ SELECT to_char(v, 'YYYY-MM-DD-HH24.MI.SS.US')::standin.db2_timestamp $$;
+CREATE CAST (timestamp AS standin.db2_timestamp) WITH FUNCTION standin.db2_timestamp_of(timestamp) AS ASSIGNMENT;
+CREATE FUNCTION standin.db2_varchar(v standin.db2_timestamp) RETURNS varchar LANGUAGE sql IMMUTABLE STRICT
+    AS $$ SELECT v::text $$;
+
 -- Db2 compares VARCHAR FOR BIT DATA values with MAX; PostgreSQL has no max(bytea).
 CREATE FUNCTION standin.bytea_larger(a bytea, b bytea) RETURNS bytea LANGUAGE sql IMMUTABLE STRICT
     AS $$ SELECT CASE WHEN b > a THEN b ELSE a END $$;

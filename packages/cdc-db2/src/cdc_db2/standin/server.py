@@ -36,7 +36,7 @@ class StandIn(HostedDatabase):
         defs, types = [], []
         for name, text in columns:
             ctype, rest = column_type(text)
-            default, rest = default_clause(ctype.typename, rest)
+            default, rest = default_clause(ctype.typename, rest, ctype.scale)
             defs.append(sql.SQL("{} {} {}").format(sql.Identifier(name), sql.SQL(ctype.pg_type), sql.SQL(rest)))
             types.append((schema, table, name, ctype.typename, ctype.length, ctype.scale, ctype.codepage, default))
         if key:
@@ -47,6 +47,7 @@ class StandIn(HostedDatabase):
                                                                sql.SQL(", ").join(defs)))
             with conn.cursor() as cur:
                 cur.executemany("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", types)
+            _timestamp_trigger(conn, schema, table)
 
     def add_table(self, schema: str, table: str, delete_insert: bool = True) -> None:
         """``CALL ASNCDC.ADDTABLE(schema, table)`` then ``reinit``: the table enters capture mode.
@@ -68,7 +69,7 @@ class StandIn(HostedDatabase):
         """The chapter's online schema update, a column added at the end (DB2-53): INACTIVE, reinit, ALTER the
         source table, ALTER its CD table, ACTIVE, reinit."""
         ctype, rest = column_type(db2_type)
-        default, rest = default_clause(ctype.typename, rest)
+        default, rest = default_clause(ctype.typename, rest, ctype.scale)
         cd = self.execute("SELECT cd_table FROM asncdc.ibmsnap_register WHERE source_owner = %s AND source_table = %s",
                           (schema, table))[0][0]
         self.set_state(schema, table, "I")
@@ -80,6 +81,7 @@ class StandIn(HostedDatabase):
                          (schema, table, column, ctype.typename, ctype.length, ctype.scale, ctype.codepage, default))
             conn.execute(sql.SQL("ALTER TABLE {} ADD COLUMN {} {}").format(
                 sql.Identifier("ASNCDC", cd), sql.Identifier(column), sql.SQL(ctype.pg_type)))
+            _timestamp_trigger(conn, schema, table)
         self.set_state(schema, table, "A")
         self.execute("SELECT asncdc.asncdcservices('reinit', 'asncdc')")
 
@@ -94,3 +96,14 @@ class StandIn(HostedDatabase):
                 "database.hostname": self.pg.host, "database.port": self.pg.port, "database.user": self.pg.user,
                 "database.password": "", "database.dbname": self.dbname, "topic.prefix": prefix,
                 "poll.interval.ms": 100, **extra}
+
+
+def _timestamp_trigger(conn: psycopg.Connection, schema: str, table: str) -> None:
+    """(Re)create the trigger keeping a table's TIMESTAMP(7..12) columns in Db2's string form at their precision."""
+    columns = conn.execute("SELECT colname, scale FROM standin.column_types WHERE tabschema = %s AND tabname = %s "
+                           "AND typename = 'TIMESTAMP' AND scale > 6 ORDER BY colname", (schema, table)).fetchall()
+    conn.execute(sql.SQL("DROP TRIGGER IF EXISTS standin_db2_timestamps ON {}").format(sql.Identifier(schema, table)))
+    if columns:
+        args = sql.SQL(", ").join(sql.Literal(str(v)) for column in columns for v in column)
+        conn.execute(sql.SQL("CREATE TRIGGER standin_db2_timestamps BEFORE INSERT OR UPDATE ON {} FOR EACH ROW "
+                             "EXECUTE FUNCTION standin.db2_timestamps({})").format(sql.Identifier(schema, table), args))
