@@ -80,6 +80,7 @@ class Db2TimestampLoader(Loader):
 
 def _register_loaders(pg: psycopg.Connection) -> None:
     """Load ``standin.db2_timestamp`` values as ibm_db gives a TIMESTAMP (a database without the type: nothing)."""
+    pg.autocommit = True  # as ibm_db_dbi starts (Connection), and no transaction left open by the look-up
     info = TypeInfo.fetch(pg, "standin.db2_timestamp")
     if info is not None:
         pg.adapters.register_loader(info.oid, Db2TimestampLoader)
