@@ -179,9 +179,11 @@ BEGIN
     EXECUTE format('CREATE UNIQUE INDEX ON "ASNCDC".%I (ibmsnap_commitseq, ibmsnap_intentseq)', cd);
     -- DATA CAPTURE CHANGES: the full row in the log.
     EXECUTE format('ALTER TABLE %I.%I REPLICA IDENTITY FULL', tableschema, tablename);
+    -- CD_OLD_SYNCHPOINT and CD_NEW_SYNCHPOINT null, as Debezium's asncdcaddremove.sql ADDTABLE inserts them: the
+    -- agent sets CD_NEW_SYNCHPOINT as it writes CD rows; nothing sets CD_OLD_SYNCHPOINT (Apply's CAPSTART would).
     INSERT INTO asncdc.ibmsnap_register (source_owner, source_table, cd_owner, cd_table, phys_change_owner,
         phys_change_table, cd_old_synchpoint, cd_new_synchpoint, state)
-        VALUES (tableschema, tablename, 'ASNCDC', cd, 'ASNCDC', cd, now_lsn, NULL, 'A');
+        VALUES (tableschema, tablename, 'ASNCDC', cd, 'ASNCDC', cd, NULL, NULL, 'A');
     INSERT INTO asncdc.ibmsnap_pruncntl (target_server, target_owner, target_table, source_owner, source_table,
         apply_qual, set_name, cntl_server, phys_change_owner, phys_change_table, map_id)
         VALUES (current_database(), tableschema, 'CDC_' || tablename, tableschema, tablename, 'asncdc', 'asncdc',
@@ -204,6 +206,8 @@ BEGIN
     END IF;
 END $$;
 GRANT USAGE ON SCHEMA sysibm, syscat TO PUBLIC;
+-- Every user reads TIMESTAMP(7..12) columns (the type and VARCHAR's function live here; its tables stay private).
+GRANT USAGE ON SCHEMA standin TO PUBLIC;
 GRANT SELECT ON ALL TABLES IN SCHEMA sysibm, syscat TO PUBLIC;
 """
 

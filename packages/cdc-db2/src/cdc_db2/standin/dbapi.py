@@ -16,7 +16,6 @@ from typing import Any
 import ibm_db_dbi
 import psycopg
 from psycopg.adapt import Loader
-from psycopg.types import TypeInfo
 
 from cdc_db2.standin.translate import translate
 from cdc_postgres.standin.dbapi import PsycopgCursor
@@ -81,9 +80,10 @@ class Db2TimestampLoader(Loader):
 def _register_loaders(pg: psycopg.Connection) -> None:
     """Load ``standin.db2_timestamp`` values as ibm_db gives a TIMESTAMP (a database without the type: nothing)."""
     pg.autocommit = True  # as ibm_db_dbi starts (Connection), and no transaction left open by the look-up
-    info = TypeInfo.fetch(pg, "standin.db2_timestamp")
-    if info is not None:
-        pg.adapters.register_loader(info.oid, Db2TimestampLoader)
+    row = pg.execute("SELECT t.oid FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace "
+                     "WHERE n.nspname = 'standin' AND t.typname = 'db2_timestamp'").fetchone()
+    if row is not None:
+        pg.adapters.register_loader(row[0], Db2TimestampLoader)
 
 
 class Cursor(PsycopgCursor):
