@@ -85,7 +85,7 @@ CREATE TABLE standin.capture_start (source_owner text, source_table text, start_
 -- Db2's TIMESTAMP(7..12): PostgreSQL's timestamp keeps 6 fractional digits, so such a column holds Db2's string
 -- form ('yyyy-mm-dd-hh.mm.ss.nnnnnnnnn', exactly p digits) in a text-like type of its own, whose OID tells the
 -- connection layer (standin.dbapi) to give its values as ibm_db does: datetimes, in microseconds. A trigger per
--- table (standin.db2_timestamps) brings what is written to that form, as Db2 stores a value at the column's
+-- table (standin.db2_values) brings what is written to that form, as Db2 stores a value at the column's
 -- precision (extra digits cut, missing ones zero); VARCHAR(col) (standin.db2_varchar) gives the string.
 CREATE TYPE standin.db2_timestamp;
 CREATE FUNCTION standin.db2_timestamp_in(cstring) RETURNS standin.db2_timestamp LANGUAGE internal IMMUTABLE STRICT
@@ -106,8 +106,32 @@ BEGIN
     RETURN m[1] || '-' || coalesce(m[2], '00') || '.' || coalesce(m[3], '00') || '.' || coalesce(m[4], '00')
         || CASE WHEN p > 0 THEN '.' || rpad(left(coalesce(m[5], ''), p), p, '0') ELSE '' END;
 END $$;
--- The trigger's arguments: column name, precision, column name, precision...
-CREATE FUNCTION standin.db2_timestamps() RETURNS trigger LANGUAGE plpgsql AS $$
+-- DECFLOAT(16) holds 16 significant digits, DECFLOAT(34) 34: Db2 rounds what is written to them (its default
+-- CURRENT DECFLOAT ROUNDING MODE, ROUND_HALF_EVEN); PostgreSQL's numeric would keep every digit.
+CREATE FUNCTION standin.decfloat_round(v numeric, digits int) RETURNS numeric LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE
+    s int;
+    scaled numeric;
+    t numeric;
+BEGIN
+    IF v = 0 THEN
+        RETURN v;
+    END IF;
+    s := digits - (floor(log(abs(v))) + 1)::int;
+    scaled := v * power(10::numeric, s);
+    t := trunc(scaled);
+    IF scaled = t THEN
+        RETURN v;  -- no more digits than it holds: kept as written (a DECFLOAT keeps its exponent)
+    ELSIF abs(scaled - t) = 0.5 THEN
+        scaled := CASE WHEN mod(t, 2) = 0 THEN t ELSE t + sign(v) END;
+    ELSE
+        scaled := round(scaled);
+    END IF;
+    RETURN trim_scale(scaled * power(10::numeric, -s));
+END $$;
+-- The trigger's arguments, three per column: its name, T (a TIMESTAMP(7..12): its precision follows) or D (a
+-- DECFLOAT: its digits follow).
+CREATE FUNCTION standin.db2_values() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     r jsonb := to_jsonb(NEW);
     fix jsonb := '{}';
@@ -115,10 +139,11 @@ DECLARE
 BEGIN
     WHILE i < TG_NARGS LOOP
         IF r ->> TG_ARGV[i] IS NOT NULL THEN
-            fix := fix || jsonb_build_object(TG_ARGV[i],
-                                             standin.db2_timestamp_text(r ->> TG_ARGV[i], TG_ARGV[i + 1]::int));
+            fix := fix || jsonb_build_object(TG_ARGV[i], CASE TG_ARGV[i + 1]
+                WHEN 'T' THEN to_jsonb(standin.db2_timestamp_text(r ->> TG_ARGV[i], TG_ARGV[i + 2]::int))
+                ELSE to_jsonb(standin.decfloat_round((r ->> TG_ARGV[i])::numeric, TG_ARGV[i + 2]::int)) END);
         END IF;
-        i := i + 2;
+        i := i + 3;
     END LOOP;
     NEW := jsonb_populate_record(NEW, fix);
     RETURN NEW;

@@ -47,7 +47,7 @@ class StandIn(HostedDatabase):
                                                                sql.SQL(", ").join(defs)))
             with conn.cursor() as cur:
                 cur.executemany("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s, %s)", types)
-            _timestamp_trigger(conn, schema, table)
+            _values_trigger(conn, schema, table)
 
     def add_table(self, schema: str, table: str, delete_insert: bool = True) -> None:
         """``CALL ASNCDC.ADDTABLE(schema, table)`` then ``reinit``: the table enters capture mode.
@@ -121,15 +121,19 @@ class StandIn(HostedDatabase):
                 "poll.interval.ms": 100, **extra}
 
 
-def _timestamp_trigger(conn: psycopg.Connection, schema: str, table: str) -> None:
-    """(Re)create the trigger keeping a table's TIMESTAMP(7..12) columns in Db2's string form at their precision."""
-    columns = conn.execute("SELECT colname, scale FROM standin.column_types WHERE tabschema = %s AND tabname = %s "
-                           "AND typename = 'TIMESTAMP' AND scale > 6 ORDER BY colname", (schema, table)).fetchall()
-    conn.execute(sql.SQL("DROP TRIGGER IF EXISTS standin_db2_timestamps ON {}").format(sql.Identifier(schema, table)))
-    if columns:
-        args = sql.SQL(", ").join(sql.Literal(str(v)) for column in columns for v in column)
-        conn.execute(sql.SQL("CREATE TRIGGER standin_db2_timestamps BEFORE INSERT OR UPDATE ON {} FOR EACH ROW "
-                             "EXECUTE FUNCTION standin.db2_timestamps({})").format(sql.Identifier(schema, table), args))
+def _values_trigger(conn: psycopg.Connection, schema: str, table: str) -> None:
+    """(Re)create the trigger storing a table's values as Db2 does: TIMESTAMP(7..12) in Db2's string form at their
+    precision, DECFLOAT rounded to its 16 or 34 digits (catalog_sql: standin.db2_values)."""
+    rows = conn.execute("SELECT colname, CASE typename WHEN 'TIMESTAMP' THEN 'T' ELSE 'D' END, "
+                        "CASE typename WHEN 'TIMESTAMP' THEN scale WHEN 'DECFLOAT' THEN CASE length WHEN 8 THEN 16 "
+                        "ELSE 34 END END FROM standin.column_types WHERE tabschema = %s AND tabname = %s AND "
+                        "((typename = 'TIMESTAMP' AND scale > 6) OR typename = 'DECFLOAT') ORDER BY colname",
+                        (schema, table)).fetchall()
+    conn.execute(sql.SQL("DROP TRIGGER IF EXISTS standin_db2_values ON {}").format(sql.Identifier(schema, table)))
+    if rows:
+        args = sql.SQL(", ").join(sql.Literal(str(v)) for row in rows for v in row)
+        conn.execute(sql.SQL("CREATE TRIGGER standin_db2_values BEFORE INSERT OR UPDATE ON {} FOR EACH ROW "
+                             "EXECUTE FUNCTION standin.db2_values({})").format(sql.Identifier(schema, table), args))
 
 
 def _add_source_column(conn: psycopg.Connection, schema: str, table: str, column: str, db2_type: str) -> str:
@@ -140,5 +144,5 @@ def _add_source_column(conn: psycopg.Connection, schema: str, table: str, column
         sql.Identifier(schema, table), sql.Identifier(column), sql.SQL(ctype.pg_type), sql.SQL(rest)))
     conn.execute("INSERT INTO standin.column_types VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
                  (schema, table, column, ctype.typename, ctype.length, ctype.scale, ctype.codepage, default))
-    _timestamp_trigger(conn, schema, table)
+    _values_trigger(conn, schema, table)
     return ctype.pg_type
