@@ -155,7 +155,8 @@ def test_source_block_as_source_info_test():
 # Db2ConnectionIT.shouldEnableCdcForDatabase is not ported: it runs only the IT's TestHelper.enableDbCdc (VALUES
 # ASNCDC.ASNCDCSERVICES('start','asncdc') until the status says "is doing work") on an admin connection, nothing
 # of the connector; the stand-in's asncap is a thread its fixtures start (the UDF's 'start' answers the command
-# text only), and the connector's use of the status answer is tested in tests/test_db2_refusals.py.
+# text only), and the connector's use of the status answer is tested in tests/test_db2_stream.py
+# (test_capture_service_stopped_is_a_clear_error_then_streaming_resumes).
 
 
 # -- Db2ConnectorIT: verifyOffsets, updatePrimaryKey, deleteWithoutTombstone -----------------------------------------

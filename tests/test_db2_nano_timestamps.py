@@ -18,7 +18,7 @@ import yaml
 from kit.engine import run_until
 
 from cdc_db2.standin import dbapi
-from cdc_db2.standin.testing import standin  # noqa: F401  (fixture)
+from cdc_db2.standin.testing import standin, zos_standin  # noqa: F401  (fixtures)
 
 DATA = yaml.safe_load((Path(__file__).parent / "data" / "db2_nano_timestamps.yaml").read_text())
 COLUMNS = DATA["columns"]
@@ -61,6 +61,15 @@ def test_the_standin_answers_as_db2_and_ibm_db(standin):
 
 @pytest.mark.parametrize("mode", list(DATA["modes"]))
 def test_timestamps_of_every_precision_in_snapshot_and_streaming(standin, mode):
+    _snapshot_and_streaming(standin, mode)
+
+
+def test_timestamps_on_the_zos_catalog(zos_standin):
+    """db2.platform=ZOS: SYSIBM.SYSCOLUMNS' TIMESTMP with its SCALE, the same VARCHAR(col) and values."""
+    _snapshot_and_streaming(zos_standin, "adaptive", {"db2.platform": "ZOS"})
+
+
+def _snapshot_and_streaming(standin, mode: str, extra: dict | None = None) -> None:
     _table(standin)
     standin.add_table("MYSCHEMA", "NANOS")
     standin.agent.start()
@@ -70,7 +79,7 @@ def test_timestamps_of_every_precision_in_snapshot_and_streaming(standin, mode):
         sets = ", ".join(f'"{c["column"]}" = %s' for c in COLUMNS)
         standin.execute(f'UPDATE "MYSCHEMA"."NANOS" SET {sets} WHERE "ID" = 11', tuple(c["rows"][1] for c in COLUMNS))
 
-    records = run_until(standin.properties(**DATA["modes"][mode]),
+    records = run_until(standin.properties(**DATA["modes"][mode], **(extra or {})),
                         lambda rs: len([r for r in rs if r.topic == TOPIC]) >= 5, "2 snapshot rows, 2 inserts, 1 update",
                         action=writes).records
     events = [r for r in records if r.topic == TOPIC]
