@@ -591,14 +591,13 @@ class Db2Connector:
         if not captured and not moved:
             return []
         self._registrations, self._cd_columns = registrations, signature
-        fresh = self._capture_tables(registrations)
         before = {t.table.id.identifier for t in self._tables}
         if captured:
-            self._tables = fresh
-        else:
-            read = {(t.table.id.schema, t.table.id.table): t for t in fresh}
-            self._tables = [read.get((t.table.id.schema, t.table.id.table), t) if (t.table.id.schema, t.table.id.table)
-                            in moved else t for t in self._tables]
+            self._tables = self._capture_tables(registrations)
+        else:  # only the tables with new changes: their schemas' catalog rows
+            read = {(t.table.id.schema, t.table.id.table): t for t in self._capture_tables(
+                [r for r in registrations if (r.schema, r.table) in moved])}
+            self._tables = [read.get((t.table.id.schema, t.table.id.table), t) for t in self._tables]
         events = self._diff(reader.offset())
         reader.set_tables(self._tables)
         if captured:
