@@ -82,6 +82,12 @@ def _snapshot_and_streaming(standin, mode: str, extra: dict | None = None) -> No
     records = run_until(standin.properties(**DATA["modes"][mode], **(extra or {})),
                         lambda rs: len([r for r in rs if r.topic == TOPIC]) >= 5, "2 snapshot rows, 2 inserts, 1 update",
                         action=writes).records
+    # tableChanges as JCC describes the columns (COLUMN_SIZE 20+p, DECIMAL_DIGITS p; cdc_db2.jdbc), which a restart
+    # reads back from the schema history (the precision, so the VARCHAR read, survives it).
+    [create] = [r for r in records if r.topic == "mydatabase"]
+    columns = {c["name"]: c for c in create.value["tableChanges"][0]["table"]["columns"]}
+    assert [(columns[n]["typeName"], columns[n]["length"], columns[n].get("scale")) for n in ("P0", "P7", "P9", "P12")] == [
+        ("TIMESTAMP", 19, 0), ("TIMESTAMP", 27, 7), ("TIMESTAMP", 29, 9), ("TIMESTAMP", 32, 12)]
     events = [r for r in records if r.topic == TOPIC]
     assert [(e.value["op"], e.value["after"]["ID"]) for e in events] == [("r", 1), ("r", 2), ("c", 11), ("c", 12),
                                                                            ("u", 11)]
@@ -115,3 +121,26 @@ def test_incremental_snapshot_chunks_keep_the_nanoseconds(standin):
     for v, n in zip(reads, (1, 2)):
         assert {c["column"]: v["after"][c["column"]] for c in COLUMNS} == {
             c["column"]: c["expected"]["adaptive"][n] for c in COLUMNS}
+
+
+def test_incremental_snapshot_over_a_timestamp_9_key(standin):
+    """A TIMESTAMP(9) primary key, rows a nanosecond apart, chunks of one row: every chunk's bounds (the largest key
+    read first, then each chunk's last) keep the nanoseconds, so each row is read once, in key order."""
+    keys = ["2018-06-20-15.13.16.945104789", "2018-06-20-15.13.16.945104790", "2018-06-20-15.13.16.945104791"]
+    standin.create_table("MYSCHEMA", "TSKEY", [("K", "TIMESTAMP(9) NOT NULL"), ("V", "INTEGER")], key=["K"])
+    for n, k in enumerate(keys):
+        standin.execute('INSERT INTO "MYSCHEMA"."TSKEY" VALUES (%s, %s)', (k, n))
+    standin.create_table("MYSCHEMA", "DEBEZIUM_SIGNAL", SIGNAL, key=["ID"])
+    standin.add_table("MYSCHEMA", "TSKEY")
+    standin.add_table("MYSCHEMA", "DEBEZIUM_SIGNAL")
+    standin.agent.start()
+    config = standin.properties(**{"signal.data.collection": "MYSCHEMA.DEBEZIUM_SIGNAL", "snapshot.mode": "no_data",
+                                   "table.include.list": "MYSCHEMA.TSKEY", "incremental.snapshot.chunk.size": 1})
+    data = json.dumps({"data-collections": ["MYSCHEMA.TSKEY"], "type": "incremental"})
+    topic = "mydatabase.MYSCHEMA.TSKEY"
+    records = run_until(config, lambda rs: len([r for r in rs if r.topic == topic]) >= 3, "the 3 rows", settle=0.5,
+                        action=lambda: standin.execute('INSERT INTO "MYSCHEMA"."DEBEZIUM_SIGNAL" VALUES (%s, %s, %s)',
+                                                       ("ad-hoc-1", "execute-snapshot", data))).records
+    reads = [r for r in records if r.topic == topic]
+    assert [(r.key, r.value["after"]["V"]) for r in reads] == [
+        ({"K": 1529507596945104789}, 0), ({"K": 1529507596945104790}, 1), ({"K": 1529507596945104791}, 2)]
