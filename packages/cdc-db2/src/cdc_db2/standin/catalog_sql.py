@@ -152,7 +152,8 @@ CREATE FUNCTION standin.db2_timestamp_of(v timestamp) RETURNS standin.db2_timest
     AS $$ SELECT to_char(v, 'YYYY-MM-DD-HH24.MI.SS.US')::standin.db2_timestamp $$;
 CREATE CAST (timestamp AS standin.db2_timestamp) WITH FUNCTION standin.db2_timestamp_of(timestamp) AS ASSIGNMENT;
 -- A datetime (a driver's parameter) compares with such a column as Db2 compares a TIMESTAMP(6) with a
--- TIMESTAMP(9): both at 12 digits, the datetime's missing ones zero.
+-- TIMESTAMP(9): both at 12 digits, the datetime's missing ones zero. (Indexes and ORDER BY take text's order,
+-- the same for values of one column, which all have its p digits.)
 DO $$
 DECLARE
     op text;
@@ -165,6 +166,13 @@ BEGIN
                        md5(op), op);
         EXECUTE format('CREATE OPERATOR %s (LEFTARG = standin.db2_timestamp, RIGHTARG = timestamp, '
                        'FUNCTION = standin.db2_timestamp_cmp_%s)', op, md5(op));
+        -- Two such values (a string parameter is taken as one): at 12 digits too.
+        EXECUTE format('CREATE FUNCTION standin.db2_timestamp_cmp2_%s(a standin.db2_timestamp, '
+                       'b standin.db2_timestamp) RETURNS boolean LANGUAGE sql IMMUTABLE STRICT AS $f$ SELECT '
+                       'standin.db2_timestamp_text(a::text, 12) %s standin.db2_timestamp_text(b::text, 12) $f$',
+                       md5(op), op);
+        EXECUTE format('CREATE OPERATOR %s (LEFTARG = standin.db2_timestamp, RIGHTARG = standin.db2_timestamp, '
+                       'FUNCTION = standin.db2_timestamp_cmp2_%s)', op, md5(op));
     END LOOP;
 END $$;
 CREATE FUNCTION standin.db2_varchar(v standin.db2_timestamp) RETURNS varchar LANGUAGE sql IMMUTABLE STRICT
