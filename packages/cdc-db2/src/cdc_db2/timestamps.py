@@ -35,6 +35,7 @@ _EPOCH_DAY = date(1970, 1, 1).toordinal()
 
 
 def _quote(name: str) -> str:
+    """A Db2 delimited identifier, as cdc_db2.catalog.quote (not imported: catalog imports types, which imports this)."""
     return '"' + name.replace('"', '""') + '"'
 
 

@@ -1,6 +1,7 @@
 """Db2 column types to Connect schemas and value converters (the chapter's mapping table, per handling mode).
 
-Values arrive as ibm_db_dbi gives them: int, bool, Decimal, float, str, bytes, date, time, datetime.
+Values arrive as ibm_db_dbi gives them: int, bool, Decimal, float, str, bytes, date, time, datetime; a
+TIMESTAMP(7..12) as Db2's string, read by ``VARCHAR(col)`` (cdc_db2.timestamps).
 Decisions where the chapter is silent or self-contradictory (spec errata 12, DB2-50):
 ``TIMESTAMP(p)`` maps like SQL Server's ``DATETIME2(p)`` (p <= 3 Timestamp, 4-6 MicroTimestamp,
 7-12 NanoTimestamp); ``DECFLOAT`` under ``decimal.handling.mode=precise`` is
