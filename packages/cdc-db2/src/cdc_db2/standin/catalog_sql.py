@@ -114,7 +114,7 @@ DECLARE
     scaled numeric;
     t numeric;
 BEGIN
-    IF v = 0 THEN
+    IF v = 0 OR v::text IN ('NaN', 'Infinity', '-Infinity') THEN
         RETURN v;
     END IF;
     s := digits - (floor(log(abs(v))) + 1)::int;
