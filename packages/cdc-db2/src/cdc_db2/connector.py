@@ -578,9 +578,10 @@ class Db2Connector:
         Debezium's ADDTABLE leaves it and nothing sets it without Apply's CAPSTART signal, that is every table with
         new changes, in every window: a default changed by ALTER ... SET DEFAULT, or a column added, while
         streaming or while the connector was down, reaches the events of the table's next changes
-        (AbstractDb2DefaultValueIT's offline and online rounds). Debezium sends an ALTER for every such migration,
-        the definition changed or not; cdc only when it changed (_diff), the schema change topic and history
-        otherwise growing by one event per table per window.
+        (AbstractDb2DefaultValueIT's offline and online rounds). Debezium's Db2 migrateTable sends an ALTER for
+        every such migration, the definition changed or not; cdc only when it changed (_diff), as Debezium's SQL
+        Server migrateTable does since DBZ-3306 ("Migration skipped, no table schema changes detected"): else the
+        schema change topic and history would grow by one event per table per window with changes.
         """
         registrations = read_registrations(self._conn, self.control, self.dialect)
         signature = self._cd_signature(registrations)
