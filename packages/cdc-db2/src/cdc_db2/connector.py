@@ -586,8 +586,9 @@ class Db2Connector:
         registrations = read_registrations(self._conn, self.control, self.dialect)
         signature = self._cd_signature(registrations)
         streamed = reader.last[0]
+        read = {(t.table.id.schema, t.table.id.table) for t in self._tables}
         moved = {(r.schema, r.table) for r in registrations
-                 if r.active and r.changed_at is not None and r.changed_at > streamed}
+                 if r.active and r.changed_at is not None and r.changed_at > streamed and (r.schema, r.table) in read}
         captured = registrations != self._registrations or signature != self._cd_columns
         if not captured and not moved:
             return []
@@ -596,9 +597,9 @@ class Db2Connector:
         if captured:
             self._tables = self._capture_tables(registrations)
         else:  # only the tables with new changes: their schemas' catalog rows
-            read = {(t.table.id.schema, t.table.id.table): t for t in self._capture_tables(
+            fresh = {(t.table.id.schema, t.table.id.table): t for t in self._capture_tables(
                 [r for r in registrations if (r.schema, r.table) in moved])}
-            self._tables = [read.get((t.table.id.schema, t.table.id.table), t) for t in self._tables]
+            self._tables = [fresh.get((t.table.id.schema, t.table.id.table), t) for t in self._tables]
         events = self._diff(reader.offset())
         reader.set_tables(self._tables)
         if captured:
