@@ -13,6 +13,7 @@ import pytest
 from cdc_core.engine import Engine
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2.defaults import default_value
+from cdc_db2.timestamps import epoch_encoder
 from cdc_db2.standin.testing import standin  # noqa: F401  (fixture)
 
 #: column, Db2 column definition, SYSCAT.COLUMNS.DEFAULT as stored, the field schema's default
@@ -65,7 +66,10 @@ def test_defaults_in_the_snapshots_schemas_and_schema_change_event(standin):
 
 #: (java.sql.Types, type name, length, nullable, DEFAULT text, converter) -> default: the stored forms the stand-in does not make.
 PARSED = [
-    ((93, "TIMESTAMP", 26, True, "'2024-01-02-12.30.00'", lambda v: v.isoformat()), "2024-01-02T12:30:00"),
+    # A TIMESTAMP's text goes to its column's converter (cdc_db2.timestamps: up to nine fractional digits kept).
+    ((93, "TIMESTAMP", 26, True, "'2024-01-02-12.30.00'", epoch_encoder(1_000_000)), 1704198600000000),
+    ((93, "TIMESTAMP", 29, True, "'1969-12-31-23.59.59.999999999'", epoch_encoder(1_000_000_000)), -1),
+    ((93, "TIMESTAMP", 26, True, "'2024-13-02-12.30.00'", epoch_encoder(1_000_000)), None),  # a warning, no default
     ((92, "TIME", 8, True, "'12.30.05'", lambda v: v.isoformat()), "12:30:05"),
     ((16, "BOOLEAN", 1, True, "1", bool), True),
     ((16, "BOOLEAN", 1, True, "0", bool), False),

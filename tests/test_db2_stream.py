@@ -201,9 +201,11 @@ def test_a_column_added_online_is_an_alter_event_then_in_the_events(inventory):
                                      "PHONE": "555"}
 
 
-def test_a_restart_takes_the_definitions_from_the_schema_history(inventory):
-    """As Debezium recovers its schema on restart: a column added while the connector was down is not announced, and
-    events keep the recovered definition (the live catalog is read only for tables the history does not know)."""
+def test_a_restart_keeps_the_history_definitions_until_the_tables_next_changes(inventory):
+    """As Debezium 2.7.4 recovers its schema on restart and migrates a table at its next changes: a column added while
+    the connector was down is not announced at the restart; the table's next change brings an ALTER with the
+    catalog's definition first (Db2StreamingChangeEventSource: the table's CD_NEW_SYNCHPOINT above the last
+    position, migrateTable), then the change with the column."""
     from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 
     store, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
@@ -223,12 +225,14 @@ def test_a_restart_takes_the_definitions_from_the_schema_history(inventory):
     inventory.add_column("MYSCHEMA", "CUSTOMERS", "PHONE", "VARCHAR(20)")
     third = run(lambda rs: len(_data(rs)) >= 1,
                 lambda: inventory.execute(INSERT.replace('"EMAIL")', '"EMAIL", "PHONE")') + "('p', 'q', 'p@q', '555')"))
-    assert [r for r in third if r.topic == "mydatabase"] == []
+    schema = [r for r in third if r.topic == "mydatabase"]
+    assert [(r.value["tableChanges"][0]["type"], r.key["databaseName"]) for r in schema] == [("ALTER", "")]
     [created] = _data(third)
-    assert created.value["op"] == "c" and "PHONE" not in created.value["after"]
+    assert third.index(schema[0]) < third.index(created)
+    assert created.value["op"] == "c" and created.value["after"]["PHONE"] == "555"
     assert [f["field"] for f in created.value_schema.to_json()["fields"][1]["fields"]] == [
-        "ID", "FIRST_NAME", "LAST_NAME", "EMAIL"]
-    assert [rec["tableChanges"][0]["type"] for rec in history.records()] == ["CREATE"]
+        "ID", "FIRST_NAME", "LAST_NAME", "EMAIL", "PHONE"]
+    assert [rec["tableChanges"][0]["type"] for rec in history.records()] == ["CREATE", "ALTER"]
 
 
 def test_zos_update_rows_are_one_update_each(zos_standin):

@@ -107,3 +107,51 @@ def test_snapshot_then_streaming_on_a_real_db2(db2):
     ops = [(r.value["op"], (r.value["after"] or r.value["before"])["ID"]) if r.value else ("tombstone", r.key["ID"])
            for r in records[:5]]
     assert ops == [("r", 1001), ("c", 1005), ("u", 1005), ("d", 1005), ("tombstone", 1005)]
+
+
+def _query(settings: dict[str, str], statement: str) -> list[tuple]:
+    import ibm_db_dbi
+
+    dsn = "".join(f"{k}={v};" for k, v in settings.items() if k not in ("UID", "PWD"))
+    conn = ibm_db_dbi.connect(dsn, settings.get("UID", ""), settings.get("PWD", ""))
+    try:
+        cur = conn.cursor()
+        cur.execute(statement)
+        return [tuple(r) for r in cur.fetchall()]
+    finally:
+        conn.close()
+
+
+def test_the_stand_ins_timestamp_and_register_assumptions_on_a_real_db2(db2):
+    """What cdc_db2.timestamps and the stand-in assume: ibm_db gives a TIMESTAMP(9) as a datetime cut to microseconds,
+    ``VARCHAR(col)`` gives ``yyyy-mm-dd-hh.mm.ss[.p digits]``, ``TIMESTAMP('<string>')`` (Debezium's default
+    conversion) keeps the string's nine digits; ADDTABLE leaves ``CD_OLD_SYNCHPOINT`` null and asncap moves
+    ``CD_NEW_SYNCHPOINT`` as it writes CD rows (the premise of the schema migration at a table's next changes)."""
+    from datetime import datetime
+
+    table = "TS_" + uuid.uuid4().hex[:6].upper()
+    _sql(db2, f"CREATE TABLE MYSCHEMA.{table} (ID INTEGER NOT NULL PRIMARY KEY, T0 TIMESTAMP(0), T9 TIMESTAMP(9), "
+              "T12 TIMESTAMP(12))",
+         f"INSERT INTO MYSCHEMA.{table} VALUES (1, '1969-12-31-23.59.59', '2018-06-20-15.13.16.945104789', "
+         "'2018-06-20-15.13.16.945104789123')",
+         f"CALL ASNCDC.ADDTABLE('MYSCHEMA', '{table}')", "VALUES ASNCDC.ASNCDCSERVICES('reinit','asncdc')")
+    try:
+        [row] = _query(db2, f'SELECT T9, VARCHAR(T0), VARCHAR(T9), VARCHAR(T12) FROM MYSCHEMA.{table}')
+        assert row == (datetime(2018, 6, 20, 15, 13, 16, 945104), "1969-12-31-23.59.59",
+                       "2018-06-20-15.13.16.945104789", "2018-06-20-15.13.16.945104789123")
+        [(text,)] = _query(db2, "SELECT VARCHAR(TIMESTAMP('2018-06-20-15.13.16.945104789')) FROM SYSIBM.SYSDUMMY1")
+        assert text == "2018-06-20-15.13.16.945104789"
+        [(old, new)] = _query(db2, "SELECT CD_OLD_SYNCHPOINT, CD_NEW_SYNCHPOINT FROM ASNCDC.IBMSNAP_REGISTER "
+                                   f"WHERE SOURCE_OWNER = 'MYSCHEMA' AND SOURCE_TABLE = '{table}'")
+        assert old is None
+        _sql(db2, f"INSERT INTO MYSCHEMA.{table} (ID) VALUES (2)")
+        deadline = time.monotonic() + 60
+        while True:
+            [(moved,)] = _query(db2, "SELECT CD_NEW_SYNCHPOINT FROM ASNCDC.IBMSNAP_REGISTER "
+                                     f"WHERE SOURCE_OWNER = 'MYSCHEMA' AND SOURCE_TABLE = '{table}'")
+            if moved is not None and (new is None or bytes(moved) > bytes(new)):
+                break
+            assert time.monotonic() < deadline, "asncap did not move CD_NEW_SYNCHPOINT"
+            time.sleep(1)
+    finally:
+        _sql(db2, f"CALL ASNCDC.REMOVETABLE('MYSCHEMA', '{table}')", f"DROP TABLE MYSCHEMA.{table}")

@@ -40,6 +40,7 @@ from cdc_db2.catalog import CaptureTable, quote
 from cdc_db2.incremental import signal_table
 from cdc_db2.snapshot import SnapshotReader, quote_table_id, select_for, snapshot_offset, table_name
 from cdc_db2.source import source_block
+from cdc_db2.timestamps import select_items, select_list
 
 #: Debezium's Db2OffsetContext position: ``(change_lsn, commit_lsn, event_serial_no)``.
 Position = tuple[str | None, str | None, int | None]
@@ -63,10 +64,10 @@ def select(connector: Any, captured: CaptureTable, condition: Node | None) -> tu
     table = captured.table
     if condition is not None:
         text, params = condition.render(quote, "?")
-        return f"SELECT {', '.join(quote(c.name) for c in table.columns)} FROM {table_name(captured)} WHERE {text}", \
+        return f"SELECT {select_list(table.columns)} FROM {table_name(captured)} WHERE {text}", \
             tuple(params)
     if connector.snapshot_query is not None:
-        return connector.snapshot_query.snapshot_query(table.id, [quote(c.name) for c in table.columns],
+        return connector.snapshot_query.snapshot_query(table.id, select_items(table.columns),
                                                        quote_table_id), ()
     return select_for(captured), ()
 

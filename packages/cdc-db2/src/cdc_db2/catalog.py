@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cdc_core.relational import Table, TableId
@@ -37,6 +37,10 @@ class Registration:
     cd_schema: str
     cd_table: str
     active: bool
+    #: ``CD_NEW_SYNCHPOINT``: the commit sequence of the newest rows asncap wrote to the CD table (None: none yet).
+    #: Not part of a registration's identity (it moves with every captured change); streaming reads the table's
+    #: definition again when it lies above the position streamed so far (Connector._refresh).
+    changed_at: bytes | None = field(default=None, compare=False)
 
     @property
     def change_table(self) -> str:
@@ -63,8 +67,9 @@ def read_registrations(conn: Any, control: str, dialect: Dialect = LUW) -> list[
     """Every table in capture mode (active or not)."""
     cur = conn.cursor()
     cur.execute(dialect.register_query(control))
-    return [Registration(_text(s), _text(t), _text(cs), _text(ct), _text(state).upper() == "A")
-            for s, t, cs, ct, state in cur.fetchall()]
+    return [Registration(_text(s), _text(t), _text(cs), _text(ct), _text(state).upper() == "A",
+                         None if changed is None else bytes(changed))
+            for s, t, cs, ct, state, changed in cur.fetchall()]
 
 
 def system_table(schema: str, table: str) -> bool:

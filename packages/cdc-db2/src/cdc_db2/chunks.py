@@ -52,6 +52,7 @@ from cdc_db2.incremental import key_after, key_upto
 from cdc_db2.lsn import from_value
 from cdc_db2.snapshot import snapshot_offset, table_name
 from cdc_db2.source import source_block
+from cdc_db2.timestamps import select_list
 
 _BATCH = 2048
 #: How long ``open`` waits for asncap to complete its USER signal (asncap's commit interval is 30 s by default).
@@ -204,7 +205,7 @@ class Db2SnapshotChunks:
         conn = driver.connect(config)
         try:
             cur = conn.cursor()
-            cur.execute(f"SELECT {', '.join(quote(c.name) for c in table.columns)} FROM {table_name(captured[0])}"
+            cur.execute(f"SELECT {select_list(table.columns)} FROM {table_name(captured[0])}"
                         f"{where}{order}", tuple(params))
             rows = cur.fetchall()
         finally:

@@ -32,6 +32,7 @@ from cdc_db2.history import replay
 from cdc_db2.schema_changes import infos_from_json, schema_change_record, table_json
 from cdc_db2.source import SOURCE_SCHEMA, source_block
 from cdc_db2.streaming import ResumePoint, StreamReader
+from cdc_db2.timestamps import select_items, select_list
 from cdc_db2.types import TypeModes, column
 
 #: How often streaming re-checks the capture service while no change arrives (seconds).
@@ -355,7 +356,7 @@ class Db2Connector:
         columns = [column(info, self.modes) for info in infos_from_json(definition) if info.name in t.cd_columns]
         if table_json(t.table) != definition:
             self.log.info("table %s: the definition recovered from the schema history differs from the catalog's; "
-                          "events keep the recovered one until the table is registered again (as Debezium)",
+                          "events keep the recovered one until the table's next changes (as Debezium's migrateTable)",
                           t.table.id.identifier)
         return CaptureTable(Table(t.table.id, columns, list(definition.get("primaryKeyColumnNames") or [])),
                             t.registration, t.cd_columns)
@@ -493,12 +494,11 @@ class Db2Connector:
     def _select(self, t: CaptureTable) -> str | None:
         """The table's snapshot SELECT: a custom SnapshotQuery's (None: no rows), an override if configured, else its columns."""
         if self.snapshot_query is not None:
-            return self.snapshot_query.snapshot_query(t.table.id, [quote(c.name) for c in t.table.columns],
+            return self.snapshot_query.snapshot_query(t.table.id, select_items(t.table.columns),
                                                       quote_table_id)
         override = self.config.get(f"snapshot.select.statement.overrides.{t.table.id.identifier}")
         if override:
-            cols = ", ".join(quote(c.name) for c in t.table.columns)
-            return f"SELECT {cols} FROM ({override}) AS cdc_snapshot_select"
+            return f"SELECT {select_list(t.table.columns)} FROM ({override}) AS cdc_snapshot_select"
         return select_for(t)
 
     def _schema_change(self, change: str, schema: str, name: str, definition: dict[str, Any], snapshot: str,
@@ -548,8 +548,9 @@ class Db2Connector:
                                 definition))
         # A table taken out of capture mode gets no event and stays known (re-registered with the same columns: no
         # event either): Debezium 2.7.4's Db2StreamingChangeEventSource only emits CREATE for a table its schema does
-        # not know (getCdcTablesToQuery) and ALTER for a re-registered one (migrateTable), never DROP, though its
-        # documentation (and spec DB2-07) say an event comes when a table leaves capture mode.
+        # not know (getCdcTablesToQuery) and ALTER when it migrates a table with new changes (migrateTable, see
+        # _refresh; cdc only when the definition changed), never DROP, though its documentation (and spec DB2-07)
+        # say an event comes when a table leaves capture mode.
         events = [self._schema_change(kind, schema, name, definition, "false", offset.get("change_lsn"),
                                       offset.get("commit_lsn"), offset) for kind, schema, name, definition in changed]
         return events if self.config.get(dbc.INCLUDE_SCHEMA_CHANGES) else []
@@ -566,22 +567,48 @@ class Db2Connector:
         return sorted(tuple(r) for r in self._query(self.dialect.column_counts_query(schemas), tuple(schemas)))
 
     def _refresh(self, reader: StreamReader, log: Any) -> list[Any]:
-        """Follow tables put into or taken out of capture mode (ADDTABLE/REMOVETABLE, STATE) since the last window."""
+        """Follow tables put into or taken out of capture mode (ADDTABLE/REMOVETABLE, STATE) since the last window,
+        and read again the definition of every table with changes the stream has not read yet.
+
+        As Debezium 2.7.4's Db2StreamingChangeEventSource: each iteration, when a registration's
+        ``CD_NEW_SYNCHPOINT`` lies above the last position (listOfNewChangeTables), the tables whose
+        ``CD_NEW_SYNCHPOINT`` (Db2ChangeTable's startLsn, Db2Connection.listOfChangeTables' column 5) falls in the
+        window are queued and migrated before the window's first change is dispatched (migrateTable: the
+        definition read from the catalog, an ALTER schema change event). With ``CD_OLD_SYNCHPOINT`` null, as
+        Debezium's ADDTABLE leaves it and nothing sets it without Apply's CAPSTART signal, that is every table with
+        new changes, in every window: a default changed by ALTER ... SET DEFAULT, or a column added, while
+        streaming or while the connector was down, reaches the events of the table's next changes
+        (AbstractDb2DefaultValueIT's offline and online rounds). Debezium's Db2 migrateTable sends an ALTER for
+        every such migration, the definition changed or not; cdc only when it changed (_diff), as Debezium's SQL
+        Server migrateTable does since DBZ-3306 ("Migration skipped, no table schema changes detected"): else the
+        schema change topic and history would grow by one event per table per window with changes.
+        """
         registrations = read_registrations(self._conn, self.control, self.dialect)
         signature = self._cd_signature(registrations)
-        if registrations == self._registrations and signature == self._cd_columns:
+        streamed = reader.last[0]
+        read = {(t.table.id.schema, t.table.id.table) for t in self._tables}
+        moved = {(r.schema, r.table) for r in registrations
+                 if r.active and r.changed_at is not None and r.changed_at > streamed and (r.schema, r.table) in read}
+        captured = registrations != self._registrations or signature != self._cd_columns
+        if not captured and not moved:
             return []
         self._registrations, self._cd_columns = registrations, signature
-        tables = self._capture_tables(registrations)
         before = {t.table.id.identifier for t in self._tables}
-        after = {t.table.id.identifier for t in tables}
-        self._tables = tables
+        if captured:
+            self._tables = self._capture_tables(registrations)
+        else:  # only the tables with new changes: their schemas' catalog rows
+            fresh = {(t.table.id.schema, t.table.id.table): t for t in self._capture_tables(
+                [r for r in registrations if (r.schema, r.table) in moved])}
+            self._tables = [fresh.get((t.table.id.schema, t.table.id.table), t) for t in self._tables]
         events = self._diff(reader.offset())
-        reader.set_tables(tables)
-        log.info("tables in capture mode changed: now %s (added: %s; removed: %s)", ", ".join(sorted(after)) or "none",
-                 ", ".join(sorted(after - before)) or "none", ", ".join(sorted(before - after)) or "none")
-        if self.metrics is not None:
-            self.metrics.streaming.captured_tables = after
+        reader.set_tables(self._tables)
+        if captured:
+            after = {t.table.id.identifier for t in self._tables}
+            log.info("tables in capture mode changed: now %s (added: %s; removed: %s)",
+                     ", ".join(sorted(after)) or "none", ", ".join(sorted(after - before)) or "none",
+                     ", ".join(sorted(before - after)) or "none")
+            if self.metrics is not None:
+                self.metrics.streaming.captured_tables = after
         return events
 
     def _stream(self, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:

@@ -21,6 +21,7 @@ from datetime import date, datetime, time
 from typing import Any
 
 from cdc_core.schema import Schema
+from cdc_db2.timestamps import parse as parse_timestamp
 
 _log = logging.getLogger("cdc_db2.defaults")
 
@@ -46,15 +47,18 @@ def _time(v: str) -> time:
     return time.fromisoformat(_unquote(v).replace(".", ":"))
 
 
-def _timestamp(v: str) -> datetime:
-    """``'YYYY-MM-DD-HH.MM.SS[.ffffff...]'`` (Db2's ISO form) or ``'YYYY-MM-DD HH:MM:SS'``."""
-    text = _unquote(v)
-    day, clock = text[:10], text[11:]
-    if ":" in clock:
-        hms, _, fraction = clock.partition(".")
-    else:
-        hms, fraction = clock[:8].replace(".", ":"), clock[9:]
-    return datetime.fromisoformat(f"{day} {hms}").replace(microsecond=int((fraction + "000000")[:6]))
+def _timestamp(v: str) -> str:
+    """``'YYYY-MM-DD-HH.MM.SS[.fff...]'`` (Db2's ISO form) or ``'YYYY-MM-DD HH:MM:SS...'``, checked and given to the
+    column's converter as text, which keeps up to nine fractional digits (cdc_db2.timestamps).
+
+    Debezium reads ``SELECT TIMESTAMP(<default>) FROM sysibm.sysdummy1`` with ``getTimestamp`` (nanoseconds);
+    cdc assumes Db2 keeps the constant's fractional digits there, so a TIMESTAMP(9) column's default keeps its
+    nanoseconds as its values do (not verified against a real Db2: IBM's documentation of the one-argument
+    TIMESTAMP function does not say the precision of its result for a string).
+    """
+    text = _unquote(v).strip()
+    parse_timestamp(text)
+    return text
 
 
 #: CURRENT DATE / TIME / TIMESTAMP of a NOT NULL column (Debezium: 0L, 00:00:00, 1970-01-01 00:00:00).

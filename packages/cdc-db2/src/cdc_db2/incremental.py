@@ -22,6 +22,7 @@ from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
 from cdc_db2 import driver
 from cdc_db2.catalog import quote
 from cdc_db2.source import source_block
+from cdc_db2.timestamps import select_list
 
 
 def signal_table(config: Config) -> tuple[str, str] | None:
@@ -74,7 +75,9 @@ class Db2ChunkReader:
             text, params = condition.render(quote, "?")
             where = f" WHERE {text}"
         order = ", ".join(f"{quote(k)} DESC" for k in key)
-        rows = self._rows(f"SELECT {', '.join(quote(k) for k in key)} FROM {_table(table)}{where} ORDER BY {order} "
+        # A TIMESTAMP(7..12) key as its text: a datetime would cut the bound below the last row's nanoseconds.
+        rows = self._rows(f"SELECT {select_list(table.column(k) for k in key)} FROM {_table(table)}{where} "
+                          f"ORDER BY {order} "
                           "FETCH FIRST 1 ROWS ONLY", params)
         return list(rows[0]) if rows else None
 
@@ -93,7 +96,7 @@ class Db2ChunkReader:
             text, values = condition.render(quote, "?")
             parts.append(f"({text})")
             params += values
-        cols = ", ".join(quote(c.name) for c in table.columns)
+        cols = select_list(table.columns)
         rows = self._rows(f"SELECT {cols} FROM {_table(table)} WHERE {' AND '.join(parts)} ORDER BY "
                           f"{', '.join(quote(k) for k in key)} FETCH FIRST {int(limit)} ROWS ONLY", params)
         if not rows:

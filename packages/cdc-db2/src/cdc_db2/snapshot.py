@@ -17,6 +17,7 @@ from cdc_db2.catalog import LUW, CaptureTable, max_lsn_query, quote
 from cdc_db2.dialects import Dialect
 from cdc_db2.lsn import from_value
 from cdc_db2.source import source_block
+from cdc_db2.timestamps import select_list
 
 ISOLATION = {"read_uncommitted": "UR", "read_committed": "CS", "repeatable_read": "RS", "exclusive": "RS"}
 
@@ -57,8 +58,8 @@ def table_name(captured: CaptureTable) -> str:
 
 
 def select_for(captured: CaptureTable) -> str:
-    """``SELECT "C1", ... FROM "SCHEMA"."TABLE"``."""
-    return f"SELECT {', '.join(quote(c.name) for c in captured.table.columns)} FROM {table_name(captured)}"
+    """``SELECT "C1", ... FROM "SCHEMA"."TABLE"`` (a TIMESTAMP(7..12) as ``VARCHAR("C")``: cdc_db2.timestamps)."""
+    return f"SELECT {select_list(captured.table.columns)} FROM {table_name(captured)}"
 
 
 class SnapshotReader(TableSnapshotReader):

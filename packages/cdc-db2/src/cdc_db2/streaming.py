@@ -29,6 +29,7 @@ from cdc_db2.dialects import Dialect
 from cdc_db2.errors import sqlstate
 from cdc_db2.lsn import Lsn, text
 from cdc_db2.source import source_block
+from cdc_db2.timestamps import select_list
 
 _EPOCH = datetime(1970, 1, 1)
 _MICRO = timedelta(microseconds=1)
@@ -56,7 +57,7 @@ def nth_commit_query(control: str) -> str:
 
 def change_query(captured: CaptureTable, control: str) -> str:
     """One CD table's rows of a window (two LSN parameters), with the commit time of their unit of work."""
-    cols = ", ".join("cd." + quote(c.name) for c in captured.table.columns)
+    cols = select_list(captured.table.columns, "cd.")
     return (f"SELECT cd.IBMSNAP_COMMITSEQ, cd.IBMSNAP_INTENTSEQ, cd.IBMSNAP_OPERATION, u.IBMSNAP_LOGMARKER, {cols} "
             f"FROM {captured.registration.change_table} cd LEFT JOIN {control}.IBMSNAP_UOW u "
             "ON u.IBMSNAP_COMMITSEQ = cd.IBMSNAP_COMMITSEQ "

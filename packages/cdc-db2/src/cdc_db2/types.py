@@ -1,6 +1,7 @@
 """Db2 column types to Connect schemas and value converters (the chapter's mapping table, per handling mode).
 
-Values arrive as ibm_db_dbi gives them: int, bool, Decimal, float, str, bytes, date, time, datetime.
+Values arrive as ibm_db_dbi gives them: int, bool, Decimal, float, str, bytes, date, time, datetime; a
+TIMESTAMP(7..12) as Db2's string, read by ``VARCHAR(col)`` (cdc_db2.timestamps).
 Decisions where the chapter is silent or self-contradictory (spec errata 12, DB2-50):
 ``TIMESTAMP(p)`` maps like SQL Server's ``DATETIME2(p)`` (p <= 3 Timestamp, 4-6 MicroTimestamp,
 7-12 NanoTimestamp); ``DECFLOAT`` under ``decimal.handling.mode=precise`` is
@@ -22,6 +23,7 @@ from cdc_core.relational import Column
 from cdc_core.schema import Schema, primitive
 from cdc_core.type_modes import TypeModes
 from cdc_db2.jdbc import is_bit_data
+from cdc_db2.timestamps import epoch_encoder
 
 
 class ColumnInfo(NamedTuple):
@@ -76,7 +78,8 @@ def _temporal(info: ColumnInfo, modes: TypeModes, optional: bool) -> tuple[Schem
             name, per_second = sem.MICRO_TIMESTAMP, 1_000_000
         else:
             name, per_second = sem.NANO_TIMESTAMP, 1_000_000_000
-        return sem.semantic_schema(name, optional=optional), sem.epoch_encoder(per_second)
+        # p > 6 arrives as Db2's text (cdc_db2.timestamps: VARCHAR(col) keeps the nanoseconds ibm_db drops).
+        return sem.semantic_schema(name, optional=optional), epoch_encoder(per_second)
     return None
 
 

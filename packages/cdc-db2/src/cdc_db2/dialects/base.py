@@ -70,8 +70,10 @@ class Dialect:
                 f"{self.column_schema} IN ({markers}) GROUP BY {self.column_schema}, {self.column_table}{self.read_only}")
 
     def register_query(self, control: str) -> str:
-        """The tables in capture mode: ``IBMSNAP_REGISTER`` rows of source tables (the global row has no owner)."""
-        return (f"SELECT r.SOURCE_OWNER, r.SOURCE_TABLE, r.CD_OWNER, r.CD_TABLE, r.STATE FROM {control}.IBMSNAP_REGISTER r "
+        """The tables in capture mode: ``IBMSNAP_REGISTER`` rows of source tables (the global row has no owner), with
+        the commit sequence of each one's newest CD rows (``CD_NEW_SYNCHPOINT``)."""
+        return (f"SELECT r.SOURCE_OWNER, r.SOURCE_TABLE, r.CD_OWNER, r.CD_TABLE, r.STATE, r.CD_NEW_SYNCHPOINT "
+                f"FROM {control}.IBMSNAP_REGISTER r "
                 f"WHERE r.SOURCE_OWNER <> '' ORDER BY r.SOURCE_OWNER, r.SOURCE_TABLE{self.read_only}")
 
     def max_lsn_query(self, control: str) -> str:

@@ -82,6 +82,102 @@ INSERT INTO standin.asncap VALUES (false, 0);
 CREATE TABLE standin.capture_start (source_owner text, source_table text, start_lsn bytea,
     PRIMARY KEY (source_owner, source_table));
 
+-- Db2's TIMESTAMP(7..12): PostgreSQL's timestamp keeps 6 fractional digits, so such a column holds Db2's string
+-- form ('yyyy-mm-dd-hh.mm.ss.nnnnnnnnn', exactly p digits) in a text-like type of its own, whose OID tells the
+-- connection layer (standin.dbapi) to give its values as ibm_db does: datetimes, in microseconds. A trigger per
+-- table (standin.db2_values) brings what is written to that form, as Db2 stores a value at the column's
+-- precision (extra digits cut, missing ones zero); VARCHAR(col) (standin.db2_varchar) gives the string.
+CREATE TYPE standin.db2_timestamp;
+CREATE FUNCTION standin.db2_timestamp_in(cstring) RETURNS standin.db2_timestamp LANGUAGE internal IMMUTABLE STRICT
+    AS 'textin';
+CREATE FUNCTION standin.db2_timestamp_out(standin.db2_timestamp) RETURNS cstring LANGUAGE internal IMMUTABLE STRICT
+    AS 'textout';
+CREATE TYPE standin.db2_timestamp (INPUT = standin.db2_timestamp_in, OUTPUT = standin.db2_timestamp_out,
+    LIKE = text, COLLATABLE = true);
+CREATE CAST (standin.db2_timestamp AS text) WITHOUT FUNCTION AS IMPLICIT;
+CREATE CAST (text AS standin.db2_timestamp) WITHOUT FUNCTION AS ASSIGNMENT;
+CREATE FUNCTION standin.db2_timestamp_text(v text, p int) RETURNS text LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE
+    m text[] := regexp_match(v, '^\s*(\d{4}-\d{2}-\d{2})(?:[-T ](\d{2})[.:](\d{2})[.:](\d{2})(?:[.,](\d{1,12}))?)?\s*$');
+BEGIN
+    IF m IS NULL OR m[1]::date IS NULL THEN
+        RAISE EXCEPTION 'The string representation of a datetime value is out of range: %', v USING ERRCODE = '22007';
+    END IF;
+    RETURN m[1] || '-' || coalesce(m[2], '00') || '.' || coalesce(m[3], '00') || '.' || coalesce(m[4], '00')
+        || CASE WHEN p > 0 THEN '.' || rpad(left(coalesce(m[5], ''), p), p, '0') ELSE '' END;
+END $$;
+-- DECFLOAT(16) holds 16 significant digits, DECFLOAT(34) 34: Db2 rounds what is written to them (its default
+-- CURRENT DECFLOAT ROUNDING MODE, ROUND_HALF_EVEN); PostgreSQL's numeric would keep every digit.
+CREATE FUNCTION standin.decfloat_round(v numeric, digits int) RETURNS numeric LANGUAGE plpgsql IMMUTABLE STRICT AS $$
+DECLARE
+    s int;
+    scaled numeric;
+    t numeric;
+BEGIN
+    IF v = 0 OR v::text IN ('NaN', 'Infinity', '-Infinity') THEN
+        RETURN v;
+    END IF;
+    s := digits - (floor(log(abs(v))) + 1)::int;
+    scaled := v * power(10::numeric, s);
+    t := trunc(scaled);
+    IF scaled = t THEN
+        RETURN v;  -- no more digits than it holds: kept as written (a DECFLOAT keeps its exponent)
+    ELSIF abs(scaled - t) = 0.5 THEN
+        scaled := CASE WHEN mod(t, 2) = 0 THEN t ELSE t + sign(v) END;
+    ELSE
+        scaled := round(scaled);
+    END IF;
+    RETURN trim_scale(scaled * power(10::numeric, -s));
+END $$;
+-- The trigger's arguments, three per column: its name, T (a TIMESTAMP(7..12): its precision follows) or D (a
+-- DECFLOAT: its digits follow).
+CREATE FUNCTION standin.db2_values() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    r jsonb := to_jsonb(NEW);
+    fix jsonb := '{}';
+    i int := 0;
+BEGIN
+    WHILE i < TG_NARGS LOOP
+        IF r ->> TG_ARGV[i] IS NOT NULL THEN
+            fix := fix || jsonb_build_object(TG_ARGV[i], CASE TG_ARGV[i + 1]
+                WHEN 'T' THEN to_jsonb(standin.db2_timestamp_text(r ->> TG_ARGV[i], TG_ARGV[i + 2]::int))
+                ELSE to_jsonb(standin.decfloat_round((r ->> TG_ARGV[i])::numeric, TG_ARGV[i + 2]::int)) END);
+        END IF;
+        i := i + 3;
+    END LOOP;
+    NEW := jsonb_populate_record(NEW, fix);
+    RETURN NEW;
+END $$;
+CREATE FUNCTION standin.db2_timestamp_of(v timestamp) RETURNS standin.db2_timestamp LANGUAGE sql IMMUTABLE STRICT
+    AS $$ SELECT to_char(v, 'YYYY-MM-DD-HH24.MI.SS.US')::standin.db2_timestamp $$;
+CREATE CAST (timestamp AS standin.db2_timestamp) WITH FUNCTION standin.db2_timestamp_of(timestamp) AS ASSIGNMENT;
+-- A datetime (a driver's parameter) compares with such a column as Db2 compares a TIMESTAMP(6) with a
+-- TIMESTAMP(9): both at 12 digits, the datetime's missing ones zero. (Indexes and ORDER BY take text's order,
+-- the same for values of one column, which all have its p digits.)
+DO $$
+DECLARE
+    op text;
+BEGIN
+    FOREACH op IN ARRAY ARRAY['<', '<=', '=', '>=', '>', '<>'] LOOP
+        EXECUTE format('CREATE FUNCTION standin.db2_timestamp_cmp_%s(a standin.db2_timestamp, b timestamp) '
+                       'RETURNS boolean LANGUAGE sql IMMUTABLE STRICT AS $f$ SELECT '
+                       'standin.db2_timestamp_text(a::text, 12) %s '
+                       'standin.db2_timestamp_text(to_char(b, ''YYYY-MM-DD-HH24.MI.SS.US''), 12) $f$',
+                       md5(op), op);
+        EXECUTE format('CREATE OPERATOR %s (LEFTARG = standin.db2_timestamp, RIGHTARG = timestamp, '
+                       'FUNCTION = standin.db2_timestamp_cmp_%s)', op, md5(op));
+        -- Two such values (a string parameter is taken as one): at 12 digits too.
+        EXECUTE format('CREATE FUNCTION standin.db2_timestamp_cmp2_%s(a standin.db2_timestamp, '
+                       'b standin.db2_timestamp) RETURNS boolean LANGUAGE sql IMMUTABLE STRICT AS $f$ SELECT '
+                       'standin.db2_timestamp_text(a::text, 12) %s standin.db2_timestamp_text(b::text, 12) $f$',
+                       md5(op), op);
+        EXECUTE format('CREATE OPERATOR %s (LEFTARG = standin.db2_timestamp, RIGHTARG = standin.db2_timestamp, '
+                       'FUNCTION = standin.db2_timestamp_cmp2_%s)', op, md5(op));
+    END LOOP;
+END $$;
+CREATE FUNCTION standin.db2_varchar(v standin.db2_timestamp) RETURNS varchar LANGUAGE sql IMMUTABLE STRICT
+    AS $$ SELECT v::text $$;
+
 -- Db2 compares VARCHAR FOR BIT DATA values with MAX; PostgreSQL has no max(bytea).
 CREATE FUNCTION standin.bytea_larger(a bytea, b bytea) RETURNS bytea LANGUAGE sql IMMUTABLE STRICT
     AS $$ SELECT CASE WHEN b > a THEN b ELSE a END $$;
@@ -132,9 +228,11 @@ BEGIN
     EXECUTE format('CREATE UNIQUE INDEX ON "ASNCDC".%I (ibmsnap_commitseq, ibmsnap_intentseq)', cd);
     -- DATA CAPTURE CHANGES: the full row in the log.
     EXECUTE format('ALTER TABLE %I.%I REPLICA IDENTITY FULL', tableschema, tablename);
+    -- CD_OLD_SYNCHPOINT and CD_NEW_SYNCHPOINT null, as Debezium's asncdcaddremove.sql ADDTABLE inserts them: the
+    -- agent sets CD_NEW_SYNCHPOINT as it writes CD rows; nothing sets CD_OLD_SYNCHPOINT (Apply's CAPSTART would).
     INSERT INTO asncdc.ibmsnap_register (source_owner, source_table, cd_owner, cd_table, phys_change_owner,
         phys_change_table, cd_old_synchpoint, cd_new_synchpoint, state)
-        VALUES (tableschema, tablename, 'ASNCDC', cd, 'ASNCDC', cd, now_lsn, NULL, 'A');
+        VALUES (tableschema, tablename, 'ASNCDC', cd, 'ASNCDC', cd, NULL, NULL, 'A');
     INSERT INTO asncdc.ibmsnap_pruncntl (target_server, target_owner, target_table, source_owner, source_table,
         apply_qual, set_name, cntl_server, phys_change_owner, phys_change_table, map_id)
         VALUES (current_database(), tableschema, 'CDC_' || tablename, tableschema, tablename, 'asncdc', 'asncdc',
@@ -157,6 +255,8 @@ BEGIN
     END IF;
 END $$;
 GRANT USAGE ON SCHEMA sysibm, syscat TO PUBLIC;
+-- Every user reads TIMESTAMP(7..12) columns (the type and VARCHAR's function live here; its tables stay private).
+GRANT USAGE ON SCHEMA standin TO PUBLIC;
 GRANT SELECT ON ALL TABLES IN SCHEMA sysibm, syscat TO PUBLIC;
 """
 

@@ -10,10 +10,12 @@ PostgreSQL names differently mapped to Db2's (undefined object 42704, undefined 
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import ibm_db_dbi
 import psycopg
+from psycopg.adapt import Loader
 
 from cdc_db2.standin.translate import translate
 from cdc_postgres.standin.dbapi import PsycopgCursor
@@ -63,6 +65,25 @@ def _error(e: psycopg.Error) -> ibm_db_dbi.Error:
     if isinstance(e, psycopg.IntegrityError):
         return ibm_db_dbi.IntegrityError(f"[stand-in] {message} SQLSTATE={state}")
     return ibm_db_dbi.ProgrammingError(f"[stand-in] {message} SQLSTATE={state}")
+
+
+class Db2TimestampLoader(Loader):
+    """A TIMESTAMP(7..12) value (``standin.db2_timestamp``, Db2's string) as ibm_db returns it: a ``datetime`` with
+    the microseconds, the digits below them dropped (ibm_db divides SQL_TIMESTAMP_STRUCT's nanoseconds by 1000)."""
+
+    def load(self, data: Any) -> datetime:
+        text = bytes(data).decode()
+        fraction = text[20:26] if len(text) > 20 else ""
+        return datetime.strptime(text[:19], "%Y-%m-%d-%H.%M.%S").replace(microsecond=int((fraction + "000000")[:6]))
+
+
+def _register_loaders(pg: psycopg.Connection) -> None:
+    """Load ``standin.db2_timestamp`` values as ibm_db gives a TIMESTAMP (a database without the type: nothing)."""
+    pg.autocommit = True  # as ibm_db_dbi starts (Connection), and no transaction left open by the look-up
+    row = pg.execute("SELECT t.oid FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace "
+                     "WHERE n.nspname = 'standin' AND t.typname = 'db2_timestamp'").fetchone()
+    if row is not None:
+        pg.adapters.register_loader(row[0], Db2TimestampLoader)
 
 
 class Cursor(PsycopgCursor):
@@ -154,6 +175,11 @@ def connect(dsn: str, user: str = "", password: str = "") -> Connection:
                 "SQLSTATE=42705 SQLCODE=-1013") from None
         raise ibm_db_dbi.OperationalError(f"[stand-in] SQL30081N A communication error has been detected: {reason}  "
                                           "SQLSTATE=08001 SQLCODE=-30081") from None
+    try:
+        _register_loaders(pg)
+    except psycopg.Error as e:
+        pg.close()
+        raise _error(e) from None
     return Connection(pg)
 
 

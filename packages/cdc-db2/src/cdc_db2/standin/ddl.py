@@ -46,7 +46,9 @@ def column_type(db2_type: str) -> tuple[ColumnType, str]:
         return ColumnType("real", "REAL", 4, 0, 0), rest  # Db2: FLOAT(n), n <= 24, is REAL
     if name == "TIMESTAMP":
         p = int(a) if a is not None else 6
-        return ColumnType(f"timestamp({min(p, 6)})", "TIMESTAMP", 10 if p == 0 else 11 + p, p, 0), rest
+        # Above 6 digits: Db2's string in a type of its own (catalog_sql: standin.db2_timestamp, its trigger).
+        pg = f"timestamp({p})" if p <= 6 else "standin.db2_timestamp"
+        return ColumnType(pg, "TIMESTAMP", 10 if p == 0 else 11 + p, p, 0), rest
     if name in ("BINARY", "VARBINARY", "BLOB"):
         return ColumnType("bytea", name, int(a or 1), 0, 0), rest
     simple = {"SMALLINT": ("smallint", 2), "INTEGER": ("integer", 4), "INT": ("integer", 4), "BIGINT": ("bigint", 8),
@@ -65,8 +67,9 @@ _DEFAULT = re.compile(r"(?:\bWITH\s+)?\bDEFAULT\s+(?P<expr>'(?:[^']|'')*'|NULL\b
 _PG_REGISTERS = {"CURRENT DATE": "CURRENT_DATE", "CURRENT TIME": "LOCALTIME(0)", "CURRENT TIMESTAMP": "LOCALTIMESTAMP"}
 
 
-def _db2_temporal(typename: str, literal: str) -> tuple[str, str]:
-    """A date/time constant as Db2 stores it (ISO: ``'12.30.00'``, ``'2024-01-02-12.30.00.000000'``) and as PostgreSQL reads it."""
+def _db2_temporal(typename: str, literal: str, scale: int = 6) -> tuple[str, str]:
+    """A date/time constant as Db2 stores it (ISO: ``'12.30.00'``, ``'2024-01-02-12.30.00.000000'``; a TIMESTAMP(7..12)
+    with its p digits) and as PostgreSQL reads it."""
     text = literal[1:-1].strip()
     if typename == "DATE":
         return f"'{text}'", f"'{text}'"
@@ -78,11 +81,13 @@ def _db2_temporal(typename: str, literal: str) -> tuple[str, str]:
         hms, _, fraction = clock.partition(".")
     else:
         hms, fraction = clock[:8].replace(".", ":"), clock[9:]
-    fraction = (fraction + "000000")[:6]
-    return f"'{day}-{hms.replace(':', '.')}.{fraction}'", f"'{day} {hms}.{fraction}'"
+    digits = max(scale, 6)
+    fraction = (fraction + "0" * digits)[:digits]
+    db2 = f"'{day}-{hms.replace(':', '.')}.{fraction}'"
+    return db2, db2 if scale > 6 else f"'{day} {hms}.{fraction}'"
 
 
-def default_clause(typename: str, rest: str) -> tuple[str | None, str]:
+def default_clause(typename: str, rest: str, scale: int = 6) -> tuple[str | None, str]:
     """``SYSCAT.COLUMNS.DEFAULT`` for a column's constraints text (None without a DEFAULT), and the text for PostgreSQL."""
     m = _DEFAULT.search(rest)
     if not m:
@@ -94,7 +99,7 @@ def default_clause(typename: str, rest: str) -> tuple[str | None, str]:
     elif register == "NULL":
         db2, pg = "NULL", "NULL"
     elif expr.startswith("'") and typename in ("DATE", "TIME", "TIMESTAMP"):
-        db2, pg = _db2_temporal(typename, expr)
+        db2, pg = _db2_temporal(typename, expr, scale)
     else:
         db2, pg = expr, expr
     return db2, rest[:m.start()] + f"DEFAULT {pg}" + rest[m.end():]

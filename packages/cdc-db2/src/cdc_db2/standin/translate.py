@@ -6,7 +6,9 @@ The connector's statements are Db2 SQL. PostgreSQL runs most of them as they are
 the ``CURRENT TIMESTAMP``/``CURRENT SERVER`` special registers become PostgreSQL's functions; a
 trailing isolation clause (``WITH UR|CS|RS|RR``) and a ``FOR READ ONLY``/``FOR FETCH ONLY`` before
 it (z/OS's reads) are dropped; ``SET CURRENT LOCK TIMEOUT`` becomes ``lock_timeout`` (WAIT: 0, NOT
-WAIT: 1 ms, NULL: the default); a savepoint's ``ON ROLLBACK RETAIN CURSORS`` is dropped.
+WAIT: 1 ms, NULL: the default); a savepoint's ``ON ROLLBACK RETAIN CURSORS`` is dropped; the ``VARCHAR(expr)``
+scalar function (not a CAST's ``AS VARCHAR(n)``) becomes ``standin.db2_varchar``, which gives a TIMESTAMP(7..12)
+as Db2's string (catalog_sql).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import re
 from functools import lru_cache
 
 _ISOLATION = re.compile(r"\s*SET\s+CURRENT\s+ISOLATION\s*=?\s*(UR|CS|RS|RR|RESET)\s*;?\s*$", re.I)
-_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?|%|CURRENT\s+TIMESTAMP\b|CURRENT\s+SERVER\b", re.I)
+_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|\?|%|CURRENT\s+TIMESTAMP\b|CURRENT\s+SERVER\b|"
+                     r"\bAS\s+VARCHAR\s*\(|\bVARCHAR\s*\(", re.I)
 _LOCK_TIMEOUT = re.compile(r"\s*SET\s+CURRENT\s+LOCK\s+TIMEOUT\s*=?\s*(WAIT|NOT\s+WAIT|NULL|\d+)\s*;?\s*$", re.I)
 _SAVEPOINT_CLAUSE = re.compile(r"\s+ON\s+ROLLBACK\s+RETAIN\s+CURSORS\s*;?\s*$", re.I)
 _ISOLATION_CLAUSE = re.compile(r"(?:\s+FOR\s+(?:READ|FETCH)\s+ONLY)?(?:\s+WITH\s+(UR|CS|RS|RR))?\s*;?\s*$", re.I)
@@ -35,6 +38,11 @@ def _token(m: re.Match[str]) -> str:
         return "%%"
     if t[0] in "'\"":
         return t.replace("%", "%%")  # psycopg reads every % of a statement with parameters
+    upper = t.upper()
+    if upper.startswith("AS"):
+        return t  # a CAST's target type
+    if upper.startswith("VARCHAR"):
+        return "standin.db2_varchar("
     # CURRENT SERVER: Db2 gives the database name in upper case.
     return "CURRENT_TIMESTAMP" if "TIMESTAMP" in t.upper() else "upper(current_database())"
 
