@@ -66,6 +66,7 @@ from cdc_sqlserver.catalog import CaptureInstance, quote, read_capture_instances
 from cdc_sqlserver.incremental import key_greater, key_value
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
+from cdc_sqlserver.snapshot_select import SnapshotSelect
 from cdc_sqlserver.source import source_block
 from cdc_sqlserver.types import TypeModes
 
@@ -162,8 +163,9 @@ class SqlServerSnapshotChunks:
     def _plan_table(self, conn: Any, db: str, inst: CaptureInstance, snapshot_id: str,
                     chunk_rows: int) -> list[Chunk]:
         table = inst.table
-        override = self.config.get(f"snapshot.select.statement.overrides.{db}.{table.id.identifier}") or \
-            self.config.get(f"snapshot.select.statement.overrides.{table.id.identifier}")
+        # The table's override as the connector finds it (listed in snapshot.select.statement.overrides, its * the
+        # columns: cdc_sqlserver.snapshot_select), read in one chunk.
+        override = SnapshotSelect(self.config, db, None, self.log).override(table)
         first = table.column(table.primary_key[0]) if table.primary_key else None
         ranges: list[dict[str, Any]]
         if override or first is None:

@@ -13,7 +13,7 @@ from cdc_core.events import Checkpoint, RawChange, RoundEnd
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
 from cdc_core.relational import Table
-from cdc_core.snapshot import snapshotter
+from cdc_core.snapshot import snapshot_query, snapshotter
 from cdc_core.snapshot.phases import snapshot_then_stream
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
@@ -33,7 +33,8 @@ from cdc_sqlserver.plugin import CONNECTOR
 from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
 from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.server_parse import ServerParse
-from cdc_sqlserver.snapshot import SnapshotReader, UncapturedTable, select_for
+from cdc_sqlserver.snapshot import SnapshotReader, UncapturedTable
+from cdc_sqlserver.snapshot_select import SnapshotSelect
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader, lsn_text
 from cdc_sqlserver.types import TypeModes
@@ -89,6 +90,9 @@ class SqlServerConnector:
         self.address = msc.server_address(config)
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(msc.SNAPSHOT_MODE), plugins)
+        #: Each table's snapshot SELECT: its snapshot.select.statement.overrides, else snapshot.query.mode's.
+        self._selects = SnapshotSelect(config, self.db, snapshot_query(config, config.get(common.SNAPSHOT_QUERY_MODE),
+                                                                       plugins), context.log)
         self.modes = TypeModes.from_config(config)
         self.metrics = context.metrics
         self._stop = threading.Event()
@@ -330,10 +334,8 @@ class SqlServerConnector:
             tables = snapshot_order([*self._instances, *self._without_cdc], self.config.get(common.TABLE_INCLUDE),
                                     lambda i: i.table.id.identifier)
             signal = self._signal_table
-            counted = [i.table.id.identifier for i in tables
-                       if not include or any(p.fullmatch(i.table.id.identifier) for p in include)]
-            if signal is not None and signal not in counted and (
-                    not include or any(p.fullmatch(signal) for p in include)):
+            counted = [i.table.id.identifier for i in tables if _snapshot_included(include, self.db, i.table.id.identifier)]
+            if signal is not None and signal not in counted and _snapshot_included(include, self.db, signal):
                 # Debezium's captured tables hold the signal table (its filter includes it), after the tables the
                 # include list names (addSignalingCollectionAndSort): counted in TotalTableCount, with no rows.
                 counted = snapshot_order([*counted, signal], self.config.get(common.TABLE_INCLUDE))
@@ -342,7 +344,10 @@ class SqlServerConnector:
             lsn = reader.begin(instances)
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(instances), lsn,
                           reader.isolation)
-            yield from metered_snapshot(reader.read([(i, self._select(i)) for i in instances]), self.metrics, self.db,
+            # A table a custom SnapshotQuery gives no SELECT for is not read (Debezium: "the select statement was not
+            # provided, skipping table"), nor counted among the tables whose first and last rows are marked.
+            reads = [(i, select) for i in instances if (select := self._select(i)) is not None]
+            yield from metered_snapshot(reader.read(reads), self.metrics, self.db,
                                         counted)
             reader.end()
         finally:
@@ -470,14 +475,9 @@ class SqlServerConnector:
                 raise
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
 
-    def _select(self, inst: CaptureInstance | UncapturedTable) -> str:
-        """The table's snapshot SELECT: an override if configured, else its captured columns."""
-        override = self.config.get(f"snapshot.select.statement.overrides.{self.db}.{inst.table.id.identifier}") or \
-            self.config.get(f"snapshot.select.statement.overrides.{inst.table.id.identifier}")
-        if override:
-            cols = ", ".join(f"[{c.name}]" for c in inst.table.columns)
-            return f"SELECT {cols} FROM ({override}) AS cdc_snapshot_select"
-        return select_for(self.db, inst)
+    def _select(self, inst: CaptureInstance | UncapturedTable) -> str | None:
+        """The table's snapshot SELECT (cdc_sqlserver.snapshot_select); None: its rows are not read."""
+        return self._selects.select(inst.table)
 
     def _stream(self, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
         """Poll the change tables until stopped."""
@@ -532,3 +532,16 @@ class SqlServerConnector:
             self._round_position = reader.source_position()
             yield RoundEnd(None, {self.db: self._round_position})
 
+
+def _snapshot_included(patterns: list[Any] | None, db: str, identifier: str) -> bool:
+    """Whether ``snapshot.include.collection.list`` takes table ``identifier`` (``schema.table``) of database ``db``.
+
+    As Debezium 2.7.4's AbstractSnapshotChangeEventSource.determineDataCollectionsToBeSnapshotted: a pattern matches
+    the whole of the TableId's identifier, which for SQL Server holds the database (``testDB1.dbo.table_a``), or its
+    double-quoted form (``"testDB1"."dbo"."table_a"``); ``dbo.table_a`` alone matches nothing. No list: every table.
+    """
+    if not patterns:
+        return True
+    schema, _, table = identifier.partition(".")
+    names = (f"{db}.{identifier}", f'"{db}"."{schema}"."{table}"')
+    return any(p.fullmatch(name) for p in patterns for name in names)
