@@ -9,6 +9,7 @@ SqlServerChangeTableSetIT, SqlServerConnectorMultiPartitionModeIT and SqlServerC
 from __future__ import annotations
 
 import base64
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -193,8 +194,11 @@ def _act(server: StandIn, step: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize("case", DATA["cases"], ids=[c["name"] for c in DATA["cases"]])
-def test_sqlserver_more_its(standin, case):
+def test_sqlserver_more_its(standin, case, tmp_path):
     case = _fill(case, standin.dbname)
+    history = tmp_path / "history.dat"
+    if case.get("history_file"):
+        case["config"] = {**case.get("config", {}), "schema.history.internal.file.filename": str(history)}
     for schema in case.get("schemas_created", []):
         standin.execute(f"CREATE SCHEMA {schema}")
     created = [_created(ddl) for ddl in case.get("tables", [])]
@@ -223,7 +227,12 @@ def test_sqlserver_more_its(standin, case):
             if any(k in step for k in ("sql", "create", "enable", "disable", "drop_column", "rename_column",
                                          "add_column")):
                 runner.wait_streaming()
-                _act(standin, step)
+                if step.get("pause"):  # the DDL, a pause, then the statements
+                    _act(standin, {k: v for k, v in step.items() if k != "sql"})
+                    time.sleep(step["pause"])
+                    _act(standin, {"sql": step.get("sql")})
+                else:
+                    _act(standin, step)
             expect = _expected(step.get("expect", {}))
             count = sum(len(events) for events in expect.values())
             runner.wait(lambda rs, want=seen + count: len(_data(rs)) >= want, f"step {n}'s {count} events")
@@ -240,3 +249,8 @@ def test_sqlserver_more_its(standin, case):
         runner.stop()
     extra = _data(runner.records)[seen:]
     assert not extra, (case["name"], [(r.topic, (r.value or {}).get("op")) for r in extra])
+    if "history" in case:
+        changes = [json.loads(line)["tableChanges"] for line in history.read_text().splitlines() if line.strip()]
+        assert [len(c) for c in changes] == [1] * len(case["history"]), changes
+        for (change,), (kind, table_id) in zip(changes, case["history"]):
+            assert change["type"] == kind and (table_id is None or change["id"] == table_id), change
