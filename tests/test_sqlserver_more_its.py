@@ -254,3 +254,204 @@ def test_sqlserver_more_its(standin, case, tmp_path):
         assert [len(c) for c in changes] == [1] * len(case["history"]), changes
         for (change,), (kind, table_id) in zip(changes, case["history"]):
             assert change["type"] == kind and (table_id is None or change["id"] == table_id), change
+
+
+# -- SnapshotIT: 500 rows of table1 under each snapshot.isolation.mode, then 500 streamed ------------------------
+
+ROWS = 500
+TABLE1 = "CREATE TABLE dbo.table1 (id int, name varchar(30), price decimal(8,2), ts datetime2(0), primary key(id))"
+TS_MS = 1_531_920_536_000  # '2018-07-18 13:28:56' as io.debezium.time.Timestamp
+
+
+def _decimal(unscaled: int) -> str:
+    """A Connect Decimal's JSON value: the unscaled value's two's complement bytes, base64."""
+    size = max(1, (unscaled.bit_length() + 8) // 8)
+    return base64.b64encode(unscaled.to_bytes(size, "big", signed=True)).decode()
+
+
+def _table1(server: StandIn, start: int, count: int, one_transaction_each: bool = False) -> None:
+    """``count`` rows from id ``start``: (id, 'name<id>', <id>.23, '2018-07-18 13:28:56')."""
+    rows = [f"INSERT INTO dbo.table1 VALUES ({i}, 'name{i}', {i}.23, '2018-07-18 13:28:56')"
+            for i in range(start, start + count)]
+    if not one_transaction_each:
+        server.execute("; ".join(rows))
+        return
+    with server._connect() as conn:  # autocommit: each INSERT its own transaction, as Debezium's connection.execute
+        for row in rows:
+            conn.execute(row)
+
+
+def _check_row(record, i: int, where: Any) -> None:
+    """SnapshotIT's expected key and after of row ``i`` of table1 (schemas as Debezium's SchemaAndValueField)."""
+    check_event(record, {"key": {"id": i}, "before": None,
+                         "after": {"id": i, "name": f"name{i}", "price": _decimal(i * 100 + 23), "ts": TS_MS},
+                         "after_types": {"id": {"type": "int32", "optional": False},
+                                         "name": {"type": "string", "optional": True},
+                                         "price": {"type": "bytes", "optional": True,
+                                                   "name": "org.apache.kafka.connect.data.Decimal",
+                                                   "parameters": {"scale": "2", "connect.decimal.precision": "8"}},
+                                         "ts": {"type": "int64", "optional": True, "name": "io.debezium.time.Timestamp"}}},
+                where)
+
+
+def _start(server: StandIn, **config: Any) -> EngineThread:
+    server.agent.start()
+    return EngineThread(server.properties(**{"include.schema.changes": "false", **config})).start()
+
+
+def _table1_records(records, name="table1"):
+    return [r for r in _data(records) if _table(r.topic) == name]
+
+
+@pytest.mark.parametrize("isolation", ["exclusive", "snapshot", "repeatable_read", "read_committed", "read_uncommitted"])
+def test_snapshot_it_take_snapshot(standin, isolation):
+    """SnapshotIT.takeSnapshotIn*Mode: every row, its key and values, offsets snapshot=true and snapshot_completed
+    on the last only, no before."""
+    standin.create_table(TABLE1)
+    _table1(standin, 0, ROWS)
+    standin.enable_db()
+    standin.enable_table("dbo", "table1")
+    runner = _start(standin, **{"snapshot.isolation.mode": isolation})
+    try:
+        runner.wait(lambda rs: len(_table1_records(rs)) >= ROWS, "the snapshot")
+    finally:
+        runner.stop()
+    records = _table1_records(runner.records)
+    assert len(records) == ROWS
+    for i, record in enumerate(records):
+        _check_row(record, i, (isolation, i))
+        assert record.value["op"] == "r"
+        assert record.offset["snapshot"] is True
+        assert record.offset["snapshot_completed"] is (i == ROWS - 1), (i, record.offset)
+
+
+def _stream_500(standin, runner) -> None:
+    """SnapshotIT.testStreaming: 500 inserts (ids 500-999), each its own transaction; each event's key and values,
+    its offset exactly change_lsn, commit_lsn and event_serial_no, no before."""
+    _table1(standin, ROWS, ROWS, one_transaction_each=True)
+    runner.wait(lambda rs: len([r for r in _table1_records(rs) if r.value["op"] == "c"]) >= ROWS, "the inserts", 60)
+    streamed = [r for r in _table1_records(runner.snapshot()) if r.value["op"] == "c"]
+    assert len(streamed) == ROWS
+    for i, record in enumerate(streamed):
+        _check_row(record, ROWS + i, ("streamed", i))
+        assert sorted(record.offset) == ["change_lsn", "commit_lsn", "event_serial_no"], record.offset
+
+
+def test_snapshot_it_take_snapshot_and_start_streaming(standin):
+    """SnapshotIT.takeSnapshotAndStartStreaming: the source's snapshot field is first, true... and last; then
+    streaming (testStreaming)."""
+    standin.create_table(TABLE1)
+    _table1(standin, 0, ROWS)
+    standin.enable_db()
+    standin.enable_table("dbo", "table1")
+    runner = _start(standin)
+    try:
+        runner.wait(lambda rs: len(_table1_records(rs)) >= ROWS, "the snapshot")
+        markers = [r.value["source"]["snapshot"] for r in _table1_records(runner.snapshot())]
+        assert markers == ["first"] + ["true"] * (ROWS - 2) + ["last"]
+        runner.wait_streaming()
+        _stream_500(standin, runner)
+    finally:
+        runner.stop()
+    assert len(_table1_records(runner.records)) == 2 * ROWS
+
+
+def test_snapshot_it_take_schema_only_snapshot_and_start_streaming(standin):
+    """SnapshotIT.takeSchemaOnlySnapshotAndStartStreaming: no_data, then the 500 inserts (and no snapshot rows)."""
+    standin.create_table(TABLE1)
+    _table1(standin, 0, ROWS)
+    standin.enable_db()
+    standin.enable_table("dbo", "table1")
+    runner = _start(standin, **{"snapshot.mode": "no_data"})
+    try:
+        runner.wait_streaming()
+        _stream_500(standin, runner)
+    finally:
+        runner.stop()
+    assert len(_table1_records(runner.records)) == ROWS
+
+
+def test_snapshot_it_take_snapshot_from_table_with_reserved_name(standin):
+    """SnapshotIT.takeSnapshotFromTableWithReservedName (DBZ-1031): table [User], table.include.list=dbo.User."""
+    standin.create_table(TABLE1)
+    _table1(standin, 0, 3)
+    standin.create_table("CREATE TABLE dbo.[User] (id int, name varchar(30), primary key(id))")
+    standin.execute(f"INSERT INTO dbo.\"User\" SELECT g, 'name' || g FROM generate_series(0, {ROWS - 1}) g")
+    standin.enable_db()
+    standin.enable_table("dbo", "table1")
+    standin.enable_table("dbo", "User")
+    runner = _start(standin, **{"table.include.list": "dbo.User"})
+    try:
+        runner.wait(lambda rs: len(_table1_records(rs, "User")) >= ROWS, "the snapshot")
+    finally:
+        runner.stop()
+    records = _data(runner.records)
+    assert {r.topic for r in records} == {f"server1.{standin.dbname}.dbo.User"}
+    assert len(records) == ROWS
+    for i, record in enumerate(records):
+        check_event(record, {"op": "r", "key": {"id": i}, "before": None, "after": {"id": i, "name": f"name{i}"},
+                             "offset": {"snapshot": True, "snapshot_completed": i == ROWS - 1}}, i)
+
+
+def _heartbeats(records):
+    return [r for r in records if r.topic.startswith("__debezium-heartbeat")]
+
+
+def test_snapshot_it_take_schema_only_snapshot_and_send_heartbeat(standin):
+    """SnapshotIT.takeSchemaOnlySnapshotAndSendHeartbeat: with heartbeat.interval.ms=300000 the record after a
+    no_data snapshot is a heartbeat (the snapshot's end sends one whatever the interval)."""
+    standin.create_table(TABLE1)
+    standin.enable_db()
+    standin.enable_table("dbo", "table1")
+    runner = _start(standin, **{"snapshot.mode": "no_data", "heartbeat.interval.ms": 300000})
+    try:
+        runner.wait(lambda rs: bool(rs), "a record")
+    finally:
+        runner.stop()
+    assert runner.records[0].topic.startswith("__debezium-heartbeat"), runner.records[0].topic
+
+
+def test_snapshot_it_should_send_heartbeats_when_no_records_are_sent(standin):
+    """SnapshotIT.shouldSendHeartbeatsWhenNoRecordsAreSent (DBZ-6811): heartbeat.interval.ms=100, no changes: more
+    than ten heartbeats within ten seconds, on __debezium-heartbeat.server1, keyed by serverName, ts_ms not ahead."""
+    standin.create_table(TABLE1)
+    standin.enable_db()
+    standin.enable_table("dbo", "table1")
+    runner = _start(standin, **{"snapshot.mode": "no_data", "heartbeat.interval.ms": 100})
+    try:
+        runner.wait(lambda rs: len(_heartbeats(rs)) > 10, "eleven heartbeats", 10)
+    finally:
+        runner.stop()
+    now_ms = time.time() * 1000
+    for beat in _heartbeats(runner.records):
+        assert beat.topic == "__debezium-heartbeat.server1"
+        assert beat.key == {"serverName": "server1"}
+        assert beat.value["ts_ms"] <= now_ms
+
+
+def test_snapshot_it_deadlock_detection(standin, caplog):
+    """SnapshotIT.testDeadlockDetection (DBZ-1280): snapshot.lock.timeout.ms=1000 while another transaction holds
+    TABLOCKX on table1: the default repeatable_read snapshot's table lock times out ("Lock request time out period
+    exceeded.") and the connector restarts (a retriable error, as every SQLException is to Debezium's
+    SqlServerErrorHandler); once the other transaction ends, the snapshot completes."""
+    standin.create_table(TABLE1)
+    _table1(standin, 0, ROWS)
+    standin.enable_db()
+    standin.enable_table("dbo", "table1")
+    holder = standin._connect()
+    holder.autocommit = False
+    holder.execute('LOCK TABLE dbo.table1 IN ACCESS EXCLUSIVE MODE')  # SELECT TOP(0) * FROM table1 WITH (TABLOCKX)
+    runner = _start(standin, **{"snapshot.lock.timeout.ms": 1000, "retriable.restart.connector.wait.ms": 300})
+    try:
+        with caplog.at_level("WARNING"):
+            deadline = time.monotonic() + 30
+            while not any("Lock request time out period exceeded" in r.getMessage() for r in caplog.records):
+                assert time.monotonic() < deadline and runner.alive, [r.getMessage() for r in caplog.records]
+                time.sleep(0.05)
+        assert not _table1_records(runner.snapshot())
+        holder.rollback()
+        runner.wait(lambda rs: len(_table1_records(rs)) >= ROWS, "the snapshot after the lock's release")
+    finally:
+        holder.close()
+        runner.stop()
+    assert [r.key["id"] for r in _table1_records(runner.records)] == list(range(ROWS))

@@ -13,7 +13,7 @@ from cdc_core.events import Checkpoint, RawChange, RoundEnd
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
 from cdc_core.relational import Table
-from cdc_core.snapshot import snapshot_query, snapshotter
+from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.snapshot.phases import snapshot_then_stream
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
@@ -33,7 +33,7 @@ from cdc_sqlserver.plugin import CONNECTOR
 from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
 from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.server_parse import ServerParse
-from cdc_sqlserver.snapshot import SnapshotReader, UncapturedTable
+from cdc_sqlserver.snapshot import ExclusiveSnapshotLock, SnapshotReader, UncapturedTable
 from cdc_sqlserver.snapshot_select import SnapshotSelect
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader, lsn_text
@@ -93,6 +93,8 @@ class SqlServerConnector:
         #: Each table's snapshot SELECT: its snapshot.select.statement.overrides, else snapshot.query.mode's.
         self._selects = SnapshotSelect(config, self.db, snapshot_query(config, config.get(common.SNAPSHOT_QUERY_MODE),
                                                                        plugins), context.log)
+        locking = config.get(msc.SNAPSHOT_LOCKING_MODE)
+        self._snapshot_lock = ExclusiveSnapshotLock() if locking == "exclusive" else snapshot_lock(config, locking, plugins)
         self.modes = TypeModes.from_config(config)
         self.metrics = context.metrics
         self._stop = threading.Event()
@@ -330,6 +332,8 @@ class SqlServerConnector:
             reader = self._snapshot_reader = SnapshotReader(
                 conn, self.server, self.db, self.config.get(msc.SNAPSHOT_ISOLATION_MODE),
                 self.config.get(msc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"))
+            reader.lock = self._snapshot_lock
+            reader.lock_timeout_ms = self.config.get(common.SNAPSHOT_LOCK_TIMEOUT_MS)
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
             tables = snapshot_order([*self._instances, *self._without_cdc], self.config.get(common.TABLE_INCLUDE),
                                     lambda i: i.table.id.identifier)
