@@ -455,3 +455,93 @@ def test_snapshot_it_deadlock_detection(standin, caplog):
         holder.close()
         runner.stop()
     assert [r.key["id"] for r in _table1_records(runner.records)] == list(range(ROWS))
+
+
+def test_snapshot_it_should_output_records_in_cloud_events_format(standin):
+    """SnapshotIT.shouldOutputRecordsInCloudEventsFormat (DBZ-1292, DBZ-3157), JSON: every snapshot and streamed
+    record converts (CloudEventsConverterTest.shouldConvertToCloudEventsInJson: source, specversion, type,
+    datacontenttype, iodebeziumop, data's before/after); a streamed record's id holds event_serial_no:1."""
+    from cdc_core.serializers.cloudevents import CloudEventsConverter
+
+    standin.create_table(TABLE1)
+    _table1(standin, 0, 20)
+    standin.enable_db()
+    standin.enable_table("dbo", "table1")
+    runner = _start(standin)
+    try:
+        runner.wait(lambda rs: len(_table1_records(rs)) >= 20, "the snapshot")
+        runner.wait_streaming()
+        _table1(standin, 20, 20, one_transaction_each=True)
+        runner.wait(lambda rs: len(_table1_records(rs)) >= 40, "the inserts")
+    finally:
+        runner.stop()
+    converter = CloudEventsConverter({}, "server1")
+    records = _table1_records(runner.records)
+    for n, record in enumerate(records):
+        event = json.loads(converter([record])[0])
+        assert event["source"] == "/debezium/sqlserver/server1" and event["specversion"] == "1.0"
+        assert event["type"] == "io.debezium.connector.sqlserver.DataChangeEvent"
+        assert event["datacontenttype"] == "application/json"
+        assert event["iodebeziumop"] == ("r" if n < 20 else "c")
+        assert event["iodebeziumconnector"] == "sqlserver" and event["iodebeziumname"] == "server1"
+        assert event["data"]["payload"]["after"]["id"] == n and event["data"]["payload"]["before"] is None
+        assert event["id"].startswith("name:server1;change_lsn:")
+        if n >= 20:
+            assert "event_serial_no:1" in event["id"], event["id"]
+
+
+# -- SqlServerConnectorMultiPartitionModeIT: two databases in one connector -------------------------------------
+
+SECOND = "testdb2_more_its"
+
+
+@pytest.fixture
+def second(pg_server, standin) -> Iterator[StandIn]:
+    """A second stand-in database on the same server (Debezium's testDB2), CDC enabled, its agent not started."""
+    pg_server.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(SECOND)))
+    pg_server.create_database(SECOND)
+    server = StandIn(pg_server, SECOND)
+    try:
+        yield server
+    finally:
+        server.agent.stop()
+        server.execute("SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+                       (server.slot,))
+
+
+def test_multi_partition_mode_snapshot_and_streaming(standin, second):
+    """SqlServerConnectorMultiPartitionModeIT.snapshotAndStreaming: database.names=testDB1,testDB2, tableA and
+    tableB in the first, tableA and tableC in the second: each table's row on its database's topic, then a
+    streamed insert into each tableA."""
+    for server, tables in ((standin, [("tableA", "colA", 1, "a1"), ("tableB", "colB", 2, "b")]),
+                           (second, [("tableA", "colA", 3, "a2"), ("tableC", "colC", 4, "c")])):
+        for table, column, key, value in tables:
+            server.create_table(f"CREATE TABLE dbo.[{table}] (id int primary key, [{column}] varchar(32))")
+            server.execute(f"INSERT INTO dbo.\"{table}\" VALUES ({key}, '{value}')")
+        server.enable_db()
+        for table, *_ in tables:
+            server.enable_table("dbo", table)
+        server.agent.start()
+    config = standin.properties(**{"database.names": f"{standin.dbname},{SECOND}", "snapshot.mode": "initial",
+                                   "include.schema.changes": "false"})
+    runner = EngineThread(config).start()
+
+    def topic(db, table):
+        return [r.value["after"] for r in runner.snapshot() if r.topic == f"server1.{db}.dbo.{table}"]
+
+    try:
+        runner.wait(lambda rs: len(_data(rs)) >= 4, "the four snapshot rows")
+        assert topic(standin.dbname, "tableA") == [{"id": 1, "colA": "a1"}]
+        assert topic(standin.dbname, "tableB") == [{"id": 2, "colB": "b"}]
+        assert topic(SECOND, "tableA") == [{"id": 3, "colA": "a2"}]
+        assert topic(SECOND, "tableC") == [{"id": 4, "colC": "c"}]
+        runner.wait_streaming()
+        standin.execute("INSERT INTO dbo.\"tableA\" VALUES (5, 'a1s')")
+        second.execute("INSERT INTO dbo.\"tableA\" VALUES (6, 'a2s')")
+        runner.wait(lambda rs: len(_data(rs)) >= 6, "the two inserts")
+        time.sleep(0.5)
+    finally:
+        runner.stop()
+    assert topic(standin.dbname, "tableA")[1:] == [{"id": 5, "colA": "a1s"}]
+    assert topic(SECOND, "tableA")[1:] == [{"id": 6, "colA": "a2s"}]
+    assert len(_data(runner.records)) == 6
