@@ -545,3 +545,159 @@ def test_multi_partition_mode_snapshot_and_streaming(standin, second):
     assert topic(standin.dbname, "tableA")[1:] == [{"id": 5, "colA": "a1s"}]
     assert topic(SECOND, "tableA")[1:] == [{"id": 6, "colA": "a2s"}]
     assert len(_data(runner.records)) == 6
+
+
+# -- SqlServerConnectorIT.shouldAllowForCustomSnapshot with CustomTestSnapshot --------------------------------
+
+
+class _CustomTestSnapshot:
+    """Debezium's CustomTestSnapshot, as a cdc plugin: a Snapshotter that always snapshots data and schema and
+    streams, and a SnapshotQuery that reads every table but tableb until an offset exists. (Debezium's looks the
+    offsets up in its BeanRegistry; cdc hands them to should_snapshot_data, called before any query.)"""
+
+    name: ClassVar[str] = "io.debezium.connector.sqlserver.CustomTestSnapshot"
+    has_state: ClassVar[bool] = False
+
+    def configure(self, config: Config) -> None:
+        pass
+
+    def should_snapshot_data(self, offset_exists: bool, snapshot_in_progress: bool) -> bool:
+        _CustomTestSnapshot.has_state = offset_exists
+        return True
+
+    def should_snapshot_schema(self, offset_exists: bool, snapshot_in_progress: bool) -> bool:
+        return True
+
+    def should_stream(self) -> bool:
+        return True
+
+    def should_snapshot_on_schema_error(self) -> bool:
+        return False
+
+    def should_snapshot_on_data_error(self) -> bool:
+        return False
+
+    def snapshot_completed(self) -> None:
+        pass
+
+    def snapshot_aborted(self) -> None:
+        pass
+
+    def snapshot_query(self, table: TableId, columns: list[str], quote: Any) -> str | None:
+        name = quote(table)
+        if not _CustomTestSnapshot.has_state and "tableb" in name:
+            return None
+        return f"SELECT {', '.join(columns)} FROM {name}"
+
+
+def test_connector_it_should_allow_for_custom_snapshot(standin):
+    """SqlServerConnectorIT.shouldAllowForCustomSnapshot: snapshot.mode=custom and snapshot.query.mode=custom, both
+    CustomTestSnapshot. First start (no offset): tablea's row read, tableb's not; two inserts streamed. A restart
+    (an offset now): both tables read again, two rows each."""
+    from cdc_core.hookspecs import hookimpl
+
+    class Plugins:
+        @hookimpl
+        def register_snapshotters(self):
+            return [_CustomTestSnapshot]
+
+        @hookimpl
+        def register_snapshot_queries(self):
+            return [_CustomTestSnapshot]
+
+    plugins = PluginRegistry()
+    plugins.register(Plugins(), name="sqlserver-custom-test-snapshot")
+    standin.create_table("CREATE TABLE dbo.tablea (id int primary key, cola varchar(30))")
+    standin.create_table("CREATE TABLE dbo.tableb (id int primary key, colb varchar(30))")
+    standin.execute("INSERT INTO dbo.tablea VALUES (1, 'a')")
+    standin.enable_db()
+    standin.enable_table("dbo", "tablea")
+    standin.enable_table("dbo", "tableb")
+    standin.execute("INSERT INTO dbo.tableb VALUES (1, '1')")
+    standin.agent.start()
+    standin.wait_captured()
+    config = standin.properties(**{"snapshot.mode": "custom", "snapshot.mode.custom.name": _CustomTestSnapshot.name,
+                                   "snapshot.query.mode": "custom",
+                                   "snapshot.query.mode.custom.name": _CustomTestSnapshot.name,
+                                   "include.schema.changes": "false"})
+
+    def ops(records, table):
+        return [(r.value["op"], r.key["id"]) for r in _data(records) if _table(r.topic) == table]
+
+    runner = EngineThread(config, plugins=plugins).start()
+    try:
+        runner.wait(lambda rs: ops(rs, "tablea") == [("r", 1)], "tablea's snapshot row")
+        runner.wait_streaming()
+        standin.execute("INSERT INTO dbo.tablea VALUES (2, '1')")
+        standin.execute("INSERT INTO dbo.tableb VALUES (2, '1')")
+        runner.wait(lambda rs: len(_data(rs)) >= 3, "the two inserts")
+        time.sleep(0.5)
+    finally:
+        runner.stop()
+    assert ops(runner.records, "tablea") == [("r", 1), ("c", 2)]
+    assert ops(runner.records, "tableb") == [("c", 2)]  # no snapshot row: the query was None
+    again = EngineThread(config, offsets=runner.offsets, history=runner.history, plugins=plugins).start()
+    try:
+        again.wait(lambda rs: len(_data(rs)) >= 4, "the second snapshot")
+        time.sleep(0.5)
+    finally:
+        again.stop()
+    assert ops(again.records, "tablea") == [("r", 1), ("r", 2)]
+    assert ops(again.records, "tableb") == [("r", 1), ("r", 2)]
+
+
+def test_change_table_set_it_add_column_to_table_with_parallel_writes(standin):
+    """SqlServerChangeTableSetIT.addColumnToTableWithParallelWrites: while another connection inserts into tablea
+    and tableb (Debezium: one row each a second; here every 0.2 s), tableb gets colb2 and a second capture instance:
+    tableb's events are first without colb2, then with it (at least one of each, never without after with), and
+    later rows have it."""
+    for ddl in ("CREATE TABLE dbo.tablea (id int primary key, cola varchar(30))",
+                "CREATE TABLE dbo.tableb (id int primary key, colb varchar(30))",
+                "CREATE TABLE dbo.tablec (id int primary key, colc varchar(30))"):
+        standin.create_table(ddl)
+    standin.enable_db()
+    standin.enable_table("dbo", "tablea")
+    standin.enable_table("dbo", "tableb")
+    runner = _start(standin, **{"snapshot.mode": "no_data"})
+
+    def tableb(records):
+        return [r for r in _data(records) if _table(r.topic) == "tableb"]
+
+    try:
+        runner.wait_streaming()
+        standin.execute("INSERT INTO dbo.tablea SELECT g, 'a' FROM generate_series(10, 29) g; "
+                        "INSERT INTO dbo.tableb SELECT g, 'b' FROM generate_series(10, 29) g")
+        runner.wait(lambda rs: len(_data(rs)) >= 40, "the first 40 rows")
+        assert all([f.name for f in r.value_schema.field("after").schema.fields] == ["id", "colb"]
+                   for r in tableb(runner.snapshot()))
+
+        def writer():
+            with standin._connect() as conn:
+                for i in range(100, 120):
+                    conn.execute(f"INSERT INTO dbo.tablea VALUES ({i}, 'a2')")
+                    conn.execute(f"INSERT INTO dbo.tableb (id, colb) VALUES ({i}, 'b')")
+                    time.sleep(0.2)
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        time.sleep(1.0)
+        standin.add_column("dbo", "tableb", "colb2", "VARCHAR(32)")
+        standin.enable_table("dbo", "tableb", "after_change")
+        thread.join(30)
+        runner.wait(lambda rs: len(_data(rs)) >= 80, "the parallel 40 rows")
+        fields = [[f.name for f in r.value_schema.field("after").schema.fields] for r in tableb(runner.snapshot())[20:]]
+        before = [f for f in fields if f == ["id", "colb"]]
+        after = [f for f in fields if f == ["id", "colb", "colb2"]]
+        assert len(before) + len(after) == 20 and before and after, fields
+        assert fields == before + after, fields  # no event without colb2 after one with it
+        standin.execute("INSERT INTO dbo.tablea SELECT g, 'a3' FROM generate_series(1000, 1019) g; "
+                        "INSERT INTO dbo.tableb SELECT g, 'b1', 'b2' FROM generate_series(1000, 1019) g")
+        runner.wait(lambda rs: len(_data(rs)) >= 120, "the last 40 rows")
+        time.sleep(0.5)
+    finally:
+        runner.stop()
+    last = tableb(runner.records)[40:]
+    assert len(last) == 20 and len(_data(runner.records)) == 120
+    for r in last:
+        assert [f.name for f in r.value_schema.field("after").schema.fields] == ["id", "colb", "colb2"]
+        assert r.value["after"]["colb2"] == "b2"
