@@ -130,9 +130,9 @@ def _created(ddl: str) -> str:
 
 
 def _enable(server: StandIn, spec: Any) -> None:
-    """Enable CDC on a table: ``name`` or ``{table: name, instance: capture instance}``."""
+    """Enable CDC on a table: ``name`` or ``{table: name, instance: capture instance, columns: captured columns}``."""
     if isinstance(spec, dict):
-        server.enable_table(*_qualified(spec["table"]), spec.get("instance"))
+        server.enable_table(*_qualified(spec["table"]), spec.get("instance"), spec.get("columns"))
     else:
         server.enable_table(*_qualified(spec))
 

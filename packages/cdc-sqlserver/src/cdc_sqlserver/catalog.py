@@ -122,8 +122,10 @@ def read_all_capture_instances(conn: Any, tables: dict[tuple[str, str], Table]
         if source is None:
             continue
         columns = captured.get(int(object_id), [])
-        # The event schema holds the captured columns only, in the table's order.
-        view = Table(source.id, [c for c in source.columns if c.name in columns], source.primary_key)
+        # The event schema holds the captured columns only, in the table's order; the key the captured key columns
+        # only (Debezium 2.7.4's readTableStructure cdcEnabledPkColumns, getTableSchemaFromTable).
+        view = Table(source.id, [c for c in source.columns if c.name in columns],
+                     [k for k in source.primary_key if k in columns])
         instance = CaptureInstance(name, view, int(object_id), from_value(start_lsn), columns)
         previous = out.setdefault((schema, table), [])
         if previous and previous[-1].start_lsn == instance.start_lsn:
