@@ -758,3 +758,34 @@ def test_snapshot_lock_statements(isolation, locking, timeout, expected):
     reader.lock_timeout_ms = timeout
     reader.begin([UncapturedTable(Table(TableId("db", "dbo", "t"), [], []))])
     assert conn.statements == expected
+
+
+def test_chunked_snapshot_runs_a_listed_override_as_written(standin):
+    """cdc's chunked snapshot (cdc-spark) reads a table with a snapshot.select.statement.overrides statement in one
+    chunk, found and run as the connector's snapshot runs it (SnapshotWithSelectOverridesIT's statement: its * the
+    columns, its ORDER BY kept); an unlisted table's statement is not used."""
+    from cdc_core.spi.chunks import snapshot_chunks_for
+    from cdc_sqlserver.connector import SqlServerConnector
+
+    for name in ("table1", "table2"):
+        standin.create_table(f"CREATE TABLE dbo.{name} (id int, name varchar(30), soft_deleted bit, primary key(id))")
+        standin.execute(f"INSERT INTO dbo.{name} SELECT g, 'name' || g, g % 2 = 1 FROM generate_series(0, 9) g")
+    standin.enable_db()
+    standin.enable_table("dbo", "table1")
+    standin.enable_table("dbo", "table2")
+    standin.agent.start()
+    cls = snapshot_chunks_for(SqlServerConnector)
+    config = Config(standin.properties(**{
+        "snapshot.select.statement.overrides": " dbo.table1 ",
+        "snapshot.select.statement.overrides.dbo.table1": "SELECT * FROM [dbo].[table1] WHERE soft_deleted = 0 ORDER BY id DESC",
+        "snapshot.select.statement.overrides.dbo.table2": "SELECT * FROM [dbo].[table2] WHERE soft_deleted = 0"}))
+    plan = cls(config, None).open(for_streaming=False, tables=None, chunk_rows=100)
+    rows = {}
+    for chunk in plan.chunks:
+        for batch in cls.read_chunk(config, chunk):
+            for c in batch:
+                if hasattr(c, "after"):
+                    rows.setdefault(chunk.table, []).append(c.after)
+    assert [r[0] for r in rows["dbo.table1"]] == [8, 6, 4, 2, 0]
+    assert all(r[1] == f"name{r[0]}" and r[2] is False for r in rows["dbo.table1"])
+    assert sorted(r[0] for r in rows["dbo.table2"]) == list(range(10))

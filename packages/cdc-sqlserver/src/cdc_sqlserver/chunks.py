@@ -58,6 +58,7 @@ from cdc_core.events import Checkpoint, RawChange
 from cdc_core.logs import connector_logger
 from cdc_core.relational import Table
 from cdc_core.snapshot.markers import snapshot_marker
+from cdc_core.snapshot.table_reader import result_order
 from cdc_core.spi.chunks import Chunk, ChunkRead, SnapshotPlan
 from cdc_core.spi.connector import ConnectorContext
 from cdc_sqlserver import config as msc
@@ -257,8 +258,9 @@ class SqlServerSnapshotChunks:
             cur = conn.execute(statement, *params)
             fetch = config.get(msc.SNAPSHOT_FETCH_SIZE)
             raws: list[Any] = []
+            order = result_order(cur.description, [c.name for c in inst.table.columns])
             while fetched := cur.fetchmany(fetch):
-                raws += fetched
+                raws += fetched if order is None else [[None if i is None else row[i] for i in order] for row in fetched]
             lsn = _log_end(conn)
             conn.commit()
         finally:
@@ -291,8 +293,8 @@ def _select(db: str, table: Table, chunk: Chunk) -> tuple[str, list[Any]]:
     bounds = chunk.bounds
     cols = ", ".join(quote(c.name) for c in table.columns)
     held = f"{_table_sql(db, table)} WITH (HOLDLOCK)"
-    if bounds.get("override"):
-        return f"SELECT {cols} FROM ({bounds['override']}) AS cdc_snapshot_select", []
+    if bounds.get("override"):  # run as written, its columns matched by name (cdc_sqlserver.snapshot_select)
+        return bounds["override"], []
     parts, params = _range(table, bounds)
     return f"SELECT {cols} FROM {held}" + (" WHERE " + " AND ".join(parts) if parts else ""), params
 
