@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from cdc_core.errors import RetriableError
 from cdc_core.relational import Table
 from cdc_core.snapshot.table_reader import TableSnapshotReader, first_line
-from cdc_sqlserver.catalog import CaptureInstance, quote
+from cdc_sqlserver.catalog import CaptureInstance
 from cdc_sqlserver.lsn import from_value
 from cdc_sqlserver.snapshot_select import quote_table
 from cdc_sqlserver.source import source_block
@@ -117,14 +117,4 @@ class SnapshotReader(TableSnapshotReader):
     def offset(self, completed: bool) -> dict[str, Any]:
         """The snapshot offset at the highest LSN read by ``begin``."""
         return snapshot_offset(self.max_lsn, completed)
-
-
-def _table(db: str, inst: CaptureInstance | UncapturedTable) -> str:
-    """``[db].[schema].[table]``."""
-    return f"{quote(db)}.{quote(inst.table.id.schema or 'dbo')}.{quote(inst.table.id.table)}"
-
-
-def select_for(db: str, inst: CaptureInstance | UncapturedTable) -> str:
-    """``SELECT [c1], ... FROM [db].[schema].[table]``: the captured (or, without CDC, all) columns, in order."""
-    return f"SELECT {', '.join(quote(c.name) for c in inst.table.columns)} FROM {_table(db, inst)}"
 
