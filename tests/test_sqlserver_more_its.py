@@ -789,3 +789,46 @@ def test_chunked_snapshot_runs_a_listed_override_as_written(standin):
     assert [r[0] for r in rows["dbo.table1"]] == [8, 6, 4, 2, 0]
     assert all(r[1] == f"name{r[0]}" and r[2] is False for r in rows["dbo.table1"])
     assert sorted(r[0] for r in rows["dbo.table2"]) == list(range(10))
+
+
+class _RecordingLock:
+    """A custom SnapshotLock recording what it is asked and locking with TABLOCKX (as Debezium's SnapshotLock SPI)."""
+
+    name: ClassVar[str] = "recording"
+    asked: ClassVar[list] = []
+
+    def configure(self, config: Config) -> None:
+        pass
+
+    def table_lock_statement(self, lock_timeout_ms: int, table: TableId, quote: Any) -> str | None:
+        _RecordingLock.asked.append((quote(table), lock_timeout_ms))
+        return f"SELECT TOP(0) * FROM {quote(table)} WITH (TABLOCKX)"
+
+
+@pytest.mark.parametrize("isolation,asked", [("repeatable_read", True), ("read_committed", False)])
+def test_custom_snapshot_lock_is_asked_for_each_table(standin, isolation, asked):
+    """snapshot.locking.mode=custom: the SnapshotLock plugin named by snapshot.locking.mode.custom.name gives each
+    table's lock statement, with snapshot.lock.timeout.ms and the table as [db].[schema].[table], under
+    repeatable_read (and exclusive) only (SqlServerSnapshotChangeEventSource.lockTablesForSchemaSnapshot)."""
+    from cdc_core.hookspecs import hookimpl
+
+    class Plugins:
+        @hookimpl
+        def register_snapshot_locks(self):
+            return [_RecordingLock]
+
+    plugins = PluginRegistry()
+    plugins.register(Plugins(), name="sqlserver-recording-lock")
+    _RecordingLock.asked = []
+    standin.create_table(TABLE1)
+    _table1(standin, 0, 3)
+    standin.enable_db()
+    standin.enable_table("dbo", "table1")
+    standin.agent.start()
+    config = standin.properties(**{"snapshot.mode": "initial_only", "snapshot.isolation.mode": isolation,
+                                   "snapshot.locking.mode": "custom", "snapshot.locking.mode.custom.name": "recording",
+                                   "snapshot.lock.timeout.ms": 3000, "include.schema.changes": "false"})
+    runner = EngineThread(config, plugins=plugins).start()
+    assert runner.join(30) is None
+    assert [r.key["id"] for r in _table1_records(runner.records)] == [0, 1, 2]
+    assert _RecordingLock.asked == ([(f"[{standin.dbname}].[dbo].[table1]", 3000)] if asked else [])
