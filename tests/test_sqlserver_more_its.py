@@ -743,9 +743,10 @@ class _Recorder:
         return (None,)
 
 
-@pytest.mark.parametrize("isolation,locking,timeout,expected", DATA["lock_statements"],
-                         ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in DATA["lock_statements"]])
-def test_snapshot_lock_statements(isolation, locking, timeout, expected):
+@pytest.mark.parametrize("isolation,locking,timeout,expected,schema",
+                         [(*c[:4], c[4] if len(c) > 4 else True) for c in DATA["lock_statements"]],
+                         ids=[f"{c[0]}-{c[1]}-{c[2]}" + ("-data_only" if len(c) > 4 else "") for c in DATA["lock_statements"]])
+def test_snapshot_lock_statements(isolation, locking, timeout, expected, schema):
     import logging
 
     from cdc_core.relational import Table
@@ -756,6 +757,7 @@ def test_snapshot_lock_statements(isolation, locking, timeout, expected):
     reader = SnapshotReader(conn, "server1", "db", isolation, 10, logging.getLogger("test"))
     reader.lock = ExclusiveSnapshotLock() if locking == "exclusive" else NoLock()
     reader.lock_timeout_ms = timeout
+    reader.schema = schema
     reader.begin([UncapturedTable(Table(TableId("db", "dbo", "t"), [], []))])
     assert conn.statements == expected
 
@@ -805,11 +807,19 @@ class _RecordingLock:
         return f"SELECT TOP(0) * FROM {quote(table)} WITH (TABLOCKX)"
 
 
-@pytest.mark.parametrize("isolation,asked", [("repeatable_read", True), ("read_committed", False)])
-def test_custom_snapshot_lock_is_asked_for_each_table(standin, isolation, asked):
+DATA_ONLY = {"snapshot.mode": "configuration_based", "snapshot.mode.configuration.based.snapshot.data": "true",
+             "snapshot.mode.configuration.based.snapshot.schema": "false"}
+
+
+@pytest.mark.parametrize("isolation,asked,mode", [("repeatable_read", True, {"snapshot.mode": "initial_only"}),
+                                                  ("read_committed", False, {"snapshot.mode": "initial_only"}),
+                                                  ("repeatable_read", False, DATA_ONLY)],
+                         ids=["repeatable_read", "read_committed", "repeatable_read-data_only"])
+def test_custom_snapshot_lock_is_asked_for_each_table(standin, isolation, asked, mode):
     """snapshot.locking.mode=custom: the SnapshotLock plugin named by snapshot.locking.mode.custom.name gives each
     table's lock statement, with snapshot.lock.timeout.ms and the table as [db].[schema].[table], under
-    repeatable_read (and exclusive) only (SqlServerSnapshotChangeEventSource.lockTablesForSchemaSnapshot)."""
+    repeatable_read (and exclusive) only (SqlServerSnapshotChangeEventSource.lockTablesForSchemaSnapshot), and only
+    when the schema is snapshotted too (not for configuration_based's data-only snapshot)."""
     from cdc_core.hookspecs import hookimpl
 
     class Plugins:
@@ -825,7 +835,7 @@ def test_custom_snapshot_lock_is_asked_for_each_table(standin, isolation, asked)
     standin.enable_db()
     standin.enable_table("dbo", "table1")
     standin.agent.start()
-    config = standin.properties(**{"snapshot.mode": "initial_only", "snapshot.isolation.mode": isolation,
+    config = standin.properties(**{**mode, "snapshot.isolation.mode": isolation,
                                    "snapshot.locking.mode": "custom", "snapshot.locking.mode.custom.name": "recording",
                                    "snapshot.lock.timeout.ms": 3000, "include.schema.changes": "false"})
     runner = EngineThread(config, plugins=plugins).start()

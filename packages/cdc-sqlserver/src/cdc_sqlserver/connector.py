@@ -118,6 +118,8 @@ class SqlServerConnector:
         self._history: SchemaHistory | None = None
         #: Set when a snapshot starts (its CREATE events go first: cdc_sqlserver.schema_history).
         self._snapshotting = False
+        #: Whether the snapshot due captures the schema too (SnapshotReader.schema: its isolation level and locks).
+        self._schema_snapshot = True
         #: ``database.sqlserver.agent.status.query``: at start, and at a poll without a maximum LSN.
         self._agent = AgentCheck(config.get(msc.AGENT_STATUS_QUERY), self.db, self.log)
 
@@ -316,6 +318,8 @@ class SqlServerConnector:
                                  "removed changes after it, which are lost; streaming goes on from the oldest change "
                                  "left. Set snapshot.mode=when_needed to take a new snapshot instead",
                                  offset.get("commit_lsn"), self.address)
+        in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
+        self._schema_snapshot = bool(self.snapshotter.should_snapshot_schema(offset is not None, in_progress))
         yield from snapshot_then_stream(self.snapshotter, offset, self.config, self._stop, self.log, self._snapshot,
                                         self._no_data_offset, lambda at: self._stream(ResumePoint(at)))
 
@@ -334,6 +338,7 @@ class SqlServerConnector:
                 self.config.get(msc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"))
             reader.lock = self._snapshot_lock
             reader.lock_timeout_ms = self.config.get(common.SNAPSHOT_LOCK_TIMEOUT_MS)
+            reader.schema = self._schema_snapshot
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
             tables = snapshot_order([*self._instances, *self._without_cdc], self.config.get(common.TABLE_INCLUDE),
                                     lambda i: i.table.id.identifier)

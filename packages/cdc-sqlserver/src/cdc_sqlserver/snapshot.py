@@ -70,12 +70,18 @@ class SnapshotReader(TableSnapshotReader):
         #: The SnapshotLock of ``snapshot.locking.mode`` (None: no locks) and ``snapshot.lock.timeout.ms``.
         self.lock: Any = ExclusiveSnapshotLock()
         self.lock_timeout_ms = 10000
+        #: Whether the snapshot captures the schema too (the snapshotter's should_snapshot_schema): Debezium 2.7.4's
+        #: doExecute calls lockTablesForSchemaSnapshot, which sets the isolation level (but SNAPSHOT, set when the
+        #: connection is made) and takes the locks, only then; a data-only snapshot reads at the driver's default,
+        #: READ COMMITTED, without locks.
+        self.schema = True
 
     def begin(self, instances: list[CaptureInstance | UncapturedTable]) -> str:
         """Set the isolation level, lock (module docstring), and read the max LSN inside the transaction."""
         self.conn.autocommit = False
-        self.conn.execute(f"SET TRANSACTION ISOLATION LEVEL {ISOLATION[self.isolation]}")
-        locking = self.isolation in ("repeatable_read", "exclusive")
+        isolation = self.isolation if self.schema or self.isolation == "snapshot" else "read_committed"
+        self.conn.execute(f"SET TRANSACTION ISOLATION LEVEL {ISOLATION[isolation]}")
+        locking = self.schema and self.isolation in ("repeatable_read", "exclusive")
         if locking:
             self.conn.execute(f"SET LOCK_TIMEOUT {self.lock_timeout_ms}")
             if self.isolation == "repeatable_read":
