@@ -130,6 +130,9 @@ class Checkpoint(NamedTuple):
     transaction_event_id: str | None = None
     #: Whose offset it is, for a connector of several partitions (``Connector.partitions``); None: the connector's.
     partition: dict[str, Any] | None = None
+    #: A snapshot's end: a heartbeat is written here whatever the interval, when heartbeats are on (Debezium 2.7.4's
+    #: RelationalSnapshotChangeEventSource.doExecute ends with dispatcher.alwaysDispatchHeartbeatEvent).
+    heartbeat: bool = False
 
 
 class TransactionBegin(NamedTuple):

@@ -33,6 +33,15 @@ PRIMARY_KEYS = (
     "JOIN sys.columns c ON c.object_id = ic.object_id AND c.column_id = ic.column_id "
     "JOIN sys.tables t ON t.object_id = i.object_id JOIN sys.schemas s ON s.schema_id = t.schema_id "
     "WHERE i.is_primary_key = 1 ORDER BY s.name, t.name, ic.key_ordinal")
+#: The unique indexes' key columns, in the order the driver's getIndexInfo(unique=true) (sp_statistics) lists them:
+#: clustered first, then by index name; a table without a primary key takes the first one's (below).
+UNIQUE_INDEXES = (
+    "SELECT s.name, t.name, i.name, c.name FROM sys.indexes i "
+    "JOIN sys.index_columns ic ON ic.object_id = i.object_id AND ic.index_id = i.index_id "
+    "JOIN sys.columns c ON c.object_id = ic.object_id AND c.column_id = ic.column_id "
+    "JOIN sys.tables t ON t.object_id = i.object_id JOIN sys.schemas s ON s.schema_id = t.schema_id "
+    "WHERE i.is_unique = 1 AND i.is_primary_key = 0 AND i.name IS NOT NULL AND ic.key_ordinal > 0 "
+    "ORDER BY s.name, t.name, CASE WHEN i.type = 1 THEN 0 ELSE 1 END, i.name, ic.key_ordinal")
 CHANGE_TABLES = (
     "SELECT OBJECT_SCHEMA_NAME(ct.source_object_id), OBJECT_NAME(ct.source_object_id), ct.capture_instance, "
     "ct.object_id, ct.start_lsn, ct.create_date FROM cdc.change_tables AS ct ORDER BY ct.start_lsn, ct.create_date")
@@ -88,6 +97,14 @@ def read_tables(conn: Any, db: str, modes: TypeModes, parse: ServerParse | None 
     keys: dict[tuple[str, str], list[str]] = {}
     for schema, table, name in conn.execute(PRIMARY_KEYS).fetchall():
         keys.setdefault((schema, table), []).append(name)
+    # As Debezium 2.7.4's JdbcConnection.readPrimaryKeyOrUniqueIndexNames: no primary key, the first unique index
+    # (readTableUniqueIndices; SqlServerConnection takes every named one) gives the key (TablesWithoutPrimaryKeyIT).
+    first: dict[tuple[str, str], str] = {}
+    for schema, table, index, name in conn.execute(UNIQUE_INDEXES).fetchall():
+        if (schema, table) in keys and (schema, table) not in first:
+            continue
+        if first.setdefault((schema, table), index) == index:
+            keys.setdefault((schema, table), []).append(name)
     return {k: Table(TableId(db, k[0], k[1]), [column(i, modes, parse) for i in cols], keys.get(k, []))
             for k, cols in infos.items()}
 
@@ -113,8 +130,10 @@ def read_all_capture_instances(conn: Any, tables: dict[tuple[str, str], Table]
         if source is None:
             continue
         columns = captured.get(int(object_id), [])
-        # The event schema holds the captured columns only, in the table's order.
-        view = Table(source.id, [c for c in source.columns if c.name in columns], source.primary_key)
+        # The event schema holds the captured columns only, in the table's order; the key the captured key columns
+        # only (Debezium 2.7.4's readTableStructure cdcEnabledPkColumns, getTableSchemaFromTable).
+        view = Table(source.id, [c for c in source.columns if c.name in columns],
+                     [k for k in source.primary_key if k in columns])
         instance = CaptureInstance(name, view, int(object_id), from_value(start_lsn), columns)
         previous = out.setdefault((schema, table), [])
         if previous and previous[-1].start_lsn == instance.start_lsn:

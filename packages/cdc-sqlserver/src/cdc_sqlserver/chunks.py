@@ -58,6 +58,7 @@ from cdc_core.events import Checkpoint, RawChange
 from cdc_core.logs import connector_logger
 from cdc_core.relational import Table
 from cdc_core.snapshot.markers import snapshot_marker
+from cdc_core.snapshot.table_reader import result_order
 from cdc_core.spi.chunks import Chunk, ChunkRead, SnapshotPlan
 from cdc_core.spi.connector import ConnectorContext
 from cdc_sqlserver import config as msc
@@ -66,6 +67,7 @@ from cdc_sqlserver.catalog import CaptureInstance, quote, read_capture_instances
 from cdc_sqlserver.incremental import key_greater, key_value
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
+from cdc_sqlserver.snapshot_select import SnapshotSelect
 from cdc_sqlserver.source import source_block
 from cdc_sqlserver.types import TypeModes, base_name
 
@@ -162,8 +164,9 @@ class SqlServerSnapshotChunks:
     def _plan_table(self, conn: Any, db: str, inst: CaptureInstance, snapshot_id: str,
                     chunk_rows: int) -> list[Chunk]:
         table = inst.table
-        override = self.config.get(f"snapshot.select.statement.overrides.{db}.{table.id.identifier}") or \
-            self.config.get(f"snapshot.select.statement.overrides.{table.id.identifier}")
+        # The table's override as the connector finds it (listed in snapshot.select.statement.overrides, its * the
+        # columns: cdc_sqlserver.snapshot_select), read in one chunk.
+        override = SnapshotSelect(self.config, db, None, self.log).override(table)
         first = table.column(table.primary_key[0]) if table.primary_key else None
         ranges: list[dict[str, Any]]
         if override or first is None:
@@ -255,8 +258,9 @@ class SqlServerSnapshotChunks:
             cur = conn.execute(statement, *params)
             fetch = config.get(msc.SNAPSHOT_FETCH_SIZE)
             raws: list[Any] = []
+            order = result_order(cur.description, [c.name for c in inst.table.columns])
             while fetched := cur.fetchmany(fetch):
-                raws += fetched
+                raws += fetched if order is None else [[None if i is None else row[i] for i in order] for row in fetched]
             lsn = _log_end(conn)
             conn.commit()
         finally:
@@ -289,8 +293,8 @@ def _select(db: str, table: Table, chunk: Chunk) -> tuple[str, list[Any]]:
     bounds = chunk.bounds
     cols = ", ".join(quote(c.name) for c in table.columns)
     held = f"{_table_sql(db, table)} WITH (HOLDLOCK)"
-    if bounds.get("override"):
-        return f"SELECT {cols} FROM ({bounds['override']}) AS cdc_snapshot_select", []
+    if bounds.get("override"):  # run as written, its columns matched by name (cdc_sqlserver.snapshot_select)
+        return bounds["override"], []
     parts, params = _range(table, bounds)
     return f"SELECT {cols} FROM {held}" + (" WHERE " + " AND ".join(parts) if parts else ""), params
 

@@ -21,6 +21,9 @@ SNAPSHOT_MODE = F(
 )
 SNAPSHOT_ISOLATION_MODE = F("snapshot.isolation.mode", "enum", "repeatable_read",
                             allowed=("read_uncommitted", "read_committed", "repeatable_read", "snapshot", "exclusive"))
+#: As Debezium 2.7.4: under snapshot.isolation.mode repeatable_read and exclusive, ``exclusive`` takes TABLOCKX on every
+#: table while the snapshot's position is read, ``none`` no lock, ``custom`` a SnapshotLock plugin's statement.
+SNAPSHOT_LOCKING_MODE = F("snapshot.locking.mode", "enum", "exclusive", allowed=("exclusive", "none", "custom"))
 SNAPSHOT_FETCH_SIZE = F("snapshot.fetch.size", "int", 2000, minimum=1)
 DATA_QUERY_MODE = F("data.query.mode", "enum", "function", allowed=("function", "direct"))
 MAX_ITERATION_TRANSACTIONS = F("max.iteration.transactions", "int", 500, minimum=0)
@@ -38,7 +41,7 @@ SOURCE_STRUCT_VERSION = F("source.struct.version", "enum", "v2", allowed=("v2",)
 
 FIELDS = Fields(
     [HOSTNAME, PORT, INSTANCE, USER, PASSWORD, NAMES, ENCRYPT, TRUST_SERVER_CERTIFICATE, APPLICATION_INTENT,
-     SNAPSHOT_MODE, SNAPSHOT_ISOLATION_MODE, SNAPSHOT_FETCH_SIZE, DATA_QUERY_MODE,
+     SNAPSHOT_MODE, SNAPSHOT_ISOLATION_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, DATA_QUERY_MODE,
      MAX_ITERATION_TRANSACTIONS, STREAMING_FETCH_SIZE, QUERY_TIMEOUT_MS, INCLUDE_SCHEMA_CHANGES,
      AGENT_STATUS_QUERY, STORE_ONLY_CAPTURED_TABLES, STORE_ONLY_CAPTURED_DATABASES, SOURCE_STRUCT_VERSION],
     prefixes=("driver.", "snapshot.select.statement.overrides.", "schema.history.internal."),

@@ -13,7 +13,7 @@ from cdc_core.events import Checkpoint, RawChange, RoundEnd
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
 from cdc_core.relational import Table
-from cdc_core.snapshot import snapshotter
+from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.snapshot.phases import snapshot_then_stream
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
@@ -33,7 +33,8 @@ from cdc_sqlserver.plugin import CONNECTOR
 from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
 from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.server_parse import ServerParse
-from cdc_sqlserver.snapshot import SnapshotReader, UncapturedTable, select_for
+from cdc_sqlserver.snapshot import ExclusiveSnapshotLock, SnapshotReader, UncapturedTable
+from cdc_sqlserver.snapshot_select import SnapshotSelect
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader, lsn_text
 from cdc_sqlserver.types import TypeModes
@@ -89,6 +90,11 @@ class SqlServerConnector:
         self.address = msc.server_address(config)
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(msc.SNAPSHOT_MODE), plugins)
+        #: Each table's snapshot SELECT: its snapshot.select.statement.overrides, else snapshot.query.mode's.
+        self._selects = SnapshotSelect(config, self.db, snapshot_query(config, config.get(common.SNAPSHOT_QUERY_MODE),
+                                                                       plugins), context.log)
+        locking = config.get(msc.SNAPSHOT_LOCKING_MODE)
+        self._snapshot_lock = ExclusiveSnapshotLock() if locking == "exclusive" else snapshot_lock(config, locking, plugins)
         self.modes = TypeModes.from_config(config)
         self.metrics = context.metrics
         self._stop = threading.Event()
@@ -112,6 +118,8 @@ class SqlServerConnector:
         self._history: SchemaHistory | None = None
         #: Set when a snapshot starts (its CREATE events go first: cdc_sqlserver.schema_history).
         self._snapshotting = False
+        #: Whether the snapshot due captures the schema too (SnapshotReader.schema: its isolation level and locks).
+        self._schema_snapshot = True
         #: ``database.sqlserver.agent.status.query``: at start, and at a poll without a maximum LSN.
         self._agent = AgentCheck(config.get(msc.AGENT_STATUS_QUERY), self.db, self.log)
 
@@ -310,6 +318,8 @@ class SqlServerConnector:
                                  "removed changes after it, which are lost; streaming goes on from the oldest change "
                                  "left. Set snapshot.mode=when_needed to take a new snapshot instead",
                                  offset.get("commit_lsn"), self.address)
+        in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
+        self._schema_snapshot = bool(self.snapshotter.should_snapshot_schema(offset is not None, in_progress))
         yield from snapshot_then_stream(self.snapshotter, offset, self.config, self._stop, self.log, self._snapshot,
                                         self._no_data_offset, lambda at: self._stream(ResumePoint(at)))
 
@@ -326,14 +336,15 @@ class SqlServerConnector:
             reader = self._snapshot_reader = SnapshotReader(
                 conn, self.server, self.db, self.config.get(msc.SNAPSHOT_ISOLATION_MODE),
                 self.config.get(msc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"))
+            reader.lock = self._snapshot_lock
+            reader.lock_timeout_ms = self.config.get(common.SNAPSHOT_LOCK_TIMEOUT_MS)
+            reader.schema = self._schema_snapshot
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
             tables = snapshot_order([*self._instances, *self._without_cdc], self.config.get(common.TABLE_INCLUDE),
                                     lambda i: i.table.id.identifier)
             signal = self._signal_table
-            counted = [i.table.id.identifier for i in tables
-                       if not include or any(p.fullmatch(i.table.id.identifier) for p in include)]
-            if signal is not None and signal not in counted and (
-                    not include or any(p.fullmatch(signal) for p in include)):
+            counted = [i.table.id.identifier for i in tables if _snapshot_included(include, self.db, i.table.id.identifier)]
+            if signal is not None and signal not in counted and _snapshot_included(include, self.db, signal):
                 # Debezium's captured tables hold the signal table (its filter includes it), after the tables the
                 # include list names (addSignalingCollectionAndSort): counted in TotalTableCount, with no rows.
                 counted = snapshot_order([*counted, signal], self.config.get(common.TABLE_INCLUDE))
@@ -342,7 +353,10 @@ class SqlServerConnector:
             lsn = reader.begin(instances)
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(instances), lsn,
                           reader.isolation)
-            yield from metered_snapshot(reader.read([(i, self._select(i)) for i in instances]), self.metrics, self.db,
+            # A table a custom SnapshotQuery gives no SELECT for is not read (Debezium: "the select statement was not
+            # provided, skipping table"), nor counted among the tables whose first and last rows are marked.
+            reads = [(i, select) for i in instances if (select := self._select(i)) is not None]
+            yield from metered_snapshot(reader.read(reads), self.metrics, self.db,
                                         counted)
             reader.end()
         finally:
@@ -470,14 +484,9 @@ class SqlServerConnector:
                 raise
             log.warning("heartbeat.action.query failed: %s", _first_line(e))
 
-    def _select(self, inst: CaptureInstance | UncapturedTable) -> str:
-        """The table's snapshot SELECT: an override if configured, else its captured columns."""
-        override = self.config.get(f"snapshot.select.statement.overrides.{self.db}.{inst.table.id.identifier}") or \
-            self.config.get(f"snapshot.select.statement.overrides.{inst.table.id.identifier}")
-        if override:
-            cols = ", ".join(f"[{c.name}]" for c in inst.table.columns)
-            return f"SELECT {cols} FROM ({override}) AS cdc_snapshot_select"
-        return select_for(self.db, inst)
+    def _select(self, inst: CaptureInstance | UncapturedTable) -> str | None:
+        """The table's snapshot SELECT (cdc_sqlserver.snapshot_select); None: its rows are not read."""
+        return self._selects.select(inst.table)
 
     def _stream(self, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
         """Poll the change tables until stopped."""
@@ -532,3 +541,16 @@ class SqlServerConnector:
             self._round_position = reader.source_position()
             yield RoundEnd(None, {self.db: self._round_position})
 
+
+def _snapshot_included(patterns: list[Any] | None, db: str, identifier: str) -> bool:
+    """Whether ``snapshot.include.collection.list`` takes table ``identifier`` (``schema.table``) of database ``db``.
+
+    As Debezium 2.7.4's AbstractSnapshotChangeEventSource.determineDataCollectionsToBeSnapshotted: a pattern matches
+    the whole of the TableId's identifier, which for SQL Server holds the database (``testDB1.dbo.table_a``), or its
+    double-quoted form (``"testDB1"."dbo"."table_a"``); ``dbo.table_a`` alone matches nothing. No list: every table.
+    """
+    if not patterns:
+        return True
+    schema, _, table = identifier.partition(".")
+    names = (f"{db}.{identifier}", f'"{db}"."{schema}"."{table}"')
+    return any(p.fullmatch(name) for p in patterns for name in names)

@@ -1,9 +1,13 @@
 """The initial snapshot: the captured tables read in one transaction at ``snapshot.isolation.mode``.
 
-As SqlServerSnapshotChangeEventSource: the isolation level is set, ``exclusive`` takes
-``TABLOCKX`` on every table, the maximum LSN is read inside the transaction (streaming starts
-after it), then every table is read. Records carry ``commit_lsn`` = that LSN and offsets
-``{snapshot, snapshot_completed, commit_lsn}``.
+As SqlServerSnapshotChangeEventSource: the isolation level is set; under ``repeatable_read`` and
+``exclusive`` (lockTablesForSchemaSnapshot) ``SET LOCK_TIMEOUT`` is ``snapshot.lock.timeout.ms``,
+``repeatable_read`` sets a savepoint, and each table gets the SnapshotLock's statement of
+``snapshot.locking.mode`` (``exclusive``: ``SELECT TOP(0) * FROM [db].[schema].[table] WITH (TABLOCKX)``;
+``none``: no lock); the maximum LSN is read inside the transaction (streaming starts after it), then
+``repeatable_read`` rolls back to its savepoint, releasing the locks (releaseSchemaSnapshotLocks;
+``exclusive`` keeps them to the end), and every table is read. Records carry ``commit_lsn`` = that
+LSN and offsets ``{snapshot, snapshot_completed, commit_lsn}``.
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ from __future__ import annotations
 import time
 from typing import Any, NamedTuple
 
+from cdc_core.errors import RetriableError
 from cdc_core.relational import Table
-from cdc_core.snapshot.table_reader import TableSnapshotReader
-from cdc_sqlserver.catalog import CaptureInstance, quote
+from cdc_core.snapshot.table_reader import TableSnapshotReader, first_line
+from cdc_sqlserver.catalog import CaptureInstance
 from cdc_sqlserver.lsn import from_value
+from cdc_sqlserver.snapshot_select import quote_table
 from cdc_sqlserver.source import source_block
 
 class UncapturedTable(NamedTuple):
@@ -33,6 +39,19 @@ def snapshot_offset(commit_lsn: str, completed: bool) -> dict[str, Any]:
     return {"snapshot": True, "snapshot_completed": completed, "commit_lsn": commit_lsn}
 
 
+class ExclusiveSnapshotLock:
+    """``snapshot.locking.mode=exclusive`` for SQL Server (Debezium's sqlserver ExclusiveSnapshotLock)."""
+
+    name = "exclusive"
+
+    def configure(self, config: Any) -> None:
+        """Nothing to configure."""
+
+    def table_lock_statement(self, lock_timeout_ms: int, table: Any, quote_fn: Any) -> str | None:
+        """``SELECT TOP(0) * FROM <table> WITH (TABLOCKX)`` (the timeout is the session's LOCK_TIMEOUT)."""
+        return f"SELECT TOP(0) * FROM {quote_fn(table)} WITH (TABLOCKX)"
+
+
 class SnapshotReader(TableSnapshotReader):
     """Reads the captured tables on its own connection, in one transaction."""
 
@@ -48,16 +67,47 @@ class SnapshotReader(TableSnapshotReader):
         self.log = log
         self.stopped = False
         self.max_lsn: str = "NULL"
+        #: The SnapshotLock of ``snapshot.locking.mode`` (None: no locks) and ``snapshot.lock.timeout.ms``.
+        self.lock: Any = ExclusiveSnapshotLock()
+        self.lock_timeout_ms = 10000
+        #: Whether the snapshot captures the schema too (the snapshotter's should_snapshot_schema): Debezium 2.7.4's
+        #: doExecute calls lockTablesForSchemaSnapshot, which sets the isolation level (but SNAPSHOT, set when the
+        #: connection is made) and takes the locks, only then; a data-only snapshot reads at the driver's default,
+        #: READ COMMITTED, without locks.
+        self.schema = True
 
     def begin(self, instances: list[CaptureInstance | UncapturedTable]) -> str:
-        """Set the isolation level, lock (``exclusive``), and read the max LSN inside the transaction."""
+        """Set the isolation level, lock (module docstring), and read the max LSN inside the transaction."""
         self.conn.autocommit = False
-        self.conn.execute(f"SET TRANSACTION ISOLATION LEVEL {ISOLATION[self.isolation]}")
-        if self.isolation == "exclusive":
+        isolation = self.isolation if self.schema or self.isolation == "snapshot" else "read_committed"
+        self.conn.execute(f"SET TRANSACTION ISOLATION LEVEL {ISOLATION[isolation]}")
+        locking = self.schema and self.isolation in ("repeatable_read", "exclusive")
+        if locking:
+            self.conn.execute(f"SET LOCK_TIMEOUT {self.lock_timeout_ms}")
+            if self.isolation == "repeatable_read":
+                self.conn.execute("SAVE TRANSACTION dbz_schema_snapshot")
+            quote_fn = quote_table(self.db)
             for inst in instances:
-                self.conn.execute(f"SELECT TOP (0) * FROM {_table(self.db, inst)} WITH (TABLOCKX)").fetchall()
+                statement = self.lock.table_lock_statement(self.lock_timeout_ms, inst.table.id, quote_fn) \
+                    if self.lock is not None else None
+                if not statement:
+                    continue
+                self.log.info("locking table %s", inst.table.id)
+                try:
+                    self.conn.execute(statement).fetchall()
+                except Exception as e:
+                    if "(1222)" not in str(e) and "Lock request time out" not in str(e):
+                        raise
+                    # Debezium 2.7.4's SqlServerErrorHandler: every SQLException is retriable, so the connector
+                    # restarts (SnapshotIT.testDeadlockDetection: "Lock request time out period exceeded.").
+                    raise RetriableError(f"the snapshot could not lock {inst.table.id} of database {self.db!r} within "
+                                         f"snapshot.lock.timeout.ms={self.lock_timeout_ms} ({statement!r}): "
+                                         f"{first_line(e)}") from None
         row = self.conn.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()
         self.max_lsn = str(from_value(row[0] if row else None))
+        if locking and self.isolation == "repeatable_read":
+            self.conn.execute("ROLLBACK TRANSACTION dbz_schema_snapshot")
+            self.log.info("schema locks released")
         return self.max_lsn
 
     def end(self) -> None:
@@ -73,14 +123,4 @@ class SnapshotReader(TableSnapshotReader):
     def offset(self, completed: bool) -> dict[str, Any]:
         """The snapshot offset at the highest LSN read by ``begin``."""
         return snapshot_offset(self.max_lsn, completed)
-
-
-def _table(db: str, inst: CaptureInstance | UncapturedTable) -> str:
-    """``[db].[schema].[table]``."""
-    return f"{quote(db)}.{quote(inst.table.id.schema or 'dbo')}.{quote(inst.table.id.table)}"
-
-
-def select_for(db: str, inst: CaptureInstance | UncapturedTable) -> str:
-    """``SELECT [c1], ... FROM [db].[schema].[table]``: the captured (or, without CDC, all) columns, in order."""
-    return f"SELECT {', '.join(quote(c.name) for c in inst.table.columns)} FROM {_table(db, inst)}"
 

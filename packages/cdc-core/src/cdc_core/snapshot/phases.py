@@ -22,7 +22,8 @@ def snapshot_then_stream(snapshotter: Any, offset: dict[str, Any] | None, config
 
     A snapshot is in progress when the offset has ``snapshot`` and not ``snapshot_completed``. With
     no snapshot and no offset (``no_data``) streaming starts at ``no_data_offset()``, handed on first
-    as a Checkpoint. A stop during the snapshot aborts it (``snapshotter.snapshot_aborted``). The offset handed to
+    as a Checkpoint. Either way the snapshot ends with a Checkpoint that forces a heartbeat (when heartbeats are
+    on), as Debezium's snapshot does. A stop during the snapshot aborts it (``snapshotter.snapshot_aborted``). The offset handed to
     ``stream`` never carries an unfinished blocking snapshot's progress (``BLOCKING_KEY``).
     """
     offset_exists = offset is not None
@@ -44,11 +45,13 @@ def snapshot_then_stream(snapshotter: Any, offset: dict[str, Any] | None, config
             return
         snapshotter.snapshot_completed()
         offset = last_offset
+        if offset is not None:
+            yield [Checkpoint(offset, heartbeat=True)]  # the snapshot's forced heartbeat (Checkpoint.heartbeat)
         if streams and wait_before("streaming", config, stop, log):
             return
     elif offset is None:
         offset = no_data_offset()
-        yield [Checkpoint(offset)]
+        yield [Checkpoint(offset, heartbeat=True)]  # the schema-only snapshot's forced heartbeat
     if not streams:
         return
     if offset is not None and BLOCKING_KEY in offset:

@@ -15,6 +15,19 @@ def first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
+def result_order(description: Any, columns: list[str]) -> list[int | None] | None:
+    """Where each of the table's ``columns`` is in a result set (None where it has none); None when they are the
+    result's columns in order. As Debezium's ColumnUtils.toArray: a SELECT (an override) is read by column name,
+    the exact name first, then ignoring case; its other columns are left out."""
+    names = [d[0] for d in description or []]
+    if not names or names == columns:
+        return None
+    lower = {}
+    for i, n in enumerate(names):
+        lower.setdefault(str(n).lower(), i)
+    return [names.index(c) if c in names else lower.get(c.lower()) for c in columns]
+
+
 class TableSnapshotReader:
     """Reads ``(captured, select)`` pairs (``captured.table`` a core Table) in order, ``fetch_size`` rows a batch.
 
@@ -59,10 +72,13 @@ class TableSnapshotReader:
                                      f"{first_line(e)}") from None
             rows = 0
             table_first = True
+            order = result_order(cur.description, [c.name for c in table.columns])
             while True:
                 fetched = cur.fetchmany(self.fetch_size)
                 if not fetched:
                     break
+                if order is not None:
+                    fetched = [[None if i is None else row[i] for i in order] for row in fetched]
                 batch: list[RawChange | Checkpoint] = []
                 for row in fetched:
                     marker = "first" if first else ("first_in_data_collection" if table_first else "true")
@@ -77,6 +93,9 @@ class TableSnapshotReader:
                     if self.stopped:
                         return
             cur.close()
+            # As Debezium 2.7.4's setSnapshotMarker: "first" is the first table's first row only; an empty first
+            # table leaves the next table's first row "first_in_data_collection".
+            first = False
             if held is not None and rows and held.source["snapshot"] != "first":
                 held = held._replace(source={**held.source, "snapshot": "last_in_data_collection"})
             self.log.info("snapshot of %s: %d rows in %.1fs", table.id, rows, time.monotonic() - started)

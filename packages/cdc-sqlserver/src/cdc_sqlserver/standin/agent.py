@@ -5,8 +5,8 @@ change rows are written after the commit, asynchronously, in commit order, one t
 time: each captured transaction gets one 10-byte commit LSN (``__$start_lsn``, from the commit
 record's WAL position), each change a ``__$seqval`` (its own WAL position), an update an op 3/4
 pair (op 1/2 when it changed the primary key) and the transaction one ``cdc.lsn_time_mapping``
-row, all written in one transaction. A capture instance sees transactions that committed after
-its ``start_lsn`` only.
+row, all written in one transaction. A capture instance sees transactions whose commit record is
+at or after its ``start_lsn`` (the WAL insert position when it was enabled) only.
 """
 
 from __future__ import annotations
@@ -113,7 +113,9 @@ class CaptureAgent(SlotAgent):
         rows: list[tuple[Instance, bytes, int, dict[str, Any]]] = []
         for lsn, change in changes:
             for inst in instances.get((change.schema, change.table), ()):
-                if commit_lsn <= inst.start_lsn or change.kind == "TRUNCATE":
+                # An instance holds every change committed at or after its start LSN (SQL Server's change tables: what
+                # Debezium relies on when it reads an older instance up to the newer one's start LSN and this one on).
+                if commit_lsn < inst.start_lsn or change.kind == "TRUNCATE":
                     continue
                 seqval = lsn_bytes(lsn, 1)  # slot 1: above the previous commit record at the same WAL position
                 if change.kind == "INSERT":

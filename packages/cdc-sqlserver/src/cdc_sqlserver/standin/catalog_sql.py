@@ -50,7 +50,8 @@ CREATE VIEW sys.default_constraints AS
 CREATE VIEW sys.indexes AS
     SELECT i.indrelid::int AS object_id, i.indexrelid::int AS index_id, c.relname::text AS name,
            CASE WHEN i.indisprimary THEN 1 ELSE 0 END AS is_primary_key,
-           CASE WHEN i.indisunique THEN 1 ELSE 0 END AS is_unique
+           CASE WHEN i.indisunique THEN 1 ELSE 0 END AS is_unique,
+           CASE WHEN i.indisclustered THEN 1 ELSE 2 END AS type
     FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid;
 CREATE VIEW sys.index_columns AS
     SELECT i.indrelid::int AS object_id, i.indexrelid::int AS index_id, k.ord::int AS key_ordinal,
@@ -87,6 +88,13 @@ CREATE FUNCTION standin.bytea_eq_bit(a bytea, b bit varying) RETURNS boolean LAN
     AS $$ SELECT a = standin.bit_bytes(b) $$;
 CREATE OPERATOR public.<> (LEFTARG = bytea, RIGHTARG = bit varying, FUNCTION = standin.bytea_ne_bit);
 CREATE OPERATOR public.= (LEFTARG = bytea, RIGHTARG = bit varying, FUNCTION = standin.bytea_eq_bit);
+-- BIT columns are booleans here; T-SQL compares them with 0 and 1 (WHERE soft_deleted = 0).
+CREATE FUNCTION standin.bool_eq_int(a boolean, b integer) RETURNS boolean LANGUAGE sql IMMUTABLE
+    AS $$ SELECT a::int = b $$;
+CREATE FUNCTION standin.bool_ne_int(a boolean, b integer) RETURNS boolean LANGUAGE sql IMMUTABLE
+    AS $$ SELECT a::int <> b $$;
+CREATE OPERATOR public.= (LEFTARG = boolean, RIGHTARG = integer, FUNCTION = standin.bool_eq_int);
+CREATE OPERATOR public.<> (LEFTARG = boolean, RIGHTARG = integer, FUNCTION = standin.bool_ne_int);
 -- SQL Server compares binary values byte by byte; MAX over binary(10) LSNs.
 CREATE FUNCTION standin.bytea_larger(a bytea, b bytea) RETURNS bytea LANGUAGE sql IMMUTABLE
     AS $$ SELECT CASE WHEN a IS NULL OR b > a THEN b ELSE a END $$;

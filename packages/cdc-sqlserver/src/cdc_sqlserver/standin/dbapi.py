@@ -56,6 +56,8 @@ def _error(e: psycopg.Error) -> pyodbc.Error:
     """A psycopg error as pyodbc raises one: ``(sqlstate, message)``."""
     state = getattr(e, "sqlstate", None) or "HY000"
     message = f"[stand-in] {(str(e).strip().splitlines() or [type(e).__name__])[0]} ({state})"
+    if isinstance(e, psycopg.errors.LockNotAvailable):  # lock_timeout: SQL Server's error 1222 (SQLSTATE HYT00)
+        return pyodbc.OperationalError("HYT00", f"[stand-in] Lock request time out period exceeded. (1222) {message}")
     if isinstance(e, psycopg.OperationalError) and not isinstance(e, psycopg.errors.QueryCanceled):
         return pyodbc.OperationalError("08S01", message)
     if isinstance(e, psycopg.errors.InsufficientPrivilege):

@@ -121,7 +121,9 @@ class StandIn(HostedDatabase):
             conn.execute(f'CREATE INDEX ON cdc.{ct_name} ("__$start_lsn", "__$seqval", "__$operation")')
             conn.execute(f"ALTER TABLE {source} REPLICA IDENTITY FULL")
             ct_oid = conn.execute("SELECT %s::regclass::oid::int", (f"cdc.{ct_name}",)).fetchone()[0]
-            start = lsn_bytes(conn.execute("SELECT pg_current_wal_lsn()::text").fetchone()[0])
+            # The WAL insert position: every commit record written before has a lower LSN, every later one this or a
+            # higher one (the write position can lag behind, so a commit there may be one that came first).
+            start = lsn_bytes(conn.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()[0])
             conn.execute("INSERT INTO cdc.change_tables (object_id, source_object_id, capture_instance, start_lsn) "
                          "VALUES (%s, %s, %s, %s)", (ct_oid, oid, ci, start))
             conn.execute("INSERT INTO standin.tracked VALUES (%s) ON CONFLICT DO NOTHING", (oid,))

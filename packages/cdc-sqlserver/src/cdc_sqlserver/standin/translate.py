@@ -21,6 +21,11 @@ _ISOLATION = re.compile(r"\s*SET\s+TRANSACTION\s+ISOLATION\s+LEVEL\s+(READ\s+UNC
                         r"REPEATABLE\s+READ|SNAPSHOT|SERIALIZABLE)\s*;?\s*$", re.I)
 _EXEC = re.compile(r"\s*EXEC(?:UTE)?\s+([\w.\[\]]+)\s*(.*?)\s*;?\s*$", re.I | re.S)
 _ARG = re.compile(r"\s*@(\w+)\s*=\s*")
+#: ``SAVE TRAN[SACTION] name`` / ``ROLLBACK TRAN[SACTION] name``: a savepoint, and a rollback to it.
+_SAVE = re.compile(r"\s*SAVE\s+TRAN(?:SACTION)?\s+(\w+)\s*;?\s*$", re.I)
+_ROLLBACK_TO = re.compile(r"\s*ROLLBACK\s+TRAN(?:SACTION)?\s+(\w+)\s*;?\s*$", re.I)
+#: ``SET LOCK_TIMEOUT ms``: SQL Server's 0 is "do not wait" (PostgreSQL's 0 waits for ever: 1 ms), -1 "wait for ever".
+_LOCK_TIMEOUT = re.compile(r"\s*SET\s+LOCK_TIMEOUT\s+(-?\d+)\s*;?\s*$", re.I)
 
 #: SQL Server isolation levels and the PostgreSQL level with the same guarantees for a reader.
 #: SNAPSHOT is PostgreSQL's REPEATABLE READ (both are snapshot isolation); PostgreSQL's REPEATABLE
@@ -202,6 +207,16 @@ def translate(tsql: str) -> tuple[str, str, tuple[tuple[str, str], ...]]:
     m = _ISOLATION.match(tsql)
     if m:
         return "isolation", ISOLATION_LEVELS[" ".join(m.group(1).upper().split())], ()
+    m = _SAVE.match(tsql)
+    if m:
+        return "query", f"SAVEPOINT {m.group(1)}", ()
+    m = _ROLLBACK_TO.match(tsql)
+    if m:
+        return "query", f"ROLLBACK TO SAVEPOINT {m.group(1)}", ()
+    m = _LOCK_TIMEOUT.match(tsql)
+    if m:
+        ms = int(m.group(1))
+        return "query", f"SET lock_timeout = {0 if ms < 0 else max(ms, 1)}", ()
     m = _EXEC.match(tsql)
     if m:
         return "query", _exec(m.group(1), _number_placeholders(m.group(2))), ()
