@@ -97,7 +97,7 @@ class EventBuilder:
             if end is not None:
                 append(end)
                 return
-        if self.heartbeat.due() or (cp.heartbeat and self.heartbeat.enabled):
+        if self.heartbeat.due() or self.heartbeat.forced(cp.heartbeat):
             append(self.heartbeat.record(cp.offset))
         else:
             append(cp)

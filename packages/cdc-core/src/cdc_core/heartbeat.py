@@ -21,11 +21,18 @@ class Heartbeat:
         self.key = {"serverName": server}
         # The first heartbeat comes one interval after start, as in Debezium, not at the first checkpoint.
         self._last = time.monotonic()
+        #: Whether a snapshot's end (``Checkpoint.heartbeat``) is written as a heartbeat whatever the interval, as
+        #: Debezium's snapshots end (False where only a connector's own default turned heartbeats on).
+        self.at_snapshot_end = True
 
     @property
     def enabled(self) -> bool:
         """True when heartbeats are configured."""
         return self.interval > 0
+
+    def forced(self, checkpoint_asks: bool) -> bool:
+        """True if a Checkpoint that asks for one (a snapshot's end) is written as a heartbeat now."""
+        return checkpoint_asks and self.at_snapshot_end and self.enabled
 
     def due(self) -> bool:
         """True if a heartbeat should be written now."""

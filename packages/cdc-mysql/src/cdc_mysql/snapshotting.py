@@ -123,7 +123,9 @@ class Snapshotting:
             if lock_metrics is not None:
                 lock_metrics.holding_global_lock = False
         done = {**position, "ts_sec": int(time.time())}
-        yield [Checkpoint(done)]
+        # Debezium's snapshot (schema only too) ends with a heartbeat whatever the interval, when heartbeats are on
+        # (2.7.4's RelationalSnapshotChangeEventSource.doExecute: dispatcher.alwaysDispatchHeartbeatEvent).
+        yield [Checkpoint(done, heartbeat=True)]
         if plan.data:
             self.snapshotter.snapshot_completed()
         return done

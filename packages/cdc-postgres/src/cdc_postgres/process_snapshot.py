@@ -21,7 +21,7 @@ from typing import Any
 
 from psycopg import sql
 
-from cdc_core.events import Checkpoint, RawChange
+from cdc_core.events import RawChange
 from cdc_core.relational import Table
 from cdc_core.snapshot.chunk_merge import merge_in_order
 from cdc_core.snapshot.processes import WorkerPipeline, run_in_order
@@ -150,6 +150,5 @@ def read_in_processes(reader: Any, tables: list[tuple[Table, str]], pipeline: Wo
     batch: list[Any] = []
     if held is not None:
         batch.append(held._replace(source={**held.source, "snapshot": "last"}, offset=reader._offset(True)))
-    batch.append(Checkpoint({"lsn": reader.lsn, "lsn_commit": reader.lsn, "lsn_proc": None,
-                             "txId": reader.tx_id, "ts_usec": time.time_ns() // 1000}))
+    batch.append(reader._end())
     yield batch

@@ -168,9 +168,14 @@ class SnapshotReader:
         batch = []
         if held is not None:
             batch.append(held._replace(source={**held.source, "snapshot": "last"}, offset=self._offset(True)))
-        batch.append(Checkpoint({"lsn": self.lsn, "lsn_commit": self.lsn, "lsn_proc": None,
-                                 "txId": self.tx_id, "ts_usec": time.time_ns() // 1000}))
+        batch.append(self._end())
         yield batch
+
+    def _end(self) -> Checkpoint:
+        """The snapshot's end: its offset, with the heartbeat Debezium always sends there (when heartbeats are on:
+        2.7.4's RelationalSnapshotChangeEventSource.doExecute ends with dispatcher.alwaysDispatchHeartbeatEvent)."""
+        return Checkpoint({"lsn": self.lsn, "lsn_commit": self.lsn, "lsn_proc": None, "txId": self.tx_id,
+                           "ts_usec": time.time_ns() // 1000}, heartbeat=True)
 
     @contextmanager
     def _first_rows(self, table: Table, deadline: FirstRowDeadline) -> Iterator[None]:
@@ -206,8 +211,7 @@ class SnapshotReader:
             batch = []
             if held is not None:
                 batch.append(held._replace(source={**held.source, "snapshot": "last"}, offset=self._offset(True)))
-            batch.append(Checkpoint({"lsn": self.lsn, "lsn_commit": self.lsn, "lsn_proc": None,
-                                     "txId": self.tx_id, "ts_usec": time.time_ns() // 1000}))
+            batch.append(self._end())
             yield batch
         finally:
             for conn in conns[1:]:
