@@ -278,6 +278,13 @@ class IncrementalSnapshot:
         if self.metrics is not None:
             self.metrics.chunk(w.id, format_key(w.from_key), format_key(w.last_key), format_key(scan.first_key),
                                format_key(scan.max_key))
+        if w.rows:
+            # As Debezium 2.7.4's notifyInProgress: after every chunk that read rows, the table's last one too (its
+            # readChunk reads once more and finds none before TABLE_SCAN_COMPLETED), with the first value of the
+            # maximum key and of the chunk's last key, and nothing else.
+            self.notifier.notify(INCREMENTAL_SNAPSHOT, "IN_PROGRESS", {
+                "data_collections": self._names(), "current_collection_in_progress": self._label(scan),
+                "maximum_key": _first_value(scan.max_key), "last_processed_key": _first_value(w.last_key)}, self.id)
         if w.done:
             with self._cond:
                 self.scans.remove(scan)
@@ -285,11 +292,6 @@ class IncrementalSnapshot:
             self._table_completed(scan, status)
             if not self.scans:
                 self._finish(completed=True)
-        else:
-            self.notifier.notify(INCREMENTAL_SNAPSHOT, "IN_PROGRESS", {
-                "data_collections": self._names(), "current_collection_in_progress": self._label(scan),
-                "maximum_key": format_key(scan.max_key), "last_processed_key": format_key(w.last_key),
-                "chunk_id": w.id, "chunk_rows": len(rows), "total_rows_scanned": scan.rows}, self.id)
         self._rebuild_state()
         stamp = getattr(self.source, "stream_source", None)
         if at is None or stamp is None or not rows:
@@ -464,8 +466,9 @@ class IncrementalSnapshot:
         self.log.info("incremental snapshot of %s: %s, %d rows", scan.name, status, scan.rows)
         if self.metrics is not None:
             self.metrics.table_completed(scan.name)
+        # Debezium 2.7.4's notifyTableScanCompleted: these four fields (and connector_name) only.
         self.notifier.notify(INCREMENTAL_SNAPSHOT, "TABLE_SCAN_COMPLETED", {
-            "data_collection": self._label(scan), "data_collections": ",".join(map(self._label, [scan, *self.scans])),
+            "data_collections": ",".join(map(self._label, [scan, *self.scans])),
             "scanned_collection": self._label(scan), "total_rows_scanned": scan.rows, "status": status}, self.id)
 
     def _finish(self, completed: bool) -> None:
@@ -593,6 +596,11 @@ class IncrementalSnapshot:
             if window.done:
                 scan.reading_done = True
                 return
+
+
+def _first_value(key: Any) -> str:
+    """A key as Debezium's incremental snapshot notifications print it: its first value (``<null>`` for none)."""
+    return "<null>" if not key or key[0] is None else str(key[0])
 
 
 def _transaction_id(change: RawChange) -> Any:

@@ -59,6 +59,9 @@ class SignalController:
         self.metrics = metrics
         self.stopping = stopping
         self.notifier = NotificationService(config, plugins, log, connector_name, listeners, partition, with_catalog)
+        attach = getattr(connector, "attach_notifier", None)
+        if callable(attach):  # the connector's own notifications (cdc_core.notifications.initial)
+            attach(self.notifier)
         enabled = config.get(SIGNAL_CHANNELS) or []
         self.source_enabled = "source" in enabled
         self.channels = [plugins.get("signal channel", n)(config, log) for n in enabled if n != "source"]
