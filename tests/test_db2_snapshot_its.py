@@ -224,3 +224,159 @@ def test_incremental_snapshot(db, case):
                    if n.type == "TABLE_SCAN_COMPLETED" and n.additional_data["status"] == "UNKNOWN_SCHEMA"]
         assert sorted(unknown) == ["invalid1", "invalid2"]
         assert not [n for n in run.notes if n.aggregate_type == "Signal"]
+
+
+def _reads(records: list, topic: str = "testdb.DB2INST1.A") -> list:
+    return [r for r in records if r.topic == topic and r.value and r.value.get("op") == "r"]
+
+
+def _incremental(notes: list, type_: str | None = None) -> list:
+    return [n for n in notes if n.aggregate_type == "Incremental Snapshot" and (type_ is None or n.type == type_)]
+
+
+def test_multiple_tables_and_a_restart_process_only_what_was_not_processed(db):
+    """whenSnapshotMultipleTablesAndConnectorRestartsThenOnlyNotAlreadyProcessedTableMustBeProcessed (DBZ-7716):
+    A and B, chunks of 200, a restart once more than 150 of B's records came: both complete, A is not read again."""
+    populate(db, "A")
+    populate(db, "B")
+    db.wait_captured()
+    run = Restarts(config(db, **{"incremental.snapshot.chunk.size": 200}))
+    try:
+        signal(db, "ad-hoc", "execute-snapshot",
+               '{"type": "INCREMENTAL","data-collections": ["DB2INST1.A", "DB2INST1.B"]}')
+        run.wait(lambda rs: len(_reads(rs, "testdb.DB2INST1.B")) > 150, "more than 150 of B's records")
+        run.restart()
+        run.wait(lambda rs: len(changes(rs, "testdb.DB2INST1.A")) >= ROW_COUNT
+                 and len(changes(rs, "testdb.DB2INST1.B")) >= ROW_COUNT, "both tables")
+        time.sleep(0.5)
+    finally:
+        run.stop()
+    records = run.records()
+    for table in ("A", "B"):
+        assert changes(records, f"testdb.DB2INST1.{table}") == {k: k - 1 for k in range(1, ROW_COUNT + 1)}
+    assert len(_reads(records)) == ROW_COUNT
+    assert not _reads(run.runs[1].snapshot())
+
+
+def test_regex_naming_no_table_completes_without_reading(db):
+    """snapshotWithRegexDataCollectionsNotExist: ".*notExist" is kept and found invalid; the snapshot ends (Debezium
+    logs "Skipping read chunk because snapshot is not running"): STARTED, UNKNOWN_SCHEMA, COMPLETED, no READ."""
+    populate(db, "A")
+    db.wait_captured()
+    run = Restarts(config(db))
+    try:
+        signal(db, "ad-hoc", "execute-snapshot", '{"type": "INCREMENTAL","data-collections": [".*notExist"]}')
+        run.wait(lambda rs: _incremental(run.notes, "COMPLETED"), "the snapshot's end")
+    finally:
+        run.stop()
+    assert [(n.type, n.additional_data.get("status")) for n in _incremental(run.notes)] == [
+        ("STARTED", None), ("TABLE_SCAN_COMPLETED", "UNKNOWN_SCHEMA"), ("COMPLETED", None)]
+    assert _incremental(run.notes)[0].additional_data["data_collections"] == ".*notExist"
+    assert not _reads(run.records())
+
+
+@pytest.mark.parametrize("collections", [[], ["DB2INST1.A"]], ids=["WithoutCollections", "WithAllCollections"])
+def test_stop_current_incremental_snapshot_and_take_a_new_one_after_restart(db, collections):
+    """stopCurrentIncrementalSnapshot{WithoutCollections,WithAllCollections}AndTakeNewNewIncrementalSnapshotAfterRestart
+    (DBZ-4271): chunks of 1, stop-snapshot once it runs; after a restart no snapshot is in progress, and a new one
+    with 1000 inserts meanwhile gives every row."""
+    populate(db, "A")
+    db.wait_captured()
+    run = Restarts(config(db, **{"incremental.snapshot.chunk.size": 1}))
+    try:
+        signal(db, "ad-hoc", "execute-snapshot", '{"type": "INCREMENTAL","data-collections": ["DB2INST1.A"]}')
+        run.wait(lambda rs: _reads(rs), "the snapshot's first READ")
+        listed = "" if not collections else ',"data-collections": ' + json.dumps(collections)
+        signal(db, "ad-hoc", "stop-snapshot", '{"type": "INCREMENTAL"' + listed + "}")
+        run.wait(lambda rs: _incremental(run.notes, "ABORTED"), "the stop")
+        (aborted,) = _incremental(run.notes, "ABORTED")
+        assert aborted.additional_data == {"data_collections": "DB2INST1.A", "connector_name": "testdb"}
+        time.sleep(0.5)
+        stopped_at = len(_reads(run.records()))
+        assert stopped_at < ROW_COUNT
+        db.execute(f'INSERT INTO "{S}"."A" VALUES ({2 * ROW_COUNT + 1}, {2 * ROW_COUNT})')
+        run.wait(lambda rs: 2 * ROW_COUNT + 1 in changes(rs, "testdb.DB2INST1.A"), "the insert")
+        assert len(_reads(run.records())) == stopped_at  # nothing read after the stop
+        run.stop()
+        assert "incremental_snapshot" not in (run.offsets.get({"server": "testdb"}) or {})
+        run.start(config(db))  # startConnector(): the default chunk size
+        time.sleep(0.3)
+        assert not _reads(run.current.snapshot())  # "No incremental snapshot in progress"
+        signal(db, "ad-hoc", "execute-snapshot", '{"type": "INCREMENTAL","data-collections": ["DB2INST1.A"]}')
+        insert(db, "A", ROW_COUNT, ROW_COUNT)
+        run.wait(lambda rs: len(changes(rs, "testdb.DB2INST1.A")) >= 2 * ROW_COUNT + 1, "every row")
+    finally:
+        run.stop()
+    assert changes(run.records(), "testdb.DB2INST1.A") == {k: k - 1 for k in range(1, 2 * ROW_COUNT + 2)}
+
+
+@pytest.mark.parametrize("removed,kept", [("B", "A"), ("A", "B")],
+                         ids=["removeNotYetCapturedCollection", "removeStartedCapturedCollection"])
+def test_remove_a_collection_from_an_in_progress_incremental_snapshot(db, removed, kept):
+    """remove{NotYetCaptured,StartedCaptured}CollectionFromInProgressIncrementalSnapshot (DBZ-4271): A and B, chunks
+    of 250, the stop for one sent right after the start; the other gets its rows and 1000 inserts, the removed one
+    no READ after its ABORTED."""
+    populate(db, "A")
+    populate(db, "B")
+    db.wait_captured()
+    run = Restarts(config(db))
+    try:
+        signal(db, "ad-hoc", "execute-snapshot",
+               '{"type": "INCREMENTAL","data-collections": ["DB2INST1.A", "DB2INST1.B"]}')
+        signal(db, "ad-hoc", "stop-snapshot", '{"type": "INCREMENTAL","data-collections": ["DB2INST1.%s"]}' % removed)
+        run.wait(lambda rs: _incremental(run.notes, "ABORTED"), "the removal")
+        assert _incremental(run.notes, "ABORTED")[0].additional_data["data_collections"] == f"DB2INST1.{removed}"
+        aborted_at = len(_reads(run.records(), f"testdb.DB2INST1.{removed}"))
+        insert(db, kept, ROW_COUNT, ROW_COUNT)
+        run.wait(lambda rs: len(changes(rs, f"testdb.DB2INST1.{kept}")) >= 2 * ROW_COUNT, f"{kept}'s rows")
+        run.wait(lambda rs: _incremental(run.notes, "COMPLETED"), "the snapshot's end")
+    finally:
+        run.stop()
+    records = run.records()
+    assert changes(records, f"testdb.DB2INST1.{kept}") == {k: k - 1 for k in range(1, 2 * ROW_COUNT + 1)}
+    assert len(_reads(records, f"testdb.DB2INST1.{removed}")) == aborted_at < ROW_COUNT
+
+
+def test_newly_added_table_to_include_list_is_snapshotted_after_restart(db):
+    """shouldSnapshotNewlyAddedTableToIncludeListAfterRestart (DBZ-4834): initial snapshot of B only, restart with
+    A added to table.include.list, an incremental snapshot of A gives its rows."""
+    populate(db, "A")
+    populate(db, "B")
+    db.wait_captured()
+    mutable = {"snapshot.mode": "initial", "schema.history.internal.store.only.captured.tables.ddl": "false"}
+    run = Restarts(config(db, **mutable, **{"table.include.list": "DB2INST1.B"}))
+    try:
+        run.wait(lambda rs: len(_reads(rs, "testdb.DB2INST1.B")) >= ROW_COUNT, "B's initial snapshot")
+        run.stop()
+        run.start(config(db, **mutable, **{"table.include.list": "DB2INST1.A,DB2INST1.B"}))
+        signal(db, "ad-hoc", "execute-snapshot", '{"type": "INCREMENTAL","data-collections": ["DB2INST1.A"]}')
+        run.wait(lambda rs: len(changes(rs, "testdb.DB2INST1.A")) >= ROW_COUNT, "A's rows")
+    finally:
+        run.stop()
+    assert changes(run.records(), "testdb.DB2INST1.A") == {k: k - 1 for k in range(1, ROW_COUNT + 1)}
+    assert not _reads(run.runs[1].snapshot(), "testdb.DB2INST1.B")
+
+
+def test_pause_during_snapshot(db):
+    """testPauseDuringSnapshot: chunks of 50; pause after 100 records, resume: the rest comes, in key order; while
+    paused (once the windows already read have closed) no READ comes."""
+    populate(db, "A")
+    db.wait_captured()
+    run = Restarts(config(db, **{"incremental.snapshot.chunk.size": 50}))
+    try:
+        signal(db, "ad-hoc", "execute-snapshot", '{"type": "INCREMENTAL","data-collections": ["DB2INST1.A"]}')
+        run.wait(lambda rs: len(_reads(rs)) >= 100, "100 records")
+        signal(db, "test-pause", "pause-snapshot", "")
+        run.wait(lambda rs: _incremental(run.notes, "PAUSED"), "the pause")
+        before = -1
+        while before != len(_reads(run.records())):
+            before = len(_reads(run.records()))
+            time.sleep(0.5)
+        assert before < ROW_COUNT
+        signal(db, "test-resume", "resume-snapshot", "")
+        run.wait(lambda rs: len(changes(rs, "testdb.DB2INST1.A")) >= ROW_COUNT, "the rest")
+    finally:
+        run.stop()
+    reads = _reads(run.records())
+    assert [r.key["PK"] for r in reads] == list(range(1, ROW_COUNT + 1))
+    assert [r.value["after"]["AA"] for r in reads] == list(range(ROW_COUNT))
