@@ -357,6 +357,15 @@ def test_newly_added_table_to_include_list_is_snapshotted_after_restart(db):
     assert not _reads(run.runs[1].snapshot(), "testdb.DB2INST1.B")
 
 
+def _pause(db) -> None:
+    """The pause signal, with the capture held meanwhile: cdc reads up to 4 chunks ahead of the stream, and on the
+    stand-in's quick capture the whole table would be read (so nothing left to pause) before the signal row reaches
+    the stream; held, at most those chunks are read before the pause, as on a Db2 whose asncap takes its time."""
+    db.agent.stop()
+    signal(db, "test-pause", "pause-snapshot", "")
+    db.agent.start()
+
+
 def test_pause_during_snapshot(db):
     """testPauseDuringSnapshot: chunks of 50; pause after 100 records, resume: the rest comes, in key order; while
     paused (once the windows already read have closed) no READ comes."""
@@ -366,7 +375,7 @@ def test_pause_during_snapshot(db):
     try:
         signal(db, "ad-hoc", "execute-snapshot", '{"type": "INCREMENTAL","data-collections": ["DB2INST1.A"]}')
         run.wait(lambda rs: len(_reads(rs)) >= 100, "100 records")
-        signal(db, "test-pause", "pause-snapshot", "")
+        _pause(db)
         run.wait(lambda rs: _incremental(run.notes, "PAUSED"), "the pause")
         before = -1
         while before != len(_reads(run.records())):
@@ -380,3 +389,55 @@ def test_pause_during_snapshot(db):
     reads = _reads(run.records())
     assert [r.key["PK"] for r in reads] == list(range(1, ROW_COUNT + 1))
     assert [r.value["after"]["AA"] for r in reads] == list(range(ROW_COUNT))
+
+
+SINK = {"notification.enabled.channels": "sink", "notification.sink.topic.name": NOTIFICATIONS}
+
+
+def _sink(records: list) -> list[dict[str, Any]]:
+    return [r.value for r in records if r.topic == NOTIFICATIONS]
+
+
+def test_incremental_snapshot_notifications(db):
+    """testNotification, with Debezium's exact fields: chunks of 100 (the Db2 IT's defaultIncrementalSnapshotChunkSize),
+    sink channel; pause and resume after 100 records. IncrementalSnapshotNotificationService sends STARTED/PAUSED/
+    RESUMED with data_collections, IN_PROGRESS with current_collection_in_progress, maximum_key and last_processed_key
+    (first key values) after every chunk read, TABLE_SCAN_COMPLETED with scanned_collection, total_rows_scanned and
+    status, COMPLETED with nothing but connector_name; every id the signal's."""
+    populate(db, "A")
+    db.wait_captured()
+    run = Restarts(config(db, **SINK, **{"incremental.snapshot.chunk.size": 100}))
+    try:
+        signal(db, "ad-hoc", "execute-snapshot", '{"type": "INCREMENTAL","data-collections": ["DB2INST1.A"]}')
+        run.wait(lambda rs: len(_reads(rs)) >= 100, "100 records")
+        _pause(db)
+        run.wait(lambda rs: any(n["type"] == "PAUSED" for n in _sink(rs)), "the pause")
+        signal(db, "test-resume", "resume-snapshot", "")
+        run.wait(lambda rs: any(n["type"] == "COMPLETED" and n["aggregate_type"] == "Incremental Snapshot"
+                                for n in _sink(rs)), "the snapshot's end")
+        run.wait(lambda rs: len(_reads(rs)) >= ROW_COUNT, "every READ")
+    finally:
+        run.stop()
+    records = run.records()
+    assert [r.value["after"]["AA"] for r in records if r.topic == "testdb.DB2INST1.A"] == list(range(ROW_COUNT))
+    sink = [n for n in _sink(records) if n["aggregate_type"] == "Incremental Snapshot"]
+    types = [n["type"] for n in sink]
+    assert types[0] == "STARTED" and types[-2:] == ["TABLE_SCAN_COMPLETED", "COMPLETED"]
+    assert {"PAUSED", "RESUMED", "IN_PROGRESS"} <= set(types) and types.index("PAUSED") < types.index("RESUMED")
+    assert types.count("IN_PROGRESS") == 10  # one per chunk of 100 rows read, the last one too
+    assert {n["id"] for n in sink} == {"ad-hoc"}
+    fields = {t: [n["additional_data"] for n in sink if n["type"] == t] for t in set(types)}
+    named = {"connector_name": "testdb", "data_collections": "DB2INST1.A"}
+    assert fields["STARTED"] == fields["PAUSED"] == fields["RESUMED"] == [named]
+    assert fields["IN_PROGRESS"] == [{**named, "current_collection_in_progress": "DB2INST1.A", "maximum_key": "1000",
+                                      "last_processed_key": str(100 * i)} for i in range(1, 11)]
+    assert fields["TABLE_SCAN_COMPLETED"] == [{**named, "scanned_collection": "DB2INST1.A",
+                                               "total_rows_scanned": "1000", "status": "SUCCEEDED"}]
+    assert fields["COMPLETED"] == [{"connector_name": "testdb"}]
+    # The sink records: Debezium's notification key and value (the SchemaFactory's names).
+    record = next(r for r in records if r.topic == NOTIFICATIONS)
+    assert record.key == {"id": record.value["id"]}
+    assert record.key_schema.name == "io.debezium.connector.common.NotificationKey"
+    assert record.value_schema.name == "io.debezium.connector.common.Notification"
+    assert [f.name for f in record.value_schema.fields] == ["id", "type", "aggregate_type", "additional_data",
+                                                            "timestamp"]
