@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 import yaml
-from kit.engine import EngineThread, streaming_with_notifications
+from kit.engine import EngineThread
 
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -138,9 +138,14 @@ class Restarts:
         self.start()
 
     def start(self, cfg: dict[str, Any] | None = None) -> None:
-        runner, notes = streaming_with_notifications(cfg or self.config, self.offsets, self.history)
-        runner.engine.add_notification_listener(self.notes.append)
-        self.runs.append(runner)
+        runner = EngineThread(cfg or self.config, offsets=self.offsets, history=self.history)
+        runner.engine.add_notification_listener(self.notes.append)  # before the start: the snapshot's too
+        self.runs.append(runner.start())
+        try:
+            runner.wait_streaming(60)
+        except BaseException:
+            runner.stop()
+            raise
 
     def stop(self) -> None:
         self.runs[-1].stop()
@@ -441,3 +446,131 @@ def test_incremental_snapshot_notifications(db):
     assert record.value_schema.name == "io.debezium.connector.common.Notification"
     assert [f.name for f in record.value_schema.fields] == ["id", "type", "aggregate_type", "additional_data",
                                                             "timestamp"]
+
+
+# -- BlockingSnapshotIT ---------------------------------------------------------------------------------
+
+def blocking_config(db, **extra: Any) -> dict[str, Any]:
+    """BlockingSnapshotIT.config(): initial, the signal table, snapshot.include.collection.list A, chunks of 250."""
+    return db.properties("testdb", **{
+        "snapshot.mode": "initial", "signal.data.collection": SIGNAL, "snapshot.include.collection.list": "DB2INST1.A",
+        "incremental.snapshot.chunk.size": 250, "include.schema.changes": "false", "poll.interval.ms": 50, **extra})
+
+
+def _initial(notes: list, type_: str) -> list:
+    return [n for n in notes if n.aggregate_type == "Initial Snapshot" and n.type == type_]
+
+
+def _values(records: list, topic: str = "testdb.DB2INST1.A") -> list[int]:
+    return [r.value["after"]["AA"] for r in records if r.topic == topic and r.value]
+
+
+@pytest.mark.parametrize("case", list(DATA["blocking"]), ids=list(DATA["blocking"]))
+def test_blocking_snapshot(db, case):
+    """executeBlockingSnapshot[WithEscapedCollectionName]: the initial snapshot and 1000 streamed inserts, the
+    blocking snapshot's 2000 rows (and the signal row's own event), then 1000 streamed inserts."""
+    populate(db, "A")
+    db.wait_captured()
+    run = Restarts(blocking_config(db))
+    try:
+        run.wait(lambda rs: _initial(run.notes, "COMPLETED") and len(_reads(rs)) >= ROW_COUNT, "the initial snapshot")
+        insert(db, "A", ROW_COUNT, ROW_COUNT)
+        run.wait(lambda rs: len(_values(rs)) >= 2 * ROW_COUNT, "the streamed inserts")
+        first = run.records()
+        signal(db, "ad-hoc", "execute-snapshot", DATA["blocking"][case]["signal"])
+        run.wait(lambda rs: len(_initial(run.notes, "COMPLETED")) >= 2 and len(rs) >= len(first) + 2 * ROW_COUNT + 1,
+                 "the blocking snapshot")
+        second = run.records()
+        insert(db, "A", 2 * ROW_COUNT, ROW_COUNT)
+        run.wait(lambda rs: len(_values(rs)) >= 5 * ROW_COUNT, "the inserts after it")
+        time.sleep(0.5)
+    finally:
+        run.stop()
+    records = run.records()
+    data = [r for r in first if r.value and r.topic.startswith("testdb.DB2INST1.")]
+    assert len(_values(data)) == 2 * ROW_COUNT and set(range(2 * ROW_COUNT - 1)) <= set(_values(data))
+    # consumeRecordsByTopic(ROW_COUNT * 2 + 1): the signal row's create event and the table again.
+    snapshot = [r for r in second[len(first):] if r.value and r.topic.startswith("testdb.DB2INST1.")]
+    assert [(r.topic, r.value["op"]) for r in snapshot if r.topic.endswith("DEBEZIUM_SIGNAL")] == [
+        ("testdb.DB2INST1.DEBEZIUM_SIGNAL", "c")]
+    assert len(_values(snapshot)) == 2 * ROW_COUNT and set(range(2 * ROW_COUNT - 1)) <= set(_values(snapshot))
+    assert {r.value["op"] for r in snapshot if r.topic == "testdb.DB2INST1.A"} == {"r"}
+    streamed = [r for r in records[len(second):] if r.value and r.topic == "testdb.DB2INST1.A"]
+    assert len(streamed) == ROW_COUNT and set(range(2 * ROW_COUNT, 3 * ROW_COUNT - 1)) <= set(_values(streamed))
+
+
+def test_blocking_snapshot_while_streaming(db):
+    """executeBlockingSnapshotWhileStreaming: inserts one by one with random sleeps, a blocking snapshot among them;
+    then 1000 more. The topic has the initial snapshot, every insert once as a change, and the blocking snapshot's
+    rows (RowsScanned of it), nothing lost, nothing else repeated."""
+    populate(db, "A")
+    db.wait_captured()
+    run = Restarts(blocking_config(db))
+    errors: list[BaseException] = []
+
+    def inserts() -> None:
+        try:
+            rnd = random.Random(7)
+            for i in range(ROW_COUNT):
+                db.execute(f'INSERT INTO "{S}"."A" VALUES ({ROW_COUNT + i + 1}, {ROW_COUNT + i})')
+                time.sleep(rnd.randint(1, 5) / 1000)  # insertMaxSleep: Db2's 100 ms made quicker
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    writer = threading.Thread(target=inserts)
+    try:
+        run.wait(lambda rs: _initial(run.notes, "COMPLETED") and len(_reads(rs)) >= ROW_COUNT, "the initial snapshot")
+        writer.start()
+        time.sleep(1.0)
+        before = len(run.records())
+        signal(db, "ad-hoc", "execute-snapshot", '{"type": "BLOCKING","data-collections": ["DB2INST1.A"]}')
+        run.wait(lambda rs: len(_initial(run.notes, "COMPLETED")) >= 2, "the blocking snapshot")
+        total = run.current.engine.metrics.values()["snapshot"]["RowsScanned"]["DB2INST1.A"]
+        writer.join(120)
+        assert not errors
+        insert(db, "A", 2 * ROW_COUNT, ROW_COUNT)
+        run.wait(lambda rs: len(_values(rs)) >= 3 * ROW_COUNT + total, "everything")
+        time.sleep(0.5)
+    finally:
+        run.stop()
+    records = run.records()
+    values = _values(records)
+    assert len(values) == 3 * ROW_COUNT + total
+    blocking = _reads(records[before:])
+    assert len(blocking) == total and ROW_COUNT < total <= 2 * ROW_COUNT
+    assert sorted(v for r in records if r.topic == "testdb.DB2INST1.A" and r.value and r.value["op"] == "c"
+                  for v in [r.value["after"]["AA"]]) == list(range(ROW_COUNT, 3 * ROW_COUNT))
+    assert sorted(r.value["after"]["AA"] for r in blocking) == list(range(total))
+
+
+@pytest.mark.parametrize("table", ["B", "A"], ids=["executeBlockingSnapshotWithAdditionalCondition",
+                                                  "streamingMetricsResumeAfterBlockingSnapshot"])
+def test_blocking_snapshot_with_additional_condition(db, table):
+    """executeBlockingSnapshotWithAdditionalCondition: B (filled, not in capture mode, as the IT's populateTable(B))
+    read with "SELECT * FROM DB2INST1.B WHERE aa < 500": 500 rows and the signal row's event.
+    streamingMetricsResumeAfterBlockingSnapshot (DBZ-8238): the same on A, then 1000 inserts: the streaming metric
+    TotalNumberOfCreateEventsSeen counts them and the signal row (1001)."""
+    populate(db, "A" if table == "A" else "B_plain")
+    db.wait_captured()
+    run = Restarts(blocking_config(db))
+    try:
+        run.wait(lambda rs: _initial(run.notes, "COMPLETED"), "the initial snapshot")
+        start = len(run.records())
+        created = run.current.engine.metrics.values()["streaming"]["TotalNumberOfCreateEventsSeen"]
+        condition = f"SELECT * FROM DB2INST1.{table} WHERE aa < 500"
+        signal(db, "ad-hoc", "execute-snapshot", json.dumps({
+            "type": "BLOCKING", "data-collections": [f"DB2INST1.{table}"],
+            "additional-conditions": [{"data-collection": f"DB2INST1.{table}", "filter": condition}]}))
+        run.wait(lambda rs: len(_initial(run.notes, "COMPLETED")) >= 2 and len(rs) >= start + 501, "the blocking one")
+        after = run.records()[start:]
+        if table == "A":
+            insert(db, "A", ROW_COUNT, ROW_COUNT)
+            metric = lambda: run.current.engine.metrics.values()["streaming"]["TotalNumberOfCreateEventsSeen"]  # noqa: E731
+            run.wait(lambda rs: metric() - created >= ROW_COUNT + 1, "the inserts counted")
+            time.sleep(0.5)
+            assert metric() - created == ROW_COUNT + 1
+    finally:
+        run.stop()
+    assert sorted(_values(after, f"testdb.DB2INST1.{table}")) == list(range(500))
+    assert [r.topic for r in after if r.value and r.topic.startswith("testdb.") and r.value["op"] != "r"] == [
+        "testdb.DB2INST1.DEBEZIUM_SIGNAL"]

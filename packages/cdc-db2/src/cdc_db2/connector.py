@@ -506,8 +506,10 @@ class Db2Connector:
 
     def blocking_tables(self, conn: Any) -> dict[str, CaptureTable]:
         """The captured tables as the catalog describes them now (read on ``conn``, the blocking snapshot's
-        transaction, as Debezium's readTableStructure), by ``schema.table``."""
-        return {t.table.id.identifier: t for t in self._capture_tables(self._registrations, conn=conn)}
+        transaction, as Debezium's readTableStructure), by ``schema.table``; the included ones not in capture mode
+        too."""
+        tables = self._uncaptured_tables(conn) + self._capture_tables(self._registrations, conn=conn)
+        return {t.table.id.identifier: t for t in tables}
 
     def blocking_created(self, tables: list[CaptureTable], lsns: tuple[str | None, str | None],
                          position: dict[str, Any], offset: dict[str, Any] | None) -> list[Any]:
@@ -522,6 +524,7 @@ class Db2Connector:
         self._known_now()  # what the stream announced so far (the other tables keep theirs)
         fresh = {t.table.id.identifier: t for t in tables}
         self._tables = [fresh.get(t.table.id.identifier, t) for t in self._tables]
+        self._uncaptured = [fresh.get(t.table.id.identifier, t) for t in self._uncaptured]
         if self._stream_reader is not None:  # between two windows: the next one converts with these
             self._stream_reader.set_tables(self._tables)
         events = [self._schema_change("CREATE", t.table.id.schema or "", t.table.id.table, table_json(t.table), "true",
