@@ -26,6 +26,7 @@ import pytest
 import yaml
 from kit.engine import EngineThread
 
+from cdc_core.errors import ConfigError
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2.standin.testing import standin  # noqa: F401  (fixture)
@@ -574,3 +575,117 @@ def test_blocking_snapshot_with_additional_condition(db, table):
     assert sorted(_values(after, f"testdb.DB2INST1.{table}")) == list(range(500))
     assert [r.topic for r in after if r.value and r.topic.startswith("testdb.") and r.value["op"] != "r"] == [
         "testdb.DB2INST1.DEBEZIUM_SIGNAL"]
+
+
+# -- NotificationsIT ------------------------------------------------------------------------------------
+
+@pytest.fixture
+def tablea(standin):
+    """NotificationsIT.before(): TABLEA (id, cola) with one row, in capture mode."""
+    standin.create_table(S, "TABLEA", [("ID", "INTEGER NOT NULL"), ("COLA", "VARCHAR(30)")], key=["ID"])
+    standin.execute(f"INSERT INTO \"{S}\".\"TABLEA\" VALUES (1, 'a')")
+    standin.add_table(S, "TABLEA")
+    standin.agent.start()
+    standin.wait_captured()
+    return standin
+
+
+def notifications_config(db, **extra: Any) -> dict[str, Any]:
+    """NotificationsIT.config(): TestHelper.defaultConfig() with snapshot.mode initial."""
+    return db.properties("testdb", **{"snapshot.mode": "initial", "include.schema.changes": "false",
+                                      "poll.interval.ms": 50, **extra})
+
+
+def _assert_initial_snapshot_notifications(notes: list[dict[str, Any]]) -> None:
+    """calculateNotificationSize() of them (2 per collection + 2), each with InitialSnapshotNotificationService's
+    exact fields; ids are random UUIDs, timestamps now."""
+    assert [(n["aggregate_type"], n["type"]) for n in notes] == [
+        ("Initial Snapshot", "STARTED"), ("Initial Snapshot", "IN_PROGRESS"),
+        ("Initial Snapshot", "TABLE_SCAN_COMPLETED"), ("Initial Snapshot", "COMPLETED")]
+    assert [n["additional_data"] for n in notes] == [
+        {"connector_name": "testdb"},
+        {"connector_name": "testdb", "current_collection_in_progress": "DB2INST1.TABLEA",
+         "data_collections": "DB2INST1.TABLEA"},
+        {"connector_name": "testdb", "scanned_collection": "DB2INST1.TABLEA", "data_collections": "DB2INST1.TABLEA",
+         "total_rows_scanned": "1", "status": "SUCCEEDED"},
+        {"connector_name": "testdb"}]
+    assert len({n["id"] for n in notes}) == 4 and all(len(n["id"]) == 36 for n in notes)
+    now = time.time() * 1000
+    assert all(now - 60_000 < n["timestamp"] <= now for n in notes)
+
+
+def _as_dict(n: Any) -> dict[str, Any]:
+    return n.as_dict()
+
+
+def test_notification_correctly_sent_on_its_topic(tablea):
+    """notificationCorrectlySentOnItsTopic: the sink channel's records on notification.sink.topic.name, in order
+    with the snapshot's rows (the TABLE_SCAN_COMPLETED after the table's row)."""
+    run = Restarts(notifications_config(tablea, **SINK))
+    try:
+        run.wait(lambda rs: len(_sink(rs)) >= 4, "the notifications")
+        time.sleep(0.5)
+    finally:
+        run.stop()
+    records = run.records()
+    _assert_initial_snapshot_notifications(_sink(records))
+    order = [(r.topic, (r.value or {}).get("type")) for r in records if r.topic in (NOTIFICATIONS,
+                                                                                   "testdb.DB2INST1.TABLEA")]
+    assert order == [(NOTIFICATIONS, "STARTED"), (NOTIFICATIONS, "IN_PROGRESS"), ("testdb.DB2INST1.TABLEA", None),
+                     (NOTIFICATIONS, "TABLE_SCAN_COMPLETED"), (NOTIFICATIONS, "COMPLETED")]
+
+
+def test_notification_not_sent_if_no_channel_is_configured(tablea):
+    """notificationNotSentIfNoChannelIsConfigured: a topic but no channel: no notification record."""
+    run = Restarts(notifications_config(tablea, **{"notification.sink.topic.name": NOTIFICATIONS}))
+    try:
+        run.wait(lambda rs: _reads(rs, "testdb.DB2INST1.TABLEA"), "the snapshot")
+        time.sleep(0.5)
+    finally:
+        run.stop()
+    assert not _sink(run.records())
+    assert [n.type for n in run.notes] == ["STARTED", "IN_PROGRESS", "TABLE_SCAN_COMPLETED", "COMPLETED"]
+
+
+def test_sink_channel_without_a_topic_is_an_error(tablea):
+    """reportErrorWhenSinkChannelIsEnabledAndNoTopicConfigurationProvided: the connector does not start; the error
+    names notification.sink.topic.name (Debezium: "The 'notification.sink.topic.name' value is invalid: Notification
+    topic name must be provided when kafka notification channel is enabled")."""
+    with pytest.raises(ConfigError, match="notification.sink.topic.name"):
+        EngineThread(notifications_config(tablea, **{"notification.enabled.channels": "sink"}))
+
+
+def test_notifications_reach_the_in_process_listeners(tablea):
+    """notificationCorrectlySentOnJmx and emittingDebeziumNotificationWillGenerateAJmxNotification, through cdc's
+    in-process counterpart of the JMX channel (Engine.add_notification_listener; with snapshot.delay.ms 2000 as the
+    second test): the same four notifications, STARTED and COMPLETED with only connector_name."""
+    run = Restarts(notifications_config(tablea, **{"snapshot.delay.ms": 2000}))
+    try:
+        run.wait(lambda rs: len(run.notes) >= 4, "the notifications")
+        time.sleep(0.5)
+    finally:
+        run.stop()
+    _assert_initial_snapshot_notifications([_as_dict(n) for n in run.notes])
+
+
+def test_sink_notifications_keep_the_offset_after_the_snapshot(tablea):
+    """sinkNotificationWillCorrectlySaveOffsetAfterSnapshot (DBZ-7858): the notification records carry no offset of
+    their own, the stored offset is the completed snapshot's, and a restart streams (its snapshot SKIPPED)."""
+    run = Restarts(notifications_config(tablea, **SINK))
+    try:
+        run.wait(lambda rs: len(_sink(rs)) >= 4, "the notifications")
+        time.sleep(0.5)
+        run.stop()
+        _assert_initial_snapshot_notifications(_sink(run.records()))
+        assert all(r.offset is None for r in run.records() if r.topic == NOTIFICATIONS)
+        stored = run.offsets.get({"server": "testdb"})
+        assert stored["snapshot_completed"] is True or "snapshot" not in stored
+        run.start()
+        tablea.execute(f"INSERT INTO \"{S}\".\"TABLEA\" VALUES (2, 'b')")
+        run.wait(lambda rs: any(r.value and r.value.get("op") == "c" for r in rs), "the insert streamed")
+    finally:
+        run.stop()
+    again = run.runs[1].snapshot()
+    assert not _reads(again, "testdb.DB2INST1.TABLEA")
+    assert [(n["aggregate_type"], n["type"], n["additional_data"]) for n in _sink(again)] == [
+        ("Initial Snapshot", "SKIPPED", {"connector_name": "testdb"})]
