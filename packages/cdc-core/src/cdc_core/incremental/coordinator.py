@@ -284,7 +284,7 @@ class IncrementalSnapshot:
             # maximum key and of the chunk's last key, and nothing else.
             self.notifier.notify(INCREMENTAL_SNAPSHOT, "IN_PROGRESS", {
                 "data_collections": self._names(), "current_collection_in_progress": self._label(scan),
-                "maximum_key": _first_value(scan.max_key), "last_processed_key": _first_value(w.last_key)}, self.id)
+                "maximum_key": _first(scan.max_key), "last_processed_key": _first(w.last_key)}, self.id)
         if w.done:
             with self._cond:
                 self.scans.remove(scan)
@@ -466,7 +466,7 @@ class IncrementalSnapshot:
         self.log.info("incremental snapshot of %s: %s, %d rows", scan.name, status, scan.rows)
         if self.metrics is not None:
             self.metrics.table_completed(scan.name)
-        # Debezium 2.7.4's notifyTableScanCompleted: these four fields (and connector_name) only.
+        # Exactly the keys of Debezium 2.7.4's IncrementalSnapshotNotificationService.notifyTableScanCompleted.
         self.notifier.notify(INCREMENTAL_SNAPSHOT, "TABLE_SCAN_COMPLETED", {
             "data_collections": ",".join(map(self._label, [scan, *self.scans])),
             "scanned_collection": self._label(scan), "total_rows_scanned": scan.rows, "status": status}, self.id)
@@ -598,11 +598,6 @@ class IncrementalSnapshot:
                 return
 
 
-def _first_value(key: Any) -> str:
-    """A key as Debezium's incremental snapshot notifications print it: its first value (``<null>`` for none)."""
-    return "<null>" if not key or key[0] is None else str(key[0])
-
-
 def _transaction_id(change: RawChange) -> Any:
     """A log event's transaction, when the source names none otherwise."""
     return change.transaction_id
@@ -611,3 +606,8 @@ def _transaction_id(change: RawChange) -> Any:
 def _metadata(name: str) -> str:
     """The ``data`` of a watermark row, as Debezium writes it."""
     return orjson.dumps({name: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).decode()
+
+
+def _first(key: Any) -> str:
+    """A key as Debezium 2.7.4's notifyInProgress prints it: ``Objects.toString(key[0], "<null>")``, the first value."""
+    return "<null>" if not key or key[0] is None else str(key[0])

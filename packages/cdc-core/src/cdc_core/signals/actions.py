@@ -19,7 +19,7 @@ from cdc_core.relational import Table, TableId
 from cdc_core.signals.conditions import Node, parse_filter
 from cdc_core.signals.names import NameMatcher, SignalDataError, select_tables
 from cdc_core.signals.spi import SignalRecord
-from cdc_core.table_events import message_key_names, parse_message_key_columns
+from cdc_core.table_events import key_names, parse_message_key_columns
 
 if TYPE_CHECKING:
     from cdc_core.signals.controller import SignalController
@@ -75,7 +75,7 @@ def execute_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str
     for t in tables:
         text, node = conditions.get(t.id.identifier, (None, None))
         column = surrogates.get(t.id.identifier)
-        key = [column] if column else list(message_key_names(key_columns, t))
+        key = [column] if column else list(key_names(key_columns, t))
         scans.append(TableScan(t, key, text, node, column, skip=None if key else "NO_PRIMARY_KEY"))
     for entry in unknown:  # named as the signal wrote it; never read
         scans.append(TableScan(Table(TableId(None, None, entry), [], []), [], skip="UNKNOWN_SCHEMA"))
