@@ -370,6 +370,11 @@ def test_newly_added_table_to_include_list_is_snapshotted_after_restart(db):
     assert not _reads(run.runs[1].snapshot(), "testdb.DB2INST1.B")
 
 
+#: A consumer slower than the stand-in (with ``slow``): the stream, held back by a full queue, closes no window ahead of
+#: what the test consumed, so the reader (at most 4 chunks ahead of the stream) cannot finish the table before a pause.
+SLOW = {"max.batch.size": 50, "max.queue.size": 100}
+
+
 def _pause(db) -> None:
     """The pause signal, with the capture held meanwhile: cdc reads up to 4 chunks ahead of the stream, and on the
     stand-in's quick capture the whole table would be read (so nothing left to pause) before the signal row reaches
@@ -384,7 +389,7 @@ def test_pause_during_snapshot(db):
     paused (once the windows already read have closed) no READ comes."""
     populate(db, "A")
     db.wait_captured()
-    run = Restarts(config(db, **{"incremental.snapshot.chunk.size": 50}))
+    run = Restarts(config(db, **SLOW, **{"incremental.snapshot.chunk.size": 50}), slow=0.02)
     try:
         signal(db, "ad-hoc", "execute-snapshot", '{"type": "INCREMENTAL","data-collections": ["DB2INST1.A"]}')
         run.wait(lambda rs: len(_reads(rs)) >= 100, "100 records")
@@ -419,7 +424,7 @@ def test_incremental_snapshot_notifications(db):
     status, COMPLETED with nothing but connector_name; every id the signal's."""
     populate(db, "A")
     db.wait_captured()
-    run = Restarts(config(db, **SINK, **{"incremental.snapshot.chunk.size": 100}))
+    run = Restarts(config(db, **SINK, **SLOW, **{"incremental.snapshot.chunk.size": 100}), slow=0.02)
     try:
         signal(db, "ad-hoc", "execute-snapshot", '{"type": "INCREMENTAL","data-collections": ["DB2INST1.A"]}')
         run.wait(lambda rs: len(_reads(rs)) >= 100, "100 records")
