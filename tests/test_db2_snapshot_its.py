@@ -705,3 +705,40 @@ def test_sink_notifications_keep_the_offset_after_the_snapshot(tablea):
     assert not _reads(again, "testdb.DB2INST1.TABLEA")
     assert [(n["aggregate_type"], n["type"], n["additional_data"]) for n in _sink(again)] == [
         ("Initial Snapshot", "SKIPPED", {"connector_name": "testdb"})]
+
+
+def test_initial_snapshot_notifications_of_an_empty_table_and_a_failed_read(tablea):
+    """Beyond NotificationsIT, the same service's other paths: every table's IN_PROGRESS first (Debezium notifies
+    them as it hands the tables to its reader), an empty table's TABLE_SCAN_COMPLETED with 0 rows; a read Db2
+    refuses gives TABLE_SCAN_COMPLETED SQL_EXCEPTION (scanned_collection and status only), then ABORTED, and the
+    connector fails naming the table."""
+    tablea.create_table(S, "TABLEB", [("ID", "INTEGER NOT NULL")], key=["ID"])
+    tablea.add_table(S, "TABLEB")
+    run = Restarts(notifications_config(tablea, **{"table.include.list": "DB2INST1.TABLEA,DB2INST1.TABLEB"}))
+    try:
+        run.wait(lambda rs: len(run.notes) >= 6, "the notifications")
+    finally:
+        run.stop()
+    assert [(n.type, n.additional_data.get("current_collection_in_progress") or n.additional_data.get(
+        "scanned_collection"), n.additional_data.get("total_rows_scanned")) for n in run.notes] == [
+        ("STARTED", None, None), ("IN_PROGRESS", "DB2INST1.TABLEA", None), ("IN_PROGRESS", "DB2INST1.TABLEB", None),
+        ("TABLE_SCAN_COMPLETED", "DB2INST1.TABLEA", "1"), ("TABLE_SCAN_COMPLETED", "DB2INST1.TABLEB", "0"),
+        ("COMPLETED", None, None)]
+    assert {n.additional_data["data_collections"] for n in run.notes if "data_collections" in n.additional_data} == {
+        "DB2INST1.TABLEA,DB2INST1.TABLEB"}
+
+    failing = EngineThread(notifications_config(tablea, **{
+        "table.include.list": "DB2INST1.TABLEA,DB2INST1.TABLEB", "topic.prefix": "other",
+        "snapshot.select.statement.overrides": "DB2INST1.TABLEA",
+        "snapshot.select.statement.overrides.DB2INST1.TABLEA": 'SELECT * FROM "DB2INST1"."NO_SUCH_TABLE"'}))
+    notes: list[Any] = []
+    failing.engine.add_notification_listener(notes.append)
+    error = failing.start().join(60)
+    assert error is not None and "DB2INST1.TABLEA" in str(error)
+    assert [(n.type, n.additional_data) for n in notes] == [
+        ("STARTED", {"connector_name": "other"}),
+        *[("IN_PROGRESS", {"connector_name": "other", "current_collection_in_progress": f"DB2INST1.{t}",
+                           "data_collections": "DB2INST1.TABLEA,DB2INST1.TABLEB"}) for t in ("TABLEA", "TABLEB")],
+        ("TABLE_SCAN_COMPLETED", {"connector_name": "other", "scanned_collection": "DB2INST1.TABLEA",
+                                  "status": "SQL_EXCEPTION"}),
+        ("ABORTED", {"connector_name": "other"})]

@@ -488,7 +488,7 @@ class Db2Connector:
             # Debezium's notifyTableInProgress names the tables it reads, notifyCompletedTableSuccessfully the
             # captured ones (the signal table among them).
             yield from notices.tables(reader.read(pairs), [t.table for t, _ in pairs], [t.table for t in tables],
-                                      self._stop.is_set)
+                                      self._stop.is_set, lambda: reader.reading)
             reader.end()
         finally:
             self._snapshot_reader = None

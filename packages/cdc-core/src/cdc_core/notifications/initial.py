@@ -64,11 +64,13 @@ class InitialSnapshotNotifications:
         self._send("TABLE_SCAN_COMPLETED", {"scanned_collection": table, "status": "SQL_EXCEPTION"})
 
     def tables(self, batches: Iterator[list[Any]], read: list[Any], captured: list[Any],
-               stopped: Callable[[], bool]) -> Iterator[list[Any]]:
+               stopped: Callable[[], bool], reading: Callable[[], Any] | None = None) -> Iterator[list[Any]]:
         """``batches`` (the rows of the tables ``read``, in that order) with the per-table notifications: every
         table's IN_PROGRESS first (Debezium notifies them as it hands the tables to its reader threads), then each
         one's TABLE_SCAN_COMPLETED once the next table's rows (or the end, unless ``stopped()``) come; a failed read
-        names its table."""
+        names its table: ``reading()``'s table id (the one the reader was at), else the last one rows came from.
+        (Tables read whole before a failing one whose completion no row announced yet get no notification: their
+        last row is still held by a reader that marks it ``last_in_data_collection``, so their count is not known.)"""
         names = [self.name(t.id) for t in read]
         everything = [self.name(t.id) for t in captured]
         for name in names:
@@ -87,8 +89,9 @@ class InitialSnapshotNotifications:
                     rows += 1
                 yield batch
         except Exception:
-            if current < len(names):
-                self.table_failed(names[current])
+            at = position.get(reading(), current) if reading is not None else current
+            if at < len(names):
+                self.table_failed(names[at])
             raise
         while current < len(names) and not stopped():
             self.table_completed(names[current], rows, everything)

@@ -117,6 +117,9 @@ class SignalController:
                 channel.close()
             except Exception:  # noqa: BLE001
                 pass
+        # What was notified last (a failed snapshot's SQL_EXCEPTION and ABORTED) still reaches the listeners and the
+        # channels that deliver elsewhere, as Debezium's notify is immediate; no record can follow the stream's end.
+        self.notifier.drain()
         self.notifier.close()
         if self._source is not None:
             self._source.close()
