@@ -205,4 +205,5 @@ def test_position_windows_close_on_an_idle_log():
         inc.close()
     assert not inc.active
     assert [e.after[0] for e in events] == sorted(table.rows)
-    assert notes.types.count("IN_PROGRESS") == len(events) // 128 - (len(events) % 128 == 0)
+    # One IN_PROGRESS per chunk that read rows, the last one too (Debezium 2.7.4's notifyInProgress).
+    assert notes.types.count("IN_PROGRESS") == -(-len(events) // 128)

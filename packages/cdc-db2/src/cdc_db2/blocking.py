@@ -84,7 +84,7 @@ def blocking_snapshot(connector: Any, tables: list[tuple[Table, Node | None]],
                                 connector.log.with_context("snapshot"), connector.dialect)
         reader.lock = connector.snapshot_lock
         reader.lock_timeout_ms = config.get(dbc.SNAPSHOT_LOCK_TIMEOUT_MS)
-        by_name = {t.table.id.identifier: t for t in connector._tables}
+        by_name = {t.table.id.identifier: t for t in connector._tables + connector._uncaptured}
         captured = [(by_name[t.id.identifier], condition) for t, condition in tables if t.id.identifier in by_name]
         fresh: dict[str, CaptureTable] = {}
 

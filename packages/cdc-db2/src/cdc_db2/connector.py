@@ -11,6 +11,7 @@ from cdc_core.config import Config, Fields, common
 from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange, RoundEnd
 from cdc_core.filters import snapshot_order
+from cdc_core.notifications.initial import InitialSnapshotNotifications
 from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
@@ -103,6 +104,8 @@ class Db2Connector:
         self._round_position: Position | None = None
         #: ``CURRENT SERVER`` (read at start): the snapshot's schema change events' ``databaseName``.
         self.server_name = self.db
+        #: The initial snapshot's notifications (the signal controller hands over the engine's notifier).
+        self._notices = InitialSnapshotNotifications(None)
 
     # -- SPI ---------------------------------------------------------------------------------
 
@@ -118,6 +121,10 @@ class Db2Connector:
         from cdc_db2.incremental import Db2IncrementalSource
 
         return Db2IncrementalSource(self)
+
+    def attach_notifier(self, notifier: Any) -> None:
+        """Send the initial snapshot's notifications through ``notifier`` (cdc_core.notifications.initial)."""
+        self._notices = InitialSnapshotNotifications(notifier)
 
     def partition(self) -> dict[str, Any]:
         """``{"server": topic.prefix}``, as Db2Partition."""
@@ -384,10 +391,16 @@ class Db2Connector:
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Snapshot if due, then stream."""
         offset = self._offset
+        in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
         if self._recovers(offset):
             # snapshot.mode=recovery: the schema snapshot again, from the catalog, at the stored offset (Debezium's
             # determineSnapshotOffset keeps the previous offset), then streaming from it.
+            self._notices.started()
             self._schema_snapshot(dict(offset or {}), str(offset.get("commit_lsn") if offset else None))
+            self._notices.completed()
+        elif offset is not None and not self.snapshotter.should_snapshot_data(True, in_progress):
+            # Debezium's SnapshottingTask with neither schema nor data: the snapshot is skipped, and says so.
+            self._notices.skipped()
         yield from snapshot_then_stream(self.snapshotter, offset, self.config, self._stop, self.log, self._snapshot,
                                         self._no_data_offset, lambda at: self._stream(ResumePoint(at)))
 
@@ -398,11 +411,18 @@ class Db2Connector:
         a CREATE per table the snapshot would read, recorded in the schema history, the last one's
         ``source.snapshot`` ``last``; ``_stream`` sends them first.
         """
+        schema = self.snapshotter.should_snapshot_schema(False, False)
+        if schema:
+            self._notices.started()  # a schema-only snapshot: STARTED, then COMPLETED with no table notifications
         row = self._query(max_lsn_query(self.control, self.dialect))
         lsn = str(from_value(row[0][0] if row else None))
         # Every event carries the completed offset: they follow the checkpoint streaming starts from.
         offset = {"snapshot": True, "snapshot_completed": True, "commit_lsn": lsn}
         self._schema_snapshot(offset, lsn)
+        if schema:
+            self._notices.completed()
+        else:
+            self._notices.skipped()
         return offset
 
     def _schema_snapshot(self, offset: dict[str, Any], lsn: str) -> None:
@@ -417,6 +437,20 @@ class Db2Connector:
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
         """The snapshot on its own connection and transaction (of the catalog's definitions, not the history's)."""
         self._tables = self._live_tables
+        notices = self._notices
+        notices.started()
+        completed = False
+        try:
+            yield from self._snapshot_tables(notices)
+            completed = not self._stop.is_set()
+        finally:
+            if completed:
+                notices.completed()
+            else:
+                notices.aborted()
+
+    def _snapshot_tables(self, notices: InitialSnapshotNotifications) -> Iterator[list[RawChange | Checkpoint]]:
+        """The snapshot's connection, transaction and reads, each table's notifications sent as it is read."""
         conn = self._connect()
         try:
             reader = self._snapshot_reader = SnapshotReader(
@@ -450,8 +484,12 @@ class Db2Connector:
             if events and self.config.get(dbc.INCLUDE_SCHEMA_CHANGES):
                 yield events
             signal = signal_table(self.config)
-            yield from reader.read([(t, select) for t in tables if (t.table.id.schema, t.table.id.table) != signal
-                                    and (select := self._select(t)) is not None])
+            pairs = [(t, select) for t in tables if (t.table.id.schema, t.table.id.table) != signal
+                     and (select := self._select(t)) is not None]
+            # Debezium's notifyTableInProgress names the tables it reads, notifyCompletedTableSuccessfully the
+            # captured ones (the signal table among them).
+            yield from notices.tables(reader.read(pairs), [t.table for t, _ in pairs], [t.table for t in tables],
+                                      self._stop.is_set, lambda: reader.reading)
             reader.end()
         finally:
             self._snapshot_reader = None
@@ -469,8 +507,10 @@ class Db2Connector:
 
     def blocking_tables(self, conn: Any) -> dict[str, CaptureTable]:
         """The captured tables as the catalog describes them now (read on ``conn``, the blocking snapshot's
-        transaction, as Debezium's readTableStructure), by ``schema.table``."""
-        return {t.table.id.identifier: t for t in self._capture_tables(self._registrations, conn=conn)}
+        transaction, as Debezium's readTableStructure), by ``schema.table``; the included ones not in capture mode
+        too."""
+        tables = self._uncaptured_tables(conn) + self._capture_tables(self._registrations, conn=conn)
+        return {t.table.id.identifier: t for t in tables}
 
     def blocking_created(self, tables: list[CaptureTable], lsns: tuple[str | None, str | None],
                          position: dict[str, Any], offset: dict[str, Any] | None) -> list[Any]:
@@ -485,6 +525,7 @@ class Db2Connector:
         self._known_now()  # what the stream announced so far (the other tables keep theirs)
         fresh = {t.table.id.identifier: t for t in tables}
         self._tables = [fresh.get(t.table.id.identifier, t) for t in self._tables]
+        self._uncaptured = [fresh.get(t.table.id.identifier, t) for t in self._uncaptured]
         if self._stream_reader is not None:  # between two windows: the next one converts with these
             self._stream_reader.set_tables(self._tables)
         events = [self._schema_change("CREATE", t.table.id.schema or "", t.table.id.table, table_json(t.table), "true",

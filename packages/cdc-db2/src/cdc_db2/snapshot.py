@@ -83,6 +83,8 @@ class SnapshotReader(TableSnapshotReader):
         #: The SnapshotLock of ``snapshot.locking.mode`` (None: no locks) and ``snapshot.lock.timeout.ms``.
         self.lock: Any = None
         self.lock_timeout_ms = 10000
+        #: The id of the table being read (its failure's notification names it).
+        self.reading: Any = None
 
     def begin(self, tables: list[CaptureTable], structure: Any = None) -> str:
         """Set the isolation level, take the locks, read the highest synchpoint inside the transaction.
@@ -133,7 +135,9 @@ class SnapshotReader(TableSnapshotReader):
         self.conn.set_autocommit(True)
 
     def source(self, table: Any) -> dict[str, Any]:
-        """The ``snapshot: true`` source block of ``table``'s rows, stamped now."""
+        """The ``snapshot: true`` source block of ``table``'s rows, stamped now (``read`` asks as it starts the table,
+        which becomes ``reading``)."""
+        self.reading = table.id
         return source_block(self.server, self.db, time.time_ns() // 1000, "true", table.id.schema or "",
                             table.id.table, None, self.max_lsn)
 

@@ -223,6 +223,8 @@ class IncrementalSnapshot:
         if self.metrics is not None:
             self.metrics.set_paused(False)
         self.notifier.notify(INCREMENTAL_SNAPSHOT, "RESUMED", {"data_collections": self._names()}, self.id)
+        for scan in [s for s in self.scans if s.extra.pop("read_while_paused", False)]:
+            self._scan_done(scan)
         self._rebuild_state()
         return True
 
@@ -278,18 +280,19 @@ class IncrementalSnapshot:
         if self.metrics is not None:
             self.metrics.chunk(w.id, format_key(w.from_key), format_key(w.last_key), format_key(scan.first_key),
                                format_key(scan.max_key))
-        if w.done:
-            with self._cond:
-                self.scans.remove(scan)
-            status = "SUCCEEDED" if scan.max_key is not None else "EMPTY"
-            self._table_completed(scan, status)
-            if not self.scans:
-                self._finish(completed=True)
-        else:
+        if w.rows:
+            # As Debezium 2.7.4's notifyInProgress: after every chunk that read rows, the table's last one too (its
+            # readChunk reads once more and finds none before TABLE_SCAN_COMPLETED), with the first value of the
+            # maximum key and of the chunk's last key, and nothing else.
             self.notifier.notify(INCREMENTAL_SNAPSHOT, "IN_PROGRESS", {
                 "data_collections": self._names(), "current_collection_in_progress": self._label(scan),
-                "maximum_key": format_key(scan.max_key), "last_processed_key": format_key(w.last_key),
-                "chunk_id": w.id, "chunk_rows": len(rows), "total_rows_scanned": scan.rows}, self.id)
+                "maximum_key": _first(scan.max_key), "last_processed_key": _first(w.last_key)}, self.id)
+        if w.done and self.paused:
+            # Debezium 2.7.4 finds a table done at the next readChunk, which a paused snapshot does not take: its
+            # TABLE_SCAN_COMPLETED (and COMPLETED) come after RESUMED, never while it is paused.
+            scan.extra["read_while_paused"] = True
+        elif w.done:
+            self._scan_done(scan)
         self._rebuild_state()
         stamp = getattr(self.source, "stream_source", None)
         if at is None or stamp is None or not rows:
@@ -460,12 +463,21 @@ class IncrementalSnapshot:
         if not self.scans:
             self._finish(completed=True)
 
+    def _scan_done(self, scan: TableScan) -> None:
+        """``scan``'s last window closed: the table is completed, and the snapshot if it was the last."""
+        with self._cond:
+            self.scans.remove(scan)
+        self._table_completed(scan, "SUCCEEDED" if scan.max_key is not None else "EMPTY")
+        if not self.scans:
+            self._finish(completed=True)
+
     def _table_completed(self, scan: TableScan, status: str) -> None:
         self.log.info("incremental snapshot of %s: %s, %d rows", scan.name, status, scan.rows)
         if self.metrics is not None:
             self.metrics.table_completed(scan.name)
+        # Exactly the keys of Debezium 2.7.4's IncrementalSnapshotNotificationService.notifyTableScanCompleted.
         self.notifier.notify(INCREMENTAL_SNAPSHOT, "TABLE_SCAN_COMPLETED", {
-            "data_collection": self._label(scan), "data_collections": ",".join(map(self._label, [scan, *self.scans])),
+            "data_collections": ",".join(map(self._label, [scan, *self.scans])),
             "scanned_collection": self._label(scan), "total_rows_scanned": scan.rows, "status": status}, self.id)
 
     def _finish(self, completed: bool) -> None:
@@ -603,3 +615,8 @@ def _transaction_id(change: RawChange) -> Any:
 def _metadata(name: str) -> str:
     """The ``data`` of a watermark row, as Debezium writes it."""
     return orjson.dumps({name: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).decode()
+
+
+def _first(key: Any) -> str:
+    """A key as Debezium 2.7.4's notifyInProgress prints it: ``Objects.toString(key[0], "<null>")``, the first value."""
+    return "<null>" if not key or key[0] is None else str(key[0])

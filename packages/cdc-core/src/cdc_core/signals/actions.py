@@ -15,10 +15,11 @@ from cdc_core.config import common
 from cdc_core.filters import snapshot_order
 from cdc_core.incremental.spi import SIGNAL_TABLE, watermarks_of
 from cdc_core.incremental.state import TableScan
-from cdc_core.relational import Table
+from cdc_core.relational import Table, TableId
 from cdc_core.signals.conditions import Node, parse_filter
 from cdc_core.signals.names import NameMatcher, SignalDataError, select_tables
 from cdc_core.signals.spi import SignalRecord
+from cdc_core.table_events import key_names, parse_message_key_columns
 
 if TYPE_CHECKING:
     from cdc_core.signals.controller import SignalController
@@ -40,15 +41,27 @@ def execute_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str
     if kind == "incremental" and ctl.signal_table is None and watermarks_of(source) == SIGNAL_TABLE:
         raise SignalDataError("incremental snapshots need signal.data.collection: their watermarks are written "
                               "to the signal table")
-    tables = select_tables(data["data-collections"], source.captured_tables())
+    # As Debezium 2.7.4 (expandAndDedupeDataCollectionIds keeps an entry that matches no table): an entry naming no
+    # captured table does not refuse the signal; an incremental snapshot reports it as a TABLE_SCAN_COMPLETED with
+    # status UNKNOWN_SCHEMA (isTableInvalid), a blocking one reads the tables the others name.
+    unknown: list[str] = []
+    tables = select_tables(data["data-collections"], source.captured_tables(), unmatched=unknown)
+    for entry in unknown:
+        ctl.log.warning("signal %s: data-collections entry %r matches no captured table", record.id, entry)
     conditions = _conditions(data, tables, allow_select=kind == "blocking")
     surrogate = data.get("surrogate-key")
+    surrogates: dict[str, str] = {}
     if surrogate is not None:
         if not isinstance(surrogate, str):
             raise SignalDataError("surrogate-key must be a column name")
         for t in tables:
-            if surrogate not in {c.name for c in t.columns}:
+            # Found as Debezium's Table.columnWithName finds it: the exact name, else ignoring case ("aa" is AA).
+            names = [c.name for c in t.columns]
+            found = surrogate if surrogate in names else next(
+                (n for n in names if n.lower() == surrogate.lower()), None)
+            if found is None:
                 raise SignalDataError(f"surrogate-key {surrogate!r} is not a column of {t.id}")
+            surrogates[t.id.identifier] = found
     if kind == "blocking":
         # A blocking snapshot runs as the initial one does (RelationalSnapshotChangeEventSource): tables in
         # table.include.list order, not in the signal's.
@@ -56,10 +69,16 @@ def execute_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str
         ctl.request_blocking(record.id, [(t, *conditions.get(t.id.identifier, (None, None))) for t in tables])
         return
     scans = []
+    # Chunks go in the order of the event key (Debezium's getQueryColumns: the surrogate key, else the KeyMapper's
+    # columns, message.key.columns' for a table it names, else the primary key).
+    key_columns = parse_message_key_columns(ctl.config.get(common.MESSAGE_KEY_COLUMNS))
     for t in tables:
         text, node = conditions.get(t.id.identifier, (None, None))
-        key = [surrogate] if surrogate else list(t.primary_key)
-        scans.append(TableScan(t, key, text, node, surrogate, skip=None if key else "NO_PRIMARY_KEY"))
+        column = surrogates.get(t.id.identifier)
+        key = [column] if column else list(key_names(key_columns, t))
+        scans.append(TableScan(t, key, text, node, column, skip=None if key else "NO_PRIMARY_KEY"))
+    for entry in unknown:  # named as the signal wrote it; never read
+        scans.append(TableScan(Table(TableId(None, None, entry), [], []), [], skip="UNKNOWN_SCHEMA"))
     ctl.incremental_snapshot().add(record.id, scans)
 
 

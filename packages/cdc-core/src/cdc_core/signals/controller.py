@@ -59,6 +59,9 @@ class SignalController:
         self.metrics = metrics
         self.stopping = stopping
         self.notifier = NotificationService(config, plugins, log, connector_name, listeners, partition, with_catalog)
+        attach = getattr(connector, "attach_notifier", None)
+        if callable(attach):  # the connector's own notifications (cdc_core.notifications.initial)
+            attach(self.notifier)
         enabled = config.get(SIGNAL_CHANNELS) or []
         self.source_enabled = "source" in enabled
         self.channels = [plugins.get("signal channel", n)(config, log) for n in enabled if n != "source"]
@@ -114,6 +117,9 @@ class SignalController:
                 channel.close()
             except Exception:  # noqa: BLE001
                 pass
+        # What was notified last (a failed snapshot's SQL_EXCEPTION and ABORTED) still reaches the listeners and the
+        # channels that deliver elsewhere, as Debezium's notify is immediate; no record can follow the stream's end.
+        self.notifier.drain()
         self.notifier.close()
         if self._source is not None:
             self._source.close()

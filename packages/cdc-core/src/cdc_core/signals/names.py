@@ -101,8 +101,10 @@ class NameMatcher:
             and self.pattern.fullmatch(f"{tid.catalog}.{tid.identifier}") is not None)
 
 
-def select_tables(entries: object, tables: Iterable[Table], what: str = "data-collections") -> list[Table]:
-    """The captured tables the entries name, in the entries' order; SignalDataError for any entry naming none."""
+def select_tables(entries: object, tables: Iterable[Table], what: str = "data-collections",
+                  unmatched: list[str] | None = None) -> list[Table]:
+    """The captured tables the entries name, in the entries' order; SignalDataError for any entry naming none,
+    unless ``unmatched`` is given: such entries are appended to it instead."""
     if not isinstance(entries, list):
         raise SignalDataError(f"{what} must be an array of table names, not {type(entries).__name__}")
     tables = sorted(tables, key=lambda t: t.id.identifier)
@@ -111,6 +113,9 @@ def select_tables(entries: object, tables: Iterable[Table], what: str = "data-co
         matcher = NameMatcher(entry)
         found = [t for t in tables if matcher.matches(t)]
         if not found:
+            if unmatched is not None:
+                unmatched.append(matcher.entry)
+                continue
             raise SignalDataError(f"{what} entry {matcher.entry!r} matches no captured table")
         out += [t for t in found if t not in out]
     return out
