@@ -22,6 +22,7 @@ from cdc_core.config.config import exclusive
 from cdc_core.delays import wait_before
 from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError, offsets_ahead
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
+from cdc_core.notifications.initial import InitialSnapshotNotifications
 from cdc_core.plugins import registry
 from cdc_core.topics import topic_naming_strategy
 from cdc_core.schema import Schema
@@ -111,6 +112,8 @@ class MySqlConnector(Snapshotting, DdlEvents):
         self.schema_change_topic = topic_naming_strategy(config, plugins).schema_change_topic()
         self.snapshotter = snapshotter(config, config.get(myc.SNAPSHOT_MODE), plugins)
         self.snapshot_query = snapshot_query(config, config.get(myc.SNAPSHOT_QUERY_MODE), plugins)
+        #: The initial snapshot's notifications (the signal controller hands over the engine's notifier).
+        self._notices = InitialSnapshotNotifications(None)
         self.snapshot_lock = snapshot_lock(config, config.get(myc.SNAPSHOT_LOCKING_MODE), plugins)
         self.metrics = context.metrics
         self.binlog_metrics = binlog_metrics(self.metrics)
@@ -353,6 +356,10 @@ class MySqlConnector(Snapshotting, DdlEvents):
                 f"{self.flavor.name} at {self.address}", "Restore the right offsets file, or delete it and the "
                 "schema history to start over (snapshot.mode decides whether a new snapshot is taken).")
 
+    def attach_notifier(self, notifier: Any) -> None:
+        """Send the initial snapshot's notifications through ``notifier`` (cdc_core.notifications.initial)."""
+        self._notices = InitialSnapshotNotifications(notifier)
+
     def _run(self) -> Iterator[list[Any]]:
         assert self._conn is not None and self._history is not None
         offset = self._offset
@@ -376,6 +383,8 @@ class MySqlConnector(Snapshotting, DdlEvents):
                           self.snapshotter.name)
         if todo.schema or todo.data:
             start = yield from self._snapshot(todo, offset if todo.resume else None)
+        else:
+            self._notices.skipped()  # Debezium's snapshot source runs at every start and says it took none
         if not todo.stream or self._stop.is_set() or start is None:
             if not todo.stream:
                 self.log.info("snapshot.mode=%s does not stream: done", self.config.get(myc.SNAPSHOT_MODE))

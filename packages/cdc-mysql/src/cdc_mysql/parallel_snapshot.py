@@ -82,6 +82,7 @@ class ParallelSnapshotReader(SnapshotReader):
         if prev is not None:  # Debezium's precedence without first/last tables: last_in_ over first_in_
             out.put([prev._replace(source={**prev.source, "snapshot": "last_in_data_collection"})])
         self.rows_scanned[f"{db}.{name}"] = rows
+        self.table_done(f"{db}.{name}", rows)
         if self.metrics is not None:
             self.metrics.table_completed(f"{db}.{name}")
         self.log.info("snapshot of %s.%s: %d rows in %.1fs (%s, thread %s)", db, name, rows, time.monotonic() - started,

@@ -162,6 +162,7 @@ class ProcessSnapshotReader(SnapshotReader):
             definition = tables[index][1]
             name = f"{definition.id.database}.{definition.id.table}"
             self.rows_scanned[name] = rows
+            self.table_done(name, rows)
             if self.metrics is not None:
                 self.metrics.table_completed(name)
             self.log.info("snapshot of %s: %d rows in %.1fs (worker processes)", name, rows,

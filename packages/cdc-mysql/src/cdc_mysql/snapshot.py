@@ -132,6 +132,8 @@ class SnapshotReader:
         self.estimates = estimates or {}
         self.stopped = False
         self.rows_scanned: dict[str, int] = {}
+        #: Called with each table's ``db.table`` and rows once it is read (the initial snapshot's notifications).
+        self.table_done: Callable[[str, int], None] = lambda name, rows: None
         #: ``cdc_core.metrics.SnapshotMetrics`` to report finished tables to, if any.
         self.metrics: Any = None
 
@@ -196,6 +198,7 @@ class SnapshotReader:
                     prev = prev._replace(source={**prev.source, "snapshot": "last_in_data_collection"})
                 pending = prev
             self.rows_scanned[f"{db}.{name}"] = rows
+            self.table_done(f"{db}.{name}", rows)
             if self.metrics is not None:
                 self.metrics.table_completed(f"{db}.{name}")
             self.log.info("snapshot of %s.%s: %d rows in %.1fs (%s)", db, name, rows, time.monotonic() - started,

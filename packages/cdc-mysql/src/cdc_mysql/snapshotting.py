@@ -77,6 +77,20 @@ class Snapshotting:
         return record, capture
 
     def _snapshot(self, plan: SnapshotPlan, resume: dict[str, Any] | None) -> Iterator[list[Any]]:
+        """The snapshot between its STARTED and its COMPLETED (or ABORTED) notification (a schema-only one has no
+        table notifications); returns the offset streaming starts from (None if stopped)."""
+        self._notices.started()
+        done = None
+        try:
+            done = yield from self._snapshot_at(plan, resume)
+        finally:
+            if done is not None:
+                self._notices.completed()
+            else:
+                self._notices.aborted()
+        return done
+
+    def _snapshot_at(self, plan: SnapshotPlan, resume: dict[str, Any] | None) -> Iterator[list[Any]]:
         """Lock, read position and schemas, scan; returns the offset streaming starts from (None if stopped)."""
         log = self.log.with_context("snapshot")
         if plan.data and wait_before("snapshot", self.config, self._stop, log):
@@ -195,6 +209,10 @@ class Snapshotting:
             reader = self._snapshot_reader = ParallelSnapshotReader([conn, *workers], *args)
         else:
             reader = self._snapshot_reader = SnapshotReader(conn, *args)
+        names = [f"{d.id.database}.{d.id.table}" for _, d, _ in tables]
+        # Debezium's notifyTableInProgress names the tables it reads; its TABLE_SCAN_COMPLETED names the captured
+        # ones (the signal table among them).
+        reader.table_done = self._notices.announce(names, names + list(unread))
         metrics = self.metrics.snapshot if self.metrics is not None else None
         if metrics is not None:
             metrics.snapshot_started({str(d.id): estimates.get(str(d.id), 0) for _, d, _ in tables}, unread)

@@ -17,6 +17,7 @@ from cdc_core.delays import wait_before
 from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError, offsets_ahead
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.filters import snapshot_order
+from cdc_core.notifications.initial import InitialSnapshotNotifications
 from cdc_core.plugins import registry
 from cdc_core.relational import Table, TableId
 from cdc_core.signals.config import MAX_THREADS
@@ -86,6 +87,8 @@ class PostgresConnector:
         plugins = context.plugins if context.plugins is not None else registry()
         self.snapshotter = snapshotter(config, config.get(pgc.SNAPSHOT_MODE), plugins)
         self.snapshot_query = snapshot_query(config, config.get(common.SNAPSHOT_QUERY_MODE), plugins)
+        #: The initial snapshot's notifications (the signal controller hands over the engine's notifier).
+        self._notices = InitialSnapshotNotifications(None)
         self.snapshot_lock = snapshot_lock(config, config.get(pgc.SNAPSHOT_LOCKING_MODE), plugins)
         self._stop = threading.Event()
         self._ack_lsn = 0
@@ -380,6 +383,10 @@ class PostgresConnector:
                 f"PostgreSQL at {self.address}", "Nothing was confirmed to the slot; restore the right offsets "
                 "file, or delete it to start over (snapshot.mode decides whether a new snapshot is taken).")
 
+    def attach_notifier(self, notifier: Any) -> None:
+        """Send the initial snapshot's notifications through ``notifier`` (cdc_core.notifications.initial)."""
+        self._notices = InitialSnapshotNotifications(notifier)
+
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
         assert self._conn is not None
         slot_exists, active = self._slot_state()
@@ -400,6 +407,10 @@ class PostgresConnector:
         if slot_exists and not snapshot and self._offset:
             self._check_offset_not_ahead(self._offset)
         stream = self.snapshotter.should_stream()
+        if not snapshot:
+            # Debezium's snapshot source runs at every start: a snapshot that is not due says SKIPPED (no_data too:
+            # PostgreSQL's snapshotting task takes no schema without the data).
+            self._notices.skipped()
         if not snapshot and not stream:
             self.log.info("no snapshot is due and snapshot.mode=%s does not stream: nothing to do", self.snapshotter.name)
             return
@@ -513,6 +524,19 @@ class PostgresConnector:
         return row[0] if row else None
 
     def _snapshot(self, snapshot_name: str | None, lsn: int) -> Iterator[list[RawChange | Checkpoint]]:
+        """The snapshot, between its STARTED and its COMPLETED (or ABORTED) notification."""
+        self._notices.started()
+        completed = False
+        try:
+            yield from self._snapshot_tables_at(snapshot_name, lsn)
+            completed = not self._stop.is_set()
+        finally:
+            if completed:
+                self._notices.completed()
+            else:
+                self._notices.aborted()
+
+    def _snapshot_tables_at(self, snapshot_name: str | None, lsn: int) -> Iterator[list[RawChange | Checkpoint]]:
         snap_conn = self._connect()
         try:
             # snapshot.fetch.size: the rows of one block handed over (pgjdbc's fetch size in Debezium: the rows
@@ -525,6 +549,8 @@ class PostgresConnector:
             reader.pipeline = self.worker_pipeline
             reader.begin(snapshot_name)
             tables = self._snapshot_tables()
+            names = [t.id.identifier for t, _ in tables]
+            reader.table_done = self._notices.announce(names, names)
             reader.lock([st for t, _ in tables if (st := self.snapshot_lock.table_lock_statement(
                 self.config.get(common.SNAPSHOT_LOCK_TIMEOUT_MS), t.id, _quote_table)) is not None],
                 self.config.get(common.SNAPSHOT_LOCK_TIMEOUT_MS))

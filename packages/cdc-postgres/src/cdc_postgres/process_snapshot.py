@@ -135,6 +135,7 @@ def read_in_processes(reader: Any, tables: list[tuple[Table, str]], pipeline: Wo
     def table_done(index: int, rows: int) -> None:
         table = tables[index][0]
         reader.log.info("snapshot of %s: %d rows in %.1fs", table.id, rows, time.monotonic() - started[index])
+        reader.table_done(table.id.identifier, rows)
         if reader.metrics is not None:
             reader.metrics.table_completed(table.id.identifier)
 

@@ -63,6 +63,8 @@ class SnapshotReader:
         #: The engine's builder, transforms and serializer when it writes into a sink: with ``threads`` above 1
         #: the chunks are read and serialized in worker processes (``cdc_postgres.process_snapshot``).
         self.pipeline = None
+        #: Called with each table's identifier and rows once it is read (the initial snapshot's notifications).
+        self.table_done: Callable[[str, int], None] = lambda name, rows: None
 
     def begin(self, snapshot_name: str | None) -> None:
         """Open the snapshot transaction, on the exported snapshot if there is one."""
@@ -163,6 +165,7 @@ class SnapshotReader:
             if held is not None and rows and held.source["snapshot"] != "first":
                 held = held._replace(source={**held.source, "snapshot": "last_in_data_collection"})
             self.log.info("snapshot of %s: %d rows in %.1fs", table.id, rows, time.monotonic() - started)
+            self.table_done(table.id.identifier, rows)
             if self.metrics is not None:
                 self.metrics.table_completed(table.id.identifier)
         batch = []
@@ -251,6 +254,7 @@ class SnapshotReader:
             out.put([prev._replace(source={**prev.source, "snapshot": "last_in_data_collection"})])
         self.log.info("snapshot of %s: %d rows in %.1fs (%s)", table.id, rows, time.monotonic() - started,
                       threading.current_thread().name)
+        self.table_done(table.id.identifier, rows)
         if self.metrics is not None:
             self.metrics.table_completed(table.id.identifier)
 

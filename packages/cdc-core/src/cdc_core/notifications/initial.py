@@ -63,6 +63,18 @@ class InitialSnapshotNotifications:
         """Reading ``table`` failed."""
         self._send("TABLE_SCAN_COMPLETED", {"scanned_collection": table, "status": "SQL_EXCEPTION"})
 
+    def announce(self, read: list[str], captured: list[str]) -> Callable[[str, int], None]:
+        """Every table of ``read`` IN_PROGRESS now (Debezium hands them all to its reader threads at once); returns
+        what a reader calls as it finishes one (its name, its rows): that table's TABLE_SCAN_COMPLETED, naming the
+        ``captured`` tables. For readers that may read several tables at once (``snapshot.max.threads``)."""
+        for name in read:
+            self.in_progress(name, read)
+
+        def done(name: str, rows: int) -> None:
+            self.table_completed(name, rows, captured)
+
+        return done
+
     def tables(self, batches: Iterator[list[Any]], read: list[Any], captured: list[Any],
                stopped: Callable[[], bool], reading: Callable[[], Any] | None = None) -> Iterator[list[Any]]:
         """``batches`` (the rows of the tables ``read``, in that order) with the per-table notifications: every
