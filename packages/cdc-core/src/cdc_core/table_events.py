@@ -56,6 +56,20 @@ def envelope_schema(name: str, value: Schema, source: Schema) -> Schema:
 
 
 
+def key_names(key_columns: list[tuple[re.Pattern[str], list[str]]], table: Table) -> list[str]:
+    """The key columns of ``table``: its ``message.key.columns`` entry (parsed) if one matches, else its primary key."""
+    for pattern, names in key_columns:
+        if any(pattern.fullmatch(name) for name in table.id.names):
+            # As CustomKeyMapper: each name is a case-insensitive regex over the column names, the matches in
+            # the order listed; none matching leaves the primary key.
+            out: list[str] = []
+            for n in names:
+                rx = re.compile(n, re.IGNORECASE)
+                out += [c.name for c in table.columns if rx.fullmatch(c.name) and c.name not in out]
+            return out or table.primary_key
+    return table.primary_key
+
+
 def parse_message_key_columns(value: str | None) -> list[tuple[re.Pattern[str], list[str]]]:
     """``message.key.columns``: ``<table regex>:<col>,<col>;...`` into (anchored regex, columns) pairs."""
     out = []
@@ -138,16 +152,7 @@ class EventSettings:
 
     def key_names(self, table: Table) -> list[str]:
         """The key columns: ``message.key.columns`` for the table if set, else its primary key."""
-        for pattern, names in self.key_columns:
-            if any(pattern.fullmatch(name) for name in table.id.names):
-                # As CustomKeyMapper: each name is a case-insensitive regex over the column names, the matches in
-                # the order listed; none matching leaves the primary key.
-                out: list[str] = []
-                for n in names:
-                    rx = re.compile(n, re.IGNORECASE)
-                    out += [c.name for c in table.columns if rx.fullmatch(c.name) and c.name not in out]
-                return out or table.primary_key
-        return table.primary_key
+        return key_names(self.key_columns, table)
 
 
 class TableEvents:

@@ -91,12 +91,27 @@ def _bind(table: Table, name: str, value: Any) -> Any:
 
 
 def key_greater(table: Table, key: list[str], values: Key) -> tuple[str, list[Any]]:
-    """``key > values`` in the expanded form: ``a > x OR (a = x AND b > y)``."""
+    """``key > values`` in the expanded form: ``a > x OR (a = x AND b > y)``.
+
+    A nullable key column (message.key.columns, a surrogate key) compares as Debezium 2.7.4's
+    AbstractChunkQueryBuilder.addLowerBound does where NULLs sort first (SqlServerConnection.nullsSortLast() is
+    false): ``(c > x AND c IS NOT NULL)`` against a value, ``c IS NOT NULL`` greater than a NULL bound and
+    ``c IS NULL`` equal to one (AbstractIncrementalSnapshotTest.insertsWithoutPksAndNull).
+    """
     parts, params = [], []
     for i, name in enumerate(key):
-        terms = [f"{quote(key[j])} = ?" for j in range(i)] + [f"{quote(name)} > ?"]
+        terms = []
+        for j in range(i + 1):
+            column, last = quote(key[j]), j == i
+            if not table.column(key[j]).optional:
+                terms.append(f"{column} > ?" if last else f"{column} = ?")
+            elif values[j] is not None:
+                terms.append(f"({column} > ? AND {column} IS NOT NULL)" if last else f"{column} = ?")
+            else:
+                terms.append(f"{column} IS NOT NULL" if last else f"{column} IS NULL")
+                continue
+            params.append(_bind(table, key[j], values[j]))
         parts.append("(" + " AND ".join(terms) + ")")
-        params += [_bind(table, key[j], values[j]) for j in range(i + 1)]
     return "(" + " OR ".join(parts) + ")", params
 
 

@@ -19,6 +19,7 @@ from cdc_core.relational import Table
 from cdc_core.signals.conditions import Node, parse_filter
 from cdc_core.signals.names import NameMatcher, SignalDataError, select_tables
 from cdc_core.signals.spi import SignalRecord
+from cdc_core.table_events import key_names, parse_message_key_columns
 
 if TYPE_CHECKING:
     from cdc_core.signals.controller import SignalController
@@ -40,7 +41,11 @@ def execute_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str
     if kind == "incremental" and ctl.signal_table is None and watermarks_of(source) == SIGNAL_TABLE:
         raise SignalDataError("incremental snapshots need signal.data.collection: their watermarks are written "
                               "to the signal table")
-    tables = select_tables(data["data-collections"], source.captured_tables())
+    unmatched: list[str] | None = [] if kind == "incremental" else None
+    tables = select_tables(data["data-collections"], source.captured_tables(), unmatched=unmatched)
+    for entry in unmatched or ():
+        ctl.log.warning("signal %s: data-collections entry %r matches no captured table; it is skipped",
+                        record.id, entry)
     conditions = _conditions(data, tables, allow_select=kind == "blocking")
     surrogate = data.get("surrogate-key")
     if surrogate is not None:
@@ -56,9 +61,13 @@ def execute_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str
         ctl.request_blocking(record.id, [(t, *conditions.get(t.id.identifier, (None, None))) for t in tables])
         return
     scans = []
+    key_columns = parse_message_key_columns(ctl.config.get(common.MESSAGE_KEY_COLUMNS))
     for t in tables:
         text, node = conditions.get(t.id.identifier, (None, None))
-        key = [surrogate] if surrogate else list(t.primary_key)
+        # As Debezium 2.7.4's AbstractChunkQueryBuilder.getQueryColumns: the surrogate key, else the key mapper's
+        # columns (message.key.columns for the table, else its primary key): a keyless table with message key
+        # columns is chunked by them (AbstractIncrementalSnapshotTest.insertsWithoutPks).
+        key = [surrogate] if surrogate else list(key_names(key_columns, t))
         scans.append(TableScan(t, key, text, node, surrogate, skip=None if key else "NO_PRIMARY_KEY"))
     ctl.incremental_snapshot().add(record.id, scans)
 
