@@ -182,7 +182,7 @@ def test_an_incremental_snapshot_of_the_second_databases_table_with_the_signal_t
     named = {n.type: n.additional_data for n in notes}
     assert named["STARTED"]["data_collections"] == f"{OTHER}.dbo.customers"
     assert named["IN_PROGRESS"]["current_collection_in_progress"] == f"{OTHER}.dbo.customers"
-    assert named["TABLE_SCAN_COMPLETED"]["data_collection"] == f"{OTHER}.dbo.customers"
+    assert named["TABLE_SCAN_COMPLETED"]["scanned_collection"] == f"{OTHER}.dbo.customers"
     # Each database's offset under its own partition; the snapshot's progress rode in the signal database's.
     first = store.get({"server": "server1", "database": inventory.dbname})
     other = store.get({"server": "server1", "database": OTHER})

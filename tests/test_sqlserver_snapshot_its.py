@@ -10,6 +10,7 @@ and its signal table without a primary key.
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,8 @@ def _setup(standin, populate: list[str] = ()) -> None:
         else:
             raise AssertionError(f"unknown populate step {what}")
     standin.agent.start()
+    # waitForCdcTransactionPropagation: what was written before the connector starts is behind its first position.
+    standin.wait_captured()
 
 
 def _config(standin, **extra: Any) -> dict[str, Any]:
@@ -81,8 +84,14 @@ def _config(standin, **extra: Any) -> dict[str, Any]:
 
 def _signal(standin, type_: str, data: Any, signal_id: str = "ad-hoc") -> None:
     """A row of the signal table (sendAdHocSnapshotSignal and friends: every one is 'ad-hoc')."""
-    text = data if isinstance(data, str) else __import__("json").dumps(data)
+    text = data if isinstance(data, str) else json.dumps(data)
     standin.execute("INSERT INTO dbo.debezium_signal VALUES (%s, %s, %s)", (signal_id, type_, text))
+
+
+def _signals_in_one_transaction(standin, rows: list[tuple[str, str, Any]]) -> None:
+    """Signal rows committed together (one change-table transaction: handled one right after the other)."""
+    values = ", ".join("('%s', '%s', '%s')" % (i, t, d if isinstance(d, str) else json.dumps(d)) for i, t, d in rows)
+    standin.execute(f"INSERT INTO dbo.debezium_signal VALUES {values}")
 
 
 def _updates(standin, transactions: int) -> None:
@@ -169,3 +178,61 @@ def test_incremental_snapshot_case(standin, case):
     if "close_watermarks" in expect:
         (count,), = standin.execute("SELECT count(id) FROM dbo.debezium_signal WHERE type = 'snapshot-window-close'")
         assert (count != 0) == (expect["close_watermarks"] == "nonzero"), count
+
+
+# -- AbstractIncrementalSnapshotTest: the tests that do more than one signal and read ------------------------------
+
+def _reads(records: list, db: str, table: str = "a") -> list:
+    return [r for r in _topic(records, db, table) if r.value and r.value["op"] == "r"]
+
+
+def _incremental(notes: list) -> list:
+    return [n for n in notes if n.aggregate_type == "Incremental Snapshot"]
+
+
+def test_notifications_of_an_incremental_snapshot_paused_and_resumed(standin):
+    """IncrementalSnapshotWithRecompileIT.testNotification (chunk size 250; IncrementalSnapshotIT's has 1): the sink
+    channel's records, every kind, the signal's id, and each kind's additional data exactly as Debezium 2.7.4's
+    IncrementalSnapshotNotificationService builds it (values strings; connector_name added to each)."""
+    db = standin.dbname
+    _setup(standin, ["a"])
+    config = _config(standin, **{"notification.enabled.channels": "sink", "notification.sink.topic.name": NOTIFICATIONS,
+                                 "incremental.snapshot.option.recompile": True,
+                                 "max.batch.size": 50, "max.queue.size": 100})
+    # A slow consumer holds the snapshot back, so the pause comes while it runs (Debezium's chunk size 1 does that).
+    runner, notes = streaming_with_notifications(config, MemoryOffsetStore(), slow=0.05)
+    try:
+        # The pause in the start's transaction: handled before the first window closes (the stand-in reads the
+        # table far faster than Debezium's test consumes its first hundred records).
+        _signals_in_one_transaction(standin, [
+            ("ad-hoc", "execute-snapshot", {"data-collections": [f"{db}.dbo.a"], "type": "INCREMENTAL"}),
+            ("test-pause", "pause-snapshot", "")])
+        runner.wait(lambda rs: any(n.type == "PAUSED" for n in notes), "the pause")
+        time.sleep(0.5)  # a window already open still closes
+        before_resume = len(_reads(runner.snapshot(), db))
+        time.sleep(1.0)
+        # testPauseDuringSnapshot: nothing more is read while paused.
+        assert len(_reads(runner.snapshot(), db)) == before_resume < ROW_COUNT
+        _signal(standin, "resume-snapshot", "", "test-resume")
+        runner.wait(lambda rs: any(r.topic == NOTIFICATIONS and r.value["type"] == "COMPLETED" for r in rs)
+                    and len(_reads(rs, db)) >= ROW_COUNT, "the completion", 60)
+    finally:
+        runner.stop()
+    values = [r.value["after"]["aa"] for r in _reads(runner.records, db)]
+    assert values == list(range(ROW_COUNT))
+    sink = [r for r in runner.records if r.topic == NOTIFICATIONS]
+    assert all(r.key == {"id": r.value["id"]} for r in sink)
+    inc = [r.value for r in sink if r.value["aggregate_type"] == "Incremental Snapshot"]
+    assert {v["id"] for v in inc} == {"ad-hoc"}
+    types = [v["type"] for v in inc]
+    assert {"STARTED", "PAUSED", "RESUMED", "IN_PROGRESS", "TABLE_SCAN_COMPLETED", "COMPLETED"} <= set(types)
+    a = f"{db}.dbo.a"
+    first = {v["type"]: v["additional_data"] for v in reversed(inc)}  # the first of each type
+    base = {"connector_name": "server1"}
+    assert first["STARTED"] == first["PAUSED"] == first["RESUMED"] == {**base, "data_collections": a}
+    assert first["IN_PROGRESS"] == {**base, "data_collections": a, "current_collection_in_progress": a,
+                                    "maximum_key": "1000", "last_processed_key": "250"}
+    assert first["TABLE_SCAN_COMPLETED"] == {**base, "data_collections": a, "scanned_collection": a,
+                                             "total_rows_scanned": "1000", "status": "SUCCEEDED"}
+    assert first["COMPLETED"] == base
+    assert [k for k in types if k == "IN_PROGRESS"] == ["IN_PROGRESS"] * 3  # after each chunk but the last

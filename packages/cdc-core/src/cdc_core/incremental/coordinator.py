@@ -286,10 +286,10 @@ class IncrementalSnapshot:
             if not self.scans:
                 self._finish(completed=True)
         else:
+            # Exactly the keys of Debezium 2.7.4's IncrementalSnapshotNotificationService.notifyInProgress.
             self.notifier.notify(INCREMENTAL_SNAPSHOT, "IN_PROGRESS", {
                 "data_collections": self._names(), "current_collection_in_progress": self._label(scan),
-                "maximum_key": format_key(scan.max_key), "last_processed_key": format_key(w.last_key),
-                "chunk_id": w.id, "chunk_rows": len(rows), "total_rows_scanned": scan.rows}, self.id)
+                "maximum_key": _first(scan.max_key), "last_processed_key": _first(w.last_key)}, self.id)
         self._rebuild_state()
         stamp = getattr(self.source, "stream_source", None)
         if at is None or stamp is None or not rows:
@@ -464,8 +464,9 @@ class IncrementalSnapshot:
         self.log.info("incremental snapshot of %s: %s, %d rows", scan.name, status, scan.rows)
         if self.metrics is not None:
             self.metrics.table_completed(scan.name)
+        # Exactly the keys of Debezium 2.7.4's IncrementalSnapshotNotificationService.notifyTableScanCompleted.
         self.notifier.notify(INCREMENTAL_SNAPSHOT, "TABLE_SCAN_COMPLETED", {
-            "data_collection": self._label(scan), "data_collections": ",".join(map(self._label, [scan, *self.scans])),
+            "data_collections": ",".join(map(self._label, [scan, *self.scans])),
             "scanned_collection": self._label(scan), "total_rows_scanned": scan.rows, "status": status}, self.id)
 
     def _finish(self, completed: bool) -> None:
@@ -603,3 +604,8 @@ def _transaction_id(change: RawChange) -> Any:
 def _metadata(name: str) -> str:
     """The ``data`` of a watermark row, as Debezium writes it."""
     return orjson.dumps({name: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}).decode()
+
+
+def _first(key: Any) -> str:
+    """A key as Debezium 2.7.4's notifyInProgress prints it: ``Objects.toString(key[0], "<null>")``, the first value."""
+    return "<null>" if not key or key[0] is None else str(key[0])
