@@ -59,8 +59,16 @@ class BlockingRequest:
 
 
 def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, notifier: Any, metrics: Any, log: Any,
-                 stopped: Callable[[], bool]) -> Iterator[list[RawChange | Checkpoint]]:
-    """Yield the snapshot's batches, then a checkpoint back at the paused position."""
+                 stopped: Callable[[], bool], signal_collection: str | None = None) -> Iterator[list[RawChange | Checkpoint]]:
+    """Yield the snapshot's batches, then a checkpoint back at the paused position.
+
+    Its notifications carry Debezium 2.7.4's additional data (InitialSnapshotNotificationService, as
+    RelationalSnapshotChangeEventSource calls it): STARTED and COMPLETED only ``connector_name``; IN_PROGRESS the
+    table and ``data_collections``, the tables read; TABLE_SCAN_COMPLETED ``scanned_collection``,
+    ``total_rows_scanned``, ``status`` and ``data_collections``, the snapshot context's captured tables, which
+    ``addSignalingCollectionAndSort`` makes the tables read plus ``signal_collection`` (signal.data.collection),
+    sorted. ABORTED adds ``reason`` (cdc's; Debezium's has none).
+    """
     names = [t.id.identifier for t, _, _ in request.tables]
     conditions = {t.id.identifier: text for t, text, _ in request.tables if text}
     offsets: dict[str, dict[str, Any] | None] = {}
@@ -69,7 +77,8 @@ def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, no
             **request.paused_at, BLOCKING_KEY: {"id": request.id, "tables": names[i:], "conditions": conditions}}
     log.info("blocking snapshot %s of %s: streaming paused", request.id, ", ".join(names))
     listed = ",".join(collection_name(notifier, t.id) for t, _, _ in request.tables)  # notifications' names
-    notifier.notify(INITIAL_SNAPSHOT, "STARTED", {"data_collections": listed}, request.id)
+    captured = ",".join(sorted({*listed.split(","), *([signal_collection] if signal_collection else [])}))
+    notifier.notify(INITIAL_SNAPSHOT, "STARTED", {}, request.id)
     if metrics is not None:
         metrics.snapshot_started({n: 0 for n in names})
     current: str | None = None
@@ -79,7 +88,7 @@ def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, no
 
     def table_done() -> None:
         notifier.notify(INITIAL_SNAPSHOT, "TABLE_SCAN_COMPLETED", {
-            "data_collection": current_label, "scanned_collection": current_label, "total_rows_scanned": rows,
+            "scanned_collection": current_label, "data_collections": captured, "total_rows_scanned": rows,
             "status": "SUCCEEDED"}, request.id)
         if metrics is not None:
             metrics.table_completed(current)
