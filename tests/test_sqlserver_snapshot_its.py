@@ -236,3 +236,95 @@ def test_notifications_of_an_incremental_snapshot_paused_and_resumed(standin):
                                              "total_rows_scanned": "1000", "status": "SUCCEEDED"}
     assert first["COMPLETED"] == base
     assert [k for k in types if k == "IN_PROGRESS"] == ["IN_PROGRESS"] * 3  # after each chunk but the last
+
+
+# -- BlockingSnapshotIT (AbstractBlockingSnapshotTest) ---------------------------------------------------------------
+
+def _blocking_config(standin, **extra: Any) -> dict[str, Any]:
+    """BlockingSnapshotIT.mutableConfig(false, false): snapshot.mode initial, the initial snapshot of a only."""
+    return standin.properties(**{"snapshot.mode": "initial", "poll.interval.ms": 50,
+                                 "signal.data.collection": f"{standin.dbname}.dbo.debezium_signal",
+                                 "snapshot.include.collection.list": f"{standin.dbname}.dbo.a", **extra})
+
+
+def _blocking_done(notes: list) -> bool:
+    return any(n.aggregate_type == "Initial Snapshot" and n.type == "COMPLETED" for n in notes)
+
+
+def _values(records: list) -> list[int]:
+    return [r.value["after"]["aa"] for r in records]
+
+
+@pytest.mark.parametrize("name", ["{db}.dbo.a", '"{db}"."dbo"."a"'],
+                         ids=["executeBlockingSnapshot", "executeBlockingSnapshotWithEscapedCollectionName"])
+def test_execute_blocking_snapshot(standin, name):
+    """The initial snapshot, streamed inserts, a blocking snapshot of the table (all of it again, plus the signal's own
+    record on the signal table's topic), then streaming again; the quoted name of DBZ-7718 works as the plain one."""
+    db = standin.dbname
+    _setup(standin, ["a"])
+    runner, notes = streaming_with_notifications(_blocking_config(standin), MemoryOffsetStore())
+    try:
+        runner.wait(lambda rs: len(_topic(rs, db, "a")) >= ROW_COUNT, "the initial snapshot")
+        _populate(standin, "a", ROW_COUNT)
+        runner.wait(lambda rs: len(_topic(rs, db, "a")) >= 2 * ROW_COUNT, "the streamed inserts")
+        first = runner.snapshot()
+        assert len(_topic(first, db, "a")) == 2 * ROW_COUNT
+        assert set(range(2 * ROW_COUNT - 1)) <= set(_values(_topic(first, db, "a")))
+        _signal(standin, "execute-snapshot", {"type": "BLOCKING", "data-collections": [name.replace("{db}", db)]})
+        runner.wait(lambda rs: _blocking_done(notes) and len(_topic(rs, db, "a")) >= 4 * ROW_COUNT, "the blocking one")
+        time.sleep(0.5)
+        blocking = runner.snapshot()[len(first):]
+        assert len(_topic(blocking, db, "a")) == 2 * ROW_COUNT
+        assert {r.value["op"] for r in _topic(blocking, db, "a")} == {"r"}
+        assert set(range(2 * ROW_COUNT - 1)) <= set(_values(_topic(blocking, db, "a")))
+        assert len(_topic(blocking, db, "debezium_signal")) == 1  # signalingRecords
+        _populate(standin, "a", 2 * ROW_COUNT)
+        runner.wait(lambda rs: len(_topic(rs, db, "a")) >= 5 * ROW_COUNT, "the inserts after it")
+        time.sleep(0.5)
+    finally:
+        runner.stop()
+    after = _topic(runner.records, db, "a")[4 * ROW_COUNT:]
+    assert len(after) == ROW_COUNT and {r.value["op"] for r in after} == {"c"}
+    assert set(range(2 * ROW_COUNT, 3 * ROW_COUNT - 1)) <= set(_values(after))
+
+
+def test_execute_blocking_snapshot_with_additional_condition(standin):
+    """executeBlockingSnapshotWithAdditionalCondition: b (not in the initial snapshot, no CDC) read by a blocking
+    snapshot whose filter is a whole SELECT: the 500 rows with aa < 500, and the signal's record."""
+    db = standin.dbname
+    _setup(standin)
+    _populate(standin, "b")
+    runner, notes = streaming_with_notifications(_blocking_config(standin), MemoryOffsetStore())
+    try:
+        _signal(standin, "execute-snapshot", {"type": "BLOCKING", "data-collections": [f"{db}.dbo.b"],
+                                              "additional-conditions": [{"data-collection": f"{db}.dbo.b",
+                                                                         "filter": f"SELECT * FROM {db}.dbo.b WHERE aa < 500"}]})
+        runner.wait(lambda rs: _blocking_done(notes) and len(_topic(rs, db, "b")) >= 500, "the blocking snapshot")
+        time.sleep(0.5)
+    finally:
+        runner.stop()
+    b = _topic(runner.records, db, "b")
+    assert len(b) == 500 and sorted(_values(b)) == list(range(500))
+    assert len(_topic(runner.records, db, "debezium_signal")) == 1
+
+
+def test_streaming_metrics_resume_after_blocking_snapshot(standin):
+    """streamingMetricsResumeAfterBlockingSnapshot (DBZ-8238): after a filtered blocking snapshot, 1000 inserts; the
+    streaming TotalNumberOfCreateEventsSeen counts them and the signal's row, and not the snapshot's reads."""
+    db = standin.dbname
+    _setup(standin, ["a"])
+    runner, notes = streaming_with_notifications(_blocking_config(standin), MemoryOffsetStore())
+    try:
+        runner.wait(lambda rs: len(_topic(rs, db, "a")) >= ROW_COUNT, "the initial snapshot")
+        _signal(standin, "execute-snapshot", {"type": "BLOCKING", "data-collections": [f"{db}.dbo.a"],
+                                              "additional-conditions": [{"data-collection": f"{db}.dbo.a",
+                                                                         "filter": f"SELECT * FROM {db}.dbo.a WHERE aa < 500"}]})
+        runner.wait(lambda rs: _blocking_done(notes) and len(_topic(rs, db, "a")) >= ROW_COUNT + 500, "the blocking one")
+        _populate(standin, "a", ROW_COUNT)
+        runner.wait(lambda rs: len(_topic(rs, db, "a")) >= 2 * ROW_COUNT + 500, "the inserts")
+        time.sleep(0.5)
+        values = runner.engine.metrics.values()
+    finally:
+        runner.stop()
+    streaming = {k: v for k, v in values.items() if k.startswith("streaming")}
+    assert [v["TotalNumberOfCreateEventsSeen"] for v in streaming.values()][:1] == [ROW_COUNT + 1], streaming.keys()

@@ -330,10 +330,15 @@ class SqlServerConnector:
             tables = snapshot_order([*self._instances, *self._without_cdc], self.config.get(common.TABLE_INCLUDE),
                                     lambda i: i.table.id.identifier)
             signal = self._signal_table
-            counted = [i.table.id.identifier for i in tables
-                       if not include or any(p.fullmatch(i.table.id.identifier) for p in include)]
-            if signal is not None and signal not in counted and (
-                    not include or any(p.fullmatch(signal) for p in include)):
+            # As Debezium 2.7.4's AbstractSnapshotChangeEventSource.tableNameMatcher: a pattern matches the whole
+            # TableId.identifier(), <database>.<schema>.<table> on SQL Server, or its double-quoted form
+            # (BlockingSnapshotIT's mutableConfig names testDB1.dbo.a).
+            def included(identifier: str) -> bool:
+                names = (f"{self.db}.{identifier}", ".".join(f'"{p}"' for p in (self.db, *identifier.split(".", 1))))
+                return not include or any(p.fullmatch(n) for p in include for n in names)
+
+            counted = [i.table.id.identifier for i in tables if included(i.table.id.identifier)]
+            if signal is not None and signal not in counted and included(signal):
                 # Debezium's captured tables hold the signal table (its filter includes it), after the tables the
                 # include list names (addSignalingCollectionAndSort): counted in TotalTableCount, with no rows.
                 counted = snapshot_order([*counted, signal], self.config.get(common.TABLE_INCLUDE))
