@@ -328,3 +328,86 @@ def test_streaming_metrics_resume_after_blocking_snapshot(standin):
         runner.stop()
     streaming = {k: v for k, v in values.items() if k.startswith("streaming")}
     assert [v["TotalNumberOfCreateEventsSeen"] for v in streaming.values()][:1] == [ROW_COUNT + 1], streaming.keys()
+
+
+def _signal_rows(records: list, db: str, type_: str) -> list:
+    return [r for r in _topic(records, db, "debezium_signal") if r.value and (r.value.get("after") or {}).get("type") == type_]
+
+
+@pytest.mark.parametrize("stop", [[], ["{db}.dbo.a"]], ids=[
+    "stopCurrentIncrementalSnapshotWithoutCollectionsAndTakeNewNewIncrementalSnapshotAfterRestart",
+    "stopCurrentIncrementalSnapshotWithAllCollectionsAndTakeNewNewIncrementalSnapshotAfterRestart"])
+def test_stop_the_incremental_snapshot_then_take_a_new_one_after_a_restart(standin, stop):
+    """Chunk size 1; stopped (all of it, or its one table by name): ABORTED naming the table, no snapshot state in the
+    stored offset, so a restart runs nothing; a new signal then reads the whole table with the rows added since."""
+    from cdc_core.incremental.state import STATE_KEY
+
+    db = standin.dbname
+    a = f"{db}.dbo.a"
+    _setup(standin, ["a"])
+    config = _config(standin, **{"incremental.snapshot.chunk.size": 1})
+    store, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
+    partition = {"server": "server1", "database": db}
+    runner, notes = streaming_with_notifications(config, store, history)
+    try:
+        _signal(standin, "execute-snapshot", {"data-collections": [a], "type": "INCREMENTAL"})
+        runner.wait(lambda rs: _signal_rows(rs, db, "execute-snapshot") and _reads(rs, db), "the signal")
+        data = {"type": "INCREMENTAL", **({"data-collections": [s.replace("{db}", db) for s in stop]} if stop else {})}
+        _signal(standin, "stop-snapshot", data)
+        runner.wait(lambda rs: _signal_rows(rs, db, "stop-snapshot"), "the stop signal")
+        runner.wait(lambda rs: any(n.type == "ABORTED" for n in _incremental(notes)), "the stop")
+        time.sleep(1.0)  # the last open window's events
+        stopped_at = len(_reads(runner.snapshot(), db))
+        assert stopped_at < ROW_COUNT
+        aborted = next(n for n in _incremental(notes) if n.type == "ABORTED")
+        assert aborted.additional_data == {"connector_name": "server1", "data_collections": a}
+        assert aborted.id == "ad-hoc"
+        standin.execute(f"INSERT INTO dbo.a VALUES ({2 * ROW_COUNT + 1}, {2 * ROW_COUNT})")
+        runner.wait(lambda rs: any(r.value and r.value["op"] == "c" for r in _topic(rs, db, "a")), "the insert")
+        time.sleep(0.5)
+        assert len(_reads(runner.snapshot(), db)) == stopped_at
+    finally:
+        runner.stop()
+    assert STATE_KEY not in store.get(partition)  # "No incremental snapshot in progress"
+    first = runner.records
+    runner, notes = streaming_with_notifications(config, store, history)
+    try:
+        time.sleep(0.5)
+        assert not [r for r in runner.snapshot() if r.topic.count(".") == 3]  # nothing resumed
+        _signal(standin, "execute-snapshot", {"data-collections": [a], "type": "INCREMENTAL"})
+        _populate(standin, "a", ROW_COUNT)
+
+        def done(rs):
+            return len(_latest(_topic(first + rs, db, "a"), "a")) >= 2 * ROW_COUNT + 1
+        runner.wait(done, "the new snapshot", 120)
+    finally:
+        runner.stop()
+    assert _latest(_topic(first + runner.records, db, "a"), "a") == {i + 1: i for i in range(2 * ROW_COUNT + 1)}
+
+
+def test_restart_while_the_second_table_is_read_does_not_read_the_first_again(standin):
+    """whenSnapshotMultipleTablesAndConnectorRestartsThenOnlyNotAlreadyProcessedTableMustBeProcessed (DBZ-7716):
+    chunk size 200, a then b; stopped once 150 of b's records came; after the restart a is not read again (each of
+    its keys once) and both tables are complete."""
+    db = standin.dbname
+    _setup(standin, ["a", "b"])
+    config = _config(standin, **{"incremental.snapshot.chunk.size": 200})
+    store, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
+    runner, _ = streaming_with_notifications(config, store, history)
+    try:
+        _signal(standin, "execute-snapshot", {"data-collections": [f"{db}.dbo.a", f"{db}.dbo.b"], "type": "INCREMENTAL"})
+        runner.wait(lambda rs: len(_topic(rs, db, "b")) > 150, "b's first records")
+    finally:
+        runner.stop()
+    first = runner.records
+    runner, _ = streaming_with_notifications(config, store, history)
+    try:
+        runner.wait(lambda rs: len(_latest(_topic(first + rs, db, "b"), "b")) >= ROW_COUNT, "the rest of b")
+        time.sleep(0.5)
+    finally:
+        runner.stop()
+    records = first + runner.records
+    a = [r.key["pk"] for r in _topic(records, db, "a")]
+    assert sorted(a) == list(range(1, ROW_COUNT + 1))  # Collectors.toMap: no key twice
+    assert _topic(runner.records, db, "a") == []
+    assert _latest(_topic(records, db, "b"), "b") == {i + 1: i for i in range(ROW_COUNT)}
