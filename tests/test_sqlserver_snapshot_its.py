@@ -411,3 +411,107 @@ def test_restart_while_the_second_table_is_read_does_not_read_the_first_again(st
     assert sorted(a) == list(range(1, ROW_COUNT + 1))  # Collectors.toMap: no key twice
     assert _topic(runner.records, db, "a") == []
     assert _latest(_topic(records, db, "b"), "b") == {i + 1: i for i in range(ROW_COUNT)}
+
+
+# -- NotificationsIT (AbstractNotificationsIT) -------------------------------------------------------------------------
+
+def _notifications_setup(standin) -> None:
+    """NotificationsIT.before(): tablea (CDC, one row) and tableb (no CDC, empty)."""
+    standin.create_table("CREATE TABLE dbo.tablea (id int primary key, cola varchar(30))")
+    standin.create_table("CREATE TABLE dbo.tableb (id int primary key, colb varchar(30))")
+    standin.execute("INSERT INTO dbo.tablea VALUES (1, 'a')")
+    standin.enable_db()
+    standin.enable_table("dbo", "tablea")
+    standin.agent.start()
+    standin.wait_captured()
+
+
+def _sink(records: list) -> list[dict]:
+    return [r.value for r in records if r.topic == NOTIFICATIONS]
+
+
+def _recent(timestamp: int) -> bool:
+    return abs(timestamp - time.time() * 1000) < 60_000
+
+
+def test_initial_snapshot_notifications_on_the_sink_topic_and_after_a_restart(standin):
+    """notificationCorrectlySentOnItsTopic and sinkNotificationWillCorrectlySaveOffsetAfterSnapshot (DBZ-7858): STARTED,
+    IN_PROGRESS and TABLE_SCAN_COMPLETED for each table, COMPLETED; a restart then streams (the offset was saved)."""
+    db = standin.dbname
+    _notifications_setup(standin)
+    config = standin.properties(**{"snapshot.mode": "initial", "notification.enabled.channels": "sink",
+                                   "notification.sink.topic.name": NOTIFICATIONS})
+    store = MemoryOffsetStore()
+    runner, _ = streaming_with_notifications(config, store)
+    try:
+        runner.wait(lambda rs: len(_sink(rs)) >= 6, "the notifications")
+        time.sleep(0.3)
+    finally:
+        runner.stop()
+    notes = _sink(runner.records)
+    assert len(notes) == 6  # calculateNotificationSize: two per table, STARTED and COMPLETED
+    assert {n["aggregate_type"] for n in notes} == {"Initial Snapshot"} and all(_recent(n["timestamp"]) for n in notes)
+    assert (notes[0]["type"], notes[-1]["type"]) == ("STARTED", "COMPLETED")
+    assert notes[0]["additional_data"] == notes[-1]["additional_data"] == {"connector_name": "server1"}
+    tables = [f"{db}.dbo.tablea", f"{db}.dbo.tableb"]
+    for table in tables:
+        (progress,) = [n for n in notes if n["type"] == "IN_PROGRESS" and table in n["additional_data"].values()]
+        assert progress["additional_data"] == {"connector_name": "server1", "current_collection_in_progress": table,
+                                               "data_collections": ",".join(tables)}
+        (scan,) = [n for n in notes if n["type"] == "TABLE_SCAN_COMPLETED" and table in n["additional_data"].values()]
+        assert scan["additional_data"] == {"connector_name": "server1", "scanned_collection": table, "status": "SUCCEEDED",
+                                           "data_collections": ",".join(tables),
+                                           "total_rows_scanned": "1" if table.endswith("tablea") else "0"}
+    assert len({n["id"] for n in notes}) == 6  # each its own (random) id
+    runner, _ = streaming_with_notifications(config, store)
+    try:
+        standin.execute("INSERT INTO dbo.tablea VALUES (2, 'b')")
+        runner.wait(lambda rs: _topic(rs, db, "tablea"), "the insert")
+    finally:
+        runner.stop()
+    assert [r.value["op"] for r in _topic(runner.records, db, "tablea")] == ["c"]
+
+
+def test_no_notification_without_a_channel(standin):
+    """notificationNotSentIfNoChannelIsConfigured: the topic name alone sends nothing."""
+    db = standin.dbname
+    _notifications_setup(standin)
+    config = standin.properties(**{"snapshot.mode": "initial", "notification.sink.topic.name": NOTIFICATIONS})
+    runner, _ = streaming_with_notifications(config, MemoryOffsetStore())
+    try:
+        runner.wait(lambda rs: _topic(rs, db, "tablea"), "the snapshot")
+        time.sleep(0.3)
+    finally:
+        runner.stop()
+    assert _sink(runner.records) == []
+
+
+def test_the_sink_channel_without_a_topic_is_refused(standin):
+    """reportErrorWhenSinkChannelIsEnabledAndNoTopicConfigurationProvided: the configuration is refused, naming the
+    property (Debezium logs "The 'notification.sink.topic.name' value is invalid: Notification topic name must be
+    provided when kafka notification channel is enabled"; cdc refuses it when the engine is made)."""
+    from cdc_core.engine import Engine
+    from cdc_core.errors import ConfigError
+
+    _notifications_setup(standin)
+    with pytest.raises(ConfigError, match="notification.sink.topic.name: is required when the sink notification"):
+        Engine(standin.properties(**{"notification.enabled.channels": "sink"}), offset_store=MemoryOffsetStore())
+
+
+def test_initial_snapshot_notifications_to_an_in_process_listener(standin):
+    """notificationCorrectlySentOnJmx / emittingDebeziumNotificationWillGenerateAJmxNotification, with cdc's in-process
+    listener (Engine.add_notification_listener) where Debezium has the JMX channel: the same six notifications, STARTED
+    and COMPLETED with additional data exactly {connector_name}."""
+    _notifications_setup(standin)
+    runner, notes = streaming_with_notifications(standin.properties(**{"snapshot.mode": "initial"}), MemoryOffsetStore())
+    try:
+        runner.wait(lambda rs: len(notes) >= 6, "the notifications")
+        time.sleep(0.3)
+    finally:
+        runner.stop()
+    assert len(notes) == 6
+    assert (notes[0].aggregate_type, notes[0].type, notes[0].additional_data) == (
+        "Initial Snapshot", "STARTED", {"connector_name": "server1"})
+    assert (notes[-1].aggregate_type, notes[-1].type, notes[-1].additional_data) == (
+        "Initial Snapshot", "COMPLETED", {"connector_name": "server1"})
+    assert all(_recent(n.timestamp) for n in notes)

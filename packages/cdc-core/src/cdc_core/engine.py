@@ -426,6 +426,10 @@ class Engine:
                     metrics=self.metrics, connector_name=self.config.get(common.TOPIC_PREFIX), partition=self.partition, listeners=self._notification_listeners, in_process=self._signals,
                     stopping=self._stopping.is_set,
                     with_catalog=getattr(self.connector_class, "catalog_in_data_collection", False))
+                # A connector with a ``notifier`` attribute sends notifications of its own (SQL Server's initial
+                # snapshot: cdc_sqlserver.snapshot_notes) through the same service and channels.
+                if hasattr(connector, "notifier"):
+                    connector.notifier = signals.notifier
                 builders = None
                 try:
                     if callable(getattr(connector, "partitions", None)):

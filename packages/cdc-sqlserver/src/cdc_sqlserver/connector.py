@@ -34,6 +34,7 @@ from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_stor
 from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.snapshot import SnapshotReader, UncapturedTable, select_for
+from cdc_sqlserver.snapshot_notes import notified_snapshot, notify
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader, lsn_text
 from cdc_sqlserver.types import TypeModes
@@ -98,6 +99,8 @@ class SqlServerConnector:
         self._parse = ServerParse(lambda: self._conn)
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
+        #: The engine's NotificationService (set by the engine before start): the initial snapshot's notifications.
+        self.notifier: Any = None
         self._instances: list[CaptureInstance] = []
         #: Included tables without a capture instance: snapshotted, not streamed.
         self._without_cdc: list[UncapturedTable] = []
@@ -316,11 +319,15 @@ class SqlServerConnector:
     def _no_data_offset(self) -> dict[str, Any]:
         """``no_data``: streaming starts at the current max LSN (as the snapshot offset Debezium records then)."""
         row = self._conn.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()
+        # Debezium's no_data snapshot reads the schema: an Initial Snapshot STARTED and COMPLETED, no tables.
+        notify(self.notifier, "STARTED")
+        notify(self.notifier, "COMPLETED")
         return {"snapshot": True, "snapshot_completed": True, "commit_lsn": str(from_value(row[0]))}
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
         """The snapshot on its own connection and transaction."""
         self._snapshotting = True
+        notify(self.notifier, "STARTED")
         conn = self._connect()
         try:
             reader = self._snapshot_reader = SnapshotReader(
@@ -347,9 +354,12 @@ class SqlServerConnector:
             lsn = reader.begin(instances)
             self.log.info("snapshot of %d tables at LSN %s (snapshot.isolation.mode=%s)", len(instances), lsn,
                           reader.isolation)
-            yield from metered_snapshot(reader.read([(i, self._select(i)) for i in instances]), self.metrics, self.db,
-                                        counted)
+            read = [i.table.id.identifier for i in instances]
+            yield from notified_snapshot(metered_snapshot(reader.read([(i, self._select(i)) for i in instances]),
+                                                          self.metrics, self.db, counted),
+                                         self.notifier, self.db, read, counted)
             reader.end()
+            notify(self.notifier, "COMPLETED")
         finally:
             self._snapshot_reader = None
             try:
