@@ -515,3 +515,48 @@ def test_initial_snapshot_notifications_to_an_in_process_listener(standin):
     assert (notes[-1].aggregate_type, notes[-1].type, notes[-1].additional_data) == (
         "Initial Snapshot", "COMPLETED", {"connector_name": "server1"})
     assert all(_recent(n.timestamp) for n in notes)
+
+
+def test_complete_reading_from_a_capture_instance_notification(standin):
+    """NotificationsIT.completeReadingFromACaptureInstanceNotificationEmitted: a second capture instance of tablea
+    (a column added); once the committed offset is past the first's stop LSN, a Capture Instance COMPLETED naming
+    it; then the first dropped and a third made: one for the second."""
+    from cdc_sqlserver.lsn import Lsn
+
+    db = standin.dbname
+    _notifications_setup(standin)
+    config = standin.properties(**{"snapshot.mode": "no_data", "notification.enabled.channels": "sink",
+                                   "notification.sink.topic.name": NOTIFICATIONS, "offset.flush.interval.ms": 50,
+                                   "poll.interval.ms": 50})
+    runner, _ = streaming_with_notifications(config, MemoryOffsetStore())
+    try:
+        standin.execute("INSERT INTO dbo.tablea VALUES (2, 'b')")
+        standin.add_column("dbo", "tablea", "colb", "int")
+        standin.enable_table("dbo", "tablea", "tablea_c2")
+        standin.execute("INSERT INTO dbo.tablea VALUES (3, 'c', 3)")
+        runner.wait(lambda rs: len(_sink(rs)) >= 3, "three notifications", 60)
+        time.sleep(0.3)
+        notes = _sink(runner.snapshot())
+        assert len(notes) == 3
+        assert [(n["aggregate_type"], n["type"]) for n in notes] == [
+            ("Initial Snapshot", "STARTED"), ("Initial Snapshot", "COMPLETED"), ("Capture Instance", "COMPLETED")]
+        seen = len(notes)
+        standin.disable_table("dbo", "tablea", "dbo_tablea")
+        standin.add_column("dbo", "tablea", "colc", "int")
+        standin.enable_table("dbo", "tablea", "tablea_c3")
+        standin.execute("INSERT INTO dbo.tablea VALUES (4, 'c', 4, 4)")
+        runner.wait(lambda rs: len(_sink(rs)) >= seen + 1, "the next one", 60)
+        time.sleep(0.3)
+        later = _sink(runner.snapshot())[seen:]
+    finally:
+        runner.stop()
+    assert len(later) == 1
+    for note, instance in ((notes[2], "dbo_tablea"), (later[0], "tablea_c2")):
+        assert (note["aggregate_type"], note["type"]) == ("Capture Instance", "COMPLETED") and _recent(note["timestamp"])
+        data = note["additional_data"]
+        assert set(data) == {"connector_name", "capture_instance", "start_lsn", "stop_lsn", "commit_lsn", "server",
+                             "database"}
+        assert (data["connector_name"], data["server"], data["database"], data["capture_instance"]) == (
+            "server1", "server1", db, instance)
+        start, stop, commit = (Lsn.parse(data[k]).key() for k in ("start_lsn", "stop_lsn", "commit_lsn"))
+        assert start < stop < commit

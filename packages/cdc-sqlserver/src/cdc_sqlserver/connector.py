@@ -27,6 +27,7 @@ from cdc_sqlserver.catalog import (CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LS
 from cdc_sqlserver.driver_errors import first_line as _first_line
 from cdc_sqlserver.driver_errors import is_connection_error as _is_connection_error
 from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
+from cdc_sqlserver.instance_notes import InstanceCompletion
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
 from cdc_sqlserver.plugin import CONNECTOR
@@ -101,6 +102,7 @@ class SqlServerConnector:
         self._snapshot_reader: SnapshotReader | None = None
         #: The engine's NotificationService (set by the engine before start): the initial snapshot's notifications.
         self.notifier: Any = None
+        self._instance_completion = InstanceCompletion(self.server, self.db)
         self._instances: list[CaptureInstance] = []
         #: Included tables without a capture instance: snapshotted, not streamed.
         self._without_cdc: list[UncapturedTable] = []
@@ -190,7 +192,11 @@ class SqlServerConnector:
             raise
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
-        """Nothing to release: SQL Server keeps change rows until its cleanup job removes them."""
+        """A committed offset: a Capture Instance notification for each replaced instance it is past
+        (cdc_sqlserver.instance_notes); nothing to release, SQL Server keeps change rows until its cleanup job."""
+        reader = self._stream_reader
+        if reader is not None:
+            self._instance_completion.committed(offset, list(reader.instances), self.notifier)
 
     def stop(self) -> None:
         """Ask ``stream`` to end."""

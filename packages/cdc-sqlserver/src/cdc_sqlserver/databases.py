@@ -172,7 +172,9 @@ class SqlServerDatabases:
                                               signal_database(self.config, self.names) or self.db, self._positions)
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
-        """Nothing to release (as one database)."""
+        """A committed offset, handed to the database's reader (one database: the engine's offset names none)."""
+        if len(self.readers) == 1:
+            self.readers[0].acknowledge(offset)
 
     def stop(self) -> None:
         """Ask every reader to end."""
