@@ -22,7 +22,8 @@ from kit.engine import streaming_with_notifications
 
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
-from cdc_sqlserver.standin.testing import standin  # noqa: F401  (fixture)
+from cdc_sqlserver.standin.testing import inventory, standin  # noqa: F401  (fixtures)
+from test_sqlserver_databases import OTHER, second  # noqa: F401  (fixture)
 
 DATA = yaml.safe_load((Path(__file__).parent / "data" / "sqlserver_incremental_snapshot_it.yaml").read_text())
 ROW_COUNT = 1000
@@ -560,3 +561,30 @@ def test_complete_reading_from_a_capture_instance_notification(standin):
             "server1", "server1", db, instance)
         start, stop, commit = (Lsn.parse(data[k]).key() for k in ("start_lsn", "stop_lsn", "commit_lsn"))
         assert start < stop < commit
+
+
+# -- SignalsIT -----------------------------------------------------------------------------------------------------
+
+def test_log_signals_with_two_tasks(inventory, second, caplog):
+    """SignalsIT.jmxSignals, with cdc's in-process channel (Engine.signal) where Debezium has the JMX one (an MBean per
+    task; cdc runs one signal controller for the connector): two databases, tasks.max=2, no_data; a log signal sent
+    twice is logged twice, its ``{}`` the offset it came at (Log: ``LOGGER.info(message, offset)``)."""
+    import logging
+
+    config = inventory.properties(**{"database.names": f"{inventory.dbname},{OTHER}", "snapshot.mode": "no_data",
+                                     "signal.poll.interval.ms": 500, "tasks.max": 2})
+    caplog.set_level(logging.INFO)
+    runner, _ = streaming_with_notifications(config, MemoryOffsetStore())
+
+    def logged():
+        return [r.getMessage() for r in caplog.records if "Signal message at offset" in r.getMessage()]
+
+    try:
+        for _ in range(2):
+            runner.engine.signal("log", {"message": "Signal message at offset ''{}''"}, "1")
+        inventory.execute("UPDATE dbo.customers SET email = 'x@y' WHERE id = 1001")  # a batch to run them on
+        runner.wait(lambda rs: len(logged()) >= 2, "the two log lines")
+    finally:
+        runner.stop()
+    assert len(logged()) == 2
+    assert all(m.startswith("Signal message at offset ''{") and "commit_lsn=" in m for m in logged()), logged()

@@ -103,8 +103,19 @@ def resume_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str,
 
 
 def log_signal(ctl: SignalController, record: SignalRecord, data: dict[str, Any]) -> None:
-    """``log``: write ``data.message`` to the log."""
-    ctl.log.info("signal %s: %s", record.id, data.get("message", ""))
+    """``log``: write ``data.message`` to the log, as Debezium 2.7.4's Log action: ``LOGGER.info(message, offset)``,
+    so a ``{}`` in it is the offset the signal came at (a Java map's text, ``<none>`` without one); a signal without
+    a message is refused with a warning (SignalsIT.jmxSignals logs "Signal message at offset ''{}''")."""
+    message = data.get("message")
+    if not isinstance(message, str) or not message:
+        ctl.log.warning("logging signal %s has arrived but the requested field 'message' is missing from data",
+                        record.id)
+        return
+    if "{}" in message:
+        offset = getattr(ctl, "_last_offset", None)
+        text = "<none>" if offset is None else "{" + ", ".join(f"{k}={v}" for k, v in offset.items()) + "}"
+        message = message.replace("{}", text, 1)
+    ctl.log.info("%s", message)
 
 
 def signal_data(record: SignalRecord) -> dict[str, Any]:
