@@ -588,3 +588,95 @@ def test_log_signals_with_two_tasks(inventory, second, caplog):
         runner.stop()
     assert len(logged()) == 2
     assert all(m.startswith("Signal message at offset ''{") and "commit_lsn=" in m for m in logged()), logged()
+
+
+def test_snapshot_a_table_newly_added_to_the_include_list_after_a_restart(standin):
+    """shouldSnapshotNewlyAddedTableToIncludeListAfterRestart (DBZ-4834): initial snapshot of b alone
+    (table.include.list dbo.b), stopped; restarted with dbo.a,dbo.b, an incremental snapshot of a reads all of it."""
+    db = standin.dbname
+    _setup(standin, ["a", "b"])
+    store, history = MemoryOffsetStore(), MemorySchemaHistoryStore()
+    mutable = {"snapshot.mode": "initial", "incremental.snapshot.chunk.size": 250}
+    runner, _ = streaming_with_notifications(_config(standin, **mutable, **{"table.include.list": "dbo.b"}),
+                                             store, history)
+    try:
+        runner.wait(lambda rs: len(_topic(rs, db, "b")) >= ROW_COUNT, "the snapshot of b")
+    finally:
+        runner.stop()
+    assert _topic(runner.records, db, "a") == []
+    runner, _ = streaming_with_notifications(_config(standin, **mutable, **{"table.include.list": "dbo.a,dbo.b"}),
+                                             store, history)
+    try:
+        time.sleep(0.3)
+        assert not [r for r in runner.snapshot() if r.topic.count(".") == 3]  # the snapshot is not taken again
+        _signal(standin, "execute-snapshot", {"data-collections": [f"{db}.dbo.a"], "type": "INCREMENTAL"})
+        runner.wait(lambda rs: len(_latest(_topic(rs, db, "a"), "a")) >= ROW_COUNT, "the incremental snapshot of a")
+    finally:
+        runner.stop()
+    assert _latest(_topic(runner.records, db, "a"), "a") == {i + 1: i for i in range(ROW_COUNT)}
+
+
+def test_regex_naming_no_table_reads_nothing(standin):
+    """snapshotWithRegexDataCollectionsNotExist: ``.*notExist`` names no table, nothing is read. (Debezium starts a
+    snapshot of nothing, "Skipping read chunk because snapshot is not running"; cdc refuses such a signal: a Signal
+    REJECTED notification naming the entry, cdc's own aggregate type, and a warning.)"""
+    db = standin.dbname
+    _setup(standin, ["a"])
+    runner, notes = streaming_with_notifications(_config(standin), MemoryOffsetStore())
+    try:
+        _signal(standin, "execute-snapshot", {"data-collections": [".*notExist"], "type": "INCREMENTAL"})
+        runner.wait(lambda rs: any(n.aggregate_type == "Signal" for n in notes), "the refusal")
+        time.sleep(0.5)
+    finally:
+        runner.stop()
+    assert _reads(runner.records, db) == []
+    (refused,) = [n for n in notes if n.aggregate_type == "Signal"]
+    assert refused.type == "REJECTED" and "'.*notExist' matches no captured table" in refused.additional_data["reason"]
+    assert not _incremental(notes)
+
+
+def test_execute_blocking_snapshot_while_streaming(standin):
+    """executeBlockingSnapshotWhileStreaming: inserts one by one (a short random sleep each) while a blocking snapshot
+    of the table runs: every insert streamed exactly once, the snapshot's reads as many as its RowsScanned (the rows
+    there when it read them), then a thousand more streamed."""
+    import random
+    import threading
+
+    db = standin.dbname
+    _setup(standin, ["a"])
+    runner, notes = streaming_with_notifications(_blocking_config(standin), MemoryOffsetStore())
+
+    def insert_task():
+        rnd = random.Random(7)
+        with standin._connect() as conn:
+            for i in range(ROW_COUNT, 2 * ROW_COUNT):
+                conn.execute("INSERT INTO dbo.a VALUES (%s, %s)", (i + 1, i))
+                time.sleep(rnd.uniform(0.001, 0.01))  # insertMaxSleep (100 ms in Debezium's SQL Server test)
+
+    try:
+        runner.wait(lambda rs: len(_topic(rs, db, "a")) >= ROW_COUNT, "the initial snapshot")
+        inserts = threading.Thread(target=insert_task)
+        inserts.start()
+        try:
+            time.sleep(1.0)
+            _signal(standin, "execute-snapshot", {"type": "BLOCKING", "data-collections": [f"{db}.dbo.a"]})
+            runner.wait(lambda rs: len([n for n in notes if n.type == "COMPLETED"]) >= 2, "the blocking snapshot", 60)
+            values = runner.engine.metrics.values()
+            rows_scanned = values[f"snapshot,database={db}"]["RowsScanned"]["dbo.a"]
+        finally:
+            inserts.join(120)
+        _populate(standin, "a", 2 * ROW_COUNT)
+        runner.wait(lambda rs: len([r for r in _topic(rs, db, "a") if r.value["op"] == "c"]) >= 2 * ROW_COUNT,
+                    "the streamed inserts", 60)
+        time.sleep(0.5)
+    finally:
+        runner.stop()
+    a = _topic(runner.records, db, "a")
+    initial, rest = a[:ROW_COUNT], a[ROW_COUNT:]
+    assert [r.value["op"] for r in initial] == ["r"] * ROW_COUNT
+    creates = [r.value["after"]["aa"] for r in rest if r.value["op"] == "c"]
+    assert sorted(creates) == list(range(ROW_COUNT, 3 * ROW_COUNT))  # each insert exactly once
+    reads = [r.value["after"]["aa"] for r in rest if r.value["op"] == "r"]
+    assert len(reads) == rows_scanned and ROW_COUNT < rows_scanned <= 2 * ROW_COUNT
+    assert sorted(reads) == list(range(rows_scanned))  # the table as it was: a prefix of the inserts
+    assert len(a) == 3 * ROW_COUNT + rows_scanned

@@ -467,6 +467,7 @@ class SqlServerConnector:
         source.parse = self._parse
         source.created = self._blocking_created
         source.position = self.round_position
+        source.metrics = self.metrics
         return source
 
     def _blocking_created(self, tables: list[Table], position: dict[str, Any], event_offset: dict[str, Any] | None,

@@ -36,6 +36,7 @@ from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import quote, read_capture_instances, read_tables
 from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.lsn import from_value
+from cdc_sqlserver.metrics import metered_blocking_snapshot
 from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
 from cdc_sqlserver.source import source_block
 from cdc_sqlserver.streaming import lsn_text
@@ -203,6 +204,8 @@ class SqlServerIncrementalSource:
         names = config.get(msc.NAMES) or []
         self.db = names[0] if names else ""
         self.modes = TypeModes.from_config(config)
+        #: The connector's metrics (set by the connector): a blocking snapshot drives its database's snapshot group.
+        self.metrics: Any = None
         #: ``(schema, table) -> bool``: the connector's table filter (set by the connector; all tables if None).
         self.included: Callable[[str, str], bool] | None = None
         #: ``(table, captured columns) -> Table | None``: the schema history's structure of a table (set by the
@@ -325,7 +328,9 @@ class SqlServerIncrementalSource:
             # does it take part in the first/last markers).
             signal = signal_table_key(self.config, self.db)
             data = [(t, c) for t, c in tables if (t.id.schema, t.id.table) != signal]
-            yield from marked_batches((reads(table, condition) for table, condition in data), _BATCH, stopped)
+            yield from metered_blocking_snapshot(
+                marked_batches((reads(table, condition) for table, condition in data), _BATCH, stopped),
+                self.metrics, self.db, [t.id.identifier for t, _ in data])
             if stopped():
                 return
             conn.commit()
