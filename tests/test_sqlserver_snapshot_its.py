@@ -191,10 +191,16 @@ def _incremental(notes: list) -> list:
     return [n for n in notes if n.aggregate_type == "Incremental Snapshot"]
 
 
-def test_notifications_of_an_incremental_snapshot_paused_and_resumed(standin):
+def test_notifications_of_an_incremental_snapshot_paused_and_resumed(standin, monkeypatch):
     """IncrementalSnapshotWithRecompileIT.testNotification (chunk size 250; IncrementalSnapshotIT's has 1): the sink
     channel's records, every kind, the signal's id, and each kind's additional data exactly as Debezium 2.7.4's
-    IncrementalSnapshotNotificationService builds it (values strings; connector_name added to each)."""
+    IncrementalSnapshotNotificationService builds it (values strings; connector_name added to each). With
+    incremental.snapshot.option.recompile the chunk and maximum-key SELECTs end with OPTION(RECOMPILE)."""
+    from cdc_sqlserver.standin import dbapi
+
+    sent: list[str] = []
+    original = dbapi.translate
+    monkeypatch.setattr(dbapi, "translate", lambda sql: (sent.append(sql), original(sql))[1])
     db = standin.dbname
     _setup(standin, ["a"])
     config = _config(standin, **{"notification.enabled.channels": "sink", "notification.sink.topic.name": NOTIFICATIONS,
@@ -237,6 +243,8 @@ def test_notifications_of_an_incremental_snapshot_paused_and_resumed(standin):
                                              "total_rows_scanned": "1000", "status": "SUCCEEDED"}
     assert first["COMPLETED"] == base
     assert [k for k in types if k == "IN_PROGRESS"] == ["IN_PROGRESS"] * 3  # after each chunk but the last
+    chunks = [q for q in sent if q.startswith("SELECT TOP") and ".[dbo].[a]" in q]
+    assert len(chunks) >= 5 and all(q.endswith(" OPTION(RECOMPILE)") for q in chunks), chunks[:2]
 
 
 # -- BlockingSnapshotIT (AbstractBlockingSnapshotTest) ---------------------------------------------------------------

@@ -131,14 +131,17 @@ class SqlServerChunkReader:
         """Open the reader's own connection."""
         self.source = source
         self.conn = odbc.connect(source.config, source.db)
+        # incremental.snapshot.option.recompile: as SqlServerConnection.buildSelectWithRowLimits, both the chunk and
+        # the maximum key SELECTs end with OPTION(RECOMPILE).
+        self._recompile = " OPTION(RECOMPILE)" if source.config.get(msc.INCREMENTAL_OPTION_RECOMPILE) else ""
 
     def max_key(self, table: Table, key: list[str], condition: Node | None) -> Key | None:
         """The largest key of the matching rows (``SELECT TOP (1) ... ORDER BY key DESC``)."""
         where, params = _where(condition)
         cols = ", ".join(quote(k) for k in key)
         order = ", ".join(f"{quote(k)} DESC" for k in key)
-        row = self.conn.execute(f"SELECT TOP (1) {cols} FROM {_table_name(table)}{where} ORDER BY {order}",
-                                *params).fetchone()
+        row = self.conn.execute(f"SELECT TOP (1) {cols} FROM {_table_name(table)}{where} ORDER BY {order}"
+                                f"{self._recompile}", *params).fetchone()
         return None if row is None else [key_value(v) for v in row]
 
     def read_chunk(self, table: Table, key: list[str], after: Key | None, upto: Key, limit: int,
@@ -158,7 +161,7 @@ class SqlServerChunkReader:
             params += values
         cols = ", ".join(quote(c.name) for c in table.columns)
         query = (f"SELECT TOP ({int(limit)}) {cols} FROM {_table_name(table)} WHERE {' AND '.join(parts)} "
-                 f"ORDER BY {', '.join(quote(k) for k in key)}")
+                 f"ORDER BY {', '.join(quote(k) for k in key)}{self._recompile}")
         raw_rows = self.conn.execute(query, *params).fetchall()
         if not raw_rows:
             return ChunkRows()
