@@ -487,10 +487,13 @@ def test_initial_snapshot_notifications_on_the_sink_topic_and_after_a_restart(st
     runner, _ = streaming_with_notifications(config, store)
     try:
         standin.execute("INSERT INTO dbo.tablea VALUES (2, 'b')")
-        runner.wait(lambda rs: _topic(rs, db, "tablea"), "the insert")
+        runner.wait(lambda rs: _topic(rs, db, "tablea") and _sink(rs), "the insert")
     finally:
         runner.stop()
     assert [r.value["op"] for r in _topic(runner.records, db, "tablea")] == ["c"]
+    # The snapshot is not taken again: Debezium's notifySkipped.
+    assert [(n["aggregate_type"], n["type"], n["additional_data"]) for n in _sink(runner.records)] == [
+        ("Initial Snapshot", "SKIPPED", {"connector_name": "server1"})]
 
 
 def test_no_notification_without_a_channel(standin):

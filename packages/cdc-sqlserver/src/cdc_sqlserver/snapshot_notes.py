@@ -5,7 +5,8 @@ which snapshots the schema) and COMPLETED after it; RelationalSnapshotChangeEven
 IN_PROGRESS for every table it is about to read (the loop submitting the reads: all of them first) with
 ``data_collections`` the tables read, and TABLE_SCAN_COMPLETED at the end of each table with ``scanned_collection``,
 ``total_rows_scanned``, ``status`` SUCCEEDED and ``data_collections`` the captured tables (with the signal table:
-addSignalingCollectionAndSort), each as TableId.identifier() names it: ``<database>.<schema>.<table>``.
+addSignalingCollectionAndSort), each as TableId.identifier() names it: ``<database>.<schema>.<table>``. A
+snapshot that is not due (a restart after a completed one) is SKIPPED.
 InitialSnapshotNotificationService adds ``connector_name`` to each and gives each a random id.
 (AbstractNotificationsIT, NotificationsIT.)
 """
