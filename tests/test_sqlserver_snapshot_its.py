@@ -793,3 +793,24 @@ def test_blocking_snapshot_notifications_of_a_full_and_an_empty_table(standin):
         ("TABLE_SCAN_COMPLETED", {**scan, "scanned_collection": a, "total_rows_scanned": "1000"}),
         ("TABLE_SCAN_COMPLETED", {**scan, "scanned_collection": b, "total_rows_scanned": "0"}),
         ("COMPLETED", base)]
+
+
+def test_invalid_tables_in_the_list_are_reported_unknown(standin):
+    """invalidTablesInTheList's notifications, as Debezium 2.7.4 sends them: the names without a table stay in
+    STARTED's data_collections and each gets TABLE_SCAN_COMPLETED with status UNKNOWN_SCHEMA and 0 rows (Debezium
+    when its turn comes; cdc before reading the others); the table is read all the same."""
+    db = standin.dbname
+    a = f"{db}.dbo.a"
+    _setup(standin, ["a"])
+    runner, notes = streaming_with_notifications(_config(standin), MemoryOffsetStore())
+    try:
+        _signal(standin, "execute-snapshot", {"data-collections": ["invalid1", a, "invalid2"], "type": "INCREMENTAL"})
+        runner.wait(lambda rs: any(n.type == "COMPLETED" for n in _incremental(notes)), "the snapshot")
+    finally:
+        runner.stop()
+    inc = _incremental(notes)
+    assert inc[0].type == "STARTED" and inc[0].additional_data["data_collections"] == f"invalid1,{a},invalid2"
+    scans = {n.additional_data["scanned_collection"]: n.additional_data for n in inc if n.type == "TABLE_SCAN_COMPLETED"}
+    assert {k: (v["status"], v["total_rows_scanned"]) for k, v in scans.items()} == {
+        "invalid1": ("UNKNOWN_SCHEMA", "0"), a: ("SUCCEEDED", "1000"), "invalid2": ("UNKNOWN_SCHEMA", "0")}
+    assert scans["invalid1"]["data_collections"] == f"invalid1,{a},invalid2"

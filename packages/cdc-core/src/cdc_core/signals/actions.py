@@ -15,7 +15,7 @@ from cdc_core.config import common
 from cdc_core.filters import snapshot_order
 from cdc_core.incremental.spi import SIGNAL_TABLE, watermarks_of
 from cdc_core.incremental.state import TableScan
-from cdc_core.relational import Table
+from cdc_core.relational import Table, TableId
 from cdc_core.signals.conditions import Node, parse_filter
 from cdc_core.signals.names import NameMatcher, SignalDataError, select_tables
 from cdc_core.signals.spi import SignalRecord
@@ -69,7 +69,30 @@ def execute_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str
         # columns is chunked by them (AbstractIncrementalSnapshotTest.insertsWithoutPks).
         key = [surrogate] if surrogate else list(key_names(key_columns, t))
         scans.append(TableScan(t, key, text, node, surrogate, skip=None if key else "NO_PRIMARY_KEY"))
-    ctl.incremental_snapshot().add(record.id, scans)
+    ctl.incremental_snapshot().add(record.id, _with_unknown(data["data-collections"], scans, unmatched or []))
+
+
+def _with_unknown(entries: list[Any], scans: list[TableScan], unmatched: list[str]) -> list[TableScan]:
+    """``scans`` with a scan for each entry that names no table, where the entry stands, skipped as UNKNOWN_SCHEMA.
+
+    As Debezium 2.7.4, whose snapshot keeps such a name among its data collections (in STARTED's
+    ``data_collections``) and, its turn come, sends TABLE_SCAN_COMPLETED with status UNKNOWN_SCHEMA for it
+    (isTableInvalid). cdc passes over every skipped table before reading the others (as NO_PRIMARY_KEY ones).
+    """
+    if not unmatched:
+        return scans
+    out: list[TableScan] = []
+    placed: set[int] = set()
+    for entry in dict.fromkeys(e.strip() for e in entries if isinstance(e, str)):
+        if entry in unmatched:
+            out.append(TableScan(Table(TableId(None, None, entry), [], []), [], skip="UNKNOWN_SCHEMA"))
+            continue
+        matcher = NameMatcher(entry)
+        for i, scan in enumerate(scans):
+            if i not in placed and matcher.matches(scan.table):
+                placed.add(i)
+                out.append(scan)
+    return out + [scan for i, scan in enumerate(scans) if i not in placed]
 
 
 def stop_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str, Any]) -> None:
