@@ -45,7 +45,9 @@ def _started(config: dict, store: MemoryOffsetStore, history=None, slow: float =
 
 
 def _completed(notes: list) -> bool:
-    return any(n.aggregate_type == "Initial Snapshot" and n.type == "COMPLETED" for n in notes)
+    """A snapshot that read tables completed (no_data's own STARTED/COMPLETED pair, which reads none, does not count)."""
+    kinds = [n.type for n in notes if n.aggregate_type == "Initial Snapshot"]
+    return "IN_PROGRESS" in kinds and "COMPLETED" in kinds[kinds.index("IN_PROGRESS"):]
 
 
 def _reads(records: list) -> list:

@@ -159,7 +159,7 @@ def test_an_incremental_snapshot_of_the_second_databases_table_with_the_signal_t
         inventory.execute("INSERT INTO dbo.debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', "
                           "'{\"data-collections\": [\"" + OTHER + ".dbo.customers\"]}')")
         second.execute("UPDATE dbo.customers SET email = 'late@x' WHERE id = 1050")  # streamed meanwhile
-        runner.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the incremental snapshot", 60)
+        runner.wait(lambda rs: any((n.aggregate_type, n.type) == ("Incremental Snapshot", "COMPLETED") for n in notes), "the incremental snapshot", 60)
         second.execute("UPDATE dbo.customers SET email = 'last@x' WHERE id = 1001")
         runner.wait(lambda rs: any(r.value and r.value["op"] == "u" and r.key["id"] == 1001 for r in _data(rs, OTHER)),
                     "the update after the snapshot", 60)
@@ -179,7 +179,7 @@ def test_an_incremental_snapshot_of_the_second_databases_table_with_the_signal_t
     kinds = [(n.aggregate_type, n.type) for n in notes]
     assert ("Incremental Snapshot", "STARTED") in kinds and ("Incremental Snapshot", "COMPLETED") in kinds
     # The other database's table named with its database (Debezium's TableId.identifier()), not dbo.customers.
-    named = {n.type: n.additional_data for n in notes}
+    named = {n.type: n.additional_data for n in notes if n.aggregate_type == "Incremental Snapshot"}
     assert named["STARTED"]["data_collections"] == f"{OTHER}.dbo.customers"
     assert named["IN_PROGRESS"]["current_collection_in_progress"] == f"{OTHER}.dbo.customers"
     assert named["TABLE_SCAN_COMPLETED"]["scanned_collection"] == f"{OTHER}.dbo.customers"
@@ -219,7 +219,7 @@ def test_an_incremental_snapshot_of_the_other_database_resumes_after_a_restart(i
     assert len(done) < 400
     assert STATE_KEY in store.get({"server": "server1", "database": inventory.dbname})
     # COMPLETED can come before the last window's records reach the handler: wait for both.
-    second_run, notes = run(lambda rs, ns: any(n.type == "COMPLETED" for n in ns)
+    second_run, notes = run(lambda rs, ns: any((n.aggregate_type, n.type) == ("Incremental Snapshot", "COMPLETED") for n in ns)
                             and set(reads(rs)) | done >= set(range(1001, 1401)))
     again = reads(second_run)
     assert set(again) | done == set(range(1001, 1401))

@@ -44,6 +44,13 @@ class _Run:
             assert time.monotonic() < deadline, f"timed out waiting for {what}"
             time.sleep(0.05)
 
+    def streaming(self):
+        """Wait until streaming, and the initial snapshot's notifications (STARTED and COMPLETED, also for no_data:
+        Debezium 2.7.4 snapshots the schema) have come; then forget them."""
+        self.wait(lambda: self.engine.metrics.streaming.connected and any(
+            (n.aggregate_type, n.type) == ("Initial Snapshot", "COMPLETED") for n in self.notes), "streaming")
+        self.notes.clear()
+
     def topic(self, table):
         return [r for r in self.records if r.topic.endswith("." + table)]
 
@@ -87,7 +94,7 @@ def test_incremental_snapshot_from_the_signal_table_under_concurrent_writes(stan
             time.sleep(0.002)
 
     with _Run(_config(standin)) as run:
-        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        run.streaming()
         writers = [threading.Thread(target=writer, args=(i,)) for i in range(2)]
         for w in writers:
             w.start()
@@ -133,16 +140,21 @@ def test_blocking_snapshot_stop_pause_and_resume_through_signals(standin, tmp_pa
     config = _config(standin, **{"incremental.snapshot.chunk.size": 20, "signal.enabled.channels": "source,file",
                                  "signal.file": str(signal_file), "signal.poll.interval.ms": 50})
     with _Run(config) as run:
-        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        run.streaming()
         run.engine.signal("execute-snapshot", {"data-collections": [f"{standin.dbname}.dbo.items"], "type": "blocking"})
         run.wait(lambda: len([r for r in run.topic("items") if r.value and r.value["op"] == "r"]) >= 300, "the blocking reads")
         # Named as Debezium's SQL Server TableId.identifier(): <db>.<schema>.<table>.
         items = f"{standin.dbname}.dbo.items"
         run.wait(lambda: any(n.type == "COMPLETED" for n in run.notes), "the blocking snapshot's end")
         blocking = {n.type: n.additional_data for n in run.notes if n.aggregate_type == "Initial Snapshot"}
-        assert blocking["STARTED"]["data_collections"] == items
-        assert blocking["IN_PROGRESS"]["current_collection_in_progress"] == items
-        assert blocking["TABLE_SCAN_COMPLETED"]["data_collection"] == items
+        # Debezium 2.7.4's InitialSnapshotNotificationService: STARTED carries only connector_name; the table scan's
+        # data_collections are the snapshot's tables plus the signal table, sorted (addSignalingCollectionAndSort).
+        assert blocking["STARTED"] == {"connector_name": "server1"}
+        assert blocking["IN_PROGRESS"] == {"connector_name": "server1", "current_collection_in_progress": items,
+                                           "data_collections": items}
+        assert blocking["TABLE_SCAN_COMPLETED"] == {
+            "connector_name": "server1", "scanned_collection": items, "total_rows_scanned": "300",
+            "status": "SUCCEEDED", "data_collections": f"{standin.dbname}.dbo.debezium_signal,{items}"}
         standin.execute("INSERT INTO dbo.items VALUES (1, 0, 'after')")
         run.wait(lambda: any(r.value and r.value["op"] == "c" for r in run.topic("items")), "the insert after it")
         reads = [r for r in run.topic("items") if r.value and r.value["op"] == "r"]
@@ -186,7 +198,7 @@ def test_incremental_snapshot_of_a_composite_text_key_with_an_additional_conditi
     standin.agent.start()
     config = _config(standin, **{"table.include.list": "dbo.pairs", "incremental.snapshot.chunk.size": 25})
     with _Run(config) as run:
-        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        run.streaming()
         run.engine.signal("execute-snapshot", {"data-collections": [f"{standin.dbname}.dbo.pairs"],
                                                "additional-conditions": [{"data-collection": f"{standin.dbname}.dbo.pairs",
                                                                           "filter": "n > 100"}]})
@@ -210,7 +222,7 @@ def test_ad_hoc_snapshots_read_an_included_table_without_cdc(standin):
         return sorted(r.key["id"] for r in run.topic("plain") if r.value and r.value["op"] == "r")
 
     with _Run(config) as run:
-        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        run.streaming()
         standin.execute("INSERT INTO dbo.debezium_signal VALUES ('inc-1', 'execute-snapshot', "
                         "'{\"data-collections\": [\"" + plain + "\"]}')")
         # The notification can come before the last window's records reach the handler: wait for both.
@@ -230,7 +242,7 @@ def test_incremental_reads_carry_the_position_of_the_watermark_that_closed_their
     take the stream's SqlServerOffsetContext): change_lsn/commit_lsn/event_serial_no of that row."""
     _items(standin, rows=30)
     with _Run(_config(standin, **{"incremental.snapshot.chunk.size": 10})) as run:
-        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        run.streaming()
         standin.execute("UPDATE dbo.items SET v = 5 WHERE id = 2")
         run.wait(lambda: any(r.value and r.value["op"] == "u" for r in run.topic("items")), "the update")
         standin.execute("INSERT INTO dbo.debezium_signal VALUES ('inc-lsn', 'execute-snapshot', "
@@ -273,7 +285,7 @@ def test_incremental_reads_use_the_historys_structure_when_a_type_changed_withou
         return {f.name: f.schema for f in record.value_schema.field("after").schema.fields}["amount"].parameters
 
     with _Run(config) as run:
-        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        run.streaming()
         standin.alter_column("dbo", "prices", "amount", "DECIMAL(12,4)")
         run.engine.signal("execute-snapshot", {"data-collections": [f"{standin.dbname}.dbo.prices"]})
         run.wait(lambda: any(r.value and r.value["source"]["snapshot"] == "incremental" for r in run.topic("prices")),
@@ -300,7 +312,7 @@ def test_the_signal_table_is_streamed_as_data_and_never_snapshotted(standin):
     standin.wait_captured()  # in the change table before the snapshot's max LSN: streaming starts after it
     config = _config(standin, **{"snapshot.mode": "initial", "table.include.list": "dbo.items,dbo.debezium_signal"})
     with _Run(config) as run:
-        run.wait(lambda: run.engine.metrics.streaming.connected, "streaming")
+        run.streaming()
         standin.execute("INSERT INTO dbo.debezium_signal VALUES ('l-1', 'log', '{\"message\": \"hello\"}')")
         standin.execute("DELETE FROM dbo.debezium_signal WHERE id = 'old-1'")
         run.wait(lambda: len(run.topic("debezium_signal")) >= 3, "the signal table's changes")

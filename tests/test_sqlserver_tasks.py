@@ -273,7 +273,7 @@ def test_an_incremental_snapshot_of_another_tasks_database(inventory, eu):
         inventory.execute("INSERT INTO dbo.debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', "
                           "'{\"data-collections\": [\"" + EU + ".dbo.customers\"]}')")
         eu.execute("UPDATE dbo.customers SET email = 'late@x' WHERE id = 1020")
-        runner.wait(lambda rs: any(n.type == "COMPLETED" for n in notes) and len(set(_ids(rs, EU, "r"))) == 30,
+        runner.wait(lambda rs: any((n.aggregate_type, n.type) == ("Incremental Snapshot", "COMPLETED") for n in notes) and len(set(_ids(rs, EU, "r"))) == 30,
                     "the incremental snapshot")
         runner.wait(lambda rs: _ids(rs, EU, "u") == [1020], "the update")
     finally:

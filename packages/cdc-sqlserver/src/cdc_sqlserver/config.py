@@ -38,12 +38,15 @@ AGENT_STATUS_QUERY = F(
 STORE_ONLY_CAPTURED_TABLES = F("schema.history.internal.store.only.captured.tables.ddl", "boolean", False)
 STORE_ONLY_CAPTURED_DATABASES = F("schema.history.internal.store.only.captured.databases.ddl", "boolean", False)
 SOURCE_STRUCT_VERSION = F("source.struct.version", "enum", "v2", allowed=("v2",))
+INCREMENTAL_OPTION_RECOMPILE = F("incremental.snapshot.option.recompile", "boolean", False,
+                                 doc="Add OPTION(RECOMPILE) to the incremental snapshot's SELECTs (a query-plan hint).")
 
 FIELDS = Fields(
     [HOSTNAME, PORT, INSTANCE, USER, PASSWORD, NAMES, ENCRYPT, TRUST_SERVER_CERTIFICATE, APPLICATION_INTENT,
      SNAPSHOT_MODE, SNAPSHOT_ISOLATION_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, DATA_QUERY_MODE,
      MAX_ITERATION_TRANSACTIONS, STREAMING_FETCH_SIZE, QUERY_TIMEOUT_MS, INCLUDE_SCHEMA_CHANGES,
-     AGENT_STATUS_QUERY, STORE_ONLY_CAPTURED_TABLES, STORE_ONLY_CAPTURED_DATABASES, SOURCE_STRUCT_VERSION],
+     AGENT_STATUS_QUERY, STORE_ONLY_CAPTURED_TABLES, STORE_ONLY_CAPTURED_DATABASES, SOURCE_STRUCT_VERSION,
+     INCREMENTAL_OPTION_RECOMPILE],
     prefixes=("driver.", "snapshot.select.statement.overrides.", "schema.history.internal."),
 )
 

@@ -27,6 +27,7 @@ from cdc_sqlserver.catalog import (CDC_ENABLED, HELP_CHANGE_DATA_CAPTURE, MIN_LS
 from cdc_sqlserver.driver_errors import first_line as _first_line
 from cdc_sqlserver.driver_errors import is_connection_error as _is_connection_error
 from cdc_sqlserver.incremental import SqlServerIncrementalSource, signal_table_key
+from cdc_sqlserver.instance_notes import InstanceCompletion
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
 from cdc_sqlserver.plugin import CONNECTOR
@@ -35,6 +36,7 @@ from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.snapshot import ExclusiveSnapshotLock, SnapshotReader, UncapturedTable
 from cdc_sqlserver.snapshot_select import SnapshotSelect
+from cdc_sqlserver.snapshot_notes import notified_snapshot, notify
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader, lsn_text
 from cdc_sqlserver.types import TypeModes
@@ -104,6 +106,9 @@ class SqlServerConnector:
         self._parse = ServerParse(lambda: self._conn)
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
+        #: The engine's NotificationService (``attach_notifier``, before start): the initial snapshot's notifications.
+        self.notifier: Any = None
+        self._instance_completion = InstanceCompletion(self.server, self.db)
         self._instances: list[CaptureInstance] = []
         #: Included tables without a capture instance: snapshotted, not streamed.
         self._without_cdc: list[UncapturedTable] = []
@@ -195,7 +200,15 @@ class SqlServerConnector:
             raise
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
-        """Nothing to release: SQL Server keeps change rows until its cleanup job removes them."""
+        """A committed offset: a Capture Instance notification for each replaced instance it is past
+        (cdc_sqlserver.instance_notes); nothing to release, SQL Server keeps change rows until its cleanup job."""
+        reader = self._stream_reader
+        if reader is not None:
+            self._instance_completion.committed(offset, list(reader.instances), self.notifier)
+
+    def attach_notifier(self, notifier: Any) -> None:
+        """Send the initial snapshot's and capture instances' notifications through ``notifier``."""
+        self.notifier = notifier
 
     def stop(self) -> None:
         """Ask ``stream`` to end."""
@@ -320,17 +333,38 @@ class SqlServerConnector:
                                  offset.get("commit_lsn"), self.address)
         in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
         self._schema_snapshot = bool(self.snapshotter.should_snapshot_schema(offset is not None, in_progress))
-        yield from snapshot_then_stream(self.snapshotter, offset, self.config, self._stop, self.log, self._snapshot,
-                                        self._no_data_offset, lambda at: self._stream(ResumePoint(at)))
+        snapshotted: list[bool] = []
+
+        def snapshot() -> Iterator[list[RawChange | Checkpoint]]:
+            snapshotted.append(True)
+            return self._snapshot()
+
+        def no_data() -> dict[str, Any]:
+            snapshotted.append(True)
+            return self._no_data_offset()
+
+        def stream(at: dict[str, Any] | None) -> Iterator[list[RawChange | Checkpoint]]:
+            if not snapshotted:
+                # Debezium 2.7.4's AbstractSnapshotChangeEventSource.execute: a snapshot that is not due
+                # (shouldSkipSnapshot, e.g. a restart after a completed one) is an Initial Snapshot SKIPPED.
+                notify(self.notifier, "SKIPPED")
+            return self._stream(ResumePoint(at))
+
+        yield from snapshot_then_stream(self.snapshotter, offset, self.config, self._stop, self.log, snapshot,
+                                        no_data, stream)
 
     def _no_data_offset(self) -> dict[str, Any]:
         """``no_data``: streaming starts at the current max LSN (as the snapshot offset Debezium records then)."""
         row = self._conn.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()
+        # Debezium's no_data snapshot reads the schema: an Initial Snapshot STARTED and COMPLETED, no tables.
+        notify(self.notifier, "STARTED")
+        notify(self.notifier, "COMPLETED")
         return {"snapshot": True, "snapshot_completed": True, "commit_lsn": str(from_value(row[0]))}
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
         """The snapshot on its own connection and transaction."""
         self._snapshotting = True
+        notify(self.notifier, "STARTED")
         conn = self._connect()
         try:
             reader = self._snapshot_reader = SnapshotReader(
@@ -356,9 +390,11 @@ class SqlServerConnector:
             # A table a custom SnapshotQuery gives no SELECT for is not read (Debezium: "the select statement was not
             # provided, skipping table"), nor counted among the tables whose first and last rows are marked.
             reads = [(i, select) for i in instances if (select := self._select(i)) is not None]
-            yield from metered_snapshot(reader.read(reads), self.metrics, self.db,
-                                        counted)
+            read = [i.table.id.identifier for i, _ in reads]
+            yield from notified_snapshot(metered_snapshot(reader.read(reads), self.metrics, self.db, counted),
+                                         self.notifier, self.db, read, counted)
             reader.end()
+            notify(self.notifier, "COMPLETED")
         finally:
             self._snapshot_reader = None
             try:
@@ -460,6 +496,7 @@ class SqlServerConnector:
         source.parse = self._parse
         source.created = self._blocking_created
         source.position = self.round_position
+        source.metrics = self.metrics
         return source
 
     def _blocking_created(self, tables: list[Table], position: dict[str, Any], event_offset: dict[str, Any] | None,

@@ -89,14 +89,18 @@ class SqlServerDatabases:
         #: Each database's ``(change_lsn, commit_lsn, event_serial_no)`` at the last round's end that reached the
         #: engine (SqlServerConnector.round_position): a blocking snapshot's events of its tables carry it.
         self._positions: dict[str, tuple[str | None, str | None, int | None]] = {}
+        #: The engine's NotificationService (set before start), handed to every database's reader.
+        self.notifier: Any = None
 
     def _reader(self, name: str, history: Any) -> SqlServerConnector:
         """The one-database connector of ``name``."""
         context = self.context
-        return SqlServerConnector(self.config.with_values(**{msc.NAMES.name: name}),
-                                  ConnectorContext(log=context.log.with_context(name), history=history,
-                                                   plugins=context.plugins, metrics=context.metrics,
-                                                   extras=context.extras))
+        reader = SqlServerConnector(self.config.with_values(**{msc.NAMES.name: name}),
+                                    ConnectorContext(log=context.log.with_context(name), history=history,
+                                                     plugins=context.plugins, metrics=context.metrics,
+                                                     extras=context.extras))
+        reader.notifier = self.notifier
+        return reader
 
     def validate(self) -> list[str]:
         """The checks of one database's connector, plus what several databases cannot do yet."""
@@ -168,7 +172,9 @@ class SqlServerDatabases:
                                               signal_database(self.config, self.names) or self.db, self._positions)
 
     def acknowledge(self, offset: dict[str, Any]) -> None:
-        """Nothing to release (as one database)."""
+        """A committed offset, handed to the database's reader (one database: the engine's offset names none)."""
+        if len(self.readers) == 1:
+            self.readers[0].acknowledge(offset)
 
     def stop(self) -> None:
         """Ask every reader to end."""

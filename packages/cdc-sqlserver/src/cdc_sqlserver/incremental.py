@@ -36,6 +36,7 @@ from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import quote, read_capture_instances, read_tables
 from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.lsn import from_value
+from cdc_sqlserver.metrics import metered_blocking_snapshot
 from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
 from cdc_sqlserver.source import source_block
 from cdc_sqlserver.streaming import lsn_text
@@ -91,12 +92,27 @@ def _bind(table: Table, name: str, value: Any) -> Any:
 
 
 def key_greater(table: Table, key: list[str], values: Key) -> tuple[str, list[Any]]:
-    """``key > values`` in the expanded form: ``a > x OR (a = x AND b > y)``."""
+    """``key > values`` in the expanded form: ``a > x OR (a = x AND b > y)``.
+
+    A nullable key column (message.key.columns, a surrogate key) compares as Debezium 2.7.4's
+    AbstractChunkQueryBuilder.addLowerBound does where NULLs sort first (SqlServerConnection.nullsSortLast() is
+    false): ``(c > x AND c IS NOT NULL)`` against a value, ``c IS NOT NULL`` greater than a NULL bound and
+    ``c IS NULL`` equal to one (AbstractIncrementalSnapshotTest.insertsWithoutPksAndNull).
+    """
     parts, params = [], []
     for i, name in enumerate(key):
-        terms = [f"{quote(key[j])} = ?" for j in range(i)] + [f"{quote(name)} > ?"]
+        terms = []
+        for j in range(i + 1):
+            column, last = quote(key[j]), j == i
+            if not table.column(key[j]).optional:
+                terms.append(f"{column} > ?" if last else f"{column} = ?")
+            elif values[j] is not None:
+                terms.append(f"({column} > ? AND {column} IS NOT NULL)" if last else f"{column} = ?")
+            else:
+                terms.append(f"{column} IS NOT NULL" if last else f"{column} IS NULL")
+                continue
+            params.append(_bind(table, key[j], values[j]))
         parts.append("(" + " AND ".join(terms) + ")")
-        params += [_bind(table, key[j], values[j]) for j in range(i + 1)]
     return "(" + " OR ".join(parts) + ")", params
 
 
@@ -115,14 +131,17 @@ class SqlServerChunkReader:
         """Open the reader's own connection."""
         self.source = source
         self.conn = odbc.connect(source.config, source.db)
+        # incremental.snapshot.option.recompile: as SqlServerConnection.buildSelectWithRowLimits, both the chunk and
+        # the maximum key SELECTs end with OPTION(RECOMPILE).
+        self._recompile = " OPTION(RECOMPILE)" if source.config.get(msc.INCREMENTAL_OPTION_RECOMPILE) else ""
 
     def max_key(self, table: Table, key: list[str], condition: Node | None) -> Key | None:
         """The largest key of the matching rows (``SELECT TOP (1) ... ORDER BY key DESC``)."""
         where, params = _where(condition)
         cols = ", ".join(quote(k) for k in key)
         order = ", ".join(f"{quote(k)} DESC" for k in key)
-        row = self.conn.execute(f"SELECT TOP (1) {cols} FROM {_table_name(table)}{where} ORDER BY {order}",
-                                *params).fetchone()
+        row = self.conn.execute(f"SELECT TOP (1) {cols} FROM {_table_name(table)}{where} ORDER BY {order}"
+                                f"{self._recompile}", *params).fetchone()
         return None if row is None else [key_value(v) for v in row]
 
     def read_chunk(self, table: Table, key: list[str], after: Key | None, upto: Key, limit: int,
@@ -142,7 +161,7 @@ class SqlServerChunkReader:
             params += values
         cols = ", ".join(quote(c.name) for c in table.columns)
         query = (f"SELECT TOP ({int(limit)}) {cols} FROM {_table_name(table)} WHERE {' AND '.join(parts)} "
-                 f"ORDER BY {', '.join(quote(k) for k in key)}")
+                 f"ORDER BY {', '.join(quote(k) for k in key)}{self._recompile}")
         raw_rows = self.conn.execute(query, *params).fetchall()
         if not raw_rows:
             return ChunkRows()
@@ -188,6 +207,8 @@ class SqlServerIncrementalSource:
         names = config.get(msc.NAMES) or []
         self.db = names[0] if names else ""
         self.modes = TypeModes.from_config(config)
+        #: The connector's metrics (set by the connector): a blocking snapshot drives its database's snapshot group.
+        self.metrics: Any = None
         #: ``(schema, table) -> bool``: the connector's table filter (set by the connector; all tables if None).
         self.included: Callable[[str, str], bool] | None = None
         #: ``(table, captured columns) -> Table | None``: the schema history's structure of a table (set by the
@@ -310,7 +331,9 @@ class SqlServerIncrementalSource:
             # does it take part in the first/last markers).
             signal = signal_table_key(self.config, self.db)
             data = [(t, c) for t, c in tables if (t.id.schema, t.id.table) != signal]
-            yield from marked_batches((reads(table, condition) for table, condition in data), _BATCH, stopped)
+            yield from metered_blocking_snapshot(
+                marked_batches((reads(table, condition) for table, condition in data), _BATCH, stopped),
+                self.metrics, self.db, [t.id.identifier for t, _ in data])
             if stopped():
                 return
             conn.commit()

@@ -59,8 +59,16 @@ class BlockingRequest:
 
 
 def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, notifier: Any, metrics: Any, log: Any,
-                 stopped: Callable[[], bool]) -> Iterator[list[RawChange | Checkpoint]]:
-    """Yield the snapshot's batches, then a checkpoint back at the paused position."""
+                 stopped: Callable[[], bool], signal_collection: str | None = None) -> Iterator[list[RawChange | Checkpoint]]:
+    """Yield the snapshot's batches, then a checkpoint back at the paused position.
+
+    Its notifications carry Debezium 2.7.4's additional data (InitialSnapshotNotificationService, as
+    RelationalSnapshotChangeEventSource calls it): STARTED and COMPLETED only ``connector_name``; IN_PROGRESS the
+    table and ``data_collections``, the tables read; TABLE_SCAN_COMPLETED ``scanned_collection``,
+    ``total_rows_scanned``, ``status`` and ``data_collections``, the snapshot context's captured tables, which
+    ``addSignalingCollectionAndSort`` makes the tables read plus ``signal_collection`` (signal.data.collection),
+    sorted. ABORTED adds ``reason`` (cdc's; Debezium's has none).
+    """
     names = [t.id.identifier for t, _, _ in request.tables]
     conditions = {t.id.identifier: text for t, text, _ in request.tables if text}
     offsets: dict[str, dict[str, Any] | None] = {}
@@ -68,44 +76,53 @@ def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, no
         offsets[name] = None if request.paused_at is None else {
             **request.paused_at, BLOCKING_KEY: {"id": request.id, "tables": names[i:], "conditions": conditions}}
     log.info("blocking snapshot %s of %s: streaming paused", request.id, ", ".join(names))
-    listed = ",".join(collection_name(notifier, t.id) for t, _, _ in request.tables)  # notifications' names
-    notifier.notify(INITIAL_SNAPSHOT, "STARTED", {"data_collections": listed}, request.id)
+    labels = {t.id.identifier: collection_name(notifier, t.id) for t, _, _ in request.tables}  # notifications' names
+    listed = ",".join(labels.values())
+    captured = ",".join(sorted({*labels.values(), *([signal_collection] if signal_collection else [])}))
+    # The tables whose rows are read (RelationalSnapshotChangeEventSource's rowCountTables: not the signal table,
+    # which determineSnapshotSelect gives no SELECT): each announced IN_PROGRESS up front, as the loop submitting
+    # their reads does, and TABLE_SCAN_COMPLETED once read, an empty one with 0 rows.
+    read = [n for n in names if labels[n] != signal_collection]
+    reading = ",".join(labels[n] for n in read)
+    order = {n: i for i, n in enumerate(read)}
+    rows = dict.fromkeys(read, 0)
+    done = 0
+    notifier.notify(INITIAL_SNAPSHOT, "STARTED", {}, request.id)
     if metrics is not None:
         metrics.snapshot_started({n: 0 for n in names})
-    current: str | None = None
-    current_label = ""
-    last_table = None
-    rows = 0
+    for n in read:
+        notifier.notify(INITIAL_SNAPSHOT, "IN_PROGRESS", {
+            "data_collections": reading, "current_collection_in_progress": labels[n]}, request.id)
 
-    def table_done() -> None:
+    def table_done(name: str) -> None:
         notifier.notify(INITIAL_SNAPSHOT, "TABLE_SCAN_COMPLETED", {
-            "data_collection": current_label, "scanned_collection": current_label, "total_rows_scanned": rows,
+            "scanned_collection": labels[name], "data_collections": captured, "total_rows_scanned": rows[name],
             "status": "SUCCEEDED"}, request.id)
         if metrics is not None:
-            metrics.table_completed(current)
+            metrics.table_completed(name)
 
     completed = False
     try:
         pairs = [(t, node) for t, _, node in request.tables]
+        last_table, at = None, -1
         for batch in source.blocking_snapshot(pairs, lambda t: offsets[t.id.identifier], stopped):
             for ch in batch:
                 if ch.__class__ is RawChange:
-                    label = current_label if ch.table is last_table else collection_name(notifier, ch.table.id)
-                    last_table = ch.table
-                    if label != current_label:
-                        if current is not None:
-                            table_done()
-                        current, current_label, rows = ch.table.id.identifier, label, 0
-                        notifier.notify(INITIAL_SNAPSHOT, "IN_PROGRESS", {
-                            "data_collections": listed, "current_collection_in_progress": label}, request.id)
-                    rows += 1
+                    if ch.table is not last_table:
+                        last_table, at = ch.table, order.get(ch.table.id.identifier, -1)
+                        while done < at:
+                            table_done(read[done])
+                            done += 1
+                    if at >= 0:
+                        rows[read[at]] += 1
             yield batch
             if stopped():
                 return
         if stopped():  # the connector ended early: the offsets keep what is left to read
             return
-        if current is not None:
-            table_done()
+        while done < len(read):
+            table_done(read[done])
+            done += 1
         completed = True
     except RetriableError:
         raise  # the engine retries; the offsets say which tables are left

@@ -77,9 +77,30 @@ def execute_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str
         column = surrogates.get(t.id.identifier)
         key = [column] if column else list(key_names(key_columns, t))
         scans.append(TableScan(t, key, text, node, column, skip=None if key else "NO_PRIMARY_KEY"))
-    for entry in unknown:  # named as the signal wrote it; never read
-        scans.append(TableScan(Table(TableId(None, None, entry), [], []), [], skip="UNKNOWN_SCHEMA"))
-    ctl.incremental_snapshot().add(record.id, scans)
+    ctl.incremental_snapshot().add(record.id, _with_unknown(data["data-collections"], scans, unknown))
+
+
+def _with_unknown(entries: list[Any], scans: list[TableScan], unmatched: list[str]) -> list[TableScan]:
+    """``scans`` with a scan for each entry that names no table, where the entry stands, skipped as UNKNOWN_SCHEMA.
+
+    As Debezium 2.7.4, whose snapshot keeps such a name among its data collections (in STARTED's
+    ``data_collections``) and, its turn come, sends TABLE_SCAN_COMPLETED with status UNKNOWN_SCHEMA for it
+    (isTableInvalid). cdc passes over every skipped table before reading the others (as NO_PRIMARY_KEY ones).
+    """
+    if not unmatched:
+        return scans
+    out: list[TableScan] = []
+    placed: set[int] = set()
+    for entry in dict.fromkeys(e.strip() for e in entries if isinstance(e, str)):
+        if entry in unmatched:
+            out.append(TableScan(Table(TableId(None, None, entry), [], []), [], skip="UNKNOWN_SCHEMA"))
+            continue
+        matcher = NameMatcher(entry)
+        for i, scan in enumerate(scans):
+            if i not in placed and matcher.matches(scan.table):
+                placed.add(i)
+                out.append(scan)
+    return out + [scan for i, scan in enumerate(scans) if i not in placed]
 
 
 def stop_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str, Any]) -> None:
@@ -113,8 +134,19 @@ def resume_snapshot(ctl: SignalController, record: SignalRecord, data: dict[str,
 
 
 def log_signal(ctl: SignalController, record: SignalRecord, data: dict[str, Any]) -> None:
-    """``log``: write ``data.message`` to the log."""
-    ctl.log.info("signal %s: %s", record.id, data.get("message", ""))
+    """``log``: write ``data.message`` to the log, as Debezium 2.7.4's Log action: ``LOGGER.info(message, offset)``,
+    so a ``{}`` in it is the offset the signal came at (a Java map's text, ``<none>`` without one); a signal without
+    a message is refused with a warning (SignalsIT.jmxSignals logs "Signal message at offset ''{}''")."""
+    message = data.get("message")
+    if not isinstance(message, str) or not message:
+        ctl.log.warning("logging signal %s has arrived but the requested field 'message' is missing from data",
+                        record.id)
+        return
+    if "{}" in message:
+        offset = getattr(ctl, "_last_offset", None)
+        text = "<none>" if offset is None else "{" + ", ".join(f"{k}={v}" for k, v in offset.items()) + "}"
+        message = message.replace("{}", text, 1)
+    ctl.log.info("%s", message)
 
 
 def signal_data(record: SignalRecord) -> dict[str, Any]:

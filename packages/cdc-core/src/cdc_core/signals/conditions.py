@@ -250,7 +250,10 @@ def _strip_select(text: str, table: Table) -> str:
     if m is None:
         raise SignalDataError(f"filter {text!r} for {table.id}: a SELECT filter must be SELECT * FROM <table> WHERE ...")
     named = [p.strip('"[]`') for p in re.split(r"\.(?=(?:[^\"]*\"[^\"]*\")*[^\"]*$)", m.group(1).strip())]
-    wanted = [p for p in (table.id.schema if table.id.schema is not None else table.id.catalog, table.id.table) if p]
+    # The table as named, its trailing parts: with the database first where the id has both a catalog and a schema
+    # (SQL Server's testDB1.dbo.b in BlockingSnapshotIT's "SELECT * FROM testDB1.dbo.b WHERE aa < 500").
+    wanted = [p for p in (table.id.catalog if table.id.schema is not None else None,
+                          table.id.schema if table.id.schema is not None else table.id.catalog, table.id.table) if p]
     if [p.lower() for p in named] != [p.lower() for p in wanted][-len(named):] or not named:
         raise SignalDataError(f"filter {text!r} selects from {m.group(1).strip()!r}, not from {table.id}")
     return m.group(2)

@@ -400,7 +400,9 @@ class SignalController:
         source = self.capability()
         assert source is not None
         metrics = self.metrics.snapshot if self.metrics is not None else None
-        for batch in run_blocking(source, request, self.notifier, metrics, self.log, self.stopping):
+        signal = self.config.get(SIGNAL_DATA_COLLECTION)
+        for batch in run_blocking(source, request, self.notifier, metrics, self.log, self.stopping,
+                                  ".".join(_signal_table_parts(signal)) if signal else None):
             notes = self.notifier.drain()
             yield [*notes, *batch] if notes else batch
         notes = self.notifier.drain()
