@@ -63,3 +63,17 @@ def test_mariadb_initial_snapshot_notifications(mariadb_server, mariadb_db, tmp_
                   "(id int PRIMARY KEY);\nINSERT INTO hb VALUES (1), (2)", ["INSERT INTO hb VALUES (3)"],
                   {**PROPERTIES, "snapshot.mode": mode}, tmp_path)
     assert _check(run) == types
+
+
+@pytest.mark.timeout(300)
+def test_postgres_notifications_follow_the_include_list_order(pg_server, pg_db, tmp_path):
+    # The tables are read (and IN_PROGRESS) in table.include.list order, and TABLE_SCAN_COMPLETED's
+    # data_collections list them in that order too (not sorted).
+    require_real_debezium()
+    run = capture(postgres._side(pg_server, pg_db), "CREATE TABLE hb (id int PRIMARY KEY); CREATE TABLE hc (id int "
+                  "PRIMARY KEY); INSERT INTO hb VALUES (1), (2)", ["INSERT INTO hb VALUES (3)"],
+                  {**PROPERTIES, "table.include.list": "public.hc,public.hb"}, tmp_path)
+    _check(run)
+    started = [_comparable(r)[2]["current_collection_in_progress"] for r in run.cdc[TOPIC]
+               if r["value"]["payload"]["type"] == "IN_PROGRESS"]
+    assert started[:2] == ["public.hc", "public.hb"]

@@ -100,7 +100,7 @@ def test_read_only_snapshot_under_concurrent_writes_replays_to_the_final_state(m
             w.start()
         time.sleep(0.2)
         engine.engine.signal("execute-snapshot", {"data-collections": [f"{mariadb_db}.items"]}, id="ro-1")
-        engine.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the incremental snapshot", 120)
+        engine.wait(lambda rs: any(n.type == "COMPLETED" and n.aggregate_type == "Incremental Snapshot" for n in notes), "the incremental snapshot", 120)
         stop.set()
         for w in writers:
             w.join()
@@ -146,7 +146,7 @@ def test_read_only_snapshot_of_an_idle_database_completes_without_writing(mariad
         before = mariadb_server.execute("SELECT @@global.gtid_binlog_pos")[0][0]
         signals.write_text(orjson.dumps({"id": "idle-1", "type": "execute-snapshot",
                                          "data": {"data-collections": [f"{mariadb_db}.items"]}}).decode() + "\n")
-        engine.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the snapshot of an idle database", 120)
+        engine.wait(lambda rs: any(n.type == "COMPLETED" and n.aggregate_type == "Incremental Snapshot" for n in notes), "the snapshot of an idle database", 120)
         # In-process listeners hear COMPLETED when the last window closes, before its READs reach the handler.
         engine.wait(lambda rs: sum(r.topic == f"idle.{mariadb_db}.items" for r in rs) >= ROWS, "the last window's READs")
         after = mariadb_server.execute("SELECT @@global.gtid_binlog_pos")[0][0]
@@ -179,7 +179,7 @@ def test_read_only_snapshot_requested_through_the_signal_table(mariadb_server, m
         mariadb_server.execute("INSERT INTO debezium_signal VALUES ('src-1', 'execute-snapshot', "
                                f"'{{\"data-collections\": [\"{mariadb_db}.items\"]}}')", database=mariadb_db)
         signalled = _gtid_seq(mariadb_server)
-        engine.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the snapshot requested in the signal table")
+        engine.wait(lambda rs: any(n.type == "COMPLETED" and n.aggregate_type == "Incremental Snapshot" for n in notes), "the snapshot requested in the signal table")
         engine.wait(lambda rs: sum(r.topic == f"src.{mariadb_db}.items" for r in rs) >= 3000, "the last window's READs")
         assert _gtid_seq(mariadb_server) == signalled, "the connector wrote to the database"
     finally:
@@ -234,7 +234,8 @@ def test_kill_9_mid_read_only_snapshot_resumes_from_the_last_chunk(mariadb_serve
 
     cdc2 = CdcProcess(config, tmp_path).start()
     try:
-        cdc2.wait_until(lambda: any(e["value"]["payload"]["type"] == "COMPLETED" for e in cdc2.events("notes")),
+        cdc2.wait_until(lambda: any(e["value"]["payload"]["type"] == "COMPLETED" and e["value"]["payload"]["aggregate_type"] == "Incremental Snapshot"
+                                            for e in cdc2.events("notes")),
                         120, "the snapshot to complete")
     finally:
         assert cdc2.terminate() == 0, cdc2.log()
@@ -245,7 +246,8 @@ def test_kill_9_mid_read_only_snapshot_resumes_from_the_last_chunk(mariadb_serve
     assert first_ids | set(second_ids) == set(range(1, total + 1))
     assert len(second_ids) == total - committed
     notes = [e["value"]["payload"] for e in cdc2.events("notes")]
-    assert [n["type"] for n in notes].count("STARTED") == 1, "the file signal ran again after the restart"
+    assert [n["type"] for n in notes if n["aggregate_type"] == "Incremental Snapshot"].count("STARTED") == 1, \
+        "the file signal ran again after the restart"
     assert mariadb_server.execute("SELECT @@global.gtid_binlog_pos")[0][0] == before, "the connector wrote"
 
 

@@ -44,7 +44,7 @@ def test_rows_read_after_an_alter_have_the_new_shape(mariadb_server, mariadb_db,
                                f"'{{\"data-collections\": [\"{mariadb_db}.items\"]}}')", database=mariadb_db)
         engine.wait(lambda rs: len(reads(rs)) >= 300, "the first chunks")
         mariadb_server.execute(f"ALTER TABLE items {alter}", database=mariadb_db)
-        engine.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the incremental snapshot", 90)
+        engine.wait(lambda rs: any(n.type == "COMPLETED" and n.aggregate_type == "Incremental Snapshot" for n in notes), "the incremental snapshot", 90)
     finally:
         engine.stop()
     rows = reads(engine.records)

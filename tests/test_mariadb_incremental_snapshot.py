@@ -71,7 +71,7 @@ def test_snapshot_under_concurrent_writes_replays_to_the_final_state(mariadb_ser
         time.sleep(0.2)
         mariadb_server.execute("INSERT INTO debezium_signal VALUES ('big-1', 'execute-snapshot', "
                                f"'{{\"data-collections\": [\"{mariadb_db}.items\"]}}')", database=mariadb_db)
-        engine.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the incremental snapshot", 90)
+        engine.wait(lambda rs: any(n.type == "COMPLETED" and n.aggregate_type == "Incremental Snapshot" for n in notes), "the incremental snapshot", 90)
         stop.set()
         for w in writers:
             w.join()
@@ -116,7 +116,7 @@ def test_the_signal_table_is_data_and_a_blocking_snapshot_sends_its_tables_ddl(m
         engine.wait(lambda rs: engine.engine.metrics.streaming.connected, "streaming")
         mariadb_server.execute("INSERT INTO debezium_signal VALUES ('s1', 'execute-snapshot', "
                                f"'{{\"data-collections\": [\"{mariadb_db}.items\"]}}')", database=mariadb_db)
-        engine.wait(lambda rs: any(n.type == "COMPLETED" for n in notes), "the incremental snapshot", 90)
+        engine.wait(lambda rs: any(n.type == "COMPLETED" and n.aggregate_type == "Incremental Snapshot" for n in notes), "the incremental snapshot", 90)
         mariadb_server.execute("INSERT INTO debezium_signal VALUES ('b1', 'execute-snapshot', "
                                f"'{{\"data-collections\": [\"{mariadb_db}.items\"], \"type\": \"blocking\"}}')",
                                database=mariadb_db)

@@ -46,13 +46,13 @@ def test_data_collections_select_captured_tables(entries, expected):
 
 
 def test_entries_naming_no_table_are_skipped_when_others_name_one():
-    """An incremental snapshot's list (``unmatched``): Debezium 2.7.4 passes over a name it has no table for; a list
-    naming nothing at all is still refused."""
+    """With ``unmatched``, Debezium 2.7.4 passes over a name it has no table for (expandAndDedupeDataCollectionIds
+    keeps it; the snapshot reports it UNKNOWN_SCHEMA), even when no name matches."""
     unmatched: list[str] = []
     tables = select_tables(["invalid1", "public.products", "invalid2"], [PRODUCTS, DOTTED], unmatched=unmatched)
     assert [t.id.identifier for t in tables] == ["public.products"] and unmatched == ["invalid1", "invalid2"]
-    with pytest.raises(SignalDataError, match="'invalid1' matches no captured table"):
-        select_tables(["invalid1"], [PRODUCTS], unmatched=[])
+    unmatched = []
+    assert select_tables(["invalid1"], [PRODUCTS], unmatched=unmatched) == [] and unmatched == ["invalid1"]
 
 
 @pytest.mark.parametrize("entry, reason", [
