@@ -77,3 +77,46 @@ def test_postgres_notifications_follow_the_include_list_order(pg_server, pg_db, 
     started = [_comparable(r)[2]["current_collection_in_progress"] for r in run.cdc[TOPIC]
                if r["value"]["payload"]["type"] == "IN_PROGRESS"]
     assert started[:2] == ["public.hc", "public.hb"]
+
+
+SIGNAL_SETUP = ("CREATE TABLE debezium_signal (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, "
+                "data varchar(2048)); CREATE TABLE products (id int PRIMARY KEY, name text NOT NULL); "
+                "INSERT INTO products SELECT g, 'product ' || g FROM generate_series(1, 300) g; "
+                "CREATE TABLE customers (id int PRIMARY KEY, name text); INSERT INTO customers VALUES (1, 'Ann')")
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", ["incremental", "blocking"])
+def test_postgres_ad_hoc_snapshot_notifications(pg_server, pg_db, tmp_path, kind):
+    """An ad hoc snapshot of two tables, one of them named by a pattern matching no table too: every notification,
+    the initial snapshot's first, as Debezium writes them (incremental ids are the signal's in both)."""
+    require_real_debezium()
+    signal = ("INSERT INTO debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', '{\"data-collections\": "
+              f"[\"public.products\", \"public.nothing\", \"public.customers\"], \"type\": \"{kind}\"}}')")
+    run = capture(postgres._side(pg_server, pg_db), SIGNAL_SETUP,
+                  [signal, {"wait": {"table": "products", "records": 600}}, "INSERT INTO customers VALUES (2, 'Bob')"],
+                  {**PROPERTIES, "table.include.list": "public.customers,public.products",
+                   "signal.data.collection": "public.debezium_signal", "incremental.snapshot.chunk.size": "64"},
+                  tmp_path)
+    _check(run)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", ["incremental", "blocking"])
+def test_mariadb_ad_hoc_snapshot_notifications(mariadb_server, mariadb_db, tmp_path, kind):
+    """The PostgreSQL case above on MariaDB (Debezium's MySQL connector)."""
+    require_real_debezium()
+    db = mariadb_db
+    setup = ("CREATE TABLE debezium_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048));\n"
+             "CREATE TABLE products (id INT PRIMARY KEY, name VARCHAR(40) NOT NULL);\n"
+             "INSERT INTO products SELECT seq, CONCAT('product ', seq) FROM seq_1_to_300;\n"
+             "CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(40));\n"
+             "INSERT INTO customers VALUES (1, 'Ann')")
+    signal = ("INSERT INTO debezium_signal VALUES ('ad-hoc-1', 'execute-snapshot', '{\"data-collections\": "
+              f"[\"{db}.products\", \"{db}.nothing\", \"{db}.customers\"], \"type\": \"{kind}\"}}')")
+    run = capture(mariadb._side(mariadb_server, db), setup,
+                  [signal, {"wait": {"table": "products", "records": 600}}, "INSERT INTO customers VALUES (2, 'Bob')"],
+                  {**PROPERTIES, "table.include.list": f"{db}.customers,{db}.products",
+                   "signal.data.collection": f"{db}.debezium_signal", "incremental.snapshot.chunk.size": "64"},
+                  tmp_path)
+    _check(run)

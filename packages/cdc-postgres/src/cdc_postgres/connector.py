@@ -550,7 +550,9 @@ class PostgresConnector:
             reader.begin(snapshot_name)
             tables = self._snapshot_tables()
             names = [t.id.identifier for t, _ in tables]
-            reader.table_done = self._notices.announce(names, names)
+            # TABLE_SCAN_COMPLETED names the captured tables: those read, then the signal table (Debezium's table
+            # filter takes it in; addSignalingCollectionAndSort puts it after the include list's tables).
+            reader.table_done = self._notices.announce(names, names + list(self._unread_signal_table()))
             reader.lock([st for t, _ in tables if (st := self.snapshot_lock.table_lock_statement(
                 self.config.get(common.SNAPSHOT_LOCK_TIMEOUT_MS), t.id, _quote_table)) is not None],
                 self.config.get(common.SNAPSHOT_LOCK_TIMEOUT_MS))

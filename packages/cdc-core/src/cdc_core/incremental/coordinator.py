@@ -198,6 +198,8 @@ class IncrementalSnapshot:
         self.log.info("incremental snapshot: stopped %s", ", ".join(s.name for s in stopped))
         if not self.scans:
             self._finish(completed=False)
+        else:
+            self._skip_unreadable()  # an unreadable table that is now first has its turn
         self._rebuild_state()
         return [s.name for s in stopped]
 
@@ -416,6 +418,8 @@ class IncrementalSnapshot:
                     self._table_completed(scan, "SQL_EXCEPTION")
                     if not self.scans:
                         self._finish(completed=False)
+                    else:
+                        self._skip_unreadable()
                     self._rebuild_state()
         if self._pending and self._positions is not None:
             now = time.monotonic()
@@ -456,9 +460,11 @@ class IncrementalSnapshot:
         return collection_name(self.notifier, scan.table.id)
 
     def _skip_unreadable(self) -> None:
-        for scan in [s for s in self.scans if s.skip]:
+        """Complete the tables at the head of the queue that cannot be read (UNKNOWN_SCHEMA, NO_PRIMARY_KEY): as
+        Debezium 2.7.4's readChunk, each when its turn comes, after the tables named before it."""
+        while self.scans and self.scans[0].skip:
             with self._cond:
-                self.scans.remove(scan)
+                scan = self.scans.pop(0)
             self._table_completed(scan, scan.skip or "SKIPPED")
         if not self.scans:
             self._finish(completed=True)
@@ -468,8 +474,7 @@ class IncrementalSnapshot:
         with self._cond:
             self.scans.remove(scan)
         self._table_completed(scan, "SUCCEEDED" if scan.max_key is not None else "EMPTY")
-        if not self.scans:
-            self._finish(completed=True)
+        self._skip_unreadable()
 
     def _table_completed(self, scan: TableScan, status: str) -> None:
         self.log.info("incremental snapshot of %s: %s, %d rows", scan.name, status, scan.rows)
@@ -515,7 +520,8 @@ class IncrementalSnapshot:
             while not self._closed:
                 if not self.paused:
                     for scan in self.scans:
-                        if not (scan.assigned or scan.reading_done or scan.stopped or scan.failures >= MAX_FAILURES):
+                        if not (scan.assigned or scan.reading_done or scan.stopped or scan.skip
+                                or scan.failures >= MAX_FAILURES):
                             scan.assigned = True
                             return scan
                 self._cond.wait(0.5)
