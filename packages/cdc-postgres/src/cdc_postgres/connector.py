@@ -309,13 +309,24 @@ class PostgresConnector:
             if mode == "all_tables":
                 if not exists:
                     self.log.info("creating publication %s for all tables", self.publication)
-                    self._conn.execute(sql.SQL("CREATE PUBLICATION {} FOR ALL TABLES").format(pub))
+                    try:
+                        self._conn.execute(sql.SQL("CREATE PUBLICATION {} FOR ALL TABLES").format(pub))
+                    except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject):
+                        # Another connector with the same publication.name created it between the check and here
+                        # (two started at once on one database): it is the same publication.
+                        self.log.info("publication %s was created meanwhile by another client", self.publication)
             elif mode == "filtered":
                 tables = sql.SQL(", ").join(sql.Identifier(t.id.schema, t.id.table) for t in self._tables.values())
                 if not self._tables:
                     raise ConnectorError("publication.autocreate.mode=filtered but no table matches the filters")
-                verb = "ALTER PUBLICATION {} SET TABLE {}" if exists else "CREATE PUBLICATION {} FOR TABLE {}"
-                self._conn.execute(sql.SQL(verb).format(pub, tables))
+                alter = sql.SQL("ALTER PUBLICATION {} SET TABLE {}").format(pub, tables)
+                if exists:
+                    self._conn.execute(alter)
+                else:
+                    try:
+                        self._conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(pub, tables))
+                    except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject):
+                        self._conn.execute(alter)  # created meanwhile by another client: set its tables
         except psycopg.errors.InsufficientPrivilege as e:
             raise ConnectorError(
                 f"cannot create publication {self.publication!r}: {_first_line(e)}. Create it as a superuser "

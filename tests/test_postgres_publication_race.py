@@ -1,0 +1,53 @@
+"""Two connectors started at once on one database, one publication name: the one that loses the race goes on."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psycopg
+import pytest
+
+from cdc_core.engine import Engine
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+
+
+@pytest.mark.parametrize("mode, theirs", [("all_tables", "FOR ALL TABLES"), ("filtered", "FOR TABLE other")])
+def test_a_publication_created_meanwhile_by_another_client_is_used(pg_server, pg_db, mode, theirs):
+    # The other client's CREATE PUBLICATION is not committed when the connector looks for the publication, so the
+    # connector's own CREATE waits for it and then meets the duplicate: before, "unexpected error (UniqueViolation)".
+    pg_server.execute("CREATE TABLE t (id int PRIMARY KEY); INSERT INTO t VALUES (1), (2); "
+                      "CREATE TABLE other (id int PRIMARY KEY)", dbname=pg_db)
+    other = psycopg.connect(host=pg_server.host, port=pg_server.port, user=pg_server.user, dbname=pg_db)
+    other.execute(f"CREATE PUBLICATION dbz_publication {theirs}")  # a transaction left open
+    config = {"connector.class": "postgres", "database.hostname": pg_server.host, "database.port": pg_server.port,
+              "database.user": pg_server.user, "database.dbname": pg_db, "topic.prefix": "race",
+              "table.include.list": "public.t", "publication.autocreate.mode": mode, "errors.max.retries": 0}
+    engine = Engine(config, offset_store=MemoryOffsetStore())
+    records: list = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            engine.run(records.extend)
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            errors.append(e)
+
+    runner = threading.Thread(target=run, daemon=True)
+    runner.start()
+    try:
+        time.sleep(1.0)  # the connector is now waiting on the other client's CREATE
+        other.commit()
+        deadline = time.monotonic() + 30
+        while runner.is_alive() and len(records) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        engine.stop()
+        runner.join(30)
+        other.close()
+    assert not errors, errors
+    assert sorted(r.value["after"]["id"] for r in records if r.value) == [1, 2]
+    if mode == "filtered":  # the publication the other client made now lists the connector's tables only
+        rows = pg_server.execute("SELECT tablename FROM pg_publication_tables WHERE pubname = 'dbz_publication'",
+                                 dbname=pg_db)
+        assert [r[0] for r in rows] == ["t"]
