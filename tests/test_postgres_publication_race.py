@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import psycopg
 import pytest
 
-from cdc_core.engine import Engine
-from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from test_postgres_query_timeout import _run_until
 
 
 @pytest.mark.parametrize("mode, theirs", [("all_tables", "FOR ALL TABLES"), ("filtered", "FOR TABLE other")])
@@ -23,29 +21,14 @@ def test_a_publication_created_meanwhile_by_another_client_is_used(pg_server, pg
     config = {"connector.class": "postgres", "database.hostname": pg_server.host, "database.port": pg_server.port,
               "database.user": pg_server.user, "database.dbname": pg_db, "topic.prefix": "race",
               "table.include.list": "public.t", "publication.autocreate.mode": mode, "errors.max.retries": 0}
-    engine = Engine(config, offset_store=MemoryOffsetStore())
-    records: list = []
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            engine.run(records.extend)
-        except BaseException as e:  # noqa: BLE001 - handed to the test
-            errors.append(e)
-
-    runner = threading.Thread(target=run, daemon=True)
-    runner.start()
+    timer = threading.Timer(1.0, other.commit)  # once the connector waits on the other client's CREATE
+    timer.start()
     try:
-        time.sleep(1.0)  # the connector is now waiting on the other client's CREATE
-        other.commit()
-        deadline = time.monotonic() + 30
-        while runner.is_alive() and len(records) < 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        error, records = _run_until(pg_server, pg_db, config, lambda rs: len(rs) >= 2)
     finally:
-        engine.stop()
-        runner.join(30)
+        timer.join()
         other.close()
-    assert not errors, errors
+    assert error is None, error
     assert sorted(r.value["after"]["id"] for r in records if r.value) == [1, 2]
     if mode == "filtered":  # the publication the other client made now lists the connector's tables only
         rows = pg_server.execute("SELECT tablename FROM pg_publication_tables WHERE pubname = 'dbz_publication'",
