@@ -157,9 +157,10 @@ class _TaskMeter:
             self.task.snapshot_ended(not state.aborted)
 
 
-def metered_snapshot(batches: Iterator[list[Any]], metrics: Any, db: str, tables: list[str]) -> Iterator[list[Any]]:
-    """Pass a snapshot of ``tables`` (``schema.table``, in reading order) on, driving ``db``'s SnapshotMeter and
-    the task-level group's table counts and state (``_TaskMeter``).
+def metered_snapshot(batches: Iterator[list[Any]], metrics: Any, db: str, tables: list[str],
+                     task_level: bool = True) -> Iterator[list[Any]]:
+    """Pass a snapshot of ``tables`` (``schema.table``, in reading order) on, driving ``db``'s SnapshotMeter and,
+    with ``task_level``, the task-level group's table counts and state (``_TaskMeter``).
 
     A table counts as done once a row of a later table (or the end) comes; the snapshot as completed
     only if ``batches`` ran out (a stop or an error in between leaves it aborted).
@@ -169,11 +170,18 @@ def metered_snapshot(batches: Iterator[list[Any]], metrics: Any, db: str, tables
         yield from batches
         return
     meter = groups[0].meter
-    task = _TaskMeter(metrics.snapshot, db)
+    task = _TaskMeter(metrics.snapshot, db) if task_level else None
     meter.snapshot_started({t: 0 for t in tables})
-    task.started(tables)
+    if task is not None:
+        task.started(tables)
     order = {t: i for i, t in enumerate(tables)}
     done = 0  # tables[:done] are read
+
+    def table_done(table: str) -> None:
+        meter.table_completed(table)
+        if task is not None:
+            task.table_completed(table)
+
     completed = False
     try:
         for batch in batches:
@@ -183,18 +191,17 @@ def metered_snapshot(batches: Iterator[list[Any]], metrics: Any, db: str, tables
                 meter.rows(table, n)
                 at = order.get(table, done)
                 while done < at:
-                    meter.table_completed(tables[done])
-                    task.table_completed(tables[done])
+                    table_done(tables[done])
                     done += 1
             yield batch
         while done < len(tables):
-            meter.table_completed(tables[done])
-            task.table_completed(tables[done])
+            table_done(tables[done])
             done += 1
         completed = True
     finally:
         meter.snapshot_ended(completed)
-        task.ended(completed)
+        if task is not None:
+            task.ended(completed)
 
 
 def metered_blocking_snapshot(batches: Iterator[list[Any]], metrics: Any, db: str,
@@ -203,29 +210,4 @@ def metered_blocking_snapshot(batches: Iterator[list[Any]], metrics: Any, db: st
     Debezium 2.7.4's blocking snapshot reports to the same partition metrics as the initial one, so its
     ``database=<name>`` group's RowsScanned are the blocking snapshot's (AbstractBlockingSnapshotTest
     .executeBlockingSnapshotWhileStreaming reads them). The task-level group is the core's (cdc_core.incremental)."""
-    groups = database_groups(metrics, db)
-    if groups is None:
-        yield from batches
-        return
-    meter = groups[0].meter
-    meter.snapshot_started({t: 0 for t in tables})
-    order = {t: i for i, t in enumerate(tables)}
-    done = 0
-    completed = False
-    try:
-        for batch in batches:
-            rows: Counter[str] = Counter(item.table.id.identifier for item in batch
-                                         if item.__class__ is RawChange and item.op == "r")
-            for table, n in rows.items():
-                meter.rows(table, n)
-                at = order.get(table, done)
-                while done < at:
-                    meter.table_completed(tables[done])
-                    done += 1
-            yield batch
-        while done < len(tables):
-            meter.table_completed(tables[done])
-            done += 1
-        completed = True
-    finally:
-        meter.snapshot_ended(completed)
+    return metered_snapshot(batches, metrics, db, tables, task_level=False)
