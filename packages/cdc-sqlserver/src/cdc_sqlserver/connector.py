@@ -12,7 +12,8 @@ from cdc_core.errors import ConnectorError, RetriableError
 from cdc_core.events import Checkpoint, RawChange, RoundEnd
 from cdc_core.filters import snapshot_order
 from cdc_core.plugins import registry
-from cdc_core.relational import Table
+from cdc_core.notifications.initial import InitialSnapshotNotifications
+from cdc_core.relational import Table, TableId
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.snapshot.phases import snapshot_then_stream
 from cdc_core.spi.connector import ConnectorContext
@@ -36,7 +37,6 @@ from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.snapshot import ExclusiveSnapshotLock, SnapshotReader, UncapturedTable
 from cdc_sqlserver.snapshot_select import SnapshotSelect
-from cdc_sqlserver.snapshot_notes import notified_snapshot, notify
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.streaming import ResumePoint, StreamReader, lsn_text
 from cdc_sqlserver.types import TypeModes
@@ -106,8 +106,10 @@ class SqlServerConnector:
         self._parse = ServerParse(lambda: self._conn)
         self._offset: dict[str, Any] | None = None
         self._snapshot_reader: SnapshotReader | None = None
-        #: The engine's NotificationService (``attach_notifier``, before start): the initial snapshot's notifications.
+        #: The engine's NotificationService (``attach_notifier``, before start): the capture instances' notifications.
         self.notifier: Any = None
+        #: The initial snapshot's notifications (cdc_core.notifications.initial), through the same service.
+        self._notices = InitialSnapshotNotifications(None)
         self._instance_completion = InstanceCompletion(self.server, self.db)
         self._instances: list[CaptureInstance] = []
         #: Included tables without a capture instance: snapshotted, not streamed.
@@ -209,6 +211,7 @@ class SqlServerConnector:
     def attach_notifier(self, notifier: Any) -> None:
         """Send the initial snapshot's and capture instances' notifications through ``notifier``."""
         self.notifier = notifier
+        self._notices = InitialSnapshotNotifications(notifier)
 
     def stop(self) -> None:
         """Ask ``stream`` to end."""
@@ -347,7 +350,7 @@ class SqlServerConnector:
             if not snapshotted:
                 # Debezium 2.7.4's AbstractSnapshotChangeEventSource.execute: a snapshot that is not due
                 # (shouldSkipSnapshot, e.g. a restart after a completed one) is an Initial Snapshot SKIPPED.
-                notify(self.notifier, "SKIPPED")
+                self._notices.skipped()
             return self._stream(ResumePoint(at))
 
         yield from snapshot_then_stream(self.snapshotter, offset, self.config, self._stop, self.log, snapshot,
@@ -357,14 +360,16 @@ class SqlServerConnector:
         """``no_data``: streaming starts at the current max LSN (as the snapshot offset Debezium records then)."""
         row = self._conn.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()
         # Debezium's no_data snapshot reads the schema: an Initial Snapshot STARTED and COMPLETED, no tables.
-        notify(self.notifier, "STARTED")
-        notify(self.notifier, "COMPLETED")
+        self._notices.started()
+        self._notices.completed()
         return {"snapshot": True, "snapshot_completed": True, "commit_lsn": str(from_value(row[0]))}
 
     def _snapshot(self) -> Iterator[list[RawChange | Checkpoint]]:
         """The snapshot on its own connection and transaction."""
         self._snapshotting = True
-        notify(self.notifier, "STARTED")
+        notices = self._notices
+        notices.started()
+        completed = False
         conn = self._connect()
         try:
             reader = self._snapshot_reader = SnapshotReader(
@@ -390,12 +395,18 @@ class SqlServerConnector:
             # A table a custom SnapshotQuery gives no SELECT for is not read (Debezium: "the select statement was not
             # provided, skipping table"), nor counted among the tables whose first and last rows are marked.
             reads = [(i, select) for i in instances if (select := self._select(i)) is not None]
-            read = [i.table.id.identifier for i, _ in reads]
-            yield from notified_snapshot(metered_snapshot(reader.read(reads), self.metrics, self.db, counted),
-                                         self.notifier, self.db, read, counted)
+            # TABLE_SCAN_COMPLETED names the captured tables, the signal table among them (addSignalingCollectionAndSort:
+            # in include-list order, the signal table where its pattern comes).
+            captured = [Table(TableId(self.db, *name.split(".", 1)), [], []) for name in counted]
+            yield from notices.tables(metered_snapshot(reader.read(reads), self.metrics, self.db, counted),
+                                      [i.table for i, _ in reads], captured, self._stop.is_set)
             reader.end()
-            notify(self.notifier, "COMPLETED")
+            completed = not self._stop.is_set()
         finally:
+            if completed:
+                notices.completed()
+            else:
+                notices.aborted()
             self._snapshot_reader = None
             try:
                 conn.close()

@@ -89,8 +89,14 @@ class SqlServerDatabases:
         #: Each database's ``(change_lsn, commit_lsn, event_serial_no)`` at the last round's end that reached the
         #: engine (SqlServerConnector.round_position): a blocking snapshot's events of its tables carry it.
         self._positions: dict[str, tuple[str | None, str | None, int | None]] = {}
-        #: The engine's NotificationService (set before start), handed to every database's reader.
+        #: The engine's NotificationService (``attach_notifier``), handed to every database's reader.
         self.notifier: Any = None
+
+    def attach_notifier(self, notifier: Any) -> None:
+        """Send every database's notifications (initial snapshot, capture instances) through ``notifier``."""
+        self.notifier = notifier
+        for reader in self.readers:
+            reader.attach_notifier(notifier)
 
     def _reader(self, name: str, history: Any) -> SqlServerConnector:
         """The one-database connector of ``name``."""
@@ -99,7 +105,7 @@ class SqlServerDatabases:
                                     ConnectorContext(log=context.log.with_context(name), history=history,
                                                      plugins=context.plugins, metrics=context.metrics,
                                                      extras=context.extras))
-        reader.notifier = self.notifier
+        reader.attach_notifier(self.notifier)
         return reader
 
     def validate(self) -> list[str]:
