@@ -7,20 +7,18 @@ structure recorded in the schema history converts values the same way after a re
 
 from __future__ import annotations
 
-import threading
-import time
 from pathlib import Path
 
 import yaml
 
 from cdc_core.config import Config
-from cdc_core.engine import Engine
-from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import read_tables
 from cdc_sqlserver.schema_history import column_info, column_json
 from cdc_sqlserver.standin.testing import standin  # noqa: F401  (fixture)
 from cdc_sqlserver.types import TypeModes, mapping
+
+from test_sqlserver_types_data import snapshot_then_insert
 
 DATA = yaml.safe_load((Path(__file__).parent / "data" / "sqlserver_alias_types.yaml").read_text())
 COLUMNS = DATA["columns"]
@@ -41,28 +39,8 @@ def test_alias_typed_columns_in_snapshot_and_stream(standin):
     standin.enable_db()
     standin.enable_table("dbo", "aliased")
     standin.agent.start()
-    engine = Engine(standin.properties(**{"column.propagate.source.type": ".*"}), offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-
-    def data():
-        return [r for r in records if r.topic.endswith(".aliased")]
-
-    try:
-        deadline = time.monotonic() + 30
-        while not data():
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-        standin.execute(f"INSERT INTO dbo.aliased (id, {names}) VALUES (2, {values})")
-        while len(data()) < 2:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-    finally:
-        engine.stop()
-        runner.join(30)
-    snap, streamed = data()[:2]
-    assert (snap.value["op"], streamed.value["op"]) == ("r", "c")
+    snap, streamed = snapshot_then_insert(standin, standin.properties(**{"column.propagate.source.type": ".*"}),
+                                          "aliased", f"INSERT INTO dbo.aliased (id, {names}) VALUES (2, {values})")
     fields = {f.name: f.schema for f in snap.value_schema.field("after").schema.fields}
     for record in (snap, streamed):
         assert {c["column"]: record.value["after"][c["column"]] for c in COLUMNS} == \

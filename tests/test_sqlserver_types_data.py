@@ -49,28 +49,8 @@ def test_types_in_snapshot_and_stream(standin, mode_set):
     standin.enable_table("dbo", "more_types")
     standin.agent.start()
     config = standin.properties(**DATA["mode_sets"][mode_set], **{"column.propagate.source.type": ".*"})
-    engine = Engine(config, offset_store=MemoryOffsetStore())
-    records: list = []
-    runner = threading.Thread(target=engine.run, args=(records.extend,))
-    runner.start()
-
-    def data():
-        return [r for r in records if r.topic.endswith(".more_types")]
-
-    try:
-        deadline = time.monotonic() + 30
-        while not data():
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-        standin.execute(f"INSERT INTO dbo.more_types (id, {names}) VALUES (2, {values})")
-        while len(data()) < 2:
-            assert runner.is_alive() and time.monotonic() < deadline
-            time.sleep(0.05)
-    finally:
-        engine.stop()
-        runner.join(30)
-    snap, streamed = data()[:2]
-    assert (snap.value["op"], streamed.value["op"]) == ("r", "c")
+    snap, streamed = snapshot_then_insert(standin, config, "more_types",
+                                          f"INSERT INTO dbo.more_types (id, {names}) VALUES (2, {values})")
     fields = {f.name: f.schema for f in snap.value_schema.field("after").schema.fields}
     for record in (snap, streamed):
         after = record.value["after"]
@@ -95,3 +75,30 @@ def test_types_in_snapshot_and_stream(standin, mode_set):
             assert own == _by_mode(c["parameters"], mode_set), (c["column"], "parameters")
         for key, value in (c.get("source") or {}).items():
             assert (field.parameters or {}).get(f"__debezium.source.column.{key}") == value, (c["column"], key)
+
+
+def snapshot_then_insert(standin, config: dict, table: str, insert: str) -> tuple:
+    """Run the engine on ``config``: ``dbo.<table>``'s first snapshot record, then ``insert``'s streamed one."""
+    engine = Engine(config, offset_store=MemoryOffsetStore())
+    records: list = []
+    runner = threading.Thread(target=engine.run, args=(records.extend,))
+    runner.start()
+
+    def data():
+        return [r for r in records if r.topic.endswith(f".{table}")]
+
+    try:
+        deadline = time.monotonic() + 30
+        while not data():
+            assert runner.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        standin.execute(insert)
+        while len(data()) < 2:
+            assert runner.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        engine.stop()
+        runner.join(30)
+    snap, streamed = data()[:2]
+    assert (snap.value["op"], streamed.value["op"]) == ("r", "c")
+    return snap, streamed
