@@ -152,6 +152,10 @@ class IncrementalSnapshot:
         # ``schema.table`` and its database, for connectors over several databases (the same name in each).
         qualified = {(t.id.catalog, t.id.identifier): t for t in captured}
         for entry in state.get("tables") or []:
+            if entry.get("skip"):  # reported when its turn comes, as before the restart
+                known = tables.get(entry.get("table")) or Table(TableId(None, None, str(entry.get("table"))), [], [])
+                self.scans.append(TableScan(known, [], skip=entry["skip"]))
+                continue
             table = qualified.get((entry.get("catalog"), entry.get("table"))) or tables.get(entry.get("table"))
             if table is None:
                 self.log.warning("incremental snapshot: table %s is no longer captured; it is skipped", entry.get("table"))
@@ -180,6 +184,7 @@ class IncrementalSnapshot:
             self.metrics.set_paused(self.paused)
         self.log.info("resuming incremental snapshot %s: %s", self.id,
                       ", ".join(f"{s.name} after {format_key(s.committed)}" for s in self.scans))
+        self._skip_unreadable()  # an unreadable table whose turn had come
         self._rebuild_state()
         self._start_workers()
 

@@ -58,6 +58,8 @@ class TableScan:
         if self.table.id.catalog is not None and self.table.id.schema is not None:
             # Where ``schema.table`` does not say which database (SQL Server's several databases).
             out["catalog"] = self.table.id.catalog
+        if self.skip:  # a table that cannot be read, waiting for its turn to be reported (UNKNOWN_SCHEMA, ...)
+            out["skip"] = self.skip
         return out
 
 
