@@ -13,6 +13,7 @@ import random
 import threading
 import time
 import uuid
+from contextlib import contextmanager
 
 import orjson
 
@@ -51,6 +52,26 @@ def _config(pg, db: str, user: str, **extra) -> dict:
 def _xid_horizon(pg, db: str) -> int:
     """One past the newest finished transaction id (grows whenever a session that wrote ends)."""
     return int(pg.execute("SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint", dbname=db)[0][0])
+
+
+@contextmanager
+def _autovacuum_paused(pg):
+    """Autovacuum off on the whole (shared) server, and no worker running: its ANALYZE writes and takes an xid.
+
+    The server's transaction counter is cluster-wide: an auto-analyze of another test's database
+    would otherwise look like a write by the connector (seen once in CI: the horizon moved by one).
+    """
+    pg.execute("ALTER SYSTEM SET autovacuum = off")
+    pg.execute("SELECT pg_reload_conf()")
+    try:
+        deadline = time.monotonic() + 60
+        while pg.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'")[0][0]:
+            assert time.monotonic() < deadline, "an autovacuum worker still runs a minute after autovacuum was turned off"
+            time.sleep(0.1)
+        yield
+    finally:
+        pg.execute("ALTER SYSTEM RESET autovacuum")
+        pg.execute("SELECT pg_reload_conf()")
 
 
 def test_read_only_snapshot_under_concurrent_writes_replays_to_the_final_state(pg_server, pg_db):
@@ -157,7 +178,7 @@ def test_read_only_snapshot_of_an_idle_database_completes_without_writing(pg_ser
     config = _config(pg_server, pg_db, user, **{
         "signal.enabled.channels": "file", "signal.file": str(signals), "signal.poll.interval.ms": 50,
         "table.include.list": "public.items", "incremental.snapshot.chunk.size": 500})
-    with Run(config) as run:
+    with _autovacuum_paused(pg_server), Run(config) as run:
         before = _xid_horizon(pg_server, pg_db)
         signals.write_text(orjson.dumps({"id": "idle-1", "type": "execute-snapshot",
                                          "data": {"data-collections": ["public.items"]}}).decode() + "\n")

@@ -45,17 +45,30 @@ def _lines(directory: Path) -> list[bytes]:
     return [line for f in sorted(directory.glob("*.jsonl")) for line in f.read_bytes().split(b"\n") if line]
 
 
+def _child_pids(pid: int) -> list[int]:
+    """The children of process ``pid``, from each of its threads' ``/proc`` entry.
+
+    A thread that ends while the directory is walked takes its entry with it: it has no children then.
+    """
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            out.extend(int(child) for child in (task / "children").read_text().split())
+        except OSError:
+            pass
+    return out
+
+
 def _children() -> list[int]:
     """This process's forked children (the snapshot workers: the same command line as this process)."""
     me = Path("/proc/self/cmdline").read_bytes()
     out = []
-    for tasks in Path(f"/proc/{os.getpid()}/task").iterdir():
-        for pid in (tasks / "children").read_text().split():
-            try:
-                if Path(f"/proc/{pid}/cmdline").read_bytes() == me:
-                    out.append(int(pid))
-            except OSError:
-                pass
+    for pid in _child_pids(os.getpid()):
+        try:
+            if Path(f"/proc/{pid}/cmdline").read_bytes() == me:
+                out.append(pid)
+        except OSError:
+            pass
     return out
 
 
@@ -179,8 +192,7 @@ def test_kill_9_mid_snapshot_then_restart(pg_server, pg_db, tmp_path):
 
     cdc = CdcProcess(config, tmp_path).start()
     cdc.wait_until(lambda: written().count(b"\n") > 0, 60, "the first snapshot records")
-    workers = [int(p) for t in Path(f"/proc/{cdc.proc.pid}/task").iterdir()
-               for p in (t / "children").read_text().split()]
+    workers = _child_pids(cdc.proc.pid)
     cdc.kill()
     first_run = written().count(b"\n")
     if first_run >= rows:
