@@ -18,11 +18,12 @@ import warnings
 from typing import Any
 
 import pymysql
-from pymysqlreplication import BinLogStreamReader
 from pymysql.constants.COMMAND import COM_BINLOG_DUMP
+from pymysqlreplication import BinLogStreamReader
 from pymysqlreplication.gtid import GtidSet
 
 from cdc_mysql.connection import Connection
+from cdc_mysql.hot_events import HOT_KINDS, SKIP, read_hot, usable
 
 # mysql-replication warns before every reconnect attempt; cdc refuses those attempts itself.
 logging.getLogger("pymysqlreplication").setLevel(logging.ERROR)
@@ -90,6 +91,8 @@ class CdcBinLogStreamReader(BinLogStreamReader):
         self.cdc_connected_once = False
         self.cdc_keepalive = keepalive
         self.cdc_nongraceful = nongraceful
+        #: The fast path for the events of every transaction (``cdc_mysql.hot_events``), where the settings allow it.
+        self.cdc_hot = usable(self)
 
     def connect(self) -> None:
         """Open the replication and control connections now (instead of at the first read)."""
@@ -121,7 +124,7 @@ class CdcBinLogStreamReader(BinLogStreamReader):
         """The replication connection (for shutting it down from another thread)."""
         return getattr(self, "_stream_connection", None)
 
-    def _BinLogStreamReader__connect_to_stream(self) -> None:  # noqa: N802 - overrides the private method
+    def _BinLogStreamReader__connect_to_stream(self) -> None:
         """Open the replication connection and send the dump command; a second call means a reconnect: refuse it."""
         if self.cdc_connected_once:
             raise BinlogConnectionLost("the replication connection was lost")
@@ -164,8 +167,27 @@ class CdcBinLogStreamReader(BinLogStreamReader):
     def fetchone(self):  # type: ignore[override]
         """The next event; a lost connection raises BinlogConnectionLost instead of reconnecting."""
         try:
-            return super().fetchone()
+            if not self.cdc_hot or not self._BinLogStreamReader__connected_stream:  # type: ignore[attr-defined]
+                return super().fetchone()
+            return self._fetch_hot()
         except (pymysql.err.OperationalError, pymysql.err.InterfaceError, OSError, struct.error) as e:
             if isinstance(e, pymysql.err.OperationalError) and e.args and e.args[0] == 1236:
                 raise  # the server refused the position: not a lost connection
             raise BinlogConnectionLost(f"the replication connection was lost: {e}") from None
+
+    def _fetch_hot(self) -> Any:
+        """``fetchone`` with the events of every transaction made by ``cdc_mysql.hot_events``, the rest by the library."""
+        conn = self._stream_connection
+        kinds = HOT_KINDS
+        read = pymysql.connections.Connection._read_packet
+        while True:
+            pkt = read(conn)
+            data = pkt._data
+            if data[0] == 0 and len(data) > 20 and data[5] in kinds:
+                ev = read_hot(self, pkt, data, data[5])
+                if ev is SKIP:
+                    continue
+                if ev is not None:
+                    return ev
+            conn.hold(pkt)  # anything else: the library reads it again from the connection
+            return super().fetchone()

@@ -79,6 +79,10 @@ class MariaDbGtidSet:
 
     def add(self, gtid: str) -> None:
         """Record ``domain-server-sequence`` as its domain's latest."""
+        parts = gtid.split("-")
+        if len(parts) == 3 and gtid.isascii() and parts[0].isdigit() and parts[1].isdigit() and parts[2].isdigit():
+            self.positions[int(parts[0])] = (int(parts[1]), int(parts[2]))  # the streamer's case: once a transaction
+            return
         m = self._GTID.match(gtid.strip())
         if not m:
             raise ValueError(f"not a MariaDB GTID: {gtid!r}")
@@ -112,7 +116,11 @@ class MariaDbGtidSet:
         return out
 
     def __str__(self) -> str:
-        return ",".join(f"{d}-{s}-{n}" for d, (s, n) in sorted(self.positions.items()))
+        positions = self.positions
+        if len(positions) == 1:  # one domain: the common case, written at every commit
+            for d, (s, n) in positions.items():
+                return f"{d}-{s}-{n}"
+        return ",".join(f"{d}-{s}-{n}" for d, (s, n) in sorted(positions.items()))
 
 
 def gtid_set(flavor_format: str, text: str = "") -> MySqlGtidSet | MariaDbGtidSet:
