@@ -39,20 +39,17 @@ class Connection(pymysql.connections.Connection):
         self._cdc_tls_context = tls_context
         super().__init__(*args, **kwargs)
 
-    #: A packet read and handed back (``hold``): the next ``_read_packet`` returns it.
-    _cdc_held: Any = None
-
     def hold(self, packet: Any) -> None:
         """Make ``packet``, already read, the next one ``_read_packet`` returns (``cdc_mysql.hot_events`` reads
-        a binlog packet to see its type, then leaves an event it does not make to mysql-replication)."""
-        self._cdc_held = packet
+        a binlog packet to see its type, then leaves an event it does not make to mysql-replication).
 
-    def _read_packet(self, packet_type: Any = pymysql.protocol.MysqlPacket) -> Any:
-        held = self._cdc_held
-        if held is not None:
-            self._cdc_held = None
-            return held
-        return super()._read_packet(packet_type)
+        An instance attribute that shadows the method once: the connection's other reads (a snapshot's
+        rows, a packet each) keep calling PyMySQL's method directly."""
+        def once(packet_type: Any = None) -> Any:
+            del self._read_packet
+            return packet
+
+        self._read_packet = once  # type: ignore[method-assign]
 
     def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
         if not sslp:
