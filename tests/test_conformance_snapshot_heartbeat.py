@@ -96,3 +96,37 @@ def test_postgres_default_heartbeats_send_none_at_the_snapshot_end(pg_server, pg
     # writes no heartbeat there, and neither does cdc unless heartbeat.interval.ms is set.
     got = _engine_records(pg_server, pg_db)
     assert got == [("lib.public.hb", "r"), ("lib.public.hb", "r"), ("lib.public.hb", "c")]
+
+
+def _blocking_steps(table: str, rows: int, signal: str) -> list:
+    return [signal, {"wait": {"table": table, "records": 2 * rows}}, f"INSERT INTO {table} VALUES (1000, 'after')"]
+
+
+@pytest.mark.timeout(300)
+def test_postgres_blocking_snapshot_ends_with_a_heartbeat(pg_server, pg_db, tmp_path):
+    """A blocking snapshot runs the same snapshot code as the initial one: a heartbeat after it too (two in all)."""
+    require_real_debezium()
+    setup = ("CREATE TABLE debezium_signal (id varchar(42) PRIMARY KEY, type varchar(32) NOT NULL, data varchar(2048)); "
+             "CREATE TABLE hb (id int PRIMARY KEY, v text); INSERT INTO hb SELECT g, 'v' || g FROM generate_series(1, 5) g")
+    signal = ("INSERT INTO debezium_signal VALUES ('blocking-1', 'execute-snapshot', "
+              "'{\"data-collections\": [\"public.hb\"], \"type\": \"blocking\"}')")
+    run = capture(postgres._side(pg_server, pg_db), setup, _blocking_steps("hb", 5, signal),
+                  {**PROPERTIES, "table.include.list": "public.hb,public.debezium_signal",
+                   "signal.data.collection": "public.debezium_signal"}, tmp_path)
+    _check(run, 2)
+
+
+@pytest.mark.timeout(300)
+def test_mariadb_blocking_snapshot_ends_with_a_heartbeat(mariadb_server, mariadb_db, tmp_path):
+    """The PostgreSQL case above on MariaDB (Debezium's MySQL connector)."""
+    require_real_debezium()
+    db = mariadb_db
+    setup = ("CREATE TABLE debezium_signal (id VARCHAR(42) PRIMARY KEY, type VARCHAR(32) NOT NULL, data VARCHAR(2048));\n"
+             "CREATE TABLE hb (id INT PRIMARY KEY, v TEXT);\n"
+             "INSERT INTO hb SELECT seq, CONCAT('v', seq) FROM seq_1_to_5")
+    signal = ("INSERT INTO debezium_signal VALUES ('blocking-1', 'execute-snapshot', "
+              f"'{{\"data-collections\": [\"{db}.hb\"], \"type\": \"blocking\"}}')")
+    run = capture(mariadb._side(mariadb_server, db), setup, _blocking_steps("hb", 5, signal),
+                  {**PROPERTIES, "table.include.list": f"{db}.hb,{db}.debezium_signal",
+                   "signal.data.collection": f"{db}.debezium_signal"}, tmp_path)
+    _check(run, 2)
