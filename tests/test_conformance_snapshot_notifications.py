@@ -36,6 +36,10 @@ def _check(run) -> list[tuple]:
     for d, c in zip(debezium, cdc):
         assert c["key"]["schema"] == d["key"]["schema"] and c["value"]["schema"] == d["value"]["schema"]
         assert c["key"]["payload"] == {"id": c["value"]["payload"]["id"]}
+    # Debezium gives every Initial Snapshot notification (a blocking snapshot's too) an id of its own.
+    for side in (debezium, cdc):
+        ids = [r["value"]["payload"]["id"] for r in side if r["value"]["payload"]["aggregate_type"] == "Initial Snapshot"]
+        assert len(set(ids)) == len(ids), f"Initial Snapshot notifications sharing an id: {ids}"
     return [_comparable(r)[1] for r in cdc]
 
 

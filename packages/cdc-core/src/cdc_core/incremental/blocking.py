@@ -66,7 +66,9 @@ def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, no
     RelationalSnapshotChangeEventSource calls it): STARTED and COMPLETED only ``connector_name``; IN_PROGRESS the
     table and ``data_collections``, the tables read; TABLE_SCAN_COMPLETED ``scanned_collection``,
     ``total_rows_scanned``, ``status`` and ``data_collections``, the snapshot context's captured tables (the tables
-    the signal names, in include-list order). ABORTED adds ``reason`` (cdc's; Debezium's has none).
+    the signal names, in include-list order); ABORTED none (the reason is in the log). Each notification has an id of
+    its own (a random UUID, buildNotificationWith's), not the signal's: a consumer that tells notifications apart by id
+    sees each one.
     """
     names = [t.id.identifier for t, _, _ in request.tables]
     conditions = {t.id.identifier: text for t, text, _ in request.tables if text}
@@ -76,7 +78,6 @@ def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, no
             **request.paused_at, BLOCKING_KEY: {"id": request.id, "tables": names[i:], "conditions": conditions}}
     log.info("blocking snapshot %s of %s: streaming paused", request.id, ", ".join(names))
     labels = {t.id.identifier: collection_name(notifier, t.id) for t, _, _ in request.tables}  # notifications' names
-    listed = ",".join(labels.values())
     # The snapshot context's captured tables: the tables the signal names, in table.include.list order (Debezium's
     # addSignalingCollectionAndSort orders them by the include list's patterns; the signal table is among them only
     # when the signal names it). Checked against the real Debezium 3.0.7 (test_conformance_snapshot_notifications).
@@ -89,17 +90,17 @@ def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, no
     order = {n: i for i, n in enumerate(read)}
     rows = dict.fromkeys(read, 0)
     done = 0
-    notifier.notify(INITIAL_SNAPSHOT, "STARTED", {}, request.id)
+    notifier.notify(INITIAL_SNAPSHOT, "STARTED", {})
     if metrics is not None:
         metrics.snapshot_started({n: 0 for n in names})
     for n in read:
         notifier.notify(INITIAL_SNAPSHOT, "IN_PROGRESS", {
-            "data_collections": reading, "current_collection_in_progress": labels[n]}, request.id)
+            "data_collections": reading, "current_collection_in_progress": labels[n]})
 
     def table_done(name: str) -> None:
         notifier.notify(INITIAL_SNAPSHOT, "TABLE_SCAN_COMPLETED", {
             "scanned_collection": labels[name], "data_collections": captured, "total_rows_scanned": rows[name],
-            "status": "SUCCEEDED"}, request.id)
+            "status": "SUCCEEDED"})
         if metrics is not None:
             metrics.table_completed(name)
 
@@ -130,13 +131,12 @@ def run_blocking(source: IncrementalSnapshotSource, request: BlockingRequest, no
         raise  # the engine retries; the offsets say which tables are left
     except Exception as e:  # noqa: BLE001 - the stream goes on without the rest of this snapshot
         log.error("blocking snapshot %s failed: %s; streaming resumes", request.id, e)
-        notifier.notify(INITIAL_SNAPSHOT, "ABORTED", {"data_collections": listed, "reason": str(e)},
-                        request.id)
+        notifier.notify(INITIAL_SNAPSHOT, "ABORTED", {})
     finally:
         if metrics is not None:
             metrics.snapshot_ended(completed)
     if completed:
-        notifier.notify(INITIAL_SNAPSHOT, "COMPLETED", {}, request.id)
+        notifier.notify(INITIAL_SNAPSHOT, "COMPLETED", {})
         log.info("blocking snapshot %s completed; streaming resumes", request.id)
     if request.paused_at is not None:
         # A completed one ends with Debezium's forced heartbeat: a blocking snapshot runs the initial snapshot's code
