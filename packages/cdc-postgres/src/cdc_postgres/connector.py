@@ -295,7 +295,8 @@ class PostgresConnector:
     def _prepare_publication(self) -> None:
         assert self._conn is not None
         mode = self.config.get(pgc.PUBLICATION_AUTOCREATE)
-        exists = self._conn.execute("SELECT 1 FROM pg_publication WHERE pubname = %s", (self.publication,)).fetchone()
+        exists = self._conn.execute("SELECT puballtables FROM pg_publication WHERE pubname = %s",
+                                    (self.publication,)).fetchone()
         pub = sql.Identifier(self.publication)
         if mode == "disabled":
             if not exists:
@@ -321,17 +322,31 @@ class PostgresConnector:
                     raise ConnectorError("publication.autocreate.mode=filtered but no table matches the filters")
                 alter = sql.SQL("ALTER PUBLICATION {} SET TABLE {}").format(pub, tables)
                 if exists:
+                    if exists[0]:
+                        raise self._all_tables_publication()
                     self._conn.execute(alter)
                 else:
                     try:
                         self._conn.execute(sql.SQL("CREATE PUBLICATION {} FOR TABLE {}").format(pub, tables))
                     except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject):
-                        self._conn.execute(alter)  # created meanwhile by another client: set its tables
+                        try:
+                            self._conn.execute(alter)  # created meanwhile by another client: set its tables
+                        except psycopg.errors.ObjectNotInPrerequisiteState:  # ... FOR ALL TABLES
+                            raise self._all_tables_publication() from None
         except psycopg.errors.InsufficientPrivilege as e:
             raise ConnectorError(
                 f"cannot create publication {self.publication!r}: {_first_line(e)}. Create it as a superuser "
                 "or set publication.autocreate.mode=disabled with an existing publication."
             ) from None
+
+    def _all_tables_publication(self) -> ConnectorError:
+        """publication.autocreate.mode=filtered meeting a FOR ALL TABLES publication of that name (Debezium 2.7.4's
+        PostgresReplicationConnection.initPublication refuses it too: such a publication cannot be altered)."""
+        return ConnectorError(
+            f"publication {self.publication!r} in database {self.db!r} is FOR ALL TABLES and cannot be altered to "
+            "the tables of publication.autocreate.mode=filtered: drop it (the connector then creates it for its "
+            "tables), recreate it FOR TABLE the tables to capture, set publication.autocreate.mode=all_tables, or "
+            "choose another publication.name")
 
     # -- the run -----------------------------------------------------------------------------
 
