@@ -68,10 +68,11 @@ from cdc_mysql.connection import Connection
 from cdc_mysql.snapshot_position import snapshot_with_position, status_position
 from cdc_mysql.ddl import SchemaModel
 from cdc_mysql.model import TableDef, TableId
-from cdc_mysql.snapshot import ENCODERS_ONLY, row_parser
+from cdc_mysql.snapshot import ENCODERS_ONLY
 from cdc_mysql.snapshot_locks import SnapshotLocks, quote_table
 from cdc_mysql.source import source_block
 from cdc_mysql.streaming import TableVersions
+from cdc_mysql.text_rows import parsed_rows
 from cdc_mysql.types import type_modes
 
 _INTEGER_TYPES = frozenset({"TINYINT", "SMALLINT", "MEDIUMINT", "INT", "INTEGER", "BIGINT"})
@@ -396,20 +397,20 @@ def _read_rows(conn: Any, config: Config, connector: str, table: Table, definiti
     rows = 0
     with conn.cursor(pymysql.cursors.SSCursor) as cur:
         cur.execute(statement, params or None)
-        parse = row_parser(definition, [d[0] for d in cur.description or ()])
+        fetch_rows = parsed_rows(cur, definition)
         while True:
-            fetched = cur.fetchmany(fetch)
+            fetched = fetch_rows(fetch)
             if not fetched:
                 break
             # Rows in the middle of a chunk share one source block per fetch.
             source = source_block(connector, server, time.time_ns() // 1_000_000, "true", db, name, server_id, None,
                                   file, pos, 0, None, None)
             batch: list[RawChange] = []
-            for raw in fetched:
+            for row in fetched:
                 if prev is not None:
                     batch.append(prev)
                 src = source if rows or first_marker == "true" else {**source, "snapshot": first_marker}
-                prev = RawChange(table, "r", None, parse(raw), src, offset)
+                prev = RawChange(table, "r", None, row, src, offset)
                 rows += 1
             if batch:
                 yield batch

@@ -43,6 +43,7 @@ from cdc_mysql.readonly import (
     DIALECTS, MYSQL, EventPosition, GtidWatermark, StreamPositions, after, event_position, read_only_problem,
 )
 from cdc_mysql.snapshot import ENCODERS_ONLY, row_parser
+from cdc_mysql.text_rows import parsed_rows
 from cdc_mysql.snapshot_position import snapshot_with_position
 from cdc_mysql.snapshot_locks import quote_table
 from cdc_mysql.source import source_block
@@ -361,9 +362,10 @@ class MySqlIncrementalSource:
                                       int(pos), 0, None, None)
                 with conn.cursor(pymysql.cursors.SSCursor) as cur:
                     cur.execute(select, params or None)
-                    parse = row_parser(definition, [d[0] for d in cur.description or ()])
-                    for raw in cur:
-                        yield RawChange(table, "r", None, parse(raw), source, offset)
+                    fetch = parsed_rows(cur, definition)
+                    while rows := fetch(_BATCH):
+                        for row in rows:
+                            yield RawChange(table, "r", None, row, source, offset)
 
             # As Debezium's determineSnapshotSelect: the signal table gets its schema events but no rows are read
             # (nor does it take part in the first/last markers).

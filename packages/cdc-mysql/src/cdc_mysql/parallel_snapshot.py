@@ -25,7 +25,8 @@ from cdc_core.relational import Table
 from cdc_core.snapshot.parallel import read_in_parallel
 
 from cdc_mysql.model import TableDef
-from cdc_mysql.snapshot import SnapshotReader, _refusal, _snapshot_cursor, row_parser
+from cdc_mysql.snapshot import SnapshotReader, _refusal, _snapshot_cursor
+from cdc_mysql.text_rows import parsed_rows
 from cdc_mysql.source import source_block
 
 class ParallelSnapshotReader(SnapshotReader):
@@ -60,20 +61,20 @@ class ParallelSnapshotReader(SnapshotReader):
                 cur.execute(statement)
             except pymysql.err.MySQLError as e:
                 raise _refusal(e, definition.id, statement) from None
-            parse = row_parser(definition, [d[0] for d in cur.description or ()])
+            fetch = parsed_rows(cur, definition)
             while not self.stopped:
-                chunk = cur.fetchmany(self.fetch_size)
+                chunk = fetch(self.fetch_size)
                 if not chunk:
                     break
                 source = source_block(self.connector, self.server, time.time_ns() // 1_000_000, "true", db, name,
                                       0, None, file, pos, 0, None, None)
                 offset = self._offset()
                 batch = []
-                for raw in chunk:
+                for row in chunk:
                     src = source if prev is not None or rows else {**source, "snapshot": "first_in_data_collection"}
                     if prev is not None:
                         batch.append(prev)
-                    prev = RawChange(table, "r", None, parse(raw), src, offset)
+                    prev = RawChange(table, "r", None, row, src, offset)
                     rows += 1
                 if batch:
                     out.put(batch)

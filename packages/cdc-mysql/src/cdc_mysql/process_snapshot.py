@@ -31,7 +31,8 @@ from cdc_core.snapshot.processes import WorkerPipeline, run_in_order
 
 from cdc_mysql.catalog import quote
 from cdc_mysql.model import TableDef
-from cdc_mysql.snapshot import SnapshotReader, _refusal, _snapshot_cursor, row_parser
+from cdc_mysql.snapshot import SnapshotReader, _refusal, _snapshot_cursor
+from cdc_mysql.text_rows import parsed_rows
 from cdc_mysql.snapshot_locks import quote_table
 from cdc_mysql.source import source_block
 
@@ -70,13 +71,15 @@ class ChunkWorker:
         reader = self.reader
         table, definition, _ = self.tables[chunk.table]
         db, name = definition.id.database, definition.id.table
-        with _snapshot_cursor(self.conn, pymysql.cursors.Cursor) as cur:
+        with _snapshot_cursor(self.conn, pymysql.cursors.SSCursor) as cur:
             try:
                 cur.execute(chunk.statement)
             except pymysql.err.MySQLError as e:
                 raise _refusal(e, definition.id, chunk.statement) from None
-            parse = row_parser(definition, [d[0] for d in cur.description or ()])
-            rows = list(map(parse, cur.fetchall()))
+            fetch = parsed_rows(cur, definition)
+            rows = []
+            while more := fetch(10_000):
+                rows += more
         if not rows:
             return None, None, None
         if len(rows) <= 2:

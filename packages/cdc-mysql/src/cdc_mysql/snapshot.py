@@ -147,6 +147,7 @@ class SnapshotReader:
 
     def read(self, tables: list[tuple[Table, TableDef, str]]) -> Iterator[list[RawChange | Checkpoint]]:
         """Yield batches of ``r`` changes of each (table, definition, SELECT); marks ``first``/``last``."""
+        from cdc_mysql.text_rows import parsed_rows  # it builds on this module's parsers
         pending: RawChange | None = None
         batch: list[RawChange | Checkpoint] = []
         first_overall = True
@@ -164,9 +165,9 @@ class SnapshotReader:
                     cur.execute(statement)
                 except pymysql.err.MySQLError as e:
                     raise _refusal(e, definition.id, statement) from None
-                parse = row_parser(definition, [d[0] for d in cur.description or ()])
+                fetch = parsed_rows(cur, definition)
                 while True:
-                    chunk = cur.fetchmany(self.fetch_size)
+                    chunk = fetch(self.fetch_size)
                     if not chunk:
                         break
                     # Rows in the middle of a table share one source block and offset per fetch.
@@ -174,7 +175,7 @@ class SnapshotReader:
                     source = source_block(self.connector, self.server, time.time_ns() // 1_000_000, "true", db, name,
                                           0, None, file, pos, 0, None, None)
                     offset = self._offset()
-                    for raw in chunk:
+                    for row in chunk:
                         src = source
                         if prev is None:
                             src = {**source, "snapshot": "first" if first_overall else "first_in_data_collection"}
@@ -183,7 +184,7 @@ class SnapshotReader:
                             if pending is not None:
                                 batch.append(pending)
                             pending = prev
-                        prev = RawChange(table, "r", None, parse(raw), src, offset)
+                        prev = RawChange(table, "r", None, row, src, offset)
                         rows += 1
                     if len(batch) + 2 >= self.fetch_size:  # two rows are held back (to mark first/last)
                         yield batch
