@@ -14,15 +14,12 @@ from __future__ import annotations
 import itertools
 import struct
 
-from cdc_mysql.binlog import BinlogStartPosition, CdcBinLogStreamReader
-from cdc_mysql.hot_events import SKIP, read_hot
 from pymysqlreplication.constants import BINLOG
 from pymysqlreplication.event import MariadbGtidEvent, XidEvent
-from pymysqlreplication.row_event import (
-    DeleteRowsEvent,
-    UpdateRowsEvent,
-    WriteRowsEvent,
-)
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
+
+from cdc_mysql.binlog import BinlogStartPosition, CdcBinLogStreamReader
+from cdc_mysql.hot_events import SKIP, read_hot
 
 _ids = itertools.count(7100)
 

@@ -124,7 +124,7 @@ class CdcBinLogStreamReader(BinLogStreamReader):
         """The replication connection (for shutting it down from another thread)."""
         return getattr(self, "_stream_connection", None)
 
-    def _BinLogStreamReader__connect_to_stream(self) -> None:
+    def _BinLogStreamReader__connect_to_stream(self) -> None:  # noqa: N802 - overrides the private method
         """Open the replication connection and send the dump command; a second call means a reconnect: refuse it."""
         if self.cdc_connected_once:
             raise BinlogConnectionLost("the replication connection was lost")

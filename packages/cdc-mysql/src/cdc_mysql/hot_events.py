@@ -24,11 +24,7 @@ from typing import Any
 
 from pymysqlreplication.constants import BINLOG
 from pymysqlreplication.event import MariadbGtidEvent, XidEvent
-from pymysqlreplication.row_event import (
-    DeleteRowsEvent,
-    UpdateRowsEvent,
-    WriteRowsEvent,
-)
+from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, WriteRowsEvent
 
 _HEADER = struct.Struct("<IBIIIH").unpack_from  # after the OK byte: timestamp, type, server id, size, next position, flags
 _U64 = struct.Struct("<Q").unpack_from
@@ -75,7 +71,9 @@ def usable(reader: Any) -> bool:
 
 
 def read_hot(reader: Any, pkt: Any, data: bytes, etype: int) -> Any:
-    """The event of OK packet ``pkt`` (``data`` its bytes, ``etype`` one of ``HOT_KINDS``), or ``SKIP``."""
+    """The event of OK packet ``pkt`` (``data`` its bytes, ``etype`` one of ``HOT_KINDS``); ``SKIP`` where the library
+    would make no event of it (read the next packet); None where the library is to make it (a new table's TABLE_MAP, a
+    rows event with an 8-byte column count or a post-header shorter than its own)."""
     timestamp, _, server_id, event_size, log_pos, flags = _HEADER(data, 1)
     if log_pos:
         reader.log_pos = log_pos
