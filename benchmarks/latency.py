@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
 from cdc_core.config import Config
 from cdc_core.engine import Engine
 from cdc_core.sinks.file import FileSink
