@@ -43,11 +43,11 @@ from cdc_mysql.readonly import (
     DIALECTS, MYSQL, EventPosition, GtidWatermark, StreamPositions, after, event_position, read_only_problem,
 )
 from cdc_mysql.snapshot import ENCODERS_ONLY, row_parser
-from cdc_mysql.text_rows import parsed_rows
 from cdc_mysql.snapshot_position import snapshot_with_position
 from cdc_mysql.snapshot_locks import quote_table
 from cdc_mysql.source import source_block
 from cdc_mysql.streaming import TableVersions
+from cdc_mysql.text_rows import parsed_rows
 from cdc_mysql.types import type_modes
 
 _BATCH = 2048

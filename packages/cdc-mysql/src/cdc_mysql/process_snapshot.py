@@ -32,9 +32,9 @@ from cdc_core.snapshot.processes import WorkerPipeline, run_in_order
 from cdc_mysql.catalog import quote
 from cdc_mysql.model import TableDef
 from cdc_mysql.snapshot import SnapshotReader, _refusal, _snapshot_cursor
-from cdc_mysql.text_rows import parsed_rows
 from cdc_mysql.snapshot_locks import quote_table
 from cdc_mysql.source import source_block
+from cdc_mysql.text_rows import parsed_rows
 
 #: Rows per chunk aimed at (from the table's row estimate): a few MB of results in flight; larger chunks cost the main
 #: process page faults for each result it receives.

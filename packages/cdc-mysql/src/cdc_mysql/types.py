@@ -130,7 +130,6 @@ class UnpaddedMicros(int):
 
 
 _EPOCH_DATETIME = datetime(1970, 1, 1)
-_timedelta = timedelta
 #: The microseconds since the epoch that ``datetime`` holds (years 1 to 9999).
 _DATETIME_MIN_US = (datetime.min - _EPOCH_DATETIME) // timedelta(microseconds=1)
 _DATETIME_MAX_US = (datetime.max - _EPOCH_DATETIME) // timedelta(microseconds=1) + 1
@@ -147,7 +146,7 @@ def zoned_timestamp_micros(width: int) -> Callable[[int], str]:
 
     def convert(us: int) -> str:
         if _DATETIME_MIN_US <= us < _DATETIME_MAX_US:  # years 1-9999: datetime's C formatting (4 us -> 1.3)
-            text = (_EPOCH_DATETIME + _timedelta(0, 0, us)).isoformat()  # ...THH:MM:SS, and .ffffff unless 0
+            text = (_EPOCH_DATETIME + timedelta(0, 0, us)).isoformat()  # ...THH:MM:SS, and .ffffff unless 0
             if us.__class__ is UnpaddedMicros:
                 return (text.rstrip("0") if len(text) > 19 else text) + "Z"
             if width <= 0:
