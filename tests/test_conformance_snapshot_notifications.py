@@ -29,10 +29,38 @@ def _comparable(record: dict) -> tuple:
     return payload["aggregate_type"], payload["type"], data
 
 
+def _in_announcement_order(rows: list[tuple]) -> list[tuple]:
+    """The rows with every table's Initial Snapshot IN_PROGRESS moved before the TABLE_SCAN_COMPLETEDs.
+
+    Debezium announces the tables (IN_PROGRESS) on the snapshot's own thread while its table-reading thread
+    reports each TABLE_SCAN_COMPLETED (RelationalSnapshotChangeEventSource.createDataEvents, 2.7.4 and
+    3.0.7 alike), so a one-row table can be reported read before the next table is announced; cdc
+    announces them all first. Both are legal as long as no table is reported before it is announced,
+    which this checks before it puts each snapshot's announcements first.
+    """
+    out: list[tuple] = []
+    section: list[tuple] = []
+    for row in rows + [("", "", {})]:
+        if row[0] == "Initial Snapshot" and row[1] in ("IN_PROGRESS", "TABLE_SCAN_COMPLETED"):
+            section.append(row)
+            continue
+        announced: set = set()
+        for kind, data in ((r[1], r[2]) for r in section):
+            if kind == "IN_PROGRESS":
+                announced.add(data.get("current_collection_in_progress"))
+            else:
+                assert data.get("scanned_collection") in announced, f"{data} reported before it was announced"
+        out += sorted(section, key=lambda r: r[1] != "IN_PROGRESS") + ([row] if row[1] else [])
+        section = []
+    return out
+
+
 def _check(run) -> list[tuple]:
     debezium, cdc = run.debezium.get(TOPIC, []), run.cdc.get(TOPIC, [])
     assert debezium, "Debezium wrote no notification (the test's premise)"
-    assert [_comparable(r) for r in cdc] == [_comparable(r) for r in debezium]
+    assert _in_announcement_order([_comparable(r) for r in cdc]) == [_comparable(r) for r in cdc], \
+        "cdc announces every table of a snapshot before it reports any read"
+    assert [_comparable(r) for r in cdc] == _in_announcement_order([_comparable(r) for r in debezium])
     for d, c in zip(debezium, cdc):
         assert c["key"]["schema"] == d["key"]["schema"] and c["value"]["schema"] == d["value"]["schema"]
         assert c["key"]["payload"] == {"id": c["value"]["payload"]["id"]}
