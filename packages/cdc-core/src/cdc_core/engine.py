@@ -452,9 +452,10 @@ class Engine:
                             delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
                         if not raw:
                             continue
-                        serialized = None
+                        serialized = after = None
                         if raw[-1].__class__ is SerializedRecords:  # built, transformed, serialized by a worker
-                            serialized = raw.pop().records
+                            last = raw.pop()
+                            serialized, after, counts = last.records, last.after, last.counts
                             self._worker_records = True
                         records = builder.build(raw) if builders is None else self._build_partition(builders, raw)
                         self.metrics.record_batch(records)
@@ -462,9 +463,15 @@ class Engine:
                             records = chain.apply(records)
                         weight = None
                         if serialized is not None:
-                            if serialized:
+                            if counts is not None:
+                                self.metrics.record_streamed(counts)
+                            elif serialized:
                                 self.metrics.record_serialized(record_count(serialized), serialized[0].topic, records)
                             records += serialized
+                            if after:  # the raw changes after a worker's records (a streaming batch's offset)
+                                tail = builder.build(after) if builders is None else self._build_partition(builders, after)
+                                self.metrics.record_batch(tail)
+                                records += chain.apply(tail) if chain is not None else tail
                             weight = record_count(records)
                         with self._progress:
                             self._produced += len(records) if weight is None else weight

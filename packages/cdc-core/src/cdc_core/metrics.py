@@ -283,6 +283,14 @@ class ConnectorMetrics:
         self.snapshot.total_events += count
         self.snapshot.rows(_table_of(topic, built), count)
 
+    def record_streamed(self, counts: dict[str, int]) -> None:
+        """Account change events a worker process built and serialized while streaming (``counts`` by op)."""
+        stream = self.streaming
+        for op, n in counts.items():
+            stream.total_events += n
+            if op in stream.by_op:
+                stream.by_op[op] += n
+
     def record_batch(self, records: list) -> None:
         """Account a converted batch: counts by op and rows per table; the last event and the lag from
         the batch's last data event only (the per-record work is a few integer additions)."""

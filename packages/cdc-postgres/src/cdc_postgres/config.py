@@ -106,6 +106,11 @@ XMIN_FETCH_INTERVAL_MS = F("xmin.fetch.interval.ms", "long", 0, minimum=0)
 # statement_timeout of cdc's query connections (cdc_postgres.query_timeout); an int of milliseconds in PostgreSQL.
 QUERY_TIMEOUT_MS = F("database.query.timeout.ms", "long", 600000, minimum=0, maximum=2**31 - 1)
 SLOT_STREAM_PARAMS = F("slot.stream.params", "string", validator=stream_params_problem)
+# cdc's own (Debezium has no such property): forked processes that decode, build and serialize long runs of row
+# changes while this one reads the log (cdc_postgres.stream_workers); 0 = all in this process.
+STREAMING_WORKER_PROCESSES = F(
+    "streaming.worker.processes", "int", 0, minimum=0, maximum=64,
+    doc="Worker processes that decode, convert and serialize long runs of row changes (cdc run and sinks; 0: none).")
 
 FIELDS = Fields(
     [
@@ -115,7 +120,7 @@ FIELDS = Fields(
         SNAPSHOT_MODE, SNAPSHOT_LOCKING_MODE, SNAPSHOT_FETCH_SIZE, SNAPSHOT_LOCK_TIMEOUT_MS, STATUS_UPDATE_INTERVAL_MS, DATABASE_INITIAL_STATEMENTS,
         INTERVAL_MODE, MONEY_FRACTION_DIGITS, MESSAGE_PREFIX_INCLUDE, MESSAGE_PREFIX_EXCLUDE,
         HSTORE_MODE, INCLUDE_UNKNOWN_DATATYPES, INCLUDE_SCHEMA_COMMENTS, READ_ONLY, REPLICA_IDENTITY_AUTOSET,
-        XMIN_FETCH_INTERVAL_MS, SLOT_STREAM_PARAMS, QUERY_TIMEOUT_MS,
+        XMIN_FETCH_INTERVAL_MS, SLOT_STREAM_PARAMS, QUERY_TIMEOUT_MS, STREAMING_WORKER_PROCESSES,
     ],
     # pgjdbc's connection properties, passed on as libpq parameters where libpq has them (cdc_postgres.driver_options).
     prefixes=("driver.",),

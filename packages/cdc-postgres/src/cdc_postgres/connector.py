@@ -26,6 +26,7 @@ from cdc_core.snapshot.spi import streams_from_snapshot
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_postgres import config as pgc
+from cdc_postgres import stream_workers
 from cdc_postgres.catalog import Catalog, table_filter
 from cdc_postgres.driver_options import libpq_params, unmapped_warning
 from cdc_postgres.incremental import signal_table_id, signal_tables
@@ -668,6 +669,13 @@ class PostgresConnector:
         reader.message_topic = f"{self.server}{self.config.get(common.TOPIC_DELIMITER)}message"
         reader.binary_mode = self.config.get(common.BINARY_MODE)
         reader.transaction_metadata = bool(self.config.get(common.PROVIDE_TRANSACTION_METADATA))
+        processes = self.config.get(pgc.STREAMING_WORKER_PROCESSES)
+        if processes:
+            why_not = stream_workers.unusable(self.config, self.worker_pipeline, reader)
+            if why_not is None:
+                reader.workers = stream_workers.StreamWorkers(reader, self.worker_pipeline, processes)
+            else:
+                log.info("streaming.worker.processes=%d: decoding in this process instead (%s)", processes, why_not)
         heartbeat = self.config.get(common.HEARTBEAT_INTERVAL_MS) / 1000.0
         action = self.config.get(common.HEARTBEAT_ACTION_QUERY)
         if heartbeat:

@@ -110,9 +110,31 @@ class StreamReader:
         self._fast_insert = type(self)._change is StreamReader._change
         #: The slot's catalog_xmin as last read (``xmin.fetch.interval.ms``): source.xmin and the offsets' xmin.
         self.xmin: int | None = None
+        #: Worker processes for long runs of row changes (``cdc_postgres.stream_workers``; None: all decoded here).
+        self.workers: Any = None
+        #: Counts the Relation messages that changed a table (workers decode with the relations they were forked with).
+        self.relations_version = 0
+        self._received = 0
 
     def read(self, timeout: float) -> list[RawChange | Checkpoint]:
         """One batch: every message already received (waiting up to ``timeout`` for the first).
+
+        With worker processes (``stream_workers``), batches waiting for a worker come first, in log order:
+        while the oldest is not done and the workers have room, this reads on without waiting.
+        """
+        workers = self.workers
+        if workers is None:
+            return self._read(timeout)
+        if workers.queued and (workers.due() or self._replay is not None or self._backlog):
+            return workers.pop(True)
+        out = self._read(0.0 if workers.queued else timeout)
+        if not workers.queued:
+            return out
+        workers.enqueue(out)
+        return workers.pop(wait=not self._received)
+
+    def _read(self, timeout: float) -> list[RawChange | Checkpoint]:
+        """``read`` in this process: every message already received (waiting up to ``timeout`` for the first).
 
         A committed streamed transaction is replayed from its spill file first, a bounded chunk
         per call, and the messages that arrived after its commit wait until it is done.
@@ -128,6 +150,12 @@ class StreamReader:
             received, self._backlog = self._backlog, []
         else:
             received = self.repl.read(timeout)
+        self._received = len(received)
+        workers = self.workers
+        if workers is not None and workers.holding and (
+                (received[0].payload[0] not in _ROW_KINDS or self._stream_xid is not None) if received else timeout):
+            # The held run ended (another message follows it) or nothing more came in ``timeout``: hand it over.
+            out = workers.flush(out)
         append = out.append
         index, count = 0, len(received)
         while index < count:
@@ -140,7 +168,11 @@ class StreamReader:
                     continue
             elif self._fast_insert and payload[0] in _ROW_KINDS:  # the common case: a run of row changes
                 if not self._skip_tx:
-                    index = self._rows(received, index - 1, append)
+                    if self.workers is not None:
+                        index, out = self.workers.take_run(received, index - 1, out)
+                        append = out.append
+                    else:
+                        index = self._rows(received, index - 1, append)
                     continue
                 if payload[0] == _INSERT:  # of a transaction processed before a restart (not decoded)
                     continue
@@ -196,7 +228,8 @@ class StreamReader:
     def idle_position(self) -> int | None:
         """Between transactions with nothing held back: the position everything before has been read up to
         (the server's sent position, or the last commit); None while a transaction is open or replayed."""
-        if self._xid is not None or self._spills or self._replay is not None or self._backlog:
+        if self._xid is not None or self._spills or self._replay is not None or self._backlog or (
+                self.workers is not None and (self.workers.queued or self.workers.holding)):
             return None
         return max(self.repl.server_wal_end, self._last_commit_lsn or 0, self._checkpointed)
 
@@ -229,8 +262,9 @@ class StreamReader:
         append(RawChange(table, op, before, after, source, offset, self._tx_id, event_id))
         self._changes_in_tx += 1
 
-    def _rows(self, received: list, index: int, append) -> int:
-        """``_change`` of each Insert, Update and Delete message from ``received[index]`` on; the index after them.
+    def _rows(self, received: list, index: int, append, end: int | None = None) -> int:
+        """``_change`` of each Insert, Update and Delete message from ``received[index]`` on (up to ``end``); the
+        index after them.
 
         The streaming hot path: one loop for the run, what is the same for all its changes taken once
         (the transaction's fields, the resume check, the table and its source block, the offset), each
@@ -239,7 +273,8 @@ class StreamReader:
         count (updates and deletes through ``decode``). The RawChanges are ``_change``'s: same keys, same
         order, same values.
         """
-        end = len(received)
+        if end is None:
+            end = len(received)
         tables = self.tables
         commit_lsn, resume = self._commit_lsn, self.resume
         proc = resume.proc if commit_lsn == resume.commit else None  # resume.skip_change where it applies
@@ -399,6 +434,8 @@ class StreamReader:
         for spill in self._spills.values():
             spill.close()
         self._spills.clear()
+        if self.workers is not None:
+            self.workers.close()
 
     def _source(self, schema: str, table: str, lsn: int, ts_us: int, tx: bool) -> dict[str, Any]:
         return {
@@ -481,6 +518,7 @@ class StreamReader:
             self.log.info("table %s changed; columns: %s", fresh.id,
                           ", ".join(f"{c.name} {c.type_name}" for c in fresh.columns))
         self.tables[rel.oid] = fresh
+        self.relations_version += 1
 
 
 def _untoasted(new: tuple, old: tuple) -> tuple:

@@ -33,14 +33,19 @@ from cdc_core.spi.sink import SinkRecord
 _make = partial(tuple.__new__, SinkRecord)
 
 class SerializedRecords:
-    """A batch's last item: records a worker process serialized already (the engine adds them after the rest)."""
+    """A batch's last item: records a worker process serialized already (the engine adds them after the rest),
+    then ``after``: raw changes that follow them (the engine builds those and adds them last)."""
 
-    __slots__ = ("records", "offset")
+    __slots__ = ("records", "offset", "after", "counts")
 
-    def __init__(self, records: list):
+    def __init__(self, records: list, after: list | None = None, counts: dict[str, int] | None = None):
         self.records = records
-        #: Always None: the connector's raw changes around them carry the offsets.
-        self.offset = None
+        #: Streamed changes: how many creates, updates and deletes ``records`` hold (None: snapshot reads).
+        self.counts = counts
+        #: ``after``'s last offset (a streaming connector ends each batch of a worker's records with the change
+        #: after them, so the batch's offset covers them); None without: raw changes before carry the offsets.
+        self.after = after
+        self.offset = after[-1].offset if after else None
 
 
 @dataclass
@@ -61,7 +66,10 @@ class WorkerPipeline:
     def pack(self, raw: list) -> Any:
         """Raw changes to what a worker hands back: a block of lines serialized straight into its memory file
         where the serializer can (``record_block.write_changes``), else ``pack`` of ``serialize``'s records."""
-        records = self.builder.build(raw)
+        return self.pack_built(self.builder.build(raw))
+
+    def pack_built(self, records: list) -> Any:
+        """``pack`` of records ``builder`` built already."""
         if self.chain is not None:
             records = self.chain.apply(records)
         records = [r for r in records if r.__class__ is not Checkpoint]

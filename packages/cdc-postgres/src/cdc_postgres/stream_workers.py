@@ -1,0 +1,231 @@
+"""Long runs of row changes decoded, built and serialized in forked worker processes (``streaming.worker.processes``).
+
+A transaction of many row changes is a run of Insert, Update and Delete messages. With worker
+processes the streaming reader keeps receiving, and hands each chunk of such a run over as the
+messages' bytes (not decoded rows): a worker decodes them exactly as ``StreamReader._rows`` does
+here (it is a fork of this process: same tables, converters, transforms and serializer), builds,
+transforms and serializes the records and writes them as sink lines into a memory file
+(``cdc_core.record_block``). The chunk's last captured change is decoded here and follows the
+worker's records in the batch (``SerializedRecords.after``), so the batch's offset covers every
+record in it and a restart resumes after exactly what was acknowledged. Batches leave in log order:
+one waiting for a worker holds back everything after it, and at most ``WINDOW`` chunks per worker
+are outstanding.
+
+Used only where nothing else needs to see the decoded changes: no transaction metadata (the
+per-table order of a transaction's events is counted in one place), no signal table and no
+read-only incremental snapshots (their windows are matched against the stream). When a relation
+changes, the workers are forked again before the next hand-over, so they decode with the new columns.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from operator import attrgetter
+from struct import Struct
+from typing import Any
+
+from cdc_core.config import common
+from cdc_core.events import Checkpoint
+from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
+from cdc_core.snapshot.processes import SerializedRecords, available, unpack
+from cdc_core.worker_pool import OrderedWorkers
+from cdc_postgres import config as pgc
+
+#: Fewer row changes than this in a run are decoded here (forking and handing over would cost more).
+MIN_RUN = 512
+#: Row changes per chunk handed to a worker.
+CHUNK = 2048
+#: Chunks outstanding per worker before the reader waits for the oldest.
+WINDOW = 2
+_ROW_KINDS = frozenset(b"IUD")
+_RELATION_OID = Struct(">I").unpack_from  # every row change message: its kind, then the relation's OID
+_data_start = attrgetter("data_start")
+
+
+def unusable(config: Any, pipeline: Any, reader: Any) -> str | None:
+    """None if ``streaming.worker.processes`` can be used with this configuration and reader, else why not."""
+    if pipeline is None:
+        return "the records go to a handler, not a sink"
+    if config.get(common.PROVIDE_TRANSACTION_METADATA):
+        return "provide.transaction.metadata=true numbers a transaction's events in one process"
+    if config.get(SIGNAL_DATA_COLLECTION):
+        return "signal.data.collection is set: signals and incremental snapshot windows are read from the stream"
+    if config.get(pgc.READ_ONLY):
+        return "read.only=true: incremental snapshot windows are matched against the stream"
+    if not getattr(reader, "_fast_insert", False):
+        return "this connector decodes its row changes its own way"
+    return available()
+
+
+class _Message:
+    """A row change message as a worker gets it: ``StreamReader._rows`` reads these two attributes."""
+
+    __slots__ = ("data_start", "payload")
+
+    def __init__(self, data_start: int, payload: bytes):
+        self.data_start = data_start
+        self.payload = payload
+
+
+class RunDecoder:
+    """In a worker: a chunk of row change messages to what the sink writes, as this process's reader and engine would."""
+
+    def __init__(self, reader: Any, pipeline: Any):
+        self.reader = reader
+        self.pipeline = pipeline
+
+    def run(self, task: tuple) -> tuple:
+        """``(fields, LSNs, payloads)`` to ``(packed records or None, filtered, skipped, changes, counts by op)``."""
+        fields, lsns, payloads = task
+        reader = self.reader
+        (reader._commit_lsn, resume_commit, resume_proc, reader._ts_us, reader._xid, reader._tx_id,
+         reader._last_commit_lsn, reader.xmin) = fields
+        reader.resume.commit, reader.resume.proc = resume_commit, resume_proc
+        reader.filtered = reader.skipped = reader._changes_in_tx = 0
+        raw: list = []
+        reader._rows(list(map(_Message, lsns, payloads)), 0, raw.append)
+        if not raw:
+            return None, reader.filtered, reader.skipped, 0, {}
+        built = self.pipeline.builder.build(raw)
+        # As the engine's metrics count them: the built events (a key change is a delete and a create) by op.
+        counts = Counter(v["op"] for r in built if r.__class__ is not Checkpoint and (v := r.value) is not None)
+        return self.pipeline.pack_built(built), reader.filtered, reader.skipped, reader._changes_in_tx, dict(counts)
+
+
+class StreamWorkers:
+    """The reader's side: runs handed over in chunks, and the batches waiting for them, in log order."""
+
+    def __init__(self, reader: Any, pipeline: Any, processes: int):
+        self.reader = reader
+        self.pipeline = pipeline
+        self.processes = processes
+        self._pool: OrderedWorkers | None = None
+        self._version = -1  # the reader's relations_version the workers were forked with
+        #: Row change messages of the current run not handed over yet (a run continues across reads).
+        self._held: list = []
+        #: Batches in log order: ``(items, after)``; ``after`` None for a batch made here, else the change
+        #: that follows the records of the oldest outstanding worker task not yet taken.
+        self._queue: deque[tuple[list, list | None]] = deque()
+
+    @property
+    def queued(self) -> bool:
+        """Whether batches are held here (the reader returns these before anything read after them)."""
+        return bool(self._queue)
+
+    def due(self) -> bool:
+        """Whether the oldest batch should be returned now: made here, its worker done, or the workers all busy."""
+        if self._queue[0][1] is None:
+            return True
+        pool = self._pool
+        return pool is None or pool.ready() or pool.outstanding >= WINDOW * pool.processes
+
+    def enqueue(self, items: list) -> None:
+        """A batch made here, after those held."""
+        if items:
+            self._queue.append((items, None))
+
+    def pop(self, wait: bool) -> list:
+        """The oldest batch (a worker's records with the change after them), [] if it is not ready and not ``wait``."""
+        items, after = self._queue[0]
+        if after is None:
+            self._queue.popleft()
+            return items
+        assert self._pool is not None
+        if not wait and not self._pool.ready():
+            return []
+        self._queue.popleft()
+        packed, filtered, skipped, made, counts = self._pool.take()
+        reader = self.reader
+        reader.filtered += filtered
+        reader.skipped += skipped
+        reader._changes_in_tx += made
+        items.append(SerializedRecords(unpack(packed) if packed is not None else [], after, counts))
+        return items
+
+    @property
+    def holding(self) -> bool:
+        """Whether row changes of the current run are held, waiting for more of it to arrive."""
+        return bool(self._held)
+
+    def take_run(self, received: list, index: int, out: list) -> tuple[int, list]:
+        """The run of row changes from ``received[index]`` held with what came before it; once it is long enough,
+        whole chunks go to the workers, and when it ends inside ``received``, all of it (``flush``). Returns the
+        index after the run and the batch to go on filling."""
+        end, count = index, len(received)
+        while end < count and received[end].payload[0] in _ROW_KINDS:
+            end += 1
+        self._held += received[index:end]
+        if end < count:
+            return end, self.flush(out)
+        if len(self._held) >= 2 * CHUNK:
+            out = self._hand_over(out, final=False)
+        return end, out
+
+    def flush(self, out: list) -> list:
+        """Every held row change handed over (or, too few, decoded here into ``out``); the batch to go on filling."""
+        return self._hand_over(out, final=True) if self._held else out
+
+    def _hand_over(self, out: list, final: bool) -> list:
+        msgs, self._held = self._held, []
+        reader = self.reader
+        if len(msgs) < MIN_RUN or not self._ready_for(reader):
+            if final:
+                reader._rows(msgs, 0, out.append)
+            else:
+                self._held = msgs
+            return out
+        tables, resume = reader.tables, reader.resume
+        proc = resume.proc if reader._commit_lsn == resume.commit else None
+        index, end = 0, len(msgs)
+        while index < end:
+            left = end - index
+            if not final and left < 2 * CHUNK:
+                self._held = msgs[index:]
+                break
+            stop = end if left < 2 * CHUNK else index + CHUNK
+            last = stop - 1  # the chunk's last change made here: the last one captured and not delivered before
+            while last >= index and not _carries(msgs[last], tables, proc):
+                last -= 1
+            if last - index < MIN_RUN:
+                index = reader._rows(msgs, index, out.append, stop)
+                continue
+            chunk = msgs[index:last]
+            fields = (reader._commit_lsn, resume.commit, resume.proc, reader._ts_us, reader._xid, reader._tx_id,
+                      reader._last_commit_lsn, reader.xmin)
+            assert self._pool is not None
+            self._pool.submit((fields, list(map(_data_start, chunk)), [bytes(x.payload) for x in chunk]))
+            after: list = []
+            reader._rows(msgs, last, after.append, stop)  # its change; those after it only count as filtered
+            self._queue.append((out, after))
+            out = []
+            index = stop
+        return out
+
+    def _ready_for(self, reader: Any) -> bool:
+        """Workers forked with the reader's current relations (forked again after a change, once none is
+        outstanding); False while the old ones still have work out, so this run is decoded here."""
+        if self._pool is not None and self._version == reader.relations_version:
+            return True
+        if self._pool is not None:
+            if self._pool.outstanding:
+                return False
+            self._pool.close()
+        self._version = reader.relations_version
+        self._pool = OrderedWorkers(RunDecoder(reader, self.pipeline), self.processes, "cdc-stream-worker")
+        return True
+
+    def close(self) -> None:
+        """End the workers; held batches are dropped (nothing after the last acknowledged one was confirmed)."""
+        self._queue.clear()
+        self._held = []
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+
+def _carries(message: Any, tables: dict, proc: int | None) -> bool:
+    """Whether this row change message becomes a change here: a captured table's, after the resume point."""
+    payload = message.payload
+    if len(payload) < 5 or _RELATION_OID(payload, 1)[0] not in tables:
+        return False
+    return proc is None or message.data_start > proc
