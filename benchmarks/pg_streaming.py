@@ -7,7 +7,8 @@ ratio. The same run drains the same WAL with Debezium's embedded engine (Postgre
 memory, JsonConverter with schemas into a file fsynced per batch) and prints its rate, CPU per
 record and peak RSS beside cdc's file-sink run, which runs alone in a fresh Python process for
 its CPU and memory figures (``debezium_baseline``). ``--no-debezium`` leaves Debezium out.
-``--transforms`` instead runs only JSON-serialized runs without and with a transform chain
+The same run drains it once more with ``streaming.worker.processes=1`` (long runs of row changes decoded
+and serialized in a forked worker; its CPU counted apart). ``--transforms`` instead runs only JSON-serialized runs without and with a transform chain
 (ExtractNewRecordState + RegexRouter, issue 13; and RegexRouter behind a TopicNameMatches predicate,
 which leaves the value as it is), alternating, each on its own slot, and prints the ratios.
 Usage: ``uv run python benchmarks/pg_streaming.py [--rows N] [--no-debezium] [--transforms]``.
@@ -16,6 +17,7 @@ Usage: ``uv run python benchmarks/pg_streaming.py [--rows N] [--no-debezium] [--
 from __future__ import annotations
 
 import argparse
+import resource
 import tempfile
 import threading
 import time
@@ -24,6 +26,7 @@ from typing import Any
 
 from cdc_core.config import Config
 from cdc_core.engine import Engine
+from cdc_core.record_block import RecordBlock
 from cdc_core.serializers.json import JsonSerializer
 from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -114,6 +117,43 @@ def engine_rate(pg: Any, db: str, slot: str, rows: int, out_dir: Path | None,
     return count / elapsed
 
 
+class _CountingSink(FileSink):
+    """The file sink, counting the records written (a worker's block counts as its records)."""
+
+    written = 0
+
+    def write(self, records: list) -> None:
+        super().write(records)
+        type(self).written += sum(len(r) if r.__class__ is RecordBlock else 1 for r in records)
+
+
+def worker_rate(pg: Any, db: str, slot: str, rows: int, out_dir: Path, processes: int) -> tuple[float, float, float]:
+    """(events/s, CPU us per event of this process, of its worker processes) of the drain into the file sink with
+    ``streaming.worker.processes=processes``: long runs of row changes decoded and serialized by workers."""
+    config = Config({
+        "connector.class": "postgres", "database.hostname": pg.host, "database.port": pg.port,
+        "database.user": pg.user, "database.dbname": db, "topic.prefix": "bench", "slot.name": slot,
+        "publication.name": "bench_pub", "snapshot.mode": "no_data", "poll.interval.ms": 50,
+        "streaming.worker.processes": processes, **debezium_baseline.converter_properties(),
+    })
+    store = MemoryOffsetStore()
+    store.commit([({"server": "bench"}, {"lsn_commit": 0, "lsn_proc": None, "lsn": 0})])
+    _CountingSink.written = 0
+    engine = Engine(config, sink=_CountingSink(Config({"dir": str(out_dir)})), offset_store=store)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started, cpu = time.perf_counter(), time.process_time()
+    runner = threading.Thread(target=engine.run)
+    runner.start()
+    while _CountingSink.written < rows and runner.is_alive():
+        time.sleep(0.01)
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    engine.stop()
+    runner.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers, ended and waited for by the stop
+    workers = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+    return rows / elapsed, cpu / rows * 1e6, workers / rows * 1e6
+
+
 def main() -> None:
     """Run the benchmark and print the numbers."""
     parser = argparse.ArgumentParser(description=__doc__)
@@ -132,7 +172,7 @@ def main() -> None:
         pg.create_database("bench")
         pg.execute(TABLE, dbname="bench")
         pg.execute("CREATE PUBLICATION bench_pub FOR TABLE bench", dbname="bench")
-        slots = ("bench_bare", "bench_file", "bench_json", "bench_tx", "bench_dbz")
+        slots = ("bench_bare", "bench_file", "bench_json", "bench_tx", "bench_dbz", "bench_workers")
         for slot in slots:
             pg.execute(f"SELECT pg_create_logical_replication_slot('{slot}', 'pgoutput')", dbname="bench")
         t = time.perf_counter()
@@ -148,10 +188,14 @@ def main() -> None:
                 pg, "bench", "bench_dbz", "no_data", **{"publication.name": "bench_pub",
                                                         "publication.autocreate.mode": "disabled"}))
             dbz = debezium_baseline.run(props, Path(tmp) / "debezium", "bench.public.bench", args.rows)
+        (workers, main_us, workers_us), _, _, _ = isolated.run(
+            worker_rate, isolated.address(pg), "bench", "bench_workers", args.rows, Path(tmp) / "workers", 1)
         json_only = engine_rate(pg, "bench", "bench_json", args.rows, None)
         with_tx = engine_rate(pg, "bench", "bench_tx", args.rows, None, {"provide.transaction.metadata": "true"})
     print(f"bare pgoutput receive loop          : {bare:>10,.0f} messages/s")
     print(f"end to end, file sink (fsync)       : {full:>10,.0f} events/s   ratio to bare {full / bare:.2f}")
+    print(f"  same, streaming.worker.processes=1: {workers:>10,.0f} events/s   ratio to bare {workers / bare:.2f}   "
+          f"CPU {main_us:.1f} us/event here + {workers_us:.1f} in the worker")
     print(f"end to end, JSON serialized, no sink: {json_only:>10,.0f} events/s   ratio to bare {json_only / bare:.2f}")
     print(f"  same, transaction metadata on     : {with_tx:>10,.0f} events/s")
     print("targets: file sink >= 30,000 events/s (issue 2); with transaction metadata >= 60,000 (issue 3); "

@@ -146,8 +146,9 @@ def _rate_rows(report: Report, label: str, cdc: Figures, dbz: Figures | None, wh
 
 # -- PostgreSQL ------------------------------------------------------------------------------------
 
-def postgres_drain(report: Report, rows: int, rounds: int, why_not: str | None) -> None:
-    """pg_streaming.py's drain: bare receive loop, cdc into the file sink, Debezium, the same WAL."""
+def postgres_drain(report: Report, rows: int, rounds: int, why_not: str | None, processes: int = 0) -> None:
+    """pg_streaming.py's drain: bare receive loop, cdc into the file sink, Debezium, the same WAL; with
+    ``processes`` also cdc with ``streaming.worker.processes=processes`` (their CPU counted)."""
     import pg_streaming
     from cdc_postgres.embedded import EmbeddedPostgres
 
@@ -158,7 +159,7 @@ def postgres_drain(report: Report, rows: int, rounds: int, why_not: str | None) 
         pg.execute(pg_streaming.TABLE, dbname="bench")
         pg.execute("CREATE PUBLICATION bench_pub FOR TABLE bench", dbname="bench")
         for i in range(rounds):
-            for kind in ("bare", "file", "dbz"):
+            for kind in ("bare", "file", "dbz", "workers"):
                 pg.execute(f"SELECT pg_create_logical_replication_slot('bench_{kind}_{i}', 'pgoutput')", dbname="bench")
         pg.execute(pg_streaming.INSERT % rows, dbname="bench")
         for i in range(rounds):
@@ -166,6 +167,12 @@ def postgres_drain(report: Report, rows: int, rounds: int, why_not: str | None) 
             rate, cpu_s, rss, wall = isolated.run(pg_streaming.engine_rate, isolated.address(pg), "bench",
                                                   f"bench_file_{i}", rows, Path(tmp) / f"cdc{i}")
             cdc_runs.append(Figures(rows, rows / rate, wall, cpu_s, rss))
+            if processes:
+                (rate, _, workers_us), cpu_s, rss, wall = isolated.run(
+                    pg_streaming.worker_rate, isolated.address(pg), "bench", f"bench_workers_{i}", rows,
+                    Path(tmp) / f"cdc-workers{i}", processes)
+                worker_runs.append(Figures(rows, rows / rate, wall, cpu_s + workers_us * rows / 1e6, rss))
+                shutil.rmtree(Path(tmp) / f"cdc-workers{i}", ignore_errors=True)
             if why_not is None:
                 props = debezium_baseline.engine_properties(debezium_baseline.postgres(
                     pg, "bench", f"bench_dbz_{i}", "no_data",
@@ -175,6 +182,9 @@ def postgres_drain(report: Report, rows: int, rounds: int, why_not: str | None) 
     cdc = _median(cdc_runs)
     label = f"PostgreSQL, drain a {rows // 1000}k-row backlog{_schemas_label()}"
     _rate_rows(report, label, cdc, _median(dbz_runs) if dbz_runs else None, why_not, loads, 150)
+    if worker_runs:
+        _rate_rows(report, f"{label} with {processes} worker process{'es' if processes > 1 else ''}",
+                   _median(worker_runs), _median(dbz_runs) if dbz_runs else None, why_not, loads, 150)
     limit = statistics.median(bare)
     report.add(Row(f"{label}: against the bare pgoutput receive loop", f"{cdc.rate:,.0f}/s",
                    f"bare loop {limit:,.0f}/s", f"{cdc.rate / limit:.2f}x", ">= 0.7x the bare loop",
@@ -296,6 +306,9 @@ def mariadb_drain(report: Report, changes: int, rounds: int, why_not: str | None
     cdc = _median(cdc_runs)
     label = f"MariaDB, drain {changes // 1000}k row changes{_schemas_label()}"
     _rate_rows(report, label, cdc, _median(dbz_runs) if dbz_runs else None, why_not, loads, 150)
+    if worker_runs:
+        _rate_rows(report, f"{label} with {processes} worker process{'es' if processes > 1 else ''}",
+                   _median(worker_runs), _median(dbz_runs) if dbz_runs else None, why_not, loads, 150)
     limit = statistics.median(bare)
     report.add(Row(f"{label}: against the bare mysql-replication loop", f"{cdc.rate:,.0f}/s",
                    f"bare loop {limit:,.0f}/s", f"{cdc.rate / limit:.2f}x", "(the limit)", None, loads))
@@ -417,6 +430,8 @@ def main() -> None:
     parser.add_argument("--no-debezium", action="store_true", help="do not run Debezium's engine")
     parser.add_argument("--threads", type=int, default=2,
                         help="also snapshot with snapshot.max.threads=N worker processes (1: only one process)")
+    parser.add_argument("--stream-workers", type=int, default=1,
+                        help="also drain with streaming.worker.processes=N (0: only in one process)")
     parser.add_argument("--schemas", choices=("on", "off", "both"), default="on",
                         help="JsonConverter schemas on, off, or both in turn (drains and snapshots; default on)")
     parser.add_argument("--only", default="", help="comma-separated parts: pg-drain, pg-snapshot, mariadb-drain, "
@@ -426,7 +441,7 @@ def main() -> None:
     size = {"drain": 50_000, "snapshot": 200_000, "latency_s": 5.0, "big_mb": 100} if args.quick else \
         {"drain": 200_000, "snapshot": 1_000_000, "latency_s": 10.0, "big_mb": 1024}
     parts: dict[str, Callable[[Report], None]] = {
-        "pg-drain": lambda r: postgres_drain(r, size["drain"], args.rounds, why_not),
+        "pg-drain": lambda r: postgres_drain(r, size["drain"], args.rounds, why_not, args.stream_workers),
         "pg-snapshot": lambda r: postgres_snapshot(r, size["snapshot"], args.rounds, why_not, args.threads),
         "mariadb-drain": lambda r: mariadb_drain(r, size["drain"], args.rounds, why_not),
         "mariadb-snapshot": lambda r: mariadb_snapshot(r, size["snapshot"], args.rounds, why_not, args.threads),

@@ -2,7 +2,7 @@
 
 A transaction of many row changes is a run of Insert, Update and Delete messages. With worker
 processes the streaming reader keeps receiving, and hands each chunk of such a run over as the
-messages' bytes (not decoded rows): a worker decodes them exactly as ``StreamReader._rows`` does
+messages' bytes joined into one (not decoded rows): a worker decodes them exactly as ``StreamReader._rows`` does
 here (it is a fork of this process: same tables, converters, transforms and serializer), builds,
 transforms and serializes the records and writes them as sink lines into a memory file
 (``cdc_core.record_block``). The chunk's last captured change is decoded here and follows the
@@ -19,7 +19,9 @@ changes, the workers are forked again before the next hand-over, so they decode 
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter, deque
+from itertools import accumulate
 from operator import attrgetter
 from struct import Struct
 from typing import Any
@@ -40,6 +42,7 @@ WINDOW = 2
 _ROW_KINDS = frozenset(b"IUD")
 _RELATION_OID = Struct(">I").unpack_from  # every row change message: its kind, then the relation's OID
 _data_start = attrgetter("data_start")
+_payload = attrgetter("payload")
 
 
 def unusable(config: Any, pipeline: Any, reader: Any) -> str | None:
@@ -75,8 +78,11 @@ class RunDecoder:
         self.pipeline = pipeline
 
     def run(self, task: tuple) -> tuple:
-        """``(fields, LSNs, payloads)`` to ``(packed records or None, filtered, skipped, changes, counts by op)``."""
-        fields, lsns, payloads = task
+        """``(fields, LSNs, payload lengths, the payloads joined)`` to ``(packed records or None, filtered, skipped,
+        changes, counts by op)``."""
+        fields, lsns, lengths, joined = task
+        ends = list(accumulate(lengths))
+        payloads = list(map(joined.__getitem__, map(slice, [0, *ends[:-1]], ends)))
         reader = self.reader
         (reader._commit_lsn, resume_commit, resume_proc, reader._ts_us, reader._xid, reader._tx_id,
          reader._last_commit_lsn, reader.xmin) = fields
@@ -193,7 +199,9 @@ class StreamWorkers:
             fields = (reader._commit_lsn, resume.commit, resume.proc, reader._ts_us, reader._xid, reader._tx_id,
                       reader._last_commit_lsn, reader.xmin)
             assert self._pool is not None
-            self._pool.submit((fields, list(map(_data_start, chunk)), [bytes(x.payload) for x in chunk]))
+            payloads = list(map(_payload, chunk))
+            self._pool.submit((fields, array("q", map(_data_start, chunk)), array("q", map(len, payloads)),
+                               b"".join(payloads)))
             after: list = []
             reader._rows(msgs, last, after.append, stop)  # its change; those after it only count as filtered
             self._queue.append((out, after))
