@@ -1,4 +1,5 @@
-"""Forked worker processes given tasks one at a time and read back in the order the tasks were given.
+"""Forked worker processes given tasks one at a time and read back in the order the tasks were given;
+a streaming connector's batches held in log order while some wait for them.
 
 The push-style sibling of ``cdc_core.snapshot.processes.run_in_order`` (whose worker loop, ``_serve``,
 it shares): a streaming connector hands a task over as soon as it has one (``submit``) and goes on
@@ -8,6 +9,10 @@ worker answers its tasks in order. ``state`` reaches the workers through the for
 tasks and results are pickled, and a result's ``BlockLayout``s come back opened over the memory
 files their worker wrote (``cdc_core.record_block``). A worker's exception is raised by ``take``; a
 worker that died raises a ConnectorError saying so.
+
+``WorkerBatches`` is what a streaming connector keeps on top: the batches it made, in log order, some
+of them ending with a worker's records still to come, followed by what carries their offset
+(``SerializedRecords.after``); ``serialize_changes`` is what a worker does with the changes it decoded.
 """
 
 from __future__ import annotations
@@ -15,11 +20,13 @@ from __future__ import annotations
 import multiprocessing
 import os
 import socket
-from collections import deque
+from collections import Counter, deque
+from collections.abc import Callable
 from typing import Any
 
 from cdc_core.errors import ConnectorError
-from cdc_core.snapshot.processes import _close_all, _exit_code, _opened, _serve
+from cdc_core.events import Checkpoint
+from cdc_core.snapshot.processes import SerializedRecords, _close_all, _exit_code, _opened, _serve, unpack
 
 
 class OrderedWorkers:
@@ -105,3 +112,95 @@ class OrderedWorkers:
     def _died(self, process: Any) -> ConnectorError:
         return ConnectorError(f"a worker process ({self.name}) died before finishing its task (exit code "
                               f"{_exit_code(process)}: killed, or out of memory)")
+
+
+def serialize_changes(pipeline: Any, raw: list) -> tuple[Any, dict[str, int]]:
+    """In a worker: raw changes to ``(packed records or None, their change events by op)``, the op counts as the
+    engine's metrics take them (built events: a key change is a delete and a create)."""
+    if not raw:
+        return None, {}
+    built = pipeline.builder.build(raw)
+    counts = Counter(v["op"] for r in built if r.__class__ is not Checkpoint and (v := r.value) is not None)
+    return pipeline.pack_built(built), dict(counts)
+
+
+class WorkerBatches:
+    """A streaming connector's batches in log order while worker processes serialize some of their records.
+
+    ``submit`` hands a task over and queues the batch made before it, to be followed by the worker's
+    records and then ``after`` (raw changes or a checkpoint carrying the offset past those records). A
+    worker's result is ``(packed records, counts by op, extra)``; ``on_result(extra)`` gets the extra.
+    The workers are forked by ``ready_for(version)``, again whenever the version changes (what they
+    decode with, e.g. table definitions, changed) once none of their tasks is outstanding.
+    """
+
+    def __init__(self, state: Callable[[], Any], processes: int, name: str, on_result: Callable[[Any], None],
+                 window: int = 2):
+        self._state = state
+        self.processes = processes
+        self.name = name
+        self._on_result = on_result
+        self._window = window
+        self._pool: OrderedWorkers | None = None
+        self._version: Any = object()
+        #: ``(items, after)`` in log order; ``after`` None for a batch made here, else the oldest outstanding task's.
+        self._queue: deque[tuple[list, list | None]] = deque()
+
+    @property
+    def queued(self) -> bool:
+        """Whether batches are held (the connector hands these on before anything read after them)."""
+        return bool(self._queue)
+
+    def due(self) -> bool:
+        """Whether the oldest batch should be handed on now: made here, its worker done, or the workers all busy."""
+        if self._queue[0][1] is None:
+            return True
+        pool = self._pool
+        return pool is None or pool.ready() or pool.outstanding >= self._window * pool.processes
+
+    def ready_for(self, version: Any) -> bool:
+        """Workers forked with ``version`` of what they decode with (forked now if need be); False while older
+        ones still have tasks out (the caller decodes in its own process meanwhile)."""
+        if self._pool is not None and self._version == version:
+            return True
+        if self._pool is not None:
+            if self._pool.outstanding:
+                return False
+            self._pool.close()
+            self._pool = None
+        self._pool = OrderedWorkers(self._state(), self.processes, self.name)
+        self._version = version
+        return True
+
+    def submit(self, task: Any, before: list, after: list) -> None:
+        """Hand ``task`` to a worker (after ``ready_for``); ``before`` and then its records and ``after`` are queued."""
+        assert self._pool is not None
+        self._pool.submit(task)
+        self._queue.append((before, after))
+
+    def enqueue(self, items: list) -> None:
+        """A batch made here, after those held."""
+        if items:
+            self._queue.append((items, None))
+
+    def pop(self, wait: bool) -> list:
+        """The oldest batch (a worker's records with what follows them), [] if not ready and not ``wait``."""
+        items, after = self._queue[0]
+        if after is None:
+            self._queue.popleft()
+            return items
+        assert self._pool is not None
+        if not wait and not self._pool.ready():
+            return []
+        self._queue.popleft()
+        packed, counts, extra = self._pool.take()
+        self._on_result(extra)
+        items.append(SerializedRecords(unpack(packed) if packed is not None else [], after, counts))
+        return items
+
+    def close(self) -> None:
+        """End the workers; held batches are dropped (nothing after the last acknowledged one was confirmed)."""
+        self._queue.clear()
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None

@@ -20,17 +20,15 @@ changes, the workers are forked again before the next hand-over, so they decode 
 from __future__ import annotations
 
 from array import array
-from collections import Counter, deque
 from itertools import accumulate
 from operator import attrgetter
 from struct import Struct
 from typing import Any
 
 from cdc_core.config import common
-from cdc_core.events import Checkpoint
 from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
-from cdc_core.snapshot.processes import SerializedRecords, available, unpack
-from cdc_core.worker_pool import OrderedWorkers
+from cdc_core.snapshot.processes import available
+from cdc_core.worker_pool import WorkerBatches, serialize_changes
 from cdc_postgres import config as pgc
 
 #: Fewer row changes than this in a run are decoded here (forking and handing over would cost more).
@@ -78,8 +76,8 @@ class RunDecoder:
         self.pipeline = pipeline
 
     def run(self, task: tuple) -> tuple:
-        """``(fields, LSNs, payload lengths, the payloads joined)`` to ``(packed records or None, filtered, skipped,
-        changes, counts by op)``."""
+        """``(fields, LSNs, payload lengths, the payloads joined)`` to ``(packed records or None, counts by op,
+        (filtered, skipped, changes))``."""
         fields, lsns, lengths, joined = task
         ends = list(accumulate(lengths))
         payloads = list(map(joined.__getitem__, map(slice, [0, *ends[:-1]], ends)))
@@ -90,63 +88,19 @@ class RunDecoder:
         reader.filtered = reader.skipped = reader._changes_in_tx = 0
         raw: list = []
         reader._rows(list(map(_Message, lsns, payloads)), 0, raw.append)
-        if not raw:
-            return None, reader.filtered, reader.skipped, 0, {}
-        built = self.pipeline.builder.build(raw)
-        # As the engine's metrics count them: the built events (a key change is a delete and a create) by op.
-        counts = Counter(v["op"] for r in built if r.__class__ is not Checkpoint and (v := r.value) is not None)
-        return self.pipeline.pack_built(built), reader.filtered, reader.skipped, reader._changes_in_tx, dict(counts)
+        packed, counts = serialize_changes(self.pipeline, raw)
+        return packed, counts, (reader.filtered, reader.skipped, reader._changes_in_tx)
 
 
 class StreamWorkers:
-    """The reader's side: runs handed over in chunks, and the batches waiting for them, in log order."""
+    """The reader's side: runs held and handed over in chunks, and the batches waiting for them (``WorkerBatches``)."""
 
     def __init__(self, reader: Any, pipeline: Any, processes: int):
         self.reader = reader
-        self.pipeline = pipeline
-        self.processes = processes
-        self._pool: OrderedWorkers | None = None
-        self._version = -1  # the reader's relations_version the workers were forked with
+        self.batches = WorkerBatches(lambda: RunDecoder(reader, pipeline), processes, "cdc-stream-worker",
+                                     self._counted, WINDOW)
         #: Row change messages of the current run not handed over yet (a run continues across reads).
         self._held: list = []
-        #: Batches in log order: ``(items, after)``; ``after`` None for a batch made here, else the change
-        #: that follows the records of the oldest outstanding worker task not yet taken.
-        self._queue: deque[tuple[list, list | None]] = deque()
-
-    @property
-    def queued(self) -> bool:
-        """Whether batches are held here (the reader returns these before anything read after them)."""
-        return bool(self._queue)
-
-    def due(self) -> bool:
-        """Whether the oldest batch should be returned now: made here, its worker done, or the workers all busy."""
-        if self._queue[0][1] is None:
-            return True
-        pool = self._pool
-        return pool is None or pool.ready() or pool.outstanding >= WINDOW * pool.processes
-
-    def enqueue(self, items: list) -> None:
-        """A batch made here, after those held."""
-        if items:
-            self._queue.append((items, None))
-
-    def pop(self, wait: bool) -> list:
-        """The oldest batch (a worker's records with the change after them), [] if it is not ready and not ``wait``."""
-        items, after = self._queue[0]
-        if after is None:
-            self._queue.popleft()
-            return items
-        assert self._pool is not None
-        if not wait and not self._pool.ready():
-            return []
-        self._queue.popleft()
-        packed, filtered, skipped, made, counts = self._pool.take()
-        reader = self.reader
-        reader.filtered += filtered
-        reader.skipped += skipped
-        reader._changes_in_tx += made
-        items.append(SerializedRecords(unpack(packed) if packed is not None else [], after, counts))
-        return items
 
     @property
     def holding(self) -> bool:
@@ -174,7 +128,7 @@ class StreamWorkers:
     def _hand_over(self, out: list, final: bool) -> list:
         msgs, self._held = self._held, []
         reader = self.reader
-        if len(msgs) < MIN_RUN or not self._ready_for(reader):
+        if len(msgs) < MIN_RUN or not self.batches.ready_for(reader.relations_version):
             if final:
                 reader._rows(msgs, 0, out.append)
             else:
@@ -198,37 +152,26 @@ class StreamWorkers:
             chunk = msgs[index:last]
             fields = (reader._commit_lsn, resume.commit, resume.proc, reader._ts_us, reader._xid, reader._tx_id,
                       reader._last_commit_lsn, reader.xmin)
-            assert self._pool is not None
             payloads = list(map(_payload, chunk))
-            self._pool.submit((fields, array("q", map(_data_start, chunk)), array("q", map(len, payloads)),
-                               b"".join(payloads)))
             after: list = []
             reader._rows(msgs, last, after.append, stop)  # its change; those after it only count as filtered
-            self._queue.append((out, after))
+            self.batches.submit((fields, array("q", map(_data_start, chunk)), array("q", map(len, payloads)),
+                                 b"".join(payloads)), out, after)
             out = []
             index = stop
         return out
 
-    def _ready_for(self, reader: Any) -> bool:
-        """Workers forked with the reader's current relations (forked again after a change, once none is
-        outstanding); False while the old ones still have work out, so this run is decoded here."""
-        if self._pool is not None and self._version == reader.relations_version:
-            return True
-        if self._pool is not None:
-            if self._pool.outstanding:
-                return False
-            self._pool.close()
-        self._version = reader.relations_version
-        self._pool = OrderedWorkers(RunDecoder(reader, self.pipeline), self.processes, "cdc-stream-worker")
-        return True
+    def _counted(self, extra: tuple) -> None:
+        filtered, skipped, made = extra
+        reader = self.reader
+        reader.filtered += filtered
+        reader.skipped += skipped
+        reader._changes_in_tx += made
 
     def close(self) -> None:
-        """End the workers; held batches are dropped (nothing after the last acknowledged one was confirmed)."""
-        self._queue.clear()
+        """End the workers; held batches and changes are dropped (nothing after the last acknowledged one was confirmed)."""
         self._held = []
-        if self._pool is not None:
-            self._pool.close()
-            self._pool = None
+        self.batches.close()
 
 
 def _carries(message: Any, tables: dict, proc: int | None) -> bool:

@@ -122,16 +122,16 @@ class StreamReader:
         With worker processes (``stream_workers``), batches waiting for a worker come first, in log order:
         while the oldest is not done and the workers have room, this reads on without waiting.
         """
-        workers = self.workers
-        if workers is None:
+        if self.workers is None:
             return self._read(timeout)
-        if workers.queued and (workers.due() or self._replay is not None or self._backlog):
-            return workers.pop(True)
-        out = self._read(0.0 if workers.queued else timeout)
-        if not workers.queued:
+        batches = self.workers.batches
+        if batches.queued and (batches.due() or self._replay is not None or self._backlog):
+            return batches.pop(True)
+        out = self._read(0.0 if batches.queued else timeout)
+        if not batches.queued:
             return out
-        workers.enqueue(out)
-        return workers.pop(wait=not self._received)
+        batches.enqueue(out)
+        return batches.pop(wait=not self._received)
 
     def _read(self, timeout: float) -> list[RawChange | Checkpoint]:
         """``read`` in this process: every message already received (waiting up to ``timeout`` for the first).
@@ -229,7 +229,7 @@ class StreamReader:
         """Between transactions with nothing held back: the position everything before has been read up to
         (the server's sent position, or the last commit); None while a transaction is open or replayed."""
         if self._xid is not None or self._spills or self._replay is not None or self._backlog or (
-                self.workers is not None and (self.workers.queued or self.workers.holding)):
+                self.workers is not None and (self.workers.batches.queued or self.workers.holding)):
             return None
         return max(self.repl.server_wal_end, self._last_commit_lsn or 0, self._checkpointed)
 
