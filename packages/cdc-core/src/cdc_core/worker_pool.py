@@ -130,8 +130,10 @@ class WorkerBatches:
     ``submit`` hands a task over and queues the batch made before it, to be followed by the worker's
     records and then ``after`` (raw changes or a checkpoint carrying the offset past those records). A
     worker's result is ``(packed records, counts by op, extra)``; ``on_result(extra)`` gets the extra.
-    The workers are forked by ``ready_for(version)``, again whenever the version changes (what they
-    decode with, e.g. table definitions, changed) once none of their tasks is outstanding.
+    At most ``window`` tasks per worker are outstanding: a further ``submit`` first takes the oldest
+    result back (kept in its place in the queue), so neither side ever waits on a full pipe for the
+    other. The workers are forked by ``ready_for(version)``, again whenever the version changes (what
+    they decode with, e.g. table definitions, changed) once none of their tasks is outstanding.
     """
 
     def __init__(self, state: Callable[[], Any], processes: int, name: str, on_result: Callable[[Any], None],
@@ -143,8 +145,9 @@ class WorkerBatches:
         self._window = window
         self._pool: OrderedWorkers | None = None
         self._version: Any = object()
-        #: ``(items, after)`` in log order; ``after`` None for a batch made here, else the oldest outstanding task's.
-        self._queue: deque[tuple[list, list | None]] = deque()
+        #: ``[items, after, result]`` in log order: ``after`` None for a batch made here; ``result`` the worker's,
+        #: once taken back (None while its task is outstanding).
+        self._queue: deque[list] = deque()
 
     @property
     def queued(self) -> bool:
@@ -153,7 +156,8 @@ class WorkerBatches:
 
     def due(self) -> bool:
         """Whether the oldest batch should be handed on now: made here, its worker done, or the workers all busy."""
-        if self._queue[0][1] is None:
+        head = self._queue[0]
+        if head[1] is None or head[2] is not None:
             return True
         pool = self._pool
         return pool is None or pool.ready() or pool.outstanding >= self._window * pool.processes
@@ -174,29 +178,42 @@ class WorkerBatches:
 
     def submit(self, task: Any, before: list, after: list) -> None:
         """Hand ``task`` to a worker (after ``ready_for``); ``before`` and then its records and ``after`` are queued."""
-        assert self._pool is not None
-        self._pool.submit(task)
-        self._queue.append((before, after))
+        pool = self._pool
+        assert pool is not None
+        while pool.outstanding >= self._window * pool.processes:
+            self._take_oldest()
+        pool.submit(task)
+        self._queue.append([before, after, None])
 
     def enqueue(self, items: list) -> None:
         """A batch made here, after those held."""
         if items:
-            self._queue.append((items, None))
+            self._queue.append([items, None, None])
 
     def pop(self, wait: bool) -> list:
         """The oldest batch (a worker's records with what follows them), [] if not ready and not ``wait``."""
-        items, after = self._queue[0]
+        head = self._queue[0]
+        items, after, result = head
         if after is None:
             self._queue.popleft()
             return items
-        assert self._pool is not None
-        if not wait and not self._pool.ready():
-            return []
+        if result is None:
+            assert self._pool is not None
+            if not wait and not self._pool.ready():
+                return []
+            self._take_oldest()
+            result = head[2]
         self._queue.popleft()
+        items.append(result)
+        return items
+
+    def _take_oldest(self) -> None:
+        """The oldest outstanding task's result, taken back into its place in the queue."""
+        assert self._pool is not None
+        entry = next(e for e in self._queue if e[1] is not None and e[2] is None)
         packed, counts, extra = self._pool.take()
         self._on_result(extra)
-        items.append(SerializedRecords(unpack(packed) if packed is not None else [], after, counts))
-        return items
+        entry[2] = SerializedRecords(unpack(packed) if packed is not None else [], entry[1], counts)
 
     def close(self) -> None:
         """End the workers; held batches are dropped (nothing after the last acknowledged one was confirmed)."""

@@ -82,6 +82,8 @@ SNAPSHOT_TABLES_ORDER = F("snapshot.tables.order.by.row.count", "enum", "disable
 MIN_ROW_COUNT_TO_STREAM = F("min.row.count.to.stream.results", "long", 1000, minimum=0)
 STREAMING_DELAY_MS = common.STREAMING_DELAY_MS
 READ_ONLY = F("read.only", "boolean", False)
+# cdc's own: large transactions' rows events decoded and serialized in worker processes (cdc_mysql.stream_workers).
+STREAMING_WORKER_PROCESSES = common.STREAMING_WORKER_PROCESSES
 INCREMENTAL_ALLOW_SCHEMA_CHANGES = F("incremental.snapshot.allow.schema.changes", "boolean", False)
 SKIP_UNPARSEABLE_DDL = F("schema.history.internal.skip.unparseable.ddl", "boolean", False)
 STORE_ONLY_CAPTURED_TABLES = F("schema.history.internal.store.only.captured.tables.ddl", "boolean", False)
@@ -100,7 +102,7 @@ FIELDS = Fields(
         CB_ON_DATA_ERROR, SNAPSHOT_LOCKING_MODE, SNAPSHOT_LOCKING_CUSTOM_NAME, SNAPSHOT_QUERY_MODE,
         SNAPSHOT_QUERY_CUSTOM_NAME, SNAPSHOT_SELECT_OVERRIDES, SNAPSHOT_FETCH_SIZE, SNAPSHOT_LOCK_TIMEOUT_MS,
         SNAPSHOT_DELAY_MS, SNAPSHOT_MAX_THREADS, SNAPSHOT_INCLUDE_COLLECTIONS, SNAPSHOT_TABLES_ORDER,
-        MIN_ROW_COUNT_TO_STREAM, STREAMING_DELAY_MS, READ_ONLY, SKIP_UNPARSEABLE_DDL, STORE_ONLY_CAPTURED_TABLES,
+        MIN_ROW_COUNT_TO_STREAM, STREAMING_DELAY_MS, READ_ONLY, STREAMING_WORKER_PROCESSES, SKIP_UNPARSEABLE_DDL, STORE_ONLY_CAPTURED_TABLES,
         STORE_ONLY_CAPTURED_DATABASES, SOURCE_STRUCT_VERSION, INCREMENTAL_ALLOW_SCHEMA_CHANGES,
     ],
     prefixes=("driver.", "snapshot.select.statement.overrides.", "schema.history.internal."),

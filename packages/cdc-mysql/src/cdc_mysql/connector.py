@@ -32,6 +32,7 @@ from cdc_core.snapshot.spi import streams_from_snapshot
 from cdc_core.spi.offsets import OffsetShape
 
 from cdc_mysql import config as myc
+from cdc_mysql import stream_workers
 from cdc_mysql.binlog import BinlogConnectionLost, BinlogStartPosition, CdcBinLogStreamReader
 from cdc_mysql.catalog import Catalog, quote
 from cdc_mysql.checks import check_server, privilege_message
@@ -475,6 +476,13 @@ class MySqlConnector(Snapshotting, DdlEvents):
             rewind=lambda at: self._rewind(keepalive, replica_id, at),
             on_filtered=self._filtered if self.metrics is not None else None,
         )
+        processes = self.config.get(myc.STREAMING_WORKER_PROCESSES)
+        if processes:
+            why_not = stream_workers.unusable(self.config, self.worker_pipeline)
+            if why_not is None:
+                streamer.workers = stream_workers.RowsWorkers(streamer, self.worker_pipeline, processes)
+            else:
+                log.info("streaming.worker.processes=%d: decoding in this process instead (%s)", processes, why_not)
         self._streamer = streamer
         if self.binlog_metrics is not None:
             self.binlog_metrics.streamer = streamer

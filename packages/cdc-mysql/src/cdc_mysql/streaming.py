@@ -132,7 +132,12 @@ class BinlogStreamer:
         self._decoders: dict[tuple[int, int], tuple[Any, RowDecoder, Table, TableDef]] = {}
         self._compiled: dict[tuple[Any, ...], tuple[Any, RowDecoder, Table, TableDef]] = {}
         self._skipped_tables: set[TableId] = set()
+        #: Counts the decoders added (worker processes decode with those they were forked with).
+        self.decoders_version = 0
         self.events_seen = 0
+        #: ``streaming.worker.processes``: rows events of large transactions decoded in workers
+        #: (``cdc_mysql.stream_workers.RowsWorkers``; None: all here).
+        self.workers: Any = None
         #: ``binlog.buffer.size`` > 0: the look-ahead buffer the events pass (None: read directly).
         self.lookahead: LookAhead | None = None
         if buffer_size > 0:
@@ -151,7 +156,28 @@ class BinlogStreamer:
 
     def batches(self) -> Iterator[list[Any]]:
         """Yield batches until stopped (a lost connection raises BinlogConnectionLost)."""
+        try:
+            yield from self._batches()
+        finally:
+            if self.workers is not None:
+                self.workers.close()
+
+    def _hand_on(self, out: list[Any], wait: bool) -> Iterator[list[Any]]:
+        """``out`` as the next batch; with worker processes after the batches held before it, handing on those
+        that are due (all with ``wait``)."""
+        workers = self.workers
+        if workers is None or not workers.batches.queued:
+            if out:
+                yield out
+            return
+        batches = workers.batches
+        batches.enqueue(out)
+        while batches.queued and (wait or batches.due()):
+            yield batches.pop(True)
+
+    def _batches(self) -> Iterator[list[Any]]:
         out: list[Any] = []
+        workers = self.workers
         reader = self.reader
         checksum = None
         connected = self.on_connected
@@ -169,18 +195,34 @@ class BinlogStreamer:
                 if checksum is None or reader is not self.reader:  # a reconnect brings a new reader
                     reader = self.reader
                     checksum = 4 if reader.use_checksum else 0
-                self._rows(ev, packet, checksum, out)
-                if len(out) >= self.max_batch:
-                    yield out
+                out = self._rows(ev, packet, checksum, out)
+                if len(out) >= self.max_batch or workers is not None and workers.batches.queued and \
+                        workers.batches.due():  # a large transaction's records handed on as its chunks are done
+                    yield from self._hand_on(out, False)
                     out = []
                 continue
             log_pos = packet.log_pos
             if cls is XidEvent:
+                if workers is not None:
+                    out = workers.flush(out)
                 self._commit(log_pos, ev.timestamp, out)
-                if out and (len(out) >= 256 or self._idle()):
+                if workers is not None and workers.batches.queued:
+                    # Hand on what the workers finished; everything once nothing more is waiting in the binlog.
+                    yield from self._hand_on(out, self._idle())
+                    out = []
+                elif out and (len(out) >= 256 or self._idle()):
                     yield out
                     out = []
                 continue
+            if workers is not None and (cls is QueryEvent or cls is RotateEvent or cls is HeartbeatLogEvent) and (
+                    workers.holding or workers.batches.queued):
+                # Before a statement (a COMMIT: the rows held so far handed over), and before a DDL, a new binlog file
+                # or an idle heartbeat every batch handed on (what the workers report, e.g. the last row number a
+                # DDL event carries, is then known here).
+                out = workers.flush(out)
+                if cls is not QueryEvent or ev.query.strip().upper() not in _TX_STATEMENTS:
+                    yield from self._hand_on(out, True)
+                    out = []
             if cls is MariadbGtidEvent or cls is GtidEvent:
                 self._tx_pos = log_pos - packet.event_size
                 self._tx_gtid = ev.gtid
@@ -192,7 +234,7 @@ class BinlogStreamer:
             elif cls is QueryEvent:
                 self._query_event(ev, packet, out)
                 if out and self._idle():
-                    yield out
+                    yield from self._hand_on(out, True)
                     out = []
             elif cls is MariadbAnnotateRowsEvent:
                 if self.include_query:
@@ -217,8 +259,7 @@ class BinlogStreamer:
                 continue
             if log_pos:
                 self.next_pos = log_pos
-        if out:
-            yield out
+        yield from self._hand_on(out, True)
 
     def _events(self) -> Iterator[Any]:
         """The reader's events; after a lost connection, those of a new reader at the last delivered position."""
@@ -355,29 +396,30 @@ class BinlogStreamer:
 
     # -- rows -----------------------------------------------------------------------------------
 
-    def _rows(self, ev: Any, packet: Any, checksum: int, out: list[Any]) -> None:
+    def _rows(self, ev: Any, packet: Any, checksum: int, out: list[Any]) -> list[Any]:
+        """A rows event's changes into ``out`` (or held for a worker process); returns the batch to go on filling."""
         table_map = self.reader.table_map.get(ev.table_id)
         if table_map is None:
-            return
+            return out
         tid = TableId(table_map.schema, table_map.table)
         if self._tx_pos is None:  # rows outside BEGIN (some non-transactional paths)
             self._begin(packet.log_pos - packet.event_size, None, packet.server_id)
         index = self._tx_events
         self._tx_events += 1
         if self._tx_ignored:
-            return
+            return out
         if not self.captured(tid):
             if self.on_filtered is not None:
                 self.on_filtered()
-            return
+            return out
         if index < self._skip_events:
-            return
-        found = self._decoders.get((ev.table_id, id(table_map)))
+            return out
+        key = (ev.table_id, id(table_map))
+        found = self._decoders.get(key)
         if found is None:
             found = self._lookup(ev, table_map, tid)
             if found is None:
-                return
-        _, decode, table, definition = found
+                return out
         if ev.columns_present_bitmap != b"\xff" * len(ev.columns_present_bitmap) and \
                 int.from_bytes(ev.columns_present_bitmap, "little") != (1 << ev.number_of_columns) - 1:
             raise ConnectorError(
@@ -387,11 +429,6 @@ class BinlogStreamer:
             )
         mp = packet.packet
         data = mp._data
-        try:
-            images = decode(data, mp._position, len(data) - checksum)
-        except (IndexError, KeyError, ValueError, TypeError, struct.error) as e:
-            self._undecodable(tid, packet, e)
-            return
         skip = self._skip_rows if index == self._skip_events else 0
         ts = ev.timestamp * 1000
         # One source block and offset per rows event, copied per row (a dict copy is several times
@@ -404,15 +441,33 @@ class BinlogStreamer:
         }
         offset = {"file": self.file, "pos": self._tx_pos, "event": index, "row": 0, "gtids": self._gtids_text,
                   "ts_sec": ev.timestamp, "server_id": packet.server_id}
-        tx_id = self._tx_id
         cls = ev.__class__
-        append = out.append
-        if cls is _UPDATE:
-            op, pairs = "u", [(images[k], images[k + 1]) for k in range(0, len(images), 2)]
-        elif cls is _WRITE:
-            op, pairs = "c", [(None, row) for row in images]
+        op = "u" if cls is _UPDATE else "c" if cls is _WRITE else "d"
+        event_pos = packet.log_pos - packet.event_size
+        workers = self.workers
+        if workers is not None:
+            return workers.hold((key, op, data[mp._position:len(data) - checksum], skip, source, offset, self._tx_id,
+                                 tid, self.file, event_pos), out)
+        self._changes(found, op, data, mp._position, len(data) - checksum, skip, source, offset, self._tx_id, tid,
+                      self.file, event_pos, out.append)
+        return out
+
+    def _changes(self, found: tuple, op: str, data: bytes, start: int, end: int, skip: int, source: dict[str, Any],
+                 offset: dict[str, Any], tx_id: str | None, tid: TableId, file: str, event_pos: int,
+                 append: Callable[[Any], None]) -> None:
+        """The rows of one rows event (``data[start:end]``) as RawChanges, the first ``skip`` left out."""
+        _, decode, table, _ = found
+        try:
+            images = decode(data, start, end)
+        except (IndexError, KeyError, ValueError, TypeError, struct.error) as e:
+            self._undecodable(tid, f"{file}:{event_pos}", e)
+            return
+        if op == "u":
+            pairs = [(images[k], images[k + 1]) for k in range(0, len(images), 2)]
+        elif op == "c":
+            pairs = [(None, row) for row in images]
         else:
-            op, pairs = "d", [(row, None) for row in images]
+            pairs = [(row, None) for row in images]
         for r, (before, after) in enumerate(pairs):
             if r < skip:
                 continue
@@ -425,9 +480,8 @@ class BinlogStreamer:
             self._last_row = len(pairs) - 1
         self.events_seen += len(pairs)
 
-    def _undecodable(self, tid: TableId, packet: Any, error: BaseException) -> None:
-        """A rows event the model cannot decode: fail naming its position, or skip it (warn logs it)."""
-        position = f"{self.file}:{packet.log_pos - packet.event_size}"
+    def _undecodable(self, tid: TableId, position: str, error: BaseException) -> None:
+        """A rows event the model cannot decode (at ``file:pos``): fail naming its position, or skip it (warn logs it)."""
         message = (f"cannot decode the binlog rows event of {tid} at {position} ({type(error).__name__}: {error}): "
                    "the table's definition in the schema history does not match the binlog (changed outside it?)")
         if self.undecodable_mode == "fail":
@@ -473,4 +527,5 @@ class BinlogStreamer:
         for key in [k for k in self._decoders if k[0] == ev.table_id]:
             del self._decoders[key]
         self._decoders[(ev.table_id, id(table_map))] = found
+        self.decoders_version += 1
         return found

@@ -6,7 +6,7 @@ import os
 import re
 
 from cdc_core.config import ConfigField as F
-from cdc_core.config import Fields
+from cdc_core.config import Fields, common
 from cdc_core.config.formats import PORT_RANGE, host_problem, hosts_problem, name_bytes_problem
 
 from cdc_postgres.driver_options import libpq_params
@@ -106,11 +106,8 @@ XMIN_FETCH_INTERVAL_MS = F("xmin.fetch.interval.ms", "long", 0, minimum=0)
 # statement_timeout of cdc's query connections (cdc_postgres.query_timeout); an int of milliseconds in PostgreSQL.
 QUERY_TIMEOUT_MS = F("database.query.timeout.ms", "long", 600000, minimum=0, maximum=2**31 - 1)
 SLOT_STREAM_PARAMS = F("slot.stream.params", "string", validator=stream_params_problem)
-# cdc's own (Debezium has no such property): forked processes that decode, build and serialize long runs of row
-# changes while this one reads the log (cdc_postgres.stream_workers); 0 = all in this process.
-STREAMING_WORKER_PROCESSES = F(
-    "streaming.worker.processes", "int", 0, minimum=0, maximum=64,
-    doc="Worker processes that decode, convert and serialize long runs of row changes (cdc run and sinks; 0: none).")
+# cdc's own: long runs of row changes decoded and serialized in worker processes (cdc_postgres.stream_workers).
+STREAMING_WORKER_PROCESSES = common.STREAMING_WORKER_PROCESSES
 
 FIELDS = Fields(
     [

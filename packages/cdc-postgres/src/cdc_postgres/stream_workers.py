@@ -7,7 +7,10 @@ here (it is a fork of this process: same tables, converters, transforms and seri
 transforms and serializes the records and writes them as sink lines into a memory file
 (``cdc_core.record_block``). The chunk's last captured change is decoded here and follows the
 worker's records in the batch (``SerializedRecords.after``), so the batch's offset covers every
-record in it and a restart resumes after exactly what was acknowledged. Batches leave in log order:
+record in it. A stop resumes after exactly the last record written; the sink's batches may end
+inside a chunk (``max.batch.size``), whose records carry no offset of their own, so after a crash the
+part of a chunk written before its offset was acknowledged comes again (at least once, Debezium's
+own guarantee; hence not with ``exactly.once.support=required``). Batches leave in log order:
 one waiting for a worker holds back everything after it, and at most ``WINDOW`` chunks per worker
 are outstanding.
 
@@ -25,6 +28,7 @@ from operator import attrgetter
 from struct import Struct
 from typing import Any
 
+from cdc_core import exactly_once
 from cdc_core.config import common
 from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
 from cdc_core.snapshot.processes import available
@@ -47,6 +51,9 @@ def unusable(config: Any, pipeline: Any, reader: Any) -> str | None:
     """None if ``streaming.worker.processes`` can be used with this configuration and reader, else why not."""
     if pipeline is None:
         return "the records go to a handler, not a sink"
+    if exactly_once.enabled(config):
+        return ("exactly.once.support=required commits each batch with its offset, and a batch that ends inside a "
+                "worker's chunk has none of its own")
     if config.get(common.PROVIDE_TRANSACTION_METADATA):
         return "provide.transaction.metadata=true numbers a transaction's events in one process"
     if config.get(SIGNAL_DATA_COLLECTION):

@@ -141,6 +141,14 @@ _CONNECT_PROPERTIES = (
     "key.converter", "value.converter", "header.converter", "offset.flush.timeout.ms",
 )
 
+# cdc's own (Debezium has no such property), listed by the connectors that have it (PostgreSQL, MySQL/MariaDB):
+# forked processes that decode, build and serialize large transactions' row changes while the connector's own
+# process reads the log (cdc_core.worker_pool); 0 = all in this process.
+STREAMING_WORKER_PROCESSES = F(
+    "streaming.worker.processes", "int", 0, minimum=0, maximum=64,
+    doc="Worker processes that decode, convert and serialize large transactions' row changes into a sink (0: none).")
+
+
 COMMON_FIELDS = Fields(
     [
         NAME, CONNECTOR_CLASS, TOPIC_PREFIX, TOPIC_DELIMITER,

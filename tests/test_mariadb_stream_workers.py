@@ -1,0 +1,262 @@
+"""``streaming.worker.processes`` on MariaDB: the rows events of large transactions decoded and serialized in workers.
+
+Two engines stream the same binlog, one decoding every rows event in its own process, one with worker
+processes: the file sink must hold the same lines (apart from the processing times), the metrics the
+same counts; a stop in the middle of a large transaction resumes after exactly the last record
+written; a worker that dies stops the engine with an error naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+
+from cdc_core.config import Config
+from cdc_core.engine import Engine
+from cdc_core.errors import ConnectorError
+from cdc_core.sinks.file import FileSink
+from cdc_core.stores.memory_history import MemorySchemaHistoryStore
+from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_mysql import stream_workers
+from mariadb_cdc import connector_config
+
+#: What differs between two runs over the same binlog: the envelope's processing time.
+_PROCESSING_TIME = re.compile(rb'"op":"(.)","ts_ms":\d+(,"ts_us":\d+,"ts_ns":\d+)?')
+_END = b'"id":99999'
+
+
+@pytest.fixture(autouse=True)
+def _small_chunks(monkeypatch):
+    """Chunks of one or two rows events (8 KB each at most), so a transaction of thousands of rows makes many."""
+    monkeypatch.setattr(stream_workers, "MIN_BYTES", 512)
+    monkeypatch.setattr(stream_workers, "CHUNK_BYTES", 8192)
+
+
+def _lines(directory: Path) -> list[bytes]:
+    """The change events of the captured tables (the schema changes of the start differ by when each side started)."""
+    return [_PROCESSING_TIME.sub(rb'"op":"\1"', line) for f in sorted(directory.glob("dbserver1.*.jsonl"))
+            for line in f.read_bytes().split(b"\n") if line]
+
+
+class _Side:
+    """One engine streaming into its own directory, with its own stores (kept for a restart)."""
+
+    def __init__(self, server, db, directory: Path, server_id: int, sink_class=FileSink, **more):
+        self.offsets, self.history = MemoryOffsetStore(), MemorySchemaHistoryStore()
+        self.config = connector_config(server, db, **{"database.server.id": server_id, "snapshot.mode": "no_data",
+                                                      "table.include.list": f"{db}.t,{db}.u", **more})
+        self.directory, self.sink_class = directory, sink_class
+        self.errors: list = []
+        self.engine: Engine | None = None
+        self.thread: threading.Thread | None = None
+
+    def start(self, **more) -> _Side:
+        self.engine = Engine({**self.config, **more}, sink=self.sink_class(Config({"dir": str(self.directory)})),
+                             offset_store=self.offsets, history_store=self.history)
+        self.thread = threading.Thread(target=self._run, args=(self.engine,))
+        self.thread.start()
+        return self
+
+    def _run(self, engine: Engine) -> None:
+        try:
+            engine.run()
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            self.errors.append(e)
+
+    def wait_for(self, marker: bytes, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not any(marker in line for line in _lines(self.directory)):
+            assert not self.errors, self.errors
+            assert self.thread.is_alive() and time.monotonic() < deadline, f"{marker!r} never written"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self.engine.stop()
+        self.thread.join(60)
+        assert not self.errors, self.errors
+
+
+def _streaming(sides: list[_Side], server, db) -> None:
+    """Start every side and wait until each streams (a first row of u written)."""
+    for side in sides:
+        side.start()
+    server.execute("INSERT INTO u VALUES (0, 'start')", database=db)
+    for side in sides:
+        side.wait_for(b'"note":"start"')
+
+
+def _tables(server, db) -> None:
+    server.execute(["CREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(40), amount DECIMAL(12,2), at DATETIME(6))",
+                    "CREATE TABLE u (id INT PRIMARY KEY, note VARCHAR(40))", "CREATE TABLE skipped (id INT PRIMARY KEY)"],
+                   database=db)
+
+
+def _backlog(server, db) -> None:
+    server.execute(["INSERT INTO t SELECT seq, IF(seq % 5 = 0, NULL, CONCAT('n-', seq)), seq * 1.25, "
+                    "TIMESTAMP '2024-01-01 00:00:00' + INTERVAL seq SECOND FROM seq_1_to_3000"], database=db)
+    # One transaction alternating captured tables with one outside table.include.list.
+    server.execute(["START TRANSACTION",
+                    "BEGIN NOT ATOMIC FOR i IN 1..1500 DO INSERT INTO u VALUES (i, CONCAT('u', i)); "
+                    "INSERT INTO skipped VALUES (i); IF i % 3 = 0 THEN INSERT INTO t VALUES (10000 + i, 'mixed', i, "
+                    "NULL); END IF; END FOR; END", "COMMIT"], database=db)
+    server.execute(["UPDATE t SET name = CONCAT('renamed-', id) WHERE id <= 2000",
+                    "DELETE FROM u WHERE id BETWEEN 1 AND 1000",  # deletes and their tombstones
+                    # A new column: the workers are forked again with the new table's decoder.
+                    "ALTER TABLE t ADD COLUMN extra INT DEFAULT 7",
+                    "INSERT INTO t (id, name) SELECT 20000 + seq, 'after-alter' FROM seq_1_to_1000",
+                    "UPDATE t SET id = id + 100000 WHERE id > 20500",  # key changes: delete, tombstone, create
+                    "INSERT INTO u VALUES (99999, 'end')"], database=db)
+
+
+def test_same_lines_and_metrics_as_one_process(mariadb_server, mariadb_db, tmp_path):
+    _tables(mariadb_server, mariadb_db)
+    one = _Side(mariadb_server, mariadb_db, tmp_path / "one", 5601)
+    workers = _Side(mariadb_server, mariadb_db, tmp_path / "workers", 5602, **{"streaming.worker.processes": 1})
+    _streaming([one, workers], mariadb_server, mariadb_db)
+    _backlog(mariadb_server, mariadb_db)
+    for side in (one, workers):
+        side.wait_for(_END)
+        side.stop()
+    assert _lines(workers.directory) == _lines(one.directory)
+    assert len(_lines(one.directory)) == 1 + 3000 + 2000 + 2000 + 2000 + 1000 + 500 * 3 + 1
+    metrics = [(s.engine.metrics.streaming.total_events, dict(s.engine.metrics.streaming.by_op)) for s in (one, workers)]
+    assert metrics[1] == metrics[0]
+    assert metrics[0][1] == {"c": 1 + 3000 + 2000 + 1000 + 500 + 1, "u": 2000, "d": 1000 + 500}
+
+
+class _StoppingSink(FileSink):
+    """A file sink that stops its engine once it has written ``limit`` records (in the middle of a transaction)."""
+
+    limit = 0
+    engine: Engine | None = None
+
+    def write(self, batch):
+        super().write(batch)
+        type(self).limit -= sum(len(r) if r.__class__.__name__ == "RecordBlock" else 1 for r in batch)
+        if type(self).limit <= 0 and type(self).engine is not None:
+            type(self).engine.stop()
+
+
+def test_stop_mid_transaction_resumes_after_the_last_record(mariadb_server, mariadb_db, tmp_path):
+    _tables(mariadb_server, mariadb_db)
+    one = _Side(mariadb_server, mariadb_db, tmp_path / "one", 5601)
+    workers = _Side(mariadb_server, mariadb_db, tmp_path / "workers", 5602, _StoppingSink,
+                    **{"streaming.worker.processes": 1, "max.batch.size": 700})
+    _StoppingSink.limit = 10 ** 9
+    _streaming([one, workers], mariadb_server, mariadb_db)
+    _StoppingSink.limit, _StoppingSink.engine = 1234, workers.engine
+    _backlog(mariadb_server, mariadb_db)
+    one.wait_for(_END)
+    one.stop()
+    workers.thread.join(120)
+    assert not workers.errors, workers.errors
+    written = _lines(workers.directory)
+    assert 1234 <= len(written) < len(_lines(one.directory))
+    last = max((v["payload"]["source"]["pos"], v["payload"]["source"]["row"])
+               for line in written if (v := orjson.loads(line)["value"]) is not None)
+    stored = workers.offsets.get(workers.engine.partition)
+    _StoppingSink.engine = None
+    workers.start()
+    workers.wait_for(_END)
+    workers.stop()
+    assert _lines(workers.directory) == _lines(one.directory), f"stopped at {stored}, last written {last}"
+
+
+class _FailingSink(FileSink):
+    """A file sink that fails (as a crash would stop it) instead of writing once ``limit`` records are written."""
+
+    limit = 0
+
+    def write(self, batch):
+        if type(self).limit <= 0:
+            raise RuntimeError("the sink is down")
+        super().write(batch)
+        type(self).limit -= sum(len(r) if r.__class__.__name__ == "RecordBlock" else 1 for r in batch)
+
+
+def test_a_crash_mid_transaction_loses_nothing(mariadb_server, mariadb_db, tmp_path):
+    """A failure inside a large transaction: the restart repeats at most the part of one worker's chunk that was
+    written after the last offset it acknowledged (at least once, as Debezium), and loses nothing."""
+    _tables(mariadb_server, mariadb_db)
+    one = _Side(mariadb_server, mariadb_db, tmp_path / "one", 5601)
+    workers = _Side(mariadb_server, mariadb_db, tmp_path / "workers", 5602, _FailingSink,
+                    **{"streaming.worker.processes": 1, "max.batch.size": 100})
+    _FailingSink.limit = 10 ** 9
+    _streaming([one, workers], mariadb_server, mariadb_db)
+    _FailingSink.limit = 1234
+    _backlog(mariadb_server, mariadb_db)
+    one.wait_for(_END)
+    one.stop()
+    workers.thread.join(120)
+    assert len(workers.errors) == 1 and "the sink is down" in str(workers.errors[0]), workers.errors
+    workers.errors.clear()
+    _FailingSink.limit = 10 ** 9
+    workers.start()
+    workers.wait_for(_END)
+    workers.stop()
+    expected, got = _lines(one.directory), _lines(workers.directory)
+    assert list(dict.fromkeys(got)) == expected, "records lost or out of order"
+    # A chunk here is two rows events of up to 8 KB (~540 rows of t); the offset before it is at most one chunk back.
+    assert len(got) - len(expected) <= 1000, f"{len(got) - len(expected)} records repeated"
+
+
+def _children() -> list[int]:
+    me = Path("/proc/self/cmdline").read_bytes()
+    out = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        try:
+            pids = [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+        for pid in pids:
+            try:
+                if Path(f"/proc/{pid}/cmdline").read_bytes() == me:
+                    out.append(pid)
+            except OSError:
+                pass
+    return out
+
+
+class _SlowSink(FileSink):
+    def write(self, batch):
+        time.sleep(0.05)
+        super().write(batch)
+
+
+def test_a_killed_worker_stops_the_engine_with_an_error(mariadb_server, mariadb_db, tmp_path):
+    _tables(mariadb_server, mariadb_db)
+    side = _Side(mariadb_server, mariadb_db, tmp_path, 5603, _SlowSink,
+                 **{"streaming.worker.processes": 1, "max.batch.size": 300})
+    _streaming([side], mariadb_server, mariadb_db)
+    _backlog(mariadb_server, mariadb_db)
+    deadline = time.monotonic() + 60
+    while not (workers := _children()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert workers, "no worker process started"
+    os.kill(workers[0], signal.SIGKILL)
+    side.thread.join(60)
+    assert not side.thread.is_alive()
+    assert len(side.errors) == 1 and isinstance(side.errors[0], ConnectorError), side.errors
+    assert "worker process (cdc-binlog-worker) died" in str(side.errors[0])
+    assert not _children(), "worker processes left behind"
+
+
+def test_not_used_with_transaction_metadata(mariadb_server, mariadb_db, tmp_path, caplog):
+    _tables(mariadb_server, mariadb_db)
+    side = _Side(mariadb_server, mariadb_db, tmp_path, 5604,
+                 **{"streaming.worker.processes": 1, "provide.transaction.metadata": "true"})
+    with caplog.at_level("INFO"):
+        _streaming([side], mariadb_server, mariadb_db)
+        _backlog(mariadb_server, mariadb_db)
+        side.wait_for(_END)
+        side.stop()
+    assert "streaming.worker.processes=1: decoding in this process instead (provide.transaction.metadata=true" \
+        in caplog.text
+    assert not _children()
