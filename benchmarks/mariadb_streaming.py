@@ -9,6 +9,8 @@ A throwaway MariaDB gets 200k mixed row changes (inserts, updates, deletes in tr
   with a stored offset), converted, enveloped, serialized to JSON (schemas on) and written by the
   file sink (fsync per batch), plus the same pipeline stopping before the sink (``records``: the
   library API's handler) and before the serializer, to show where the time goes;
+- the same into the file sink with ``streaming.worker.processes=1`` (the rows events of each
+  transaction decoded and serialized in a forked worker; its CPU counted too);
 - the snapshot rate: an initial snapshot of the table's remaining rows into the file sink.
 
 The same run gives both jobs to Debezium's embedded engine (its MySqlConnector against the same
@@ -29,6 +31,7 @@ Usage: ``uv run python benchmarks/mariadb_streaming.py [--changes N] [--repeat N
 from __future__ import annotations
 
 import argparse
+import resource
 import shutil
 import tempfile
 import threading
@@ -41,6 +44,7 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 
 from cdc_core.config import Config
 from cdc_core.engine import Engine
+from cdc_core.record_block import RecordBlock
 from cdc_core.serializers.json import JsonSerializer
 from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
@@ -137,6 +141,46 @@ def engine_rate(server: Any, file: str, pos: int, changes: int, out_dir: Path, s
     runner.join()
     sink.close()
     return count / elapsed, cpu_us
+
+
+class _CountingSink(FileSink):
+    """The file sink, counting the table's records written (a worker's block counts as its records)."""
+
+    written = 0
+
+    def write(self, records: list) -> None:
+        super().write(records)
+        type(self).written += sum(len(r) if r.__class__ is RecordBlock else 1 for r in records
+                                  if r.topic == "bench.bench.bench")
+
+
+def worker_rate(server: Any, file: str, pos: int, changes: int, out_dir: Path,
+                processes: int) -> tuple[float, float, float]:
+    """(events/s, CPU us per event of this process, of its worker processes) of the drain into the file sink with
+    ``streaming.worker.processes=processes``: large transactions' rows events decoded and serialized by workers."""
+    config = Config({
+        "connector.class": "mariadb", "database.hostname": server.host, "database.port": server.port,
+        "database.user": server.user, "database.server.id": 9003, "topic.prefix": "bench",
+        "database.include.list": "bench", "snapshot.mode": "recovery", "tombstones.on.delete": "false",
+        "poll.interval.ms": 50, "streaming.worker.processes": processes, **debezium_baseline.converter_properties(),
+    })
+    store = MemoryOffsetStore()
+    store.commit([({"server": "bench"}, {"file": file, "pos": pos, "event": 0, "row": 0})])
+    _CountingSink.written = 0
+    engine = Engine(config, sink=_CountingSink(Config({"dir": str(out_dir)})), offset_store=store,
+                    history_store=MemorySchemaHistoryStore())
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started, cpu = time.perf_counter(), time.process_time()
+    runner = threading.Thread(target=engine.run)
+    runner.start()
+    while _CountingSink.written < changes and runner.is_alive():
+        time.sleep(0.01)
+    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    engine.stop()
+    runner.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers, ended and waited for by the stop
+    workers = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
+    return changes / elapsed, cpu / changes * 1e6, workers / changes * 1e6
 
 
 def snapshot_rate(server: Any, rows: int, out_dir: Path) -> float:
@@ -245,6 +289,9 @@ def main() -> None:
             (rates["sink"], cpu_us), cpu_s, rss, wall = isolated.run(engine_rate, address, file, pos, args.changes,
                                                                      Path(tmp) / f"s{i}", "sink")
             CPU_US["sink"] = min(CPU_US.get("sink", 1e9), cpu_us)
+            (rates["workers"], cpu_us, workers_us), _, _, _ = isolated.run(
+                worker_rate, address, file, pos, args.changes, Path(tmp) / f"w{i}", 1)
+            CPU_US["workers"] = min(CPU_US.get("workers", 1e9), cpu_us + workers_us)
             cdc["drain"].append(Figures(args.changes, args.changes / rates["sink"], wall, cpu_s, rss))
             rates["snapshot"], cpu_s, rss, wall = isolated.run(snapshot_rate, address, remaining,
                                                                Path(tmp) / f"snapshot{i}")
@@ -260,6 +307,8 @@ def main() -> None:
     print(f"end to end, records to a handler     : {best['records']:>10,.0f} events/s  ({CPU_US['records']:.1f} us CPU/event)")
     print(f"end to end, + JSON with schemas      : {best['json']:>10,.0f} events/s  ({CPU_US['json']:.1f} us CPU/event)")
     print(f"end to end, + file sink (fsync)      : {best['sink']:>10,.0f} events/s  ({CPU_US['sink']:.1f} us CPU/event)")
+    print(f"  same, streaming.worker.processes=1 : {best['workers']:>10,.0f} events/s  ({CPU_US['workers']:.1f} us CPU/event "
+          "with the worker's)")
     print(f"ratio end-to-end (file sink) / bare  : {best['sink'] / best['bare']:>10.2f}")
     print(f"snapshot (file sink)                 : {best['snapshot']:>10,.0f} rows/s ({remaining} rows)")
     print("targets: end to end >= 0.8 x the bare library rate (issue 4); project goal >= 60,000 events/s")

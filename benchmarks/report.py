@@ -278,13 +278,14 @@ def postgres_snapshot(report: Report, rows: int, rounds: int, why_not: str | Non
 
 # -- MariaDB ---------------------------------------------------------------------------------------
 
-def mariadb_drain(report: Report, changes: int, rounds: int, why_not: str | None) -> None:
-    """mariadb_streaming.py's drain: bare mysql-replication loop, cdc into the file sink, Debezium from its offset."""
+def mariadb_drain(report: Report, changes: int, rounds: int, why_not: str | None, processes: int = 0) -> None:
+    """mariadb_streaming.py's drain: bare mysql-replication loop, cdc into the file sink, Debezium from its offset;
+    with ``processes`` also cdc with ``streaming.worker.processes=processes`` (their CPU counted)."""
     import mariadb_streaming as ms
     from cdc_mysql.embedded import EmbeddedMariaDB
 
     load = _load()
-    cdc_runs, dbz_runs, bare = [], [], []
+    cdc_runs, dbz_runs, bare, worker_runs = [], [], [], []
     with EmbeddedMariaDB() as server, tempfile.TemporaryDirectory() as tmp:
         server.create_database("bench")
         server.execute(ms.TABLE, database="bench")
@@ -299,6 +300,11 @@ def mariadb_drain(report: Report, changes: int, rounds: int, why_not: str | None
             (rate, _), cpu_s, rss, wall = isolated.run(ms.engine_rate, address, file, pos, changes,
                                                        Path(tmp) / f"s{i}", "sink")
             cdc_runs.append(Figures(changes, changes / rate, wall, cpu_s, rss))
+            if processes:
+                (rate, _, workers_us), cpu_s, rss, wall = isolated.run(
+                    ms.worker_rate, address, file, pos, changes, Path(tmp) / f"w{i}", processes)
+                worker_runs.append(Figures(changes, changes / rate, wall, cpu_s + workers_us * changes / 1e6, rss))
+                shutil.rmtree(Path(tmp) / f"w{i}", ignore_errors=True)
             if why_not is None:
                 dbz_runs.append(ms.debezium_drain(server, state, Path(tmp) / f"debezium-drain{i}", changes))
                 shutil.rmtree(Path(tmp) / f"debezium-drain{i}")
@@ -443,7 +449,7 @@ def main() -> None:
     parts: dict[str, Callable[[Report], None]] = {
         "pg-drain": lambda r: postgres_drain(r, size["drain"], args.rounds, why_not, args.stream_workers),
         "pg-snapshot": lambda r: postgres_snapshot(r, size["snapshot"], args.rounds, why_not, args.threads),
-        "mariadb-drain": lambda r: mariadb_drain(r, size["drain"], args.rounds, why_not),
+        "mariadb-drain": lambda r: mariadb_drain(r, size["drain"], args.rounds, why_not, args.stream_workers),
         "mariadb-snapshot": lambda r: mariadb_snapshot(r, size["snapshot"], args.rounds, why_not, args.threads),
         "latency": lambda r: latency(r, size["latency_s"]),
         "big-transaction": lambda r: big_transactions(r, size["big_mb"]),
