@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import select
 import socket
 from collections import Counter, deque
 from collections.abc import Callable
@@ -38,6 +39,7 @@ class OrderedWorkers:
         self._workers: list[tuple[Any, Any, Any]] = []  # (process, this side of its pipe, the pipe as a socket)
         self._pending: deque[int] = deque()  # the worker of each outstanding task, oldest first
         self._next = 0
+        self._pollers: list[Any] = []
         try:
             for _ in range(processes):
                 mine, theirs = ctx.Pipe()
@@ -45,6 +47,9 @@ class OrderedWorkers:
                 process.start()
                 theirs.close()  # only the worker holds its end: its death is an end of file here
                 self._workers.append((process, mine, socket.fromfd(mine.fileno(), socket.AF_UNIX, socket.SOCK_STREAM)))
+                poller = select.poll()  # ``ready``'s check without the selector multiprocessing makes per call
+                poller.register(mine.fileno(), select.POLLIN)
+                self._pollers.append(poller)
         except BaseException:
             self.close()
             raise
@@ -72,7 +77,7 @@ class OrderedWorkers:
 
     def ready(self) -> bool:
         """Whether the oldest outstanding task's result has (begun to) come back: ``take`` will not wait long."""
-        return bool(self._pending) and self._workers[self._pending[0]][1].poll()
+        return bool(self._pending) and bool(self._pollers[self._pending[0]].poll(0))
 
     def take(self) -> Any:
         """The oldest outstanding task's result (waiting for it); its worker's exception raised here."""
@@ -107,6 +112,7 @@ class OrderedWorkers:
             sock.close()
             conn.close()
         self._workers.clear()
+        self._pollers.clear()
         self._pending.clear()
 
     def _died(self, process: Any) -> ConnectorError:
