@@ -436,7 +436,7 @@ def main() -> None:
     parser.add_argument("--no-debezium", action="store_true", help="do not run Debezium's engine")
     parser.add_argument("--threads", type=int, default=2,
                         help="also snapshot with snapshot.max.threads=N worker processes (1: only one process)")
-    parser.add_argument("--stream-workers", type=int, default=1,
+    parser.add_argument("--stream-workers", type=int, default=2,
                         help="also drain with streaming.worker.processes=N (0: only in one process)")
     parser.add_argument("--schemas", choices=("on", "off", "both"), default="on",
                         help="JsonConverter schemas on, off, or both in turn (drains and snapshots; default on)")

@@ -452,7 +452,7 @@ class Engine:
                             delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
                         if not raw:
                             continue
-                        serialized = after = None
+                        serialized = after = counts = None
                         if raw[-1].__class__ is SerializedRecords:  # built, transformed, serialized by a worker
                             last = raw.pop()
                             serialized, after, counts = last.records, last.after, last.counts
