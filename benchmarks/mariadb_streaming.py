@@ -31,7 +31,6 @@ Usage: ``uv run python benchmarks/mariadb_streaming.py [--changes N] [--repeat N
 from __future__ import annotations
 
 import argparse
-import resource
 import shutil
 import tempfile
 import threading
@@ -44,7 +43,6 @@ from pymysqlreplication.row_event import DeleteRowsEvent, UpdateRowsEvent, Write
 
 from cdc_core.config import Config
 from cdc_core.engine import Engine
-from cdc_core.record_block import RecordBlock
 from cdc_core.serializers.json import JsonSerializer
 from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
@@ -52,6 +50,7 @@ from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_mysql.embedded import EmbeddedMariaDB
 
 import debezium_baseline
+import drain_run
 import isolated
 from debezium_baseline import Figures
 
@@ -143,17 +142,6 @@ def engine_rate(server: Any, file: str, pos: int, changes: int, out_dir: Path, s
     return count / elapsed, cpu_us
 
 
-class _CountingSink(FileSink):
-    """The file sink, counting the table's records written (a worker's block counts as its records)."""
-
-    written = 0
-
-    def write(self, records: list) -> None:
-        super().write(records)
-        type(self).written += sum(len(r) if r.__class__ is RecordBlock else 1 for r in records
-                                  if r.topic == "bench.bench.bench")
-
-
 def worker_rate(server: Any, file: str, pos: int, changes: int, out_dir: Path,
                 processes: int) -> tuple[float, float, float]:
     """(events/s, CPU us per event of this process, of its worker processes) of the drain into the file sink with
@@ -166,21 +154,8 @@ def worker_rate(server: Any, file: str, pos: int, changes: int, out_dir: Path,
     })
     store = MemoryOffsetStore()
     store.commit([({"server": "bench"}, {"file": file, "pos": pos, "event": 0, "row": 0})])
-    _CountingSink.written = 0
-    engine = Engine(config, sink=_CountingSink(Config({"dir": str(out_dir)})), offset_store=store,
-                    history_store=MemorySchemaHistoryStore())
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started, cpu = time.perf_counter(), time.process_time()
-    runner = threading.Thread(target=engine.run)
-    runner.start()
-    while _CountingSink.written < changes and runner.is_alive():
-        time.sleep(0.01)
-    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-    engine.stop()
-    runner.join()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers, ended and waited for by the stop
-    workers = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
-    return changes / elapsed, cpu / changes * 1e6, workers / changes * 1e6
+    return drain_run.run(config, out_dir, "bench.bench.bench", changes, offset_store=store,
+                         history_store=MemorySchemaHistoryStore())
 
 
 def snapshot_rate(server: Any, rows: int, out_dir: Path) -> float:

@@ -17,7 +17,6 @@ Usage: ``uv run python benchmarks/pg_streaming.py [--rows N] [--no-debezium] [--
 from __future__ import annotations
 
 import argparse
-import resource
 import tempfile
 import threading
 import time
@@ -26,7 +25,6 @@ from typing import Any
 
 from cdc_core.config import Config
 from cdc_core.engine import Engine
-from cdc_core.record_block import RecordBlock
 from cdc_core.serializers.json import JsonSerializer
 from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
@@ -34,6 +32,7 @@ from cdc_postgres.embedded import EmbeddedPostgres
 from cdc_postgres.replication import ReplicationConnection
 
 import debezium_baseline
+import drain_run
 import isolated
 from debezium_baseline import Figures
 
@@ -117,16 +116,6 @@ def engine_rate(pg: Any, db: str, slot: str, rows: int, out_dir: Path | None,
     return count / elapsed
 
 
-class _CountingSink(FileSink):
-    """The file sink, counting the records written (a worker's block counts as its records)."""
-
-    written = 0
-
-    def write(self, records: list) -> None:
-        super().write(records)
-        type(self).written += sum(len(r) if r.__class__ is RecordBlock else 1 for r in records)
-
-
 def worker_rate(pg: Any, db: str, slot: str, rows: int, out_dir: Path, processes: int) -> tuple[float, float, float]:
     """(events/s, CPU us per event of this process, of its worker processes) of the drain into the file sink with
     ``streaming.worker.processes=processes``: long runs of row changes decoded and serialized by workers."""
@@ -138,20 +127,7 @@ def worker_rate(pg: Any, db: str, slot: str, rows: int, out_dir: Path, processes
     })
     store = MemoryOffsetStore()
     store.commit([({"server": "bench"}, {"lsn_commit": 0, "lsn_proc": None, "lsn": 0})])
-    _CountingSink.written = 0
-    engine = Engine(config, sink=_CountingSink(Config({"dir": str(out_dir)})), offset_store=store)
-    children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started, cpu = time.perf_counter(), time.process_time()
-    runner = threading.Thread(target=engine.run)
-    runner.start()
-    while _CountingSink.written < rows and runner.is_alive():
-        time.sleep(0.01)
-    elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
-    engine.stop()
-    runner.join()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the workers, ended and waited for by the stop
-    workers = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
-    return rows / elapsed, cpu / rows * 1e6, workers / rows * 1e6
+    return drain_run.run(config, out_dir, "bench.public.bench", rows, offset_store=store)
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ from cdc_core.errors import ConnectorError
 from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from kit.worker_processes import FailingSink, SlowSink, StoppingSink, forked_children
 from cdc_mysql import stream_workers
 from mariadb_cdc import connector_config
 
@@ -131,27 +132,14 @@ def test_same_lines_and_metrics_as_one_process(mariadb_server, mariadb_db, tmp_p
     assert metrics[0][1] == {"c": 1 + 3000 + 2000 + 1000 + 500 + 1, "u": 2000, "d": 1000 + 500}
 
 
-class _StoppingSink(FileSink):
-    """A file sink that stops its engine once it has written ``limit`` records (in the middle of a transaction)."""
-
-    limit = 0
-    engine: Engine | None = None
-
-    def write(self, batch):
-        super().write(batch)
-        type(self).limit -= sum(len(r) if r.__class__.__name__ == "RecordBlock" else 1 for r in batch)
-        if type(self).limit <= 0 and type(self).engine is not None:
-            type(self).engine.stop()
-
-
 def test_stop_mid_transaction_resumes_after_the_last_record(mariadb_server, mariadb_db, tmp_path):
     _tables(mariadb_server, mariadb_db)
     one = _Side(mariadb_server, mariadb_db, tmp_path / "one", 5601)
-    workers = _Side(mariadb_server, mariadb_db, tmp_path / "workers", 5602, _StoppingSink,
+    workers = _Side(mariadb_server, mariadb_db, tmp_path / "workers", 5602, StoppingSink,
                     **{"streaming.worker.processes": 1, "max.batch.size": 700})
-    _StoppingSink.limit = 10 ** 9
+    StoppingSink.limit = 10 ** 9
     _streaming([one, workers], mariadb_server, mariadb_db)
-    _StoppingSink.limit, _StoppingSink.engine = 1234, workers.engine
+    StoppingSink.limit, StoppingSink.engine = 1234, workers.engine
     _backlog(mariadb_server, mariadb_db)
     one.wait_for(_END)
     one.stop()
@@ -162,23 +150,11 @@ def test_stop_mid_transaction_resumes_after_the_last_record(mariadb_server, mari
     last = max((v["payload"]["source"]["pos"], v["payload"]["source"]["row"])
                for line in written if (v := orjson.loads(line)["value"]) is not None)
     stored = workers.offsets.get(workers.engine.partition)
-    _StoppingSink.engine = None
+    StoppingSink.engine = None
     workers.start()
     workers.wait_for(_END)
     workers.stop()
     assert _lines(workers.directory) == _lines(one.directory), f"stopped at {stored}, last written {last}"
-
-
-class _FailingSink(FileSink):
-    """A file sink that fails (as a crash would stop it) instead of writing once ``limit`` records are written."""
-
-    limit = 0
-
-    def write(self, batch):
-        if type(self).limit <= 0:
-            raise RuntimeError("the sink is down")
-        super().write(batch)
-        type(self).limit -= sum(len(r) if r.__class__.__name__ == "RecordBlock" else 1 for r in batch)
 
 
 def test_a_crash_mid_transaction_loses_nothing(mariadb_server, mariadb_db, tmp_path):
@@ -186,18 +162,18 @@ def test_a_crash_mid_transaction_loses_nothing(mariadb_server, mariadb_db, tmp_p
     written after the last offset it acknowledged (at least once, as Debezium), and loses nothing."""
     _tables(mariadb_server, mariadb_db)
     one = _Side(mariadb_server, mariadb_db, tmp_path / "one", 5601)
-    workers = _Side(mariadb_server, mariadb_db, tmp_path / "workers", 5602, _FailingSink,
+    workers = _Side(mariadb_server, mariadb_db, tmp_path / "workers", 5602, FailingSink,
                     **{"streaming.worker.processes": 1, "max.batch.size": 100})
-    _FailingSink.limit = 10 ** 9
+    FailingSink.limit = 10 ** 9
     _streaming([one, workers], mariadb_server, mariadb_db)
-    _FailingSink.limit = 1234
+    FailingSink.limit = 1234
     _backlog(mariadb_server, mariadb_db)
     one.wait_for(_END)
     one.stop()
     workers.thread.join(120)
     assert len(workers.errors) == 1 and "the sink is down" in str(workers.errors[0]), workers.errors
     workers.errors.clear()
-    _FailingSink.limit = 10 ** 9
+    FailingSink.limit = 10 ** 9
     workers.start()
     workers.wait_for(_END)
     workers.stop()
@@ -207,37 +183,14 @@ def test_a_crash_mid_transaction_loses_nothing(mariadb_server, mariadb_db, tmp_p
     assert len(got) - len(expected) <= 1000, f"{len(got) - len(expected)} records repeated"
 
 
-def _children() -> list[int]:
-    me = Path("/proc/self/cmdline").read_bytes()
-    out = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:
-            pids = [int(p) for p in (task / "children").read_text().split()]
-        except OSError:
-            continue
-        for pid in pids:
-            try:
-                if Path(f"/proc/{pid}/cmdline").read_bytes() == me:
-                    out.append(pid)
-            except OSError:
-                pass
-    return out
-
-
-class _SlowSink(FileSink):
-    def write(self, batch):
-        time.sleep(0.05)
-        super().write(batch)
-
-
 def test_a_killed_worker_stops_the_engine_with_an_error(mariadb_server, mariadb_db, tmp_path):
     _tables(mariadb_server, mariadb_db)
-    side = _Side(mariadb_server, mariadb_db, tmp_path, 5603, _SlowSink,
+    side = _Side(mariadb_server, mariadb_db, tmp_path, 5603, SlowSink,
                  **{"streaming.worker.processes": 1, "max.batch.size": 300})
     _streaming([side], mariadb_server, mariadb_db)
     _backlog(mariadb_server, mariadb_db)
     deadline = time.monotonic() + 60
-    while not (workers := _children()) and time.monotonic() < deadline:
+    while not (workers := forked_children()) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert workers, "no worker process started"
     os.kill(workers[0], signal.SIGKILL)
@@ -245,7 +198,7 @@ def test_a_killed_worker_stops_the_engine_with_an_error(mariadb_server, mariadb_
     assert not side.thread.is_alive()
     assert len(side.errors) == 1 and isinstance(side.errors[0], ConnectorError), side.errors
     assert "worker process (cdc-binlog-worker) died" in str(side.errors[0])
-    assert not _children(), "worker processes left behind"
+    assert not forked_children(), "worker processes left behind"
 
 
 def test_not_used_with_transaction_metadata(mariadb_server, mariadb_db, tmp_path, caplog):
@@ -259,4 +212,4 @@ def test_not_used_with_transaction_metadata(mariadb_server, mariadb_db, tmp_path
         side.stop()
     assert "streaming.worker.processes=1: decoding in this process instead (provide.transaction.metadata=true" \
         in caplog.text
-    assert not _children()
+    assert not forked_children()

@@ -29,6 +29,7 @@ from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_postgres import process_snapshot
 from cdc_process import CdcProcess, server_properties, write_properties
 from kit.replay import rebuild_rows
+from kit.worker_processes import SlowSink, child_pids, forked_children
 from kit.writer_then_streaming import run_with_writer
 
 #: What differs between two runs of the same snapshot: times, and the LSN of each run's own slot.
@@ -43,33 +44,6 @@ def _config(pg, db, **more):
 
 def _lines(directory: Path) -> list[bytes]:
     return [line for f in sorted(directory.glob("*.jsonl")) for line in f.read_bytes().split(b"\n") if line]
-
-
-def _child_pids(pid: int) -> list[int]:
-    """The children of process ``pid``, from each of its threads' ``/proc`` entry.
-
-    A thread that ends while the directory is walked takes its entry with it: it has no children then.
-    """
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        try:
-            out.extend(int(child) for child in (task / "children").read_text().split())
-        except OSError:
-            pass
-    return out
-
-
-def _children() -> list[int]:
-    """This process's forked children (the snapshot workers: the same command line as this process)."""
-    me = Path("/proc/self/cmdline").read_bytes()
-    out = []
-    for pid in _child_pids(os.getpid()):
-        try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes() == me:
-                out.append(pid)
-        except OSError:
-            pass
-    return out
 
 
 def test_same_bytes_as_one_process(pg_server, pg_db, tmp_path, monkeypatch):
@@ -137,14 +111,6 @@ def _run(engine: Engine, errors: list) -> None:
         errors.append(e)
 
 
-class _SlowSink(FileSink):
-    """A file sink that takes its time, so the snapshot is still running when a worker is killed."""
-
-    def write(self, batch):
-        time.sleep(0.05)
-        super().write(batch)
-
-
 def _slow_snapshot(pg_server, pg_db, tmp_path, monkeypatch) -> tuple[Engine, MemoryOffsetStore, list, threading.Thread]:
     """A 60000-row snapshot with 2 workers into a slow file sink, started: the engine, its offsets, errors, thread."""
     monkeypatch.setattr(process_snapshot, "CHUNK_ROWS", 500)
@@ -153,7 +119,7 @@ def _slow_snapshot(pg_server, pg_db, tmp_path, monkeypatch) -> tuple[Engine, Mem
     pg_server.execute("ANALYZE t", dbname=pg_db)
     offsets = MemoryOffsetStore()
     engine = Engine(_config(pg_server, pg_db, **{"snapshot.max.threads": 2, "max.batch.size": 500}),
-                    sink=_SlowSink(Config({"dir": str(tmp_path)})), offset_store=offsets)
+                    sink=SlowSink(Config({"dir": str(tmp_path)})), offset_store=offsets)
     errors: list = []
     runner = threading.Thread(target=lambda: _run(engine, errors))
     runner.start()
@@ -163,7 +129,7 @@ def _slow_snapshot(pg_server, pg_db, tmp_path, monkeypatch) -> tuple[Engine, Mem
 def test_a_killed_worker_stops_the_engine_with_an_error(pg_server, pg_db, tmp_path, monkeypatch):
     engine, offsets, errors, runner = _slow_snapshot(pg_server, pg_db, tmp_path, monkeypatch)
     deadline = time.monotonic() + 60
-    while not (workers := _children()) and time.monotonic() < deadline:
+    while not (workers := forked_children()) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert workers, "no worker process started"
     os.kill(workers[0], signal.SIGKILL)
@@ -175,7 +141,7 @@ def test_a_killed_worker_stops_the_engine_with_an_error(pg_server, pg_db, tmp_pa
     assert written < 60000
     stored = offsets.get(engine.partition)
     assert stored is None or stored["snapshot"] is True  # the next start takes the snapshot again
-    assert not _children(), "worker processes left behind"
+    assert not forked_children(), "worker processes left behind"
 
 
 def test_kill_9_mid_snapshot_then_restart(pg_server, pg_db, tmp_path):
@@ -192,7 +158,7 @@ def test_kill_9_mid_snapshot_then_restart(pg_server, pg_db, tmp_path):
 
     cdc = CdcProcess(config, tmp_path).start()
     cdc.wait_until(lambda: written().count(b"\n") > 0, 60, "the first snapshot records")
-    workers = _child_pids(cdc.proc.pid)
+    workers = child_pids(cdc.proc.pid)
     cdc.kill()
     first_run = written().count(b"\n")
     if first_run >= rows:
@@ -224,4 +190,4 @@ def test_stop_mid_snapshot_ends_the_workers(pg_server, pg_db, tmp_path, monkeypa
     assert not runner.is_alive() and not errors, errors
     assert 0 < len(_lines(tmp_path)) < 60000
     assert offsets.get(engine.partition)["snapshot"] is True  # the next start takes the snapshot again
-    assert not _children(), "worker processes left behind"
+    assert not forked_children(), "worker processes left behind"

@@ -23,6 +23,7 @@ from cdc_core.engine import Engine
 from cdc_core.errors import ConnectorError
 from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from kit.worker_processes import FailingSink, SlowSink, StoppingSink, forked_children
 from cdc_postgres import stream_workers
 
 #: What differs between two runs over the same WAL: the envelope's processing time.
@@ -129,36 +130,22 @@ def test_two_workers_same_lines(pg_server, pg_db, tmp_path):
     assert out["workers"] == out["one"]
 
 
-class _StoppingSink(FileSink):
-    """A file sink that stops its engine once it has written ``limit`` records (in the middle of a transaction)."""
-
-    limit = 0
-    engine: Engine | None = None
-
-    def write(self, batch):
-        super().write(batch)
-        written = sum(len(r) if r.__class__.__name__ == "RecordBlock" else 1 for r in batch)
-        type(self).limit -= written
-        if type(self).limit <= 0 and type(self).engine is not None:
-            type(self).engine.stop()
-
-
 @pytest.mark.parametrize("stop_after", [1234, 4100])
 def test_stop_mid_transaction_resumes_after_the_last_record(pg_server, pg_db, tmp_path, stop_after):
     lines = _backlog(pg_server, pg_db, ["one", "workers"])
     _drain(_engine(pg_server, pg_db, tmp_path / "one", "one", MemoryOffsetStore()), tmp_path / "one", lines)
     offsets = MemoryOffsetStore()
-    _StoppingSink.limit = stop_after
-    first = _engine(pg_server, pg_db, tmp_path / "workers", "workers", offsets, _StoppingSink,
+    StoppingSink.limit = stop_after
+    first = _engine(pg_server, pg_db, tmp_path / "workers", "workers", offsets, StoppingSink,
                     **{"streaming.worker.processes": 1, "max.batch.size": 700})
-    _StoppingSink.engine = first
+    StoppingSink.engine = first
     first.run()
     written = _lines(tmp_path / "workers")
     assert stop_after <= len(written) < lines
     last = max(v["payload"]["source"]["lsn"] for line in written if (v := orjson.loads(line)["value"]) is not None)
     stored = offsets.get({"server": "sw"})
     assert stored["lsn_proc"] == last, "the stored offset is not the last written record's"
-    _StoppingSink.engine = None
+    StoppingSink.engine = None
     _drain(_engine(pg_server, pg_db, tmp_path / "workers", "workers", offsets, **{"streaming.worker.processes": 1}),
            tmp_path / "workers", lines)
     # A restart inside a transaction takes Debezium's lastCommitLsn (source.sequence's first element) from the
@@ -167,27 +154,15 @@ def test_stop_mid_transaction_resumes_after_the_last_record(pg_server, pg_db, tm
         [_LAST_COMMIT.sub(b"", line) for line in _lines(tmp_path / "one")]
 
 
-class _FailingSink(FileSink):
-    """A file sink that fails (as a crash would stop it) instead of writing once ``limit`` records are written."""
-
-    limit = 0
-
-    def write(self, batch):
-        if type(self).limit <= 0:
-            raise RuntimeError("the sink is down")
-        super().write(batch)
-        type(self).limit -= sum(len(r) if r.__class__.__name__ == "RecordBlock" else 1 for r in batch)
-
-
 def test_a_crash_mid_transaction_loses_nothing(pg_server, pg_db, tmp_path):
     """A failure inside a large transaction: the restart repeats at most the part of one worker's chunk written
     after the last offset acknowledged (at least once, as Debezium), and loses nothing."""
     lines = _backlog(pg_server, pg_db, ["one", "workers"])
     _drain(_engine(pg_server, pg_db, tmp_path / "one", "one", MemoryOffsetStore()), tmp_path / "one", lines)
     offsets = MemoryOffsetStore()
-    _FailingSink.limit = 1234
+    FailingSink.limit = 1234
     with pytest.raises(RuntimeError, match="the sink is down"):
-        _engine(pg_server, pg_db, tmp_path / "workers", "workers", offsets, _FailingSink,
+        _engine(pg_server, pg_db, tmp_path / "workers", "workers", offsets, FailingSink,
                 **{"streaming.worker.processes": 1, "max.batch.size": 100}).run()
     _drain(_engine(pg_server, pg_db, tmp_path / "workers", "workers", offsets, **{"streaming.worker.processes": 1}),
            tmp_path / "workers", lines)
@@ -197,39 +172,16 @@ def test_a_crash_mid_transaction_loses_nothing(pg_server, pg_db, tmp_path):
     assert len(got) - len(expected) <= 300, f"{len(got) - len(expected)} records repeated: more than a chunk"
 
 
-def _children() -> list[int]:
-    me = Path("/proc/self/cmdline").read_bytes()
-    out = []
-    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
-        try:
-            pids = [int(p) for p in (task / "children").read_text().split()]
-        except OSError:
-            continue
-        for pid in pids:
-            try:
-                if Path(f"/proc/{pid}/cmdline").read_bytes() == me:
-                    out.append(pid)
-            except OSError:
-                pass
-    return out
-
-
-class _SlowSink(FileSink):
-    def write(self, batch):
-        time.sleep(0.05)
-        super().write(batch)
-
-
 def test_a_killed_worker_stops_the_engine_with_an_error(pg_server, pg_db, tmp_path):
     _backlog(pg_server, pg_db, ["workers"])
     offsets = MemoryOffsetStore()
-    engine = _engine(pg_server, pg_db, tmp_path, "workers", offsets, _SlowSink,
+    engine = _engine(pg_server, pg_db, tmp_path, "workers", offsets, SlowSink,
                      **{"streaming.worker.processes": 1, "max.batch.size": 300})
     errors: list = []
     runner = threading.Thread(target=lambda: _run(engine, errors))
     runner.start()
     deadline = time.monotonic() + 60
-    while not (workers := _children()) and time.monotonic() < deadline:
+    while not (workers := forked_children()) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert workers, "no worker process started"
     os.kill(workers[0], signal.SIGKILL)
@@ -237,7 +189,7 @@ def test_a_killed_worker_stops_the_engine_with_an_error(pg_server, pg_db, tmp_pa
     assert not runner.is_alive()
     assert len(errors) == 1 and isinstance(errors[0], ConnectorError), errors
     assert "worker process (cdc-stream-worker) died" in str(errors[0])
-    assert not _children(), "worker processes left behind"
+    assert not forked_children(), "worker processes left behind"
 
 
 def test_not_used_with_transaction_metadata(pg_server, pg_db, tmp_path, caplog):
@@ -248,4 +200,4 @@ def test_not_used_with_transaction_metadata(pg_server, pg_db, tmp_path, caplog):
         _drain(engine, tmp_path, lines)
     assert "streaming.worker.processes=1: decoding in this process instead (provide.transaction.metadata=true" \
         in caplog.text
-    assert not _children()
+    assert not forked_children()

@@ -25,9 +25,15 @@ from collections import Counter, deque
 from collections.abc import Callable
 from typing import Any
 
+from cdc_core import exactly_once
+from cdc_core.config import ConfigField, common
 from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint
-from cdc_core.snapshot.processes import SerializedRecords, _close_all, _exit_code, _opened, _serve, unpack
+from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
+from cdc_core.snapshot.processes import SerializedRecords, _exit_code, _receive, _serve, available, unpack
+
+#: ``read.only`` (PostgreSQL's and MySQL's: the same name, default and meaning).
+_READ_ONLY = ConfigField("read.only", "boolean", False)
 
 
 class OrderedWorkers:
@@ -83,24 +89,7 @@ class OrderedWorkers:
         """The oldest outstanding task's result (waiting for it); its worker's exception raised here."""
         w = self._pending.popleft()
         process, conn, sock = self._workers[w]
-        try:
-            ok, result, nfds = conn.recv()
-            fds: list[int] = []
-            if nfds:
-                _, fds, _, _ = socket.recv_fds(sock, 1, nfds)
-                if len(fds) != nfds:
-                    _close_all(fds)
-                    raise EOFError
-        except (EOFError, OSError):
-            raise self._died(process) from None
-        if not ok:
-            raise result
-        if nfds:
-            try:
-                result = _opened(result, fds)
-            finally:
-                _close_all(fds)
-        return result
+        return _receive(conn, sock, lambda: self._died(process))
 
     def close(self) -> None:
         """End the workers at once (outstanding results are dropped)."""
@@ -118,6 +107,23 @@ class OrderedWorkers:
     def _died(self, process: Any) -> ConnectorError:
         return ConnectorError(f"a worker process ({self.name}) died before finishing its task (exit code "
                               f"{_exit_code(process)}: killed, or out of memory)")
+
+
+def streaming_unusable(config: Any, pipeline: Any) -> str | None:
+    """None if ``streaming.worker.processes`` can be used as far as the engine goes, else why not (the connectors
+    add their own reasons): the records must go to a sink, and nothing may need every change in one process."""
+    if pipeline is None:
+        return "the records go to a handler, not a sink"
+    if exactly_once.enabled(config):
+        return ("exactly.once.support=required commits each batch with its offset, and a batch that ends inside a "
+                "worker's chunk has none of its own")
+    if config.get(common.PROVIDE_TRANSACTION_METADATA):
+        return "provide.transaction.metadata=true numbers a transaction's events in one process"
+    if config.get(SIGNAL_DATA_COLLECTION):
+        return "signal.data.collection is set: signals and incremental snapshot windows are read from the stream"
+    if config.get(_READ_ONLY):
+        return "read.only=true: incremental snapshot windows are matched against the stream"
+    return available()
 
 
 def serialize_changes(pipeline: Any, raw: list) -> tuple[Any, dict[str, int]]:

@@ -24,12 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from cdc_core import exactly_once
-from cdc_core.config import common
 from cdc_core.events import Checkpoint
-from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
-from cdc_core.snapshot.processes import available
-from cdc_core.worker_pool import WorkerBatches, serialize_changes
+from cdc_core.worker_pool import WorkerBatches, serialize_changes, streaming_unusable
 from cdc_mysql import config as myc
 
 #: A transaction's held row data under this many bytes is decoded here (handing over would cost more).
@@ -42,20 +38,9 @@ WINDOW = 2
 
 def unusable(config: Any, pipeline: Any) -> str | None:
     """None if ``streaming.worker.processes`` can be used with this configuration, else why not."""
-    if pipeline is None:
-        return "the records go to a handler, not a sink"
-    if exactly_once.enabled(config):
-        return ("exactly.once.support=required commits each batch with its offset, and a batch that ends inside a "
-                "worker's chunk has none of its own")
-    if config.get(common.PROVIDE_TRANSACTION_METADATA):
-        return "provide.transaction.metadata=true numbers a transaction's events in one process"
-    if config.get(SIGNAL_DATA_COLLECTION):
-        return "signal.data.collection is set: signals and incremental snapshot windows are read from the stream"
-    if config.get(myc.READ_ONLY):
-        return "read.only=true: incremental snapshot windows are matched against the stream"
     if config.get(myc.BINLOG_BUFFER_SIZE):
         return "binlog.buffer.size > 0: the look-ahead buffer rereads large transactions"
-    return available()
+    return streaming_unusable(config, pipeline)
 
 
 class EventDecoder:

@@ -28,12 +28,7 @@ from operator import attrgetter
 from struct import Struct
 from typing import Any
 
-from cdc_core import exactly_once
-from cdc_core.config import common
-from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
-from cdc_core.snapshot.processes import available
-from cdc_core.worker_pool import WorkerBatches, serialize_changes
-from cdc_postgres import config as pgc
+from cdc_core.worker_pool import WorkerBatches, serialize_changes, streaming_unusable
 
 #: Fewer row changes than this in a run are decoded here (forking and handing over would cost more).
 MIN_RUN = 512
@@ -49,20 +44,9 @@ _payload = attrgetter("payload")
 
 def unusable(config: Any, pipeline: Any, reader: Any) -> str | None:
     """None if ``streaming.worker.processes`` can be used with this configuration and reader, else why not."""
-    if pipeline is None:
-        return "the records go to a handler, not a sink"
-    if exactly_once.enabled(config):
-        return ("exactly.once.support=required commits each batch with its offset, and a batch that ends inside a "
-                "worker's chunk has none of its own")
-    if config.get(common.PROVIDE_TRANSACTION_METADATA):
-        return "provide.transaction.metadata=true numbers a transaction's events in one process"
-    if config.get(SIGNAL_DATA_COLLECTION):
-        return "signal.data.collection is set: signals and incremental snapshot windows are read from the stream"
-    if config.get(pgc.READ_ONLY):
-        return "read.only=true: incremental snapshot windows are matched against the stream"
     if not getattr(reader, "_fast_insert", False):
         return "this connector decodes its row changes its own way"
-    return available()
+    return streaming_unusable(config, pipeline)
 
 
 class _Message:

@@ -236,22 +236,7 @@ def run_in_order(state: Any, tasks: Iterable[Any], processes: int, stopped: Call
                 return
             w, _task = pending.popleft()
             process, conn = workers[w]
-            try:
-                ok, result, nfds = conn.recv()
-                if nfds:
-                    _, fds, _, _ = socket.recv_fds(sockets[w], 1, nfds)
-                    if len(fds) != nfds:
-                        _close_all(fds)
-                        raise EOFError
-            except (EOFError, OSError):
-                raise died(process) from None
-            if not ok:
-                raise result
-            if nfds:
-                try:
-                    result = _opened(result, fds)
-                finally:
-                    _close_all(fds)
+            result = _receive(conn, sockets[w], lambda: died(process))
             task = next(todo, None)
             if task is not None:
                 give(w, task)
@@ -271,6 +256,29 @@ def run_in_order(state: Any, tasks: Iterable[Any], processes: int, stopped: Call
             conn.close()
         for sock in sockets:
             sock.close()
+
+
+def _receive(conn: Any, sock: Any, died: Callable[[], BaseException]) -> Any:
+    """A worker's next result from ``conn`` (its blocks opened over the descriptors that follow on ``sock``); the
+    worker's exception raised, ``died()`` raised when the worker is gone."""
+    try:
+        ok, result, nfds = conn.recv()
+        fds: list[int] = []
+        if nfds:
+            _, fds, _, _ = socket.recv_fds(sock, 1, nfds)
+            if len(fds) != nfds:
+                _close_all(fds)
+                raise EOFError
+    except (EOFError, OSError):
+        raise died() from None
+    if not ok:
+        raise result
+    if nfds:
+        try:
+            result = _opened(result, fds)
+        finally:
+            _close_all(fds)
+    return result
 
 
 def _exit_code(process: Any) -> Any:
