@@ -8,9 +8,7 @@ written; a worker that dies stops the engine with an error naming it.
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import threading
 import time
 from pathlib import Path
@@ -24,7 +22,7 @@ from cdc_core.errors import ConnectorError
 from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_history import MemorySchemaHistoryStore
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
-from kit.worker_processes import FailingSink, SlowSink, StoppingSink, forked_children
+from kit.worker_processes import FailingSink, SlowSink, StoppingSink, forked_children, kill_a_worker
 from cdc_mysql import stream_workers
 from mariadb_cdc import connector_config
 
@@ -189,11 +187,7 @@ def test_a_killed_worker_stops_the_engine_with_an_error(mariadb_server, mariadb_
                  **{"streaming.worker.processes": 1, "max.batch.size": 300})
     _streaming([side], mariadb_server, mariadb_db)
     _backlog(mariadb_server, mariadb_db)
-    deadline = time.monotonic() + 60
-    while not (workers := forked_children()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert workers, "no worker process started"
-    os.kill(workers[0], signal.SIGKILL)
+    kill_a_worker()
     side.thread.join(60)
     assert not side.thread.is_alive()
     assert len(side.errors) == 1 and isinstance(side.errors[0], ConnectorError), side.errors

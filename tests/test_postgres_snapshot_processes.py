@@ -9,9 +9,7 @@ takes its workers with it, and the restart snapshots again.
 from __future__ import annotations
 
 import faulthandler
-import os
 import re
-import signal
 import sys
 import threading
 import time
@@ -29,7 +27,7 @@ from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_postgres import process_snapshot
 from cdc_process import CdcProcess, server_properties, write_properties
 from kit.replay import rebuild_rows
-from kit.worker_processes import SlowSink, child_pids, forked_children
+from kit.worker_processes import SlowSink, child_pids, forked_children, kill_a_worker
 from kit.writer_then_streaming import run_with_writer
 
 #: What differs between two runs of the same snapshot: times, and the LSN of each run's own slot.
@@ -128,11 +126,7 @@ def _slow_snapshot(pg_server, pg_db, tmp_path, monkeypatch) -> tuple[Engine, Mem
 
 def test_a_killed_worker_stops_the_engine_with_an_error(pg_server, pg_db, tmp_path, monkeypatch):
     engine, offsets, errors, runner = _slow_snapshot(pg_server, pg_db, tmp_path, monkeypatch)
-    deadline = time.monotonic() + 60
-    while not (workers := forked_children()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert workers, "no worker process started"
-    os.kill(workers[0], signal.SIGKILL)
+    kill_a_worker()
     runner.join(60)
     assert not runner.is_alive()
     assert len(errors) == 1 and isinstance(errors[0], ConnectorError), errors

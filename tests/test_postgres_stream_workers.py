@@ -8,9 +8,7 @@ large transaction must resume after exactly the last record written, neither rep
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import threading
 import time
 from pathlib import Path
@@ -23,7 +21,7 @@ from cdc_core.engine import Engine
 from cdc_core.errors import ConnectorError
 from cdc_core.sinks.file import FileSink
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
-from kit.worker_processes import FailingSink, SlowSink, StoppingSink, forked_children
+from kit.worker_processes import FailingSink, SlowSink, StoppingSink, forked_children, kill_a_worker
 from cdc_postgres import stream_workers
 
 #: What differs between two runs over the same WAL: the envelope's processing time.
@@ -180,11 +178,7 @@ def test_a_killed_worker_stops_the_engine_with_an_error(pg_server, pg_db, tmp_pa
     errors: list = []
     runner = threading.Thread(target=lambda: _run(engine, errors))
     runner.start()
-    deadline = time.monotonic() + 60
-    while not (workers := forked_children()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert workers, "no worker process started"
-    os.kill(workers[0], signal.SIGKILL)
+    kill_a_worker()
     runner.join(60)
     assert not runner.is_alive()
     assert len(errors) == 1 and isinstance(errors[0], ConnectorError), errors

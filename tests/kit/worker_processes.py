@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,15 @@ def forked_children() -> list[int]:
         except OSError:
             pass
     return out
+
+
+def kill_a_worker(timeout: float = 60) -> None:
+    """SIGKILL one of this process's forked workers, once one has started (fails if none does in ``timeout``)."""
+    deadline = time.monotonic() + timeout
+    while not (workers := forked_children()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert workers, "no worker process started"
+    os.kill(workers[0], signal.SIGKILL)
 
 
 def records_in(batch: list) -> int:
