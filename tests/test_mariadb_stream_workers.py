@@ -130,6 +130,31 @@ def test_same_lines_and_metrics_as_one_process(mariadb_server, mariadb_db, tmp_p
     assert metrics[0][1] == {"c": 1 + 3000 + 2000 + 1000 + 500 + 1, "u": 2000, "d": 1000 + 500}
 
 
+def test_two_workers_and_transforms_same_lines(mariadb_server, mariadb_db, tmp_path):
+    """A transform chain runs in the workers as in the main process: HeaderFrom gives every record a header (such
+    records cross as pickled records, not blocks), RegexRouter renames the topics."""
+    chain = {"transforms": "hdr,route",
+             "transforms.hdr.type": "org.apache.kafka.connect.transforms.HeaderFrom$Value",
+             "transforms.hdr.fields": "op", "transforms.hdr.headers": "operation", "transforms.hdr.operation": "copy",
+             "transforms.hdr.predicate": "tables",  # not the schema changes' records, which have no op
+             "predicates": "tables",
+             "predicates.tables.type": "org.apache.kafka.connect.transforms.predicates.TopicNameMatches",
+             "predicates.tables.pattern": r"dbserver1\..+",
+             "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+             "transforms.route.regex": r"dbserver1\.[^.]+\.(.*)", "transforms.route.replacement": "dbserver1.routed.$1"}
+    _tables(mariadb_server, mariadb_db)
+    one = _Side(mariadb_server, mariadb_db, tmp_path / "one", 5601, **chain)
+    workers = _Side(mariadb_server, mariadb_db, tmp_path / "workers", 5602, **{"streaming.worker.processes": 2, **chain})
+    _streaming([one, workers], mariadb_server, mariadb_db)
+    _backlog(mariadb_server, mariadb_db)
+    for side in (one, workers):
+        side.wait_for(_END)
+        side.stop()
+    assert _lines(workers.directory) == _lines(one.directory)
+    assert (tmp_path / "workers" / "dbserver1.routed.t.jsonl").exists()
+    assert sum(b'"headers":{"operation":"u"}' in line for line in _lines(workers.directory)) == 2000
+
+
 def test_stop_mid_transaction_resumes_after_the_last_record(mariadb_server, mariadb_db, tmp_path):
     _tables(mariadb_server, mariadb_db)
     one = _Side(mariadb_server, mariadb_db, tmp_path / "one", 5601)

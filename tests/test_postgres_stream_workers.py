@@ -118,14 +118,27 @@ def test_same_lines_and_metrics_as_one_process(pg_server, pg_db, tmp_path):
     assert metrics["one"][1] == {"c": 6401, "u": 2000, "d": 1200}
 
 
-def test_two_workers_same_lines(pg_server, pg_db, tmp_path):
+#: A transform chain that runs in the workers as in the main process: HeaderFrom gives every record a header
+#: (records with headers cross as pickled records, not blocks), RegexRouter renames the topics.
+TRANSFORMS = {"transforms": "hdr,route",
+              "transforms.hdr.type": "org.apache.kafka.connect.transforms.HeaderFrom$Value",
+              "transforms.hdr.fields": "op", "transforms.hdr.headers": "operation", "transforms.hdr.operation": "copy",
+              "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
+              "transforms.route.regex": r"sw\.public\.(.*)", "transforms.route.replacement": "routed.$1"}
+
+
+@pytest.mark.parametrize("more", [{}, TRANSFORMS], ids=["plain", "transforms"])
+def test_two_workers_same_lines(pg_server, pg_db, tmp_path, more):
     lines = _backlog(pg_server, pg_db, ["one", "workers"])
     out = {}
     for slot, processes in (("one", 0), ("workers", 2)):
         _drain(_engine(pg_server, pg_db, tmp_path / slot, slot, MemoryOffsetStore(),
-                       **{"streaming.worker.processes": processes}), tmp_path / slot, lines)
+                       **{"streaming.worker.processes": processes, **more}), tmp_path / slot, lines)
         out[slot] = _lines(tmp_path / slot)
     assert out["workers"] == out["one"]
+    if more:
+        assert (tmp_path / "workers" / "routed.t.jsonl").exists()
+        assert sum(b'"headers":{"operation":"u"}' in line for line in out["workers"]) == 2000
 
 
 @pytest.mark.parametrize("stop_after", [1234, 4100])
