@@ -130,6 +130,22 @@ def test_same_lines_and_metrics_as_one_process(mariadb_server, mariadb_db, tmp_p
     assert metrics[0][1] == {"c": 1 + 3000 + 2000 + 1000 + 500 + 1, "u": 2000, "d": 1000 + 500}
 
 
+def test_metrics_name_the_last_event_a_worker_made(mariadb_server, mariadb_db, tmp_path):
+    """A large transaction ends the stream: its events were all made by a worker, and the streaming metrics name
+    its last one (table, op, position), as one process would."""
+    _tables(mariadb_server, mariadb_db)
+    side = _Side(mariadb_server, mariadb_db, tmp_path, 5605, **{"streaming.worker.processes": 1})
+    _streaming([side], mariadb_server, mariadb_db)
+    mariadb_server.execute(["INSERT INTO t SELECT seq, 'x', seq, NULL FROM seq_1_to_3000"], database=mariadb_db)
+    side.wait_for(b'"id":3000}')
+    streaming = side.engine.metrics.values()["streaming"]
+    side.stop()
+    assert streaming["LastEvent"] == f"dbserver1.{mariadb_db}.t:c"
+    assert streaming["TotalNumberOfCreateEventsSeen"] == 3001
+    assert streaming["SourceEventPosition"]["file"].startswith("mariadb-bin.")
+    assert streaming["MilliSecondsBehindSource"] >= 0
+
+
 def test_two_workers_and_transforms_same_lines(mariadb_server, mariadb_db, tmp_path):
     """A transform chain runs in the workers as in the main process: HeaderFrom gives every record a header (such
     records cross as pickled records, not blocks), RegexRouter renames the topics."""

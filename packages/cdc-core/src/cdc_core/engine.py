@@ -452,10 +452,10 @@ class Engine:
                             delay = self.config.get(common.ERRORS_RETRY_DELAY_INITIAL_MS) / 1000.0
                         if not raw:
                             continue
-                        serialized = after = counts = None
+                        serialized = after = streamed = None
                         if raw[-1].__class__ is SerializedRecords:  # built, transformed, serialized by a worker
                             last = raw.pop()
-                            serialized, after, counts = last.records, last.after, last.counts
+                            serialized, after, streamed = last.records, last.after, last.streamed
                             self._worker_records = True
                         records = builder.build(raw) if builders is None else self._build_partition(builders, raw)
                         self.metrics.record_batch(records)
@@ -463,8 +463,8 @@ class Engine:
                             records = chain.apply(records)
                         weight = None
                         if serialized is not None:
-                            if counts is not None:
-                                self.metrics.record_streamed(counts)
+                            if streamed is not None:
+                                self.metrics.record_streamed(*streamed)
                             elif serialized:
                                 self.metrics.record_serialized(record_count(serialized), serialized[0].topic, records)
                             records += serialized

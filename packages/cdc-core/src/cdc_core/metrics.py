@@ -220,6 +220,24 @@ def _streaming_op_counts(records: list) -> tuple[dict[str, int], int, Any] | Non
     return counts, committed, events[-1]
 
 
+def last_event(record: Any) -> tuple:
+    """A change record as the streaming metrics keep their last event: ``(topic, op, source ts_ms, transaction id,
+    source position)`` (small, so a worker process can hand it back)."""
+    value = record.value
+    source = value["source"]
+    tx = value.get("transaction")
+    return (record.topic, value["op"], source.get("ts_ms"), tx.get("id") if tx else None,
+            {k: source[k] for k in ("lsn", "txId", "file", "pos", "gtid") if k in source})
+
+
+def last_change(records: list) -> Any:
+    """The last change event (a value with an op) of ``records``, or None."""
+    for r in reversed(records):
+        if r.__class__ is not Checkpoint and (value := r.value) is not None and value.get("op") is not None:
+            return r
+    return None
+
+
 def _table_of(topic: str, records: list) -> str:
     """The ``schema.table`` (or ``db.table``) of the first snapshot record on ``topic``."""
     for r in records:
@@ -283,13 +301,16 @@ class ConnectorMetrics:
         self.snapshot.total_events += count
         self.snapshot.rows(_table_of(topic, built), count)
 
-    def record_streamed(self, counts: dict[str, int]) -> None:
-        """Account change events a worker process built and serialized while streaming (``counts`` by op)."""
+    def record_streamed(self, counts: dict[str, int], last: tuple | None) -> None:
+        """Account change events a worker process built and serialized while streaming (``counts`` by op, ``last``:
+        ``last_event`` of them)."""
         stream = self.streaming
         for op, n in counts.items():
             stream.total_events += n
             if op in stream.by_op:
                 stream.by_op[op] += n
+        if last is not None:
+            self._streamed_last(last)
 
     def record_batch(self, records: list) -> None:
         """Account a converted batch: counts by op and rows per table; the last event and the lag from
@@ -327,19 +348,24 @@ class ConnectorMetrics:
             stream.by_op[op] += counts[op]
         for topic, n in rows.items():
             snap.rows(_table_of(topic, records), n)
+        if last.value["op"] == "r":
+            snap.last_event = f"{last.topic}:r"
+            snap.last_event_ms = _now_ms()
+        else:
+            self._streamed_last(last_event(last))
+
+    def _streamed_last(self, last: tuple) -> None:
+        """The streaming group's last event, lag, transaction and position from ``last_event``'s tuple."""
+        topic, op, ts, tx_id, position = last
+        stream = self.streaming
         now = _now_ms()
-        value, source = last.value, last.value["source"]
-        group = snap if value["op"] == "r" else stream
-        group.last_event = f"{last.topic}:{value['op']}"
-        group.last_event_ms = now
-        if group is stream:
-            ts = source.get("ts_ms")
-            if isinstance(ts, int):
-                stream.behind_ms = max(0, now - ts)
-            tx = value.get("transaction")
-            if tx:
-                stream.last_transaction_id = tx.get("id")
-            stream.source_position = {k: source[k] for k in ("lsn", "txId", "file", "pos", "gtid") if k in source}
+        stream.last_event = f"{topic}:{op}"
+        stream.last_event_ms = now
+        if isinstance(ts, int):
+            stream.behind_ms = max(0, now - ts)
+        if tx_id is not None:
+            stream.last_transaction_id = tx_id
+        stream.source_position = position
 
     def values(self) -> dict[str, dict[str, Any]]:
         """``{"snapshot": {...}, "streaming": {...}}`` and any added context."""

@@ -29,6 +29,7 @@ from cdc_core import exactly_once
 from cdc_core.config import ConfigField, common
 from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint
+from cdc_core.metrics import last_change, last_event
 from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
 from cdc_core.snapshot.processes import SerializedRecords, _exit_code, _receive, _serve, available, unpack
 
@@ -126,14 +127,15 @@ def streaming_unusable(config: Any, pipeline: Any) -> str | None:
     return available()
 
 
-def serialize_changes(pipeline: Any, raw: list) -> tuple[Any, dict[str, int]]:
-    """In a worker: raw changes to ``(packed records or None, their change events by op)``, the op counts as the
-    engine's metrics take them (built events: a key change is a delete and a create)."""
+def serialize_changes(pipeline: Any, raw: list) -> tuple[Any, tuple[dict[str, int], tuple | None]]:
+    """In a worker: raw changes to ``(packed records or None, (their change events by op, the last one))`` as the
+    engine's metrics take them (built events: a key change is a delete and a create; ``metrics.last_event``)."""
     if not raw:
-        return None, {}
+        return None, ({}, None)
     built = pipeline.builder.build(raw)
     counts = Counter(v["op"] for r in built if r.__class__ is not Checkpoint and (v := r.value) is not None)
-    return pipeline.pack_built(built), dict(counts)
+    last = last_change(built)
+    return pipeline.pack_built(built), (dict(counts), last_event(last) if last is not None else None)
 
 
 class WorkerBatches:
@@ -141,7 +143,8 @@ class WorkerBatches:
 
     ``submit`` hands a task over and queues the batch made before it, to be followed by the worker's
     records and then ``after`` (raw changes or a checkpoint carrying the offset past those records). A
-    worker's result is ``(packed records, counts by op, extra)``; ``on_result(extra)`` gets the extra.
+    worker's result is ``(packed records, (counts by op, last event), extra)`` (``serialize_changes``'s two and
+    the connector's own); ``on_result(extra)`` gets the extra.
     At most ``window`` tasks per worker are outstanding: a further ``submit`` first takes the oldest
     result back (kept in its place in the queue), so neither side ever waits on a full pipe for the
     other. The workers are forked by ``ready_for(version)``, again whenever the version changes (what
@@ -223,9 +226,9 @@ class WorkerBatches:
         """The oldest outstanding task's result, taken back into its place in the queue."""
         assert self._pool is not None
         entry = next(e for e in self._queue if e[1] is not None and e[2] is None)
-        packed, counts, extra = self._pool.take()
+        packed, streamed, extra = self._pool.take()
         self._on_result(extra)
-        entry[2] = SerializedRecords(unpack(packed) if packed is not None else [], entry[1], counts)
+        entry[2] = SerializedRecords(unpack(packed) if packed is not None else [], entry[1], streamed)
 
     def close(self) -> None:
         """End the workers; held batches are dropped (nothing after the last acknowledged one was confirmed)."""

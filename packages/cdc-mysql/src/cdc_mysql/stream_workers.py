@@ -51,7 +51,8 @@ class EventDecoder:
         self.pipeline = pipeline
 
     def run(self, held: list[tuple]) -> tuple:
-        """Held rows events to ``(packed records or None, counts by op, (rows, last row number, undecodable))``."""
+        """Held rows events to ``(packed records or None, (counts by op, last event), (rows, last row
+        number, undecodable))``."""
         streamer = self.streamer
         metrics = streamer.metrics
         undecodable = metrics.skipped_events if metrics is not None else 0
@@ -61,9 +62,9 @@ class EventDecoder:
         decoders, changes = streamer._decoders, streamer._changes
         for key, op, data, skip, source, offset, tx_id, tid, file, event_pos in held:
             changes(decoders[key], op, data, 0, len(data), skip, source, offset, tx_id, tid, file, event_pos, append)
-        packed, counts = serialize_changes(self.pipeline, raw)
+        packed, streamed = serialize_changes(self.pipeline, raw)
         undecodable = (metrics.skipped_events - undecodable) if metrics is not None else 0
-        return packed, counts, (streamer.events_seen, streamer._last_row, undecodable)
+        return packed, streamed, (streamer.events_seen, streamer._last_row, undecodable)
 
 
 class RowsWorkers:

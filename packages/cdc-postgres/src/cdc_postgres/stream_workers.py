@@ -67,8 +67,8 @@ class RunDecoder:
         self.pipeline = pipeline
 
     def run(self, task: tuple) -> tuple:
-        """``(fields, LSNs, payload lengths, the payloads joined)`` to ``(packed records or None, counts by op,
-        (filtered, skipped, changes))``."""
+        """``(fields, LSNs, payload lengths, the payloads joined)`` to ``(packed records or None, (counts by op,
+        last event), (filtered, skipped, changes))``."""
         fields, lsns, lengths, joined = task
         ends = list(accumulate(lengths))
         payloads = list(map(joined.__getitem__, map(slice, [0, *ends[:-1]], ends)))
@@ -79,8 +79,8 @@ class RunDecoder:
         reader.filtered = reader.skipped = reader._changes_in_tx = 0
         raw: list = []
         reader._rows(list(map(_Message, lsns, payloads)), 0, raw.append)
-        packed, counts = serialize_changes(self.pipeline, raw)
-        return packed, counts, (reader.filtered, reader.skipped, reader._changes_in_tx)
+        packed, streamed = serialize_changes(self.pipeline, raw)
+        return packed, streamed, (reader.filtered, reader.skipped, reader._changes_in_tx)
 
 
 class StreamWorkers:

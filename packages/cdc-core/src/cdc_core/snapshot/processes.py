@@ -36,12 +36,13 @@ class SerializedRecords:
     """A batch's last item: records a worker process serialized already (the engine adds them after the rest),
     then ``after``: raw changes that follow them (the engine builds those and adds them last)."""
 
-    __slots__ = ("records", "offset", "after", "counts")
+    __slots__ = ("records", "offset", "after", "streamed")
 
-    def __init__(self, records: list, after: list | None = None, counts: dict[str, int] | None = None):
+    def __init__(self, records: list, after: list | None = None, streamed: tuple | None = None):
         self.records = records
-        #: Streamed changes: how many creates, updates and deletes ``records`` hold (None: snapshot reads).
-        self.counts = counts
+        #: Streamed changes: ``(creates, updates and deletes by op, metrics.last_event)`` of ``records`` (None:
+        #: snapshot reads).
+        self.streamed = streamed
         #: ``after``'s last offset (a streaming connector ends each batch of a worker's records with the change
         #: after them, so the batch's offset covers them); None without: raw changes before carry the offsets.
         self.after = after
