@@ -107,6 +107,9 @@ def _backlog(server, db) -> None:
                     "NULL); END IF; END FOR; END", "COMMIT"], database=db)
     server.execute(["UPDATE t SET name = CONCAT('renamed-', id) WHERE id <= 2000",
                     "DELETE FROM u WHERE id BETWEEN 1 AND 1000",  # deletes and their tombstones
+                    # A small transaction (decoded in the main process) between a worker's and a DDL: the DDL
+                    # event's source.row is this one's last row, not the worker's.
+                    "INSERT INTO u VALUES (5000, 'small')",
                     # A new column: the workers are forked again with the new table's decoder.
                     "ALTER TABLE t ADD COLUMN extra INT DEFAULT 7",
                     "INSERT INTO t (id, name) SELECT 20000 + seq, 'after-alter' FROM seq_1_to_1000",
@@ -124,10 +127,20 @@ def test_same_lines_and_metrics_as_one_process(mariadb_server, mariadb_db, tmp_p
         side.wait_for(_END)
         side.stop()
     assert _lines(workers.directory) == _lines(one.directory)
-    assert len(_lines(one.directory)) == 1 + 3000 + 2000 + 2000 + 2000 + 1000 + 500 * 3 + 1
+    assert len(_lines(one.directory)) == 1 + 3000 + 2000 + 2000 + 2000 + 1 + 1000 + 500 * 3 + 1
     metrics = [(s.engine.metrics.streaming.total_events, dict(s.engine.metrics.streaming.by_op)) for s in (one, workers)]
     assert metrics[1] == metrics[0]
-    assert metrics[0][1] == {"c": 1 + 3000 + 2000 + 1000 + 500 + 1, "u": 2000, "d": 1000 + 500}
+    assert metrics[0][1] == {"c": 1 + 3000 + 2000 + 1 + 1000 + 500 + 1, "u": 2000, "d": 1000 + 500}
+    alters = [_alter_source(side.directory) for side in (one, workers)]
+    assert alters[1] == alters[0] and alters[0]["row"] == 0
+
+
+def _alter_source(directory: Path) -> dict:
+    """The source block of the ALTER TABLE's schema change event."""
+    for line in (directory / "dbserver1.jsonl").read_bytes().split(b"\n"):
+        if b"ADD COLUMN extra" in line:
+            return orjson.loads(line)["value"]["payload"]["source"]
+    raise AssertionError("no schema change event for the ALTER TABLE")
 
 
 def test_metrics_name_the_last_event_a_worker_made(mariadb_server, mariadb_db, tmp_path):

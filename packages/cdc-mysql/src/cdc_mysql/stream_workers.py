@@ -22,6 +22,7 @@ added (a new table, a table changed by DDL), the workers are forked again before
 
 from __future__ import annotations
 
+from collections import deque
 from typing import Any
 
 from cdc_core.events import Checkpoint
@@ -76,6 +77,10 @@ class RowsWorkers:
                                      self._counted, WINDOW)
         self._held: list[tuple] = []
         self._bytes = 0
+        #: Hand-overs and decodings here, numbered in log order: a worker's last row number counts only if
+        #: nothing after its chunk was decoded here (the DDL events' ``row`` is the last one in log order).
+        self._seq = self._decoded_here = 0
+        self._submitted: deque[int] = deque()
 
     @property
     def holding(self) -> bool:
@@ -106,10 +111,14 @@ class RowsWorkers:
         past = {**held[-1][5], "row": 0}
         past["event"] += 1  # past the last event's rows: where its last row's offset resumes too
         self.batches.submit(held, out, [Checkpoint(past)])
+        self._seq += 1
+        self._submitted.append(self._seq)
         return []
 
     def _decode_here(self, out: list) -> list:
         held, self._held, self._bytes = self._held, [], 0
+        self._seq += 1
+        self._decoded_here = self._seq
         streamer = self.streamer
         decoders, append = streamer._decoders, out.append
         for key, op, data, skip, source, offset, tx_id, tid, file, event_pos in held:
@@ -121,7 +130,8 @@ class RowsWorkers:
         rows, last_row, undecodable = extra
         streamer = self.streamer
         streamer.events_seen += rows
-        if last_row >= 0:
+        submitted = self._submitted.popleft()
+        if last_row >= 0 and submitted > self._decoded_here:
             streamer._last_row = last_row
         if undecodable and streamer.metrics is not None:
             streamer.metrics.skipped_events += undecodable
@@ -129,4 +139,5 @@ class RowsWorkers:
     def close(self) -> None:
         """End the workers; held events and batches are dropped (nothing after the last acknowledged one was confirmed)."""
         self._held, self._bytes = [], 0
+        self._submitted.clear()
         self.batches.close()
