@@ -117,16 +117,22 @@ def _backlog(server, db) -> None:
                     "INSERT INTO u VALUES (99999, 'end')"], database=db)
 
 
-def test_same_lines_and_metrics_as_one_process(mariadb_server, mariadb_db, tmp_path):
-    _tables(mariadb_server, mariadb_db)
-    one = _Side(mariadb_server, mariadb_db, tmp_path / "one", 5601)
-    workers = _Side(mariadb_server, mariadb_db, tmp_path / "workers", 5602, **{"streaming.worker.processes": 1})
-    _streaming([one, workers], mariadb_server, mariadb_db)
-    _backlog(mariadb_server, mariadb_db)
+def _both_drain_the_backlog(server, db, tmp_path: Path, processes: int, **more) -> tuple[_Side, _Side]:
+    """One process and ``processes`` workers stream the backlog; both wrote the same lines. Returns both sides."""
+    _tables(server, db)
+    one = _Side(server, db, tmp_path / "one", 5601, **more)
+    workers = _Side(server, db, tmp_path / "workers", 5602, **{"streaming.worker.processes": processes, **more})
+    _streaming([one, workers], server, db)
+    _backlog(server, db)
     for side in (one, workers):
         side.wait_for(_END)
         side.stop()
     assert _lines(workers.directory) == _lines(one.directory)
+    return one, workers
+
+
+def test_same_lines_and_metrics_as_one_process(mariadb_server, mariadb_db, tmp_path):
+    one, workers = _both_drain_the_backlog(mariadb_server, mariadb_db, tmp_path, 1)
     assert len(_lines(one.directory)) == 1 + 3000 + 2000 + 2000 + 2000 + 1 + 1000 + 500 * 3 + 1
     metrics = [(s.engine.metrics.streaming.total_events, dict(s.engine.metrics.streaming.by_op)) for s in (one, workers)]
     assert metrics[1] == metrics[0]
@@ -171,15 +177,7 @@ def test_two_workers_and_transforms_same_lines(mariadb_server, mariadb_db, tmp_p
              "predicates.tables.pattern": r"dbserver1\..+",
              "transforms.route.type": "org.apache.kafka.connect.transforms.RegexRouter",
              "transforms.route.regex": r"dbserver1\.[^.]+\.(.*)", "transforms.route.replacement": "dbserver1.routed.$1"}
-    _tables(mariadb_server, mariadb_db)
-    one = _Side(mariadb_server, mariadb_db, tmp_path / "one", 5601, **chain)
-    workers = _Side(mariadb_server, mariadb_db, tmp_path / "workers", 5602, **{"streaming.worker.processes": 2, **chain})
-    _streaming([one, workers], mariadb_server, mariadb_db)
-    _backlog(mariadb_server, mariadb_db)
-    for side in (one, workers):
-        side.wait_for(_END)
-        side.stop()
-    assert _lines(workers.directory) == _lines(one.directory)
+    _, workers = _both_drain_the_backlog(mariadb_server, mariadb_db, tmp_path, 2, **chain)
     assert (tmp_path / "workers" / "dbserver1.routed.t.jsonl").exists()
     assert sum(b'"headers":{"operation":"u"}' in line for line in _lines(workers.directory)) == 2000
 
