@@ -26,15 +26,12 @@ from collections.abc import Callable
 from typing import Any
 
 from cdc_core import exactly_once
-from cdc_core.config import ConfigField, common
+from cdc_core.config import common
 from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint
 from cdc_core.metrics import last_change, last_event
 from cdc_core.signals.config import SIGNAL_DATA_COLLECTION
 from cdc_core.snapshot.processes import SerializedRecords, _exit_code, _receive, _serve, available, unpack
-
-#: ``read.only`` (PostgreSQL's and MySQL's: the same name, default and meaning).
-_READ_ONLY = ConfigField("read.only", "boolean", False)
 
 
 class OrderedWorkers:
@@ -112,7 +109,8 @@ class OrderedWorkers:
 
 def streaming_unusable(config: Any, pipeline: Any) -> str | None:
     """None if ``streaming.worker.processes`` can be used as far as the engine goes, else why not (the connectors
-    add their own reasons): the records must go to a sink, and nothing may need every change in one process."""
+    add their own reasons, ``read.only`` among them): the records must go to a sink, and nothing may need every
+    change in one process."""
     if pipeline is None:
         return "the records go to a handler, not a sink"
     if exactly_once.enabled(config):
@@ -122,8 +120,6 @@ def streaming_unusable(config: Any, pipeline: Any) -> str | None:
         return "provide.transaction.metadata=true numbers a transaction's events in one process"
     if config.get(SIGNAL_DATA_COLLECTION):
         return "signal.data.collection is set: signals and incremental snapshot windows are read from the stream"
-    if config.get(_READ_ONLY):
-        return "read.only=true: incremental snapshot windows are matched against the stream"
     return available()
 
 
@@ -175,7 +171,8 @@ class WorkerBatches:
         if head[1] is None or head[2] is not None:
             return True
         pool = self._pool
-        return pool is None or pool.ready() or pool.outstanding >= self._window * pool.processes
+        assert pool is not None  # a task is outstanding
+        return pool.ready() or pool.outstanding >= self._window * pool.processes
 
     def ready_for(self, version: Any) -> bool:
         """Workers forked with ``version`` of what they decode with (forked now if need be); False while older

@@ -39,6 +39,8 @@ WINDOW = 2
 
 def unusable(config: Any, pipeline: Any) -> str | None:
     """None if ``streaming.worker.processes`` can be used with this configuration, else why not."""
+    if config.get(myc.READ_ONLY):
+        return "read.only=true: incremental snapshot windows are matched against the stream"
     if config.get(myc.BINLOG_BUFFER_SIZE):
         return "binlog.buffer.size > 0: the look-ahead buffer rereads large transactions"
     return streaming_unusable(config, pipeline)

@@ -29,6 +29,7 @@ from struct import Struct
 from typing import Any
 
 from cdc_core.worker_pool import WorkerBatches, serialize_changes, streaming_unusable
+from cdc_postgres import config as pgc
 
 #: Fewer row changes than this in a run are decoded here (forking and handing over would cost more).
 MIN_RUN = 512
@@ -44,6 +45,8 @@ _payload = attrgetter("payload")
 
 def unusable(config: Any, pipeline: Any, reader: Any) -> str | None:
     """None if ``streaming.worker.processes`` can be used with this configuration and reader, else why not."""
+    if config.get(pgc.READ_ONLY):
+        return "read.only=true: incremental snapshot windows are matched against the stream"
     if not getattr(reader, "_fast_insert", False):
         return "this connector decodes its row changes its own way"
     return streaming_unusable(config, pipeline)
