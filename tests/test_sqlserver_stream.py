@@ -69,11 +69,15 @@ def test_a_stored_offset_inside_a_transaction_resumes_at_the_next_change(invento
     rest = _run(config, store, lambda rs: len(_data(rs)) >= 4)
     assert [(r.value["op"], r.value["after"]["id"]) for r in rest] == [("c", 1007), ("c", 1008), ("u", 1001),
                                                                        ("u", 1002)]
+    # The rest of the resumed transaction carries its commit time, as before the restart (it was 0).
+    assert [r.value["source"] for r in rest] == [r.value["source"] for r in everything[2:]]
+    assert rest[0].value["source"]["ts_ms"] > 0
     # Resume after the first update (its offset has event_serial_no 2): the second update only.
     store.commit([(partition, everything[4].offset)])
     assert everything[4].offset["event_serial_no"] == 2
     last = _run(config, store, lambda rs: len(_data(rs)) >= 1)
     assert [(r.value["op"], r.value["after"]["id"]) for r in last] == [("u", 1002)]
+    assert last[0].value["source"] == everything[5].value["source"]
 
 
 def test_heartbeat_action_query_runs_at_each_heartbeat_and_its_changes_stream(inventory):

@@ -302,6 +302,10 @@ class StreamReader:
             tagged = [[(*r, t) for fetch in rows for r in fetch] for t, rows in streams]
             only = None
             fetches = _fetches(heapq.merge(*tagged, key=_merge_key))
+        if not self._emitted:
+            # Resumed inside a transaction: the rest of it carries its commit time too (ChangeRows looks a commit's
+            # time up when the commit changes, and the resumed commit is the one it starts with).
+            self._ts_us = times.get(self._last_raw[0], self._ts_us)
         rows = ChangeRows(self.server, self.db, times, only, self._last_raw, (self._commit_text, self._change_text),
                           self.serial, self._ts_us, self.first_window, self.on_start.key(), self.on_start_serial)
         skipped_codes = self.skipped_codes
