@@ -250,3 +250,23 @@ def test_zos_update_rows_are_one_update_each(zos_standin):
     assert _ops(_data(records)) == [("c", 1001), ("u", 1001), ("d", 1001), ("tombstone", 1001)]
     update = _data(records)[1].value
     assert update["before"] is None and update["after"]["EMAIL"] == "noreply@example.org"  # a U row has no before image
+
+
+@pytest.mark.parametrize("at", [1, 3, 4])
+def test_a_resume_inside_a_transaction_gives_the_rest_of_it_as_before(inventory, at):
+    """Stored offsets inside a 4-insert transaction and at its update (a D+I pair): the events that followed,
+    each with the same source block and offset as when first read (commit time, LSNs, event_serial_no)."""
+    store = MemoryOffsetStore()
+    config = inventory.properties()
+    _run(config, store, lambda rs: len(_data(rs)) >= 4)  # the snapshot
+    inventory.execute("BEGIN; " + "; ".join(INSERT + f"('t{i}', 'l', 't{i}@x')" for i in range(4)) +
+                      '; UPDATE "MYSCHEMA"."CUSTOMERS" SET "LAST_NAME" = \'v\' WHERE "ID" = 1001; COMMIT')
+    inventory.execute(INSERT + "('after', 'l', 'after@x')")
+    first = MemoryOffsetStore()
+    first.commit([({"server": "mydatabase"}, store.get({"server": "mydatabase"}))])
+    everything = _data(_run(config, first, lambda rs: len(_data(rs)) >= 6))
+    assert _ops(everything) == [("c", 1005), ("c", 1006), ("c", 1007), ("c", 1008), ("u", 1001), ("c", 1009)]
+    resumed = MemoryOffsetStore()
+    resumed.commit([({"server": "mydatabase"}, everything[at].offset)])
+    rest = _data(_run(config, resumed, lambda rs: len(_data(rs)) >= len(everything) - at - 1))
+    assert [(r.value["source"], r.offset) for r in rest] == [(r.value["source"], r.offset) for r in everything[at + 1:]]
