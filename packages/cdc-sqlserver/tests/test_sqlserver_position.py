@@ -54,7 +54,7 @@ def test_the_log_end_a_chunk_reports_reads_both_lsn_forms_and_names_the_permissi
     import pytest
 
     from cdc_core.errors import ConnectorError
-    from cdc_sqlserver.chunks import _log_end
+    from cdc_sqlserver.log_end import log_end
 
     class Conn:
         def __init__(self, value):
@@ -67,7 +67,7 @@ def test_the_log_end_a_chunk_reports_reads_both_lsn_forms_and_names_the_permissi
         def fetchone(self):
             return (self.value,)
 
-    assert _log_end(Conn("0000002a:000001c8:0003")) == "0000002a:000001c8:0003"
-    assert _log_end(Conn(str(42 * 10**15 + 456 * 10**5 + 3))) == "0000002a:000001c8:0003"
+    assert log_end(Conn("0000002a:000001c8:0003")) == "0000002a:000001c8:0003"
+    assert log_end(Conn(str(42 * 10**15 + 456 * 10**5 + 3))) == "0000002a:000001c8:0003"
     with pytest.raises(ConnectorError, match="VIEW DATABASE STATE"):
-        _log_end(Conn(None))
+        log_end(Conn(None))

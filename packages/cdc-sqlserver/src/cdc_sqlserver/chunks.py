@@ -65,6 +65,7 @@ from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
 from cdc_sqlserver.catalog import CaptureInstance, quote, read_capture_instances, read_tables
 from cdc_sqlserver.incremental import key_greater, key_value
+from cdc_sqlserver.log_end import log_end
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
 from cdc_sqlserver.snapshot_select import SnapshotSelect
@@ -261,31 +262,12 @@ class SqlServerSnapshotChunks:
             order = result_order(cur.description, [c.name for c in inst.table.columns])
             while fetched := cur.fetchmany(fetch):
                 raws += fetched if order is None else [[None if i is None else row[i] for i in order] for row in fetched]
-            lsn = _log_end(conn)
+            lsn = log_end(conn)
             conn.commit()
         finally:
             conn.close()
         yield [ChunkRead(chunk.table, chunk.index, {"lsn": lsn})]
         yield from _changes(config, db, inst.table, chunk, raws, lsn)
-
-
-#: The end of the log: the LSN of its last record (``nvarchar(24)``, ``xxxxxxxx:xxxxxxxx:xxxx``).
-LOG_END = "SELECT log_end_lsn FROM sys.dm_db_log_stats(DB_ID())"
-
-
-def _log_end(conn: Any) -> str:
-    """``log_end_lsn`` as an LSN text (hexadecimal parts; also taken in the decimal form of some DMVs)."""
-    row = conn.execute(LOG_END).fetchone()
-    text = str(row[0]).strip() if row and row[0] is not None else ""
-    if ":" in text:
-        vlf, block, slot = (int(p, 16) for p in text.split(":"))
-    elif text.isdigit():  # numeric(25,0): vlf * 10^15 + block * 10^5 + slot
-        value = int(text)
-        vlf, block, slot = value // 10**15, value // 10**5 % 10**10, value % 10**5
-    else:
-        raise ConnectorError(f"sys.dm_db_log_stats gave no log_end_lsn ({text!r}); the Spark snapshot needs "
-                             "VIEW DATABASE STATE (VIEW DATABASE PERFORMANCE STATE from SQL Server 2022) on the database")
-    return str(Lsn(vlf.to_bytes(4, "big") + block.to_bytes(4, "big") + slot.to_bytes(2, "big")))
 
 
 def _select(db: str, table: Table, chunk: Chunk) -> tuple[str, list[Any]]:

@@ -4,7 +4,8 @@ As SqlServerSnapshotChangeEventSource: the isolation level is set; under ``repea
 ``exclusive`` (lockTablesForSchemaSnapshot) ``SET LOCK_TIMEOUT`` is ``snapshot.lock.timeout.ms``,
 ``repeatable_read`` sets a savepoint, and each table gets the SnapshotLock's statement of
 ``snapshot.locking.mode`` (``exclusive``: ``SELECT TOP(0) * FROM [db].[schema].[table] WITH (TABLOCKX)``;
-``none``: no lock); the maximum LSN is read inside the transaction (streaming starts after it), then
+``none``: no lock); the maximum LSN is read inside the transaction (streaming starts after it; under
+``exclusive`` the end of the log read under the locks, ``SnapshotReader._log_end_under_locks``), then
 ``repeatable_read`` rolls back to its savepoint, releasing the locks (releaseSchemaSnapshotLocks;
 ``exclusive`` keeps them to the end), and every table is read. Records carry ``commit_lsn`` = that
 LSN and offsets ``{snapshot, snapshot_completed, commit_lsn}``.
@@ -19,7 +20,8 @@ from cdc_core.errors import RetriableError
 from cdc_core.relational import Table
 from cdc_core.snapshot.table_reader import TableSnapshotReader, first_line
 from cdc_sqlserver.catalog import CaptureInstance
-from cdc_sqlserver.lsn import from_value
+from cdc_sqlserver.log_end import log_end
+from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.snapshot_select import quote_table
 from cdc_sqlserver.source import source_block
 
@@ -105,10 +107,37 @@ class SnapshotReader(TableSnapshotReader):
                                          f"{first_line(e)}") from None
         row = self.conn.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()
         self.max_lsn = str(from_value(row[0] if row else None))
+        if locking and self.isolation == "exclusive" and isinstance(self.lock, ExclusiveSnapshotLock):
+            self.max_lsn = self._log_end_under_locks(self.max_lsn)
         if locking and self.isolation == "repeatable_read":
             self.conn.execute("ROLLBACK TRANSACTION dbz_schema_snapshot")
             self.log.info("schema locks released")
         return self.max_lsn
+
+    def _log_end_under_locks(self, max_lsn: str) -> str:
+        """The handoff of an ``exclusive`` snapshot: the end of the log, read while every captured table is locked
+        (TABLOCKX, held to the end), when it lies above the max LSN.
+
+        Debezium 2.7.4 hands off at the max LSN, which lags the capture job: a transaction committed just before
+        the locks but not yet copied into the change tables is in the rows read and, its commit LSN being above
+        that max LSN, streamed again. Every transaction that changed a locked table committed before the end of
+        the log read under the locks (in the rows) or commits after the snapshot (above it), so streaming from
+        there repeats and loses nothing, which is what the chapter promises for ``exclusive``. The offsets and
+        the snapshot's ``commit_lsn`` then name that log position, not the last captured transaction's. Without
+        the permission to read it, the max LSN, as Debezium.
+        """
+        try:
+            end = log_end(self.conn)
+        except Exception as e:  # noqa: BLE001 - the snapshot goes on, as Debezium's
+            self.log.warning("snapshot.isolation.mode=exclusive: cannot read the end of the log (%s); the snapshot "
+                             "hands off at the max LSN %s, and changes committed just before it that the capture "
+                             "job had not read yet are delivered again after it", first_line(e), max_lsn)
+            return max_lsn
+        if Lsn.parse(end).key() <= Lsn.parse(max_lsn).key():
+            return max_lsn
+        self.log.info("the snapshot hands off at the end of the log %s, read under the table locks (the max LSN "
+                      "%s lags the capture job)", end, max_lsn)
+        return end
 
     def end(self) -> None:
         """Commit the snapshot transaction and go back to autocommit."""

@@ -27,11 +27,15 @@ _ROLLBACK_TO = re.compile(r"\s*ROLLBACK\s+TRAN(?:SACTION)?\s+(\w+)\s*;?\s*$", re
 #: ``SET LOCK_TIMEOUT ms``: SQL Server's 0 is "do not wait" (PostgreSQL's 0 waits for ever: 1 ms), -1 "wait for ever".
 _LOCK_TIMEOUT = re.compile(r"\s*SET\s+LOCK_TIMEOUT\s+(-?\d+)\s*;?\s*$", re.I)
 
-#: SQL Server isolation levels and the PostgreSQL level with the same guarantees for a reader.
-#: SNAPSHOT is PostgreSQL's REPEATABLE READ (both are snapshot isolation); PostgreSQL's REPEATABLE
-#: READ is stronger than SQL Server's (no phantoms), and READ UNCOMMITTED reads committed data only.
+#: SQL Server isolation levels and the PostgreSQL level a reader sees alike. SNAPSHOT is PostgreSQL's
+#: REPEATABLE READ (both are snapshot isolation, fixed at the transaction's first read). SQL Server's
+#: REPEATABLE READ is not: it locks what it reads, and each statement reads what is committed when it
+#: reads, so after TABLOCKX on one table after the other (an ``exclusive`` snapshot) the rows show every
+#: commit before the last lock; PostgreSQL's READ COMMITTED reads so (its REPEATABLE READ would fix the
+#: rows at the first table's lock and hide commits to the tables locked later). READ UNCOMMITTED reads
+#: committed data only.
 ISOLATION_LEVELS = {"READ UNCOMMITTED": "READ UNCOMMITTED", "READ COMMITTED": "READ COMMITTED",
-                    "REPEATABLE READ": "REPEATABLE READ", "SNAPSHOT": "REPEATABLE READ",
+                    "REPEATABLE READ": "READ COMMITTED", "SNAPSHOT": "REPEATABLE READ",
                     "SERIALIZABLE": "SERIALIZABLE"}
 
 
