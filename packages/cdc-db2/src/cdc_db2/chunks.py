@@ -38,7 +38,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from cdc_core.config import Config
-from cdc_core.errors import ConnectorError
 from cdc_core.events import Checkpoint, RawChange
 from cdc_core.logs import connector_logger
 from cdc_core.relational import Table
@@ -49,7 +48,7 @@ from cdc_db2 import config as dbc
 from cdc_db2 import driver
 from cdc_db2.catalog import CaptureTable, quote
 from cdc_db2.incremental import key_after, key_upto
-from cdc_db2.lsn import from_value
+from cdc_db2.signal_lsn import signal_lsn
 from cdc_db2.snapshot import snapshot_offset, table_name
 from cdc_db2.source import source_block
 from cdc_db2.timestamps import select_list
@@ -57,8 +56,6 @@ from cdc_db2.timestamps import select_list
 _BATCH = 2048
 #: How long ``open`` waits for asncap to complete its USER signal (asncap's commit interval is 30 s by default).
 SIGNAL_TIMEOUT_S = 300.0
-#: ``SIGNAL_SUBTYPE`` of the snapshot's signals (``SIGNAL_INPUT_IN`` is the snapshot id).
-SIGNAL_SUBTYPE = "CDC_SNAPSHOT"
 
 
 class Db2SnapshotChunks:
@@ -126,27 +123,9 @@ class Db2SnapshotChunks:
 
     def _signal_lsn(self, snapshot_id: str) -> str:
         """Insert a USER signal (committed after the locks were granted) and wait for asncap's SIGNAL_LSN of it."""
-        control = self.config.get(dbc.CONTROL_SCHEMA)
         conn = driver.connect(self.config)
         try:
-            cur = conn.cursor()
-            cur.execute(f"INSERT INTO {control}.IBMSNAP_SIGNAL (SIGNAL_TYPE, SIGNAL_SUBTYPE, SIGNAL_INPUT_IN, "
-                        "SIGNAL_STATE) VALUES ('USER', ?, ?, 'P')", (SIGNAL_SUBTYPE, snapshot_id))
-            deadline = time.monotonic() + SIGNAL_TIMEOUT_S
-            pause = 0.02
-            while True:
-                cur.execute(f"SELECT SIGNAL_STATE, SIGNAL_LSN FROM {control}.IBMSNAP_SIGNAL "
-                            "WHERE SIGNAL_TYPE = 'USER' AND SIGNAL_INPUT_IN = ?", (snapshot_id,))
-                row = cur.fetchone()
-                if row is not None and str(row[0]).strip() == "C" and row[1] is not None:
-                    return str(from_value(row[1]))
-                if time.monotonic() > deadline:
-                    raise ConnectorError(
-                        f"the capture program did not complete the snapshot's USER signal {snapshot_id!r} in "
-                        f"{control}.IBMSNAP_SIGNAL within {SIGNAL_TIMEOUT_S:.0f} s (is asncap running for "
-                        f"cdc.control.schema={control}?)")
-                time.sleep(pause)
-                pause = min(0.5, pause * 2)
+            return signal_lsn(conn, self.config.get(dbc.CONTROL_SCHEMA), snapshot_id, SIGNAL_TIMEOUT_S)
         finally:
             conn.close()
 

@@ -458,6 +458,7 @@ class Db2Connector:
                 self.config.get(dbc.SNAPSHOT_FETCH_SIZE), self.log.with_context("snapshot"), self.dialect)
             reader.lock = self.snapshot_lock
             reader.lock_timeout_ms = self.config.get(dbc.SNAPSHOT_LOCK_TIMEOUT_MS)
+            reader.connect = self._connect  # an exclusive snapshot's handoff signal (cdc_db2.signal_lsn)
             include = self.config.get(common.SNAPSHOT_INCLUDE_COLLECTIONS)
             order = self.config.get(common.TABLE_INCLUDE)
 

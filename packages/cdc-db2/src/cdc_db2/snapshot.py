@@ -2,22 +2,29 @@
 
 As Db2SnapshotChangeEventSource: the isolation level is set (read_uncommitted UR, read_committed
 CS, repeatable_read RS, exclusive RS plus ``LOCK TABLE ... IN EXCLUSIVE MODE`` on every table), the
-highest synchpoint is read inside the transaction (streaming starts after it), then every table
-is read. Records carry ``commit_lsn`` = that LSN and offsets ``{snapshot, snapshot_completed, commit_lsn}``.
+highest synchpoint is read inside the transaction (streaming starts after it; under ``exclusive`` a
+handoff signal's position instead, ``SnapshotReader._signal_handoff``), then every table is read. Records
+carry ``commit_lsn`` = that LSN and offsets ``{snapshot, snapshot_completed, commit_lsn}``.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from cdc_core.errors import ConnectorError
 from cdc_core.snapshot.table_reader import TableSnapshotReader, first_line
 from cdc_db2.catalog import LUW, CaptureTable, max_lsn_query, quote
 from cdc_db2.dialects import Dialect
-from cdc_db2.lsn import from_value
+from cdc_db2.lsn import Lsn, from_value
+from cdc_db2.signal_lsn import signal_lsn
 from cdc_db2.source import source_block
 from cdc_db2.timestamps import select_list
+
+#: How long an ``exclusive`` snapshot waits, its tables locked, for asncap to complete its handoff signal (asncap
+#: commits every 30 s by default).
+HANDOFF_TIMEOUT_S = 120.0
 
 ISOLATION = {"read_uncommitted": "UR", "read_committed": "CS", "repeatable_read": "RS", "exclusive": "RS"}
 
@@ -85,6 +92,9 @@ class SnapshotReader(TableSnapshotReader):
         self.lock_timeout_ms = 10000
         #: The id of the table being read (its failure's notification names it).
         self.reading: Any = None
+        #: ``() -> connection`` (autocommit) on which an ``exclusive`` snapshot commits its handoff signal
+        #: (``_signal_handoff``); None: the highest synchpoint, as Debezium.
+        self.connect: Any = None
 
     def begin(self, tables: list[CaptureTable], structure: Any = None) -> str:
         """Set the isolation level, take the locks, read the highest synchpoint inside the transaction.
@@ -122,12 +132,44 @@ class SnapshotReader(TableSnapshotReader):
         cur.execute(max_lsn_query(self.control, self.dialect))
         row = cur.fetchone()
         self.max_lsn = str(from_value(row[0] if row else None))
+        if self.isolation == "exclusive" and locks and self.connect is not None:
+            self.max_lsn = self._signal_handoff(self.max_lsn)
         if structure is not None:
             structure()
         if locks and self.isolation == "repeatable_read":
             cur.execute("ROLLBACK TO SAVEPOINT cdc_schema_snapshot")
             self.log.info("schema locks released")
         return self.max_lsn
+
+    def _signal_handoff(self, max_lsn: str) -> str:
+        """The handoff of an ``exclusive`` snapshot: a USER signal's ``SIGNAL_LSN`` (``cdc_db2.signal_lsn``), the
+        signal committed on a second connection while every captured table is locked, when it lies above the
+        highest synchpoint.
+
+        Debezium 2.7.4 hands off at the highest synchpoint, which lags asncap: a transaction committed just before
+        the locks but not yet captured is in the rows read and, its commit sequence being above that synchpoint,
+        streamed again. With the tables locked, every change of theirs committed before the signal is in the rows
+        and lies below its ``SIGNAL_LSN``, every later one above it, so streaming from there repeats and loses
+        nothing. The snapshot's ``commit_lsn`` and offsets then name that position. Without the signal (no
+        privilege, or asncap not completing it within ``HANDOFF_TIMEOUT_S``), the synchpoint, as Debezium.
+        """
+        conn = None
+        try:
+            conn = self.connect()
+            lsn = signal_lsn(conn, self.control, uuid.uuid4().hex, HANDOFF_TIMEOUT_S)
+        except Exception as e:  # noqa: BLE001 - the snapshot goes on, as Debezium's
+            self.log.warning("snapshot.isolation.mode=exclusive: no handoff signal (%s); the snapshot hands off at "
+                             "the highest synchpoint %s, and changes committed just before it that asncap had not "
+                             "captured yet are delivered again after it", first_line(e), max_lsn)
+            return max_lsn
+        finally:
+            if conn is not None:
+                conn.close()
+        if Lsn.parse(lsn).key() <= Lsn.parse(max_lsn).key():
+            return max_lsn
+        self.log.info("the snapshot hands off at its signal's log position %s, committed under the table locks (the "
+                      "highest synchpoint %s lags the capture program)", lsn, max_lsn)
+        return lsn
 
     def end(self) -> None:
         """Commit the snapshot transaction (releasing its locks) and go back to autocommit."""

@@ -24,8 +24,11 @@ _SAVEPOINT_CLAUSE = re.compile(r"\s+ON\s+ROLLBACK\s+RETAIN\s+CURSORS\s*;?\s*$", 
 _ISOLATION_CLAUSE = re.compile(r"(?:\s+FOR\s+(?:READ|FETCH)\s+ONLY)?(?:\s+WITH\s+(UR|CS|RS|RR))?\s*;?\s*$", re.I)
 
 #: Db2 isolation levels and the PostgreSQL level a reader gets for them. PostgreSQL never reads
-#: uncommitted rows, and its REPEATABLE READ is a snapshot (stronger than Db2's RS, read stability).
-ISOLATION_LEVELS = {"UR": "READ UNCOMMITTED", "CS": "READ COMMITTED", "RS": "REPEATABLE READ", "RR": "SERIALIZABLE",
+#: uncommitted rows. Db2's RS (read stability) locks what it reads, and each statement reads what is
+#: committed when it reads, so after ``LOCK TABLE`` on one table after the other (an ``exclusive``
+#: snapshot) the rows show every commit before the last lock: PostgreSQL's READ COMMITTED reads so (its
+#: REPEATABLE READ would fix the rows at the transaction's first query, before the later locks).
+ISOLATION_LEVELS = {"UR": "READ UNCOMMITTED", "CS": "READ COMMITTED", "RS": "READ COMMITTED", "RR": "SERIALIZABLE",
                     "RESET": "READ COMMITTED"}
 
 
