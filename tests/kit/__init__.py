@@ -21,6 +21,8 @@ FIXTURES: dict[str, tuple[str, str, str, str]] = {
     "postgres": ("kit.postgres", "PostgresFixture", "pg_server", "pg_db"),
     "mariadb": ("kit.mariadb", "MariaDBFixture", "mariadb_server", "mariadb_db"),
     "yugabyte": ("kit.yugabyte", "YugabyteFixture", "pg_server", "pg_db"),  # on the PostgreSQL stand-in
+    "sqlserver": ("kit.sqlserver", "SqlServerFixture", "pg_server", "pg_db"),  # on its stand-in
+    "db2": ("kit.db2", "Db2Fixture", "pg_server", "pg_db"),  # on its stand-in
 }
 
 #: ``CDC_SOAK=1``: the full variants (long storms); otherwise the quick ones CI runs.
