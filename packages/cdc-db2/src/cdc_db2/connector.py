@@ -88,7 +88,7 @@ class Db2Connector:
         self._tables: list[CaptureTable] = []
         #: The captured tables as the catalog describes them at start (a snapshot reads these).
         self._live_tables: list[CaptureTable] = []
-        #: Included tables not in capture mode (or INACTIVE): a snapshot reads them too, streaming never does.
+        #: Included tables not in capture mode: a snapshot reads them too, streaming never does.
         self._uncaptured: list[CaptureTable] = []
         #: ``no_data``'s schema snapshot events, sent when streaming starts.
         self._pending: list[Any] = []
@@ -220,7 +220,7 @@ class Db2Connector:
         if self.zos:
             self._check_lsn_format()
         self._tables = self._capture_tables(registrations, warn=True)
-        if not self._tables:
+        if not any(t.registration.active for t in self._tables):
             # A warning, not a refusal: Debezium 2.7.4 runs on (getCdcTablesToQuery warns, Db2ConnectorIT.
             # testEmptySchemaWarningAfterApplyingFilters) and streams the tables registered later.
             candidates = [f"{r.schema}.{r.table}" for r in registrations if self._included(r.schema, r.table)]
@@ -302,7 +302,13 @@ class Db2Connector:
 
     def _capture_tables(self, registrations: list[Registration], warn: bool = False,
                         conn: Any = None) -> list[CaptureTable]:
-        """The included tables that are in capture mode and ACTIVE, with their definitions (read on ``conn``)."""
+        """The included tables in capture mode, ACTIVE or not, with their definitions (read on ``conn``).
+
+        As Debezium 2.7.4's Db2Connection.listOfChangeTables, whose query has no STATE condition: an INACTIVE
+        table's CD table is still read. asncap writes nothing for it while it is INACTIVE, but the rows it wrote
+        before stay to be read; leaving the table out let the stream's position move past those (the online
+        schema procedure sets a table INACTIVE for a moment, and a lagging stream lost its last changes).
+        """
         signal = signal_table(self.config)
         # The signal table is read whatever the filters say (its rows are signals and watermarks).
         wanted = [r for r in registrations if (self._included(r.schema, r.table) or (r.schema, r.table) == signal)
@@ -313,12 +319,11 @@ class Db2Connector:
                     self.log.warning("table %s.%s is registered in %s.IBMSNAP_REGISTER but INACTIVE: its changes are not "
                                      "captured until it is ACTIVE again (UPDATE %s.IBMSNAP_REGISTER SET STATE = 'A' ..., "
                                      "then reinit)", r.schema, r.table, self.control, self.control)
-        active = [r for r in wanted if r.active]
-        schemas = {r.schema for r in active} | {r.cd_schema for r in active}
+        schemas = {r.schema for r in wanted} | {r.cd_schema for r in wanted}
         tables = read_tables(conn if conn is not None else self._conn, self.db, sorted(schemas), self.modes,
                              self.dialect)
         out = []
-        for r in active:
+        for r in wanted:
             table = tables.get((r.schema, r.table))
             cd = tables.get((r.cd_schema, r.cd_table))
             if table is None or cd is None:
@@ -333,7 +338,7 @@ class Db2Connector:
         return out
 
     def _uncaptured_tables(self, conn: Any = None) -> list[CaptureTable]:
-        """The included base tables that are not in capture mode and ACTIVE.
+        """The included base tables that are not in capture mode.
 
         Debezium 2.7.4 snapshots every table its filters include, in capture mode or not
         (RelationalSnapshotChangeEventSource.determineCapturedTables over Db2SnapshotChangeEventSource's

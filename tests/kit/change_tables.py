@@ -1,0 +1,121 @@
+"""What the kit's SQL Server and Db2 fixtures share: a change-table connector on its stand-in, one database per test.
+
+Both stand-ins are a throwaway PostgreSQL database holding the source tables and the capture objects,
+filled by a capture agent running beside it; the kit's writers write the source tables as an
+application does, in PostgreSQL's SQL, and ``cdc run`` reaches the stand-in through
+``driver.Driver=cdc stand-in``. A subclass says how its stand-in is made, how tables enter capture
+mode and get a column, its properties and topics, and what its offsets hold (``OFFSET_FIELDS``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from kit.contract import Workdir
+
+#: The kit's snapshot isolation for both: the chapters' consistent mode, whose handoff is exact (the others may
+#: repeat a change at the handoff, as Debezium's docs say).
+ISOLATION = "exclusive"
+
+
+def lsn_key(text: str | None) -> str:
+    """An LSN's text as a sort key (fixed-width hex: text order is LSN order), NULL first."""
+    return "" if text in (None, "NULL") else text  # type: ignore[return-value]
+
+
+class ChangeTableFixture:
+    """The shared half of ``ConnectorFixture`` for a change-table connector on its stand-in (``standin``)."""
+
+    unavailable_value: ClassVar[str | None] = None
+    has_history: ClassVar[bool] = True
+    text_allows_nul: ClassVar[bool] = False
+    scenario_run: ClassVar[str] = "kit.scenarios:ScenarioRun"
+    #: The kit modules these fixtures join (``kit.plugin`` deselects them elsewhere): see the README's kit part.
+    scenarios: ClassVar[tuple[str, ...]] = ("test_kit_stream", "test_kit_storms")
+    #: An LSN above any the stand-in writes (``offsets_ahead``).
+    LAST_LSN: ClassVar[str]
+    #: The ``source``/offset fields of a position, in order: LSN texts first, then counters.
+    OFFSET_FIELDS: ClassVar[tuple[str, ...]] = ("commit_lsn", "change_lsn")
+
+    server: Any
+    database: str
+    standin: Any
+
+    def close(self) -> None:
+        """Stop the capture agent."""
+        self.standin.agent.stop()
+
+    def connect(self) -> Any:
+        """A psycopg connection to the stand-in's database, autocommit off (the source tables' writer)."""
+        return self.server.connect(self.database, autocommit=False, application_name="kit-writer")
+
+    def quote(self, identifier: str) -> str:
+        """An identifier quoted for the writers' SQL (the stand-in's PostgreSQL)."""
+        return '"' + identifier.replace('"', '""') + '"'
+
+    def accepts_identifier(self, name: str, kind: str) -> bool:
+        """Plain names only: letters, digits and underscores (the stand-in translates the connector's SQL)."""
+        return name.replace("_", "a").isalnum() and name.isascii() and len(name) <= 63
+
+    def execute(self, statement: str) -> None:
+        """Run one statement of the stand-in's SQL on the test database in autocommit mode."""
+        self.standin.execute(statement)
+
+    def create_schema(self, schema: str) -> None:
+        """``CREATE SCHEMA``."""
+        self.execute(f"CREATE SCHEMA {self.quote(schema)}")
+
+    def source_properties(self) -> dict[str, Any]:
+        """The connector's own properties (``debezium.source.`` left out): class, connection, database."""
+        raise NotImplementedError
+
+    def properties(self, workdir: Workdir, **source: Any) -> dict[str, Any]:
+        """The connector on the stand-in's database, the file sink, file offsets and history, ``exclusive`` snapshots."""
+        props: dict[str, Any] = {
+            "debezium.sink.type": "file",
+            "debezium.sink.file.dir": str(workdir.events),
+            "debezium.source.database.hostname": self.server.host,
+            "debezium.source.database.port": self.server.port,
+            "debezium.source.database.user": self.server.user,
+            "debezium.source.database.password": "",
+            "debezium.source.topic.prefix": "dbserver1",
+            "debezium.source.offset.storage.file.filename": str(workdir.offsets),
+            "debezium.source.offset.flush.interval.ms": 0,
+            "debezium.source.schema.history.internal.file.filename": str(workdir.history),
+            "debezium.source.poll.interval.ms": 100,
+            "debezium.source.snapshot.isolation.mode": ISOLATION,
+        }
+        props.update({f"debezium.source.{k}": v for k, v in self.source_properties().items()})
+        props.update({f"debezium.source.{k}": v for k, v in source.items()})
+        return props
+
+    def _position(self, fields: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(lsn_key(fields.get(f)) if f.endswith("_lsn") else int(fields.get(f) or 0)
+                     for f in self.OFFSET_FIELDS)
+
+    def source_position(self, source: dict[str, Any]) -> tuple[Any, ...]:
+        """``source.commit_lsn`` and ``change_lsn`` (a snapshot's reads: its handoff, no change LSN)."""
+        return (lsn_key(source.get("commit_lsn")), lsn_key(source.get("change_lsn")))
+
+    def position(self, offset: dict[str, Any]) -> tuple[Any, ...]:
+        """A committed offset's position (``OFFSET_FIELDS``)."""
+        return self._position(offset)
+
+    def resumes_before(self, offset: dict[str, Any], source: dict[str, Any]) -> bool:
+        """The offset lies before the event's position (a restart reads it again)."""
+        return self._position(offset) < self._position(source)
+
+    def offsets_ahead(self, offset: dict[str, Any]) -> dict[str, tuple[dict[str, Any], str]]:
+        """The commit LSN above anything the stand-in writes."""
+        return {"commit_lsn": ({**offset, "commit_lsn": self.LAST_LSN, "change_lsn": self.LAST_LSN}, self.LAST_LSN)}
+
+    def confirmed_position(self) -> Any:
+        """The server keeps nothing confirmed by the connector."""
+        return None
+
+    def cut_connections(self) -> None:
+        """Terminate the connector's sessions on the test database (not the writers', not the capture agent's)."""
+        self.server.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()"
+            " AND application_name <> 'kit-writer' AND backend_type = 'client backend' AND query NOT LIKE "
+            "'%%pg_logical_slot%%'", params=(self.database,))
