@@ -30,21 +30,13 @@ def connector(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect a connector's scenarios outside the kit modules its fixture class lists in ``scenarios`` (if any);
-    mark those its ``known_failures`` names (``{test function: why}``) as strict expected failures, those its
-    ``intermittent_failures`` names as expected failures that may pass."""
+    """Deselect a connector's scenarios outside the kit modules its fixture class lists in ``scenarios`` (if any)."""
     keep, dropped = [], []
     for item in items:
         name = getattr(getattr(item, "callspec", None), "params", {}).get("connector")
         entry = FIXTURES.get(name) if isinstance(name, str) else None
-        fixture_class = getattr(importlib.import_module(entry[0]), entry[1]) if entry else None
-        scenarios = fixture_class.__dict__.get("scenarios") if fixture_class else None
+        scenarios = getattr(importlib.import_module(entry[0]), entry[1]).__dict__.get("scenarios") if entry else None
         module = item.module.__name__.rpartition(".")[2] if getattr(item, "module", None) else ""
-        test = getattr(item, "originalname", "")
-        for attribute, strict in (("known_failures", True), ("intermittent_failures", False)):
-            why = (fixture_class.__dict__.get(attribute) or {}).get(test) if fixture_class else None
-            if why:
-                item.add_marker(pytest.mark.xfail(reason=why, strict=strict))
         (dropped if scenarios is not None and module not in scenarios else keep).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
