@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 
 from kit.contract import Workdir
 
+#: The kit modules both fixtures join (each declares it: ``kit.plugin`` reads a fixture class's own ``scenarios``).
+SCENARIOS = ("test_kit_stream", "test_kit_storms")
 #: The kit's snapshot isolation for both: the chapters' consistent mode, whose handoff is exact (the others may
 #: repeat a change at the handoff, as Debezium's docs say).
 ISOLATION = "exclusive"
@@ -30,8 +32,6 @@ class ChangeTableFixture:
     has_history: ClassVar[bool] = True
     text_allows_nul: ClassVar[bool] = False
     scenario_run: ClassVar[str] = "kit.scenarios:ScenarioRun"
-    #: The kit modules these fixtures join (``kit.plugin`` deselects them elsewhere): see the README's kit part.
-    scenarios: ClassVar[tuple[str, ...]] = ("test_kit_stream", "test_kit_storms")
     #: An LSN above any the stand-in writes (``offsets_ahead``).
     LAST_LSN: ClassVar[str]
     #: The ``source``/offset fields of a position, in order: LSN texts first, then counters.

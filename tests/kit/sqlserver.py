@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from kit.change_tables import ChangeTableFixture
+from kit.change_tables import SCENARIOS, ChangeTableFixture
 from kit.contract import Column, Table, sanitize_topic
 
 from cdc_sqlserver.odbc import STANDIN_DRIVER
@@ -26,6 +26,8 @@ class SqlServerFixture(ChangeTableFixture):
     name: ClassVar[str] = "sqlserver"
     #: No data-driven scenario files of its own (its chapter's examples are tests/test_sqlserver_examples.py).
     scenario_files: ClassVar[str] = "scenarios/sqlserver_*.yaml"
+    #: The kit modules this fixture joins (``kit.plugin`` reads it from the class itself, not its bases).
+    scenarios: ClassVar[tuple[str, ...]] = SCENARIOS
     LAST_LSN = "ffffffff:ffffffff:ffff"
     OFFSET_FIELDS = ("commit_lsn", "change_lsn", "event_serial_no")
     default_schema = "dbo"
