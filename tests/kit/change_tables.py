@@ -32,6 +32,8 @@ class ChangeTableFixture:
     has_history: ClassVar[bool] = True
     text_allows_nul: ClassVar[bool] = False
     scenario_run: ClassVar[str] = "kit.scenarios:ScenarioRun"
+    #: The connector's SQL type of each neutral type (``sql_type``).
+    TYPES: ClassVar[dict[str, str]]
     #: An LSN above any the stand-in writes (``offsets_ahead``).
     LAST_LSN: ClassVar[str]
     #: The ``source``/offset fields of a position, in order: LSN texts first, then counters.
@@ -40,6 +42,7 @@ class ChangeTableFixture:
     server: Any
     database: str
     standin: Any
+    default_schema: str
 
     def close(self) -> None:
         """Stop the capture agent."""
@@ -60,6 +63,14 @@ class ChangeTableFixture:
     def execute(self, statement: str) -> None:
         """Run one statement of the stand-in's SQL on the test database in autocommit mode."""
         self.standin.execute(statement)
+
+    def sql_type(self, neutral: str) -> str:
+        """The connector's SQL type of a neutral type."""
+        return self.TYPES[neutral]
+
+    def schema_of(self, table: Any) -> str:
+        """``source.schema``."""
+        return table.schema or self.default_schema
 
     def create_schema(self, schema: str) -> None:
         """``CREATE SCHEMA``."""

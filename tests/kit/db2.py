@@ -16,9 +16,6 @@ from kit.contract import Column, Table, sanitize_topic
 from cdc_db2.driver import STANDIN_DRIVER
 from cdc_db2.standin.server import StandIn
 
-_TYPES = {"int32": "INTEGER", "int64": "BIGINT", "float64": "DOUBLE", "text": "CLOB(1048576)",
-          "decimal": "DECIMAL(31,10)"}
-
 
 class Db2Fixture(ChangeTableFixture):
     """``ConnectorFixture`` for the Db2 connector on ``cdc_db2.standin``."""
@@ -28,6 +25,8 @@ class Db2Fixture(ChangeTableFixture):
     scenario_files: ClassVar[str] = "scenarios/db2_*.yaml"
     #: The kit modules this fixture joins (``kit.plugin`` reads it from the class itself, not its bases).
     scenarios: ClassVar[tuple[str, ...]] = SCENARIOS
+    TYPES = {"int32": "INTEGER", "int64": "BIGINT", "float64": "DOUBLE", "text": "CLOB(1048576)",
+             "decimal": "DECIMAL(31,10)"}
     LAST_LSN = "ffffffff:ffffffff:ffffffffffffffff"
     default_schema = "KIT"
 
@@ -36,10 +35,6 @@ class Db2Fixture(ChangeTableFixture):
         self.database = database
         self.standin = StandIn(server, database)
         self.standin.agent.start()
-
-    def sql_type(self, neutral: str) -> str:
-        """The Db2 type of a neutral type."""
-        return _TYPES[neutral]
 
     def _column(self, column: Column) -> tuple[str, str]:
         return column.name, (f"{self.sql_type(column.type)}{'' if column.nullable else ' NOT NULL'}"
@@ -68,7 +63,3 @@ class Db2Fixture(ChangeTableFixture):
     def topic(self, table: Table, prefix: str = "dbserver1") -> str:
         """``<prefix>.<schema>.<table>``, sanitized."""
         return sanitize_topic(f"{prefix}.{table.schema or self.default_schema}.{table.name}")
-
-    def schema_of(self, table: Table) -> str:
-        """``source.schema``."""
-        return table.schema or self.default_schema

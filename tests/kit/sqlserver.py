@@ -16,9 +16,6 @@ from kit.contract import Column, Table, sanitize_topic
 from cdc_sqlserver.odbc import STANDIN_DRIVER
 from cdc_sqlserver.standin.server import StandIn
 
-_TYPES = {"int32": "INT", "int64": "BIGINT", "float64": "FLOAT", "text": "NVARCHAR(MAX)",
-          "decimal": "DECIMAL(38,10)"}
-
 
 class SqlServerFixture(ChangeTableFixture):
     """``ConnectorFixture`` for the SQL Server connector on ``cdc_sqlserver.standin``."""
@@ -28,6 +25,8 @@ class SqlServerFixture(ChangeTableFixture):
     scenario_files: ClassVar[str] = "scenarios/sqlserver_*.yaml"
     #: The kit modules this fixture joins (``kit.plugin`` reads it from the class itself, not its bases).
     scenarios: ClassVar[tuple[str, ...]] = SCENARIOS
+    TYPES = {"int32": "INT", "int64": "BIGINT", "float64": "FLOAT", "text": "NVARCHAR(MAX)",
+             "decimal": "DECIMAL(38,10)"}
     LAST_LSN = "ffffffff:ffffffff:ffff"
     OFFSET_FIELDS = ("commit_lsn", "change_lsn", "event_serial_no")
     default_schema = "dbo"
@@ -40,9 +39,6 @@ class SqlServerFixture(ChangeTableFixture):
         self.standin.agent.start()
         self._instances: dict[str, int] = {}
 
-    def sql_type(self, neutral: str) -> str:
-        """The T-SQL type of a neutral type."""
-        return _TYPES[neutral]
 
     def _tsql_column(self, column: Column) -> str:
         return (f"[{column.name}] {self.sql_type(column.type)}{'' if column.nullable else ' NOT NULL'}"
@@ -75,7 +71,3 @@ class SqlServerFixture(ChangeTableFixture):
     def topic(self, table: Table, prefix: str = "dbserver1") -> str:
         """``<prefix>.<database>.<schema>.<table>``, sanitized."""
         return sanitize_topic(f"{prefix}.{self.database}.{table.schema or self.default_schema}.{table.name}")
-
-    def schema_of(self, table: Table) -> str:
-        """``source.schema``."""
-        return table.schema or self.default_schema
