@@ -20,7 +20,7 @@ from cdc_db2.lsn import from_value
 from cdc_db2.standin import dbapi
 from cdc_db2.streaming import ResumePoint, StreamReader
 
-from change_table_backlog import changes_argument
+from change_table_backlog import arguments
 from db2_streaming import backlog, bare_query
 
 
@@ -42,7 +42,7 @@ class _Fetched:
 
 def main() -> None:
     """Run the benchmark and print the rates."""
-    with backlog(changes_argument()) as (pg, db, s, start):
+    with backlog(arguments().changes) as (pg, db, s, start):
         s.execute('UPDATE "BENCH"."ITEMS" SET "QTY" = "QTY" + 1 WHERE "ID" % 10 = 0')
         s.wait_captured(600)
         s.agent.stop()

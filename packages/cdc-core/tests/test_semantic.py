@@ -177,7 +177,8 @@ def test_encode_decimal_refuses_rounding_and_specials() -> None:
 def test_decimal_encoder_writes_what_encode_decimal_writes_and_refuses_the_same() -> None:
     for scale in (0, 2, 5):
         encode = sem.decimal_encoder(scale)
-        for value in ("12.34", "-0.01", "0", "-0.00", "1E+2", "99999.99999", "-128", "127", "255"):
+        for value in ("12.34", "-0.01", "0", "-0.00", "1E+2", "99999.99999", "-128", "127", "255",
+                      "-123456789012345678901234567890123456.78", "1E-30", "9" * 60 + ".5"):
             try:
                 expected = sem.encode_decimal(Decimal(value), scale)
             except ValueError as e:
