@@ -16,6 +16,7 @@ from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.snapshot.phases import snapshot_then_stream
+from cdc_core.stores.history_required import require_history
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
 from cdc_db2 import config as dbc
@@ -29,7 +30,7 @@ from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import from_value
 from cdc_db2.plugin import CONNECTOR
 from cdc_db2.snapshot import ExclusiveSnapshotLock, SnapshotReader, quote_table_id, select_for
-from cdc_db2.history import replay
+from cdc_db2.history import history_store, replay
 from cdc_db2.schema_changes import infos_from_json, schema_change_record, table_json
 from cdc_db2.source import SOURCE_SCHEMA, source_block
 from cdc_db2.streaming import ResumePoint, StreamReader
@@ -97,7 +98,8 @@ class Db2Connector:
         #: What the schema change events announced last of every registered table: ``schema.table`` to
         #: ``(schema, table, definition)``; None until the snapshot or the schema history sets it.
         self._known: dict[str, tuple[str, str, dict[str, Any]]] | None = None
-        self.history = context.history
+        #: The schema history (``cdc run``: ``schema.history.internal``'s file; cdc_db2.history.history_store).
+        self.history = history_store(config, context.history)
         #: The streaming side's reader, once streaming started (a blocking snapshot hands it the tables it read).
         self._stream_reader: StreamReader | None = None
         #: Where the stream stood at its last window's end: ``(change_lsn, commit_lsn, event_serial_no)``.
@@ -133,6 +135,7 @@ class Db2Connector:
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect and check the capture service, the captured tables' registration and the user's access."""
         self._offset = offset
+        require_history(self.history, offset, self.snapshotter)  # as Debezium's validateAndLoadSchemaHistory
         if offset is not None and self.history is not None and self.history.exists() and not self._recovers(offset):
             self._known = replay(self.history, offset)
         self._conn = self._connect()

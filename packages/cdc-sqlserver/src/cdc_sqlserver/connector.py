@@ -15,6 +15,7 @@ from cdc_core.plugins import registry
 from cdc_core.notifications.initial import InitialSnapshotNotifications
 from cdc_core.relational import Table, TableId
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
+from cdc_core.stores.history_required import require_history
 from cdc_core.snapshot.phases import snapshot_then_stream
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
@@ -145,8 +146,10 @@ class SqlServerConnector:
     def start(self, offset: dict[str, Any] | None) -> None:
         """Connect and check that CDC is enabled and readable for the captured tables."""
         self._offset = offset
+        store = history_store(self.config, self._context.history)
+        require_history(store, offset, self.snapshotter)  # as Debezium's validateAndLoadSchemaHistory
         self._history = SchemaHistory(
-            history_store(self.config, self._context.history), self.server, self.db, SOURCE_SCHEMA,
+            store, self.server, self.db, SOURCE_SCHEMA,
             topic_naming_strategy(self.config, self._context.plugins).schema_change_topic(), self.partition(),
             self.config.get(msc.INCLUDE_SCHEMA_CHANGES), self.log.with_context("schema"))
         self._history.recover(offset)
