@@ -101,7 +101,8 @@ def _change(fx: Any, table: Table) -> None:
 def _check_events(fx: Any, cdc: CdcProcess, table: Table) -> None:
     """The topic is the spec's; source names the table; key and value fields carry the column names."""
     topic = fx.topic(table)
-    assert topic == sanitize_topic(f"dbserver1.{fx.schema_of(table)}.{table.name}")
+    database = [fx.database] if fx.topic_names_database else []
+    assert topic == sanitize_topic(".".join(["dbserver1", *database, fx.schema_of(table), table.name]))
     events = [e for e in cdc.events(topic) if e["value"] is not None]
     assert events, f"no events on {topic}; topics: {sorted(p.name for p in cdc.events_dir.iterdir())}"
     names = table.column_names()

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from kit.contract import Workdir
 
 #: The kit modules both fixtures join (each declares it: ``kit.plugin`` reads a fixture class's own ``scenarios``).
-SCENARIOS = ("test_kit_stream", "test_kit_storms")
+SCENARIOS = ("test_kit_stream", "test_kit_storms", "test_kit_state_files", "test_kit_hostile", "test_kit_null_defaults")
 #: The kit's snapshot isolation for both: the chapters' consistent mode, whose handoff is exact (the others may
 #: repeat a change at the handoff, as Debezium's docs say).
 ISOLATION = "exclusive"
@@ -31,6 +31,8 @@ class ChangeTableFixture:
     unavailable_value: ClassVar[str | None] = None
     has_history: ClassVar[bool] = True
     text_allows_nul: ClassVar[bool] = False
+    text_defaults: ClassVar[bool] = True
+    topic_names_database: ClassVar[bool] = False
     scenario_run: ClassVar[str] = "kit.scenarios:ScenarioRun"
     #: The connector's SQL type of each neutral type (``sql_type``).
     TYPES: ClassVar[dict[str, str]]
@@ -49,8 +51,13 @@ class ChangeTableFixture:
         self.standin.agent.stop()
 
     def connect(self) -> Any:
-        """A psycopg connection to the stand-in's database, autocommit off (the source tables' writer)."""
-        return self.server.connect(self.database, autocommit=False, application_name="kit-writer")
+        """A psycopg connection to the stand-in's database, autocommit off (the source tables' writer), unqualified
+        names in ``default_schema`` as the real server resolves them (SQL Server's user's default schema, Db2's
+        CURRENT SCHEMA)."""
+        conn = self.server.connect(self.database, autocommit=False, application_name="kit-writer")
+        conn.execute(f"SET search_path TO {self.quote(self.default_schema)}, public")
+        conn.commit()
+        return conn
 
     def quote(self, identifier: str) -> str:
         """An identifier quoted for the writers' SQL (the stand-in's PostgreSQL)."""
@@ -61,8 +68,9 @@ class ChangeTableFixture:
         return name.replace("_", "a").isalnum() and name.isascii() and len(name) <= 63
 
     def execute(self, statement: str) -> None:
-        """Run one statement of the stand-in's SQL on the test database in autocommit mode."""
-        self.standin.execute(statement)
+        """Run one statement of the stand-in's SQL on the test database in its own transaction (``connect``)."""
+        with self.connect() as conn:
+            conn.execute(statement)
 
     def sql_type(self, neutral: str) -> str:
         """The connector's SQL type of a neutral type."""

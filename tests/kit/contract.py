@@ -85,6 +85,10 @@ class ConnectorFixture(Protocol):
     has_history: ClassVar[bool]
     #: Whether text columns may hold NUL characters.
     text_allows_nul: ClassVar[bool]
+    #: Whether a text column's ``DEFAULT`` reaches the event schema (and so JsonConverter's null replacement).
+    text_defaults: ClassVar[bool]
+    #: Whether data topics name the database before the schema (``<prefix>.<database>.<schema>.<table>``).
+    topic_names_database: ClassVar[bool]
     #: The data-driven scenarios (``kit.scenarios``): a glob of their files under tests/, and the
     #: ``module:Class`` of the connector's ``ScenarioRun`` (its configuration, topic names, own steps).
     scenario_files: ClassVar[str]

@@ -17,6 +17,8 @@ class MariaDBFixture:
     unavailable_value: ClassVar[str | None] = None  # binlog_row_image=FULL: every value is there
     has_history: ClassVar[bool] = True
     text_allows_nul: ClassVar[bool] = True
+    text_defaults: ClassVar[bool] = True
+    topic_names_database: ClassVar[bool] = False  # the database is the schema: <prefix>.<database>.<table>
     #: The data-driven scenarios (``kit.scenarios``): their files (a glob under tests/) and the run class.
     scenario_files: ClassVar[str] = "data/mariadb_scenarios/*.yaml"
     scenario_run: ClassVar[str] = "kit.scenarios_mariadb:MariaDBScenarioRun"

@@ -17,6 +17,8 @@ class PostgresFixture:
     unavailable_value: ClassVar[str | None] = "__debezium_unavailable_value"  # unchanged TOASTed values
     has_history: ClassVar[bool] = False
     text_allows_nul: ClassVar[bool] = False  # text cannot hold U+0000
+    text_defaults: ClassVar[bool] = True
+    topic_names_database: ClassVar[bool] = False
     #: The data-driven scenarios (``kit.scenarios``): their files (a glob under tests/) and the run class.
     scenario_files: ClassVar[str] = "scenarios/postgres_*.yaml"
     scenario_run: ClassVar[str] = "kit.scenarios_postgres:PostgresScenarioRun"

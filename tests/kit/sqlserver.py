@@ -28,6 +28,8 @@ class SqlServerFixture(ChangeTableFixture):
     TYPES = {"int32": "INT", "int64": "BIGINT", "float64": "FLOAT", "text": "NVARCHAR(MAX)",
              "decimal": "DECIMAL(38,10)"}
     LAST_LSN = "ffffffff:ffffffff:ffff"
+    #: The chapter's topic names: ``<topic.prefix>.<databaseName>.<schemaName>.<tableName>``.
+    topic_names_database: ClassVar[bool] = True
     OFFSET_FIELDS = ("commit_lsn", "change_lsn", "event_serial_no")
     default_schema = "dbo"
 
