@@ -12,6 +12,7 @@ from kit.engine import EngineThread, run_until
 
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_db2 import streaming
+from cdc_db2.connector import Db2Connector
 from cdc_db2.standin.testing import CUSTOMERS, inventory, standin, zos_standin  # noqa: F401  (fixtures)
 
 INSERT = 'INSERT INTO "MYSCHEMA"."CUSTOMERS" ("FIRST_NAME", "LAST_NAME", "EMAIL") VALUES '
@@ -199,6 +200,39 @@ def test_a_column_added_online_is_an_alter_event_then_in_the_events(inventory):
     assert "PHONE" not in update.value["after"] and update.value["after"]["LAST_NAME"] == "before"
     assert insert.value["after"] == {"ID": 1005, "FIRST_NAME": "new", "LAST_NAME": "n", "EMAIL": "new@x",
                                      "PHONE": "555"}
+
+
+def test_a_row_captured_between_the_registrations_and_the_window_has_the_new_definition(inventory, monkeypatch):
+    """The online procedure changes a default (no CD column changes), then a row is captured just after the
+    connector looked at the registrations: the window must not reach that row before the table is migrated (as
+    Debezium reads its max LSN before the change tables). Read the other way round, the row's event carried the old
+    default (the ZZZDb2OnlineDefaultValueIT round of tests/test_db2_default_value_it.py failed so, now and then)."""
+    armed, done = threading.Event(), threading.Event()
+    refresh = Db2Connector._refresh
+
+    def refresh_then_capture(self, reader, log):
+        events = refresh(self, reader, log)
+        if armed.is_set() and not done.is_set():
+            inventory.execute(INSERT + "('late', 'l', 'late@x')")
+            inventory.wait_captured()
+            done.set()
+        return events
+
+    monkeypatch.setattr(Db2Connector, "_refresh", refresh_then_capture)
+
+    def actions():
+        inventory.set_default("MYSCHEMA", "CUSTOMERS", "EMAIL", "'none@x'", cd=True)
+        inventory.set_state("MYSCHEMA", "CUSTOMERS", "I")
+        inventory.set_state("MYSCHEMA", "CUSTOMERS", "A")
+        inventory.execute("SELECT asncdc.asncdcservices('reinit', 'asncdc')")
+        armed.set()
+
+    records = _run(inventory.properties(**{"snapshot.mode": "no_data"}), MemoryOffsetStore(),
+                   lambda rs: len(_data(rs)) >= 1, action=actions)
+    (late,) = _data(records)
+    assert late.value["after"]["FIRST_NAME"] == "late"
+    email = next(f for f in late.value_schema.to_json()["fields"][1]["fields"] if f["field"] == "EMAIL")
+    assert email.get("default") == "none@x"
 
 
 def test_a_restart_keeps_the_history_definitions_until_the_tables_next_changes(inventory):

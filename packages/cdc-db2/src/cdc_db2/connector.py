@@ -683,10 +683,15 @@ class Db2Connector:
         last_service_check = time.monotonic()
         service_stopped = False
         while not self._stop.is_set():
+            # The window's end first, then the registrations (Db2StreamingChangeEventSource's order: currentMaxLsn,
+            # then the change tables whose start lies below it): a table changed after that read is seen by the next
+            # iteration, before any of its rows; read the other way round, a row captured in between was read
+            # with the table's old definition (a column added online missing from its event).
+            top = reader.max_lsn()
             changes = self._refresh(reader, log)
             if changes:
                 yield changes
-            window = reader.window()
+            window = reader.window(top) if top is not None else None
             got = False
             if window is not None:
                 for batch in window:

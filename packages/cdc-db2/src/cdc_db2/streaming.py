@@ -163,9 +163,10 @@ class StreamReader:
         row = cur.fetchone()
         return bytes(row[0]) if row and row[0] is not None else None
 
-    def window(self) -> Iterator[list[RawChange]] | None:
-        """The changes of the next window, or None when the capture program has nothing new."""
-        to_lsn = self.max_lsn()
+    def window(self, top: bytes | None = None) -> Iterator[list[RawChange]] | None:
+        """The changes of the next window, up to ``top`` (the highest synchpoint read before the registrations were,
+        as Debezium reads its currentMaxLsn first; read now when not given), or None when there is nothing new."""
+        to_lsn = self.max_lsn() if top is None else top
         if to_lsn is None or (to_lsn, _AFTER_ALL) <= self.last:
             return None
         # IBMSNAP_UOW rows are written with their CD rows: any of them below the synchpoint ends a complete window.
