@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from change_table_tests import run as _run
 
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
 from cdc_sqlserver.standin.testing import inventory, standin  # noqa: F401  (fixtures)
+from cdc_sqlserver.streaming import StreamReader
 
 
 def _data(records):
@@ -118,6 +121,34 @@ def test_a_new_capture_instance_after_alter_takes_over_at_its_start_lsn(inventor
     inventory.wait_captured()
     more = _data(_run(config, store, lambda rs: len(_data(rs)) >= 1))
     assert [(r.value["op"], r.value["before"]["id"]) for r in more[:1]] == [("d", 1007)]
+
+
+def test_an_instance_created_between_the_instance_check_and_the_window_takes_its_changes(inventory, monkeypatch):
+    """A new capture instance and a change of it captured just after the reader looked at the instances: the
+    window must not reach that change through the old instance (as Debezium reads its max LSN before the change
+    tables). Read the other way round, the change was streamed from the old instance, without the new column."""
+    armed, done = threading.Event(), threading.Event()
+    check = StreamReader._check_instances
+
+    def check_then_capture(self):
+        check(self)
+        if armed.is_set() and not done.is_set():
+            inventory.enable_table("dbo", "customers", "dbo_customers_v2")
+            inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email, phone_number) "
+                              "VALUES ('c', 'c', 'c@x', '+1-555-0101')")
+            inventory.wait_captured()
+            done.set()
+
+    monkeypatch.setattr(StreamReader, "_check_instances", check_then_capture)
+
+    def actions():
+        inventory.add_column("dbo", "customers", "phone_number", "VARCHAR(32)")
+        armed.set()
+
+    records = _data(_run(inventory.properties(**{"snapshot.mode": "no_data"}), MemoryOffsetStore(),
+                         lambda rs: len(_data(rs)) >= 1, action=actions))
+    assert [(r.value["op"], r.value["after"]["id"]) for r in records] == [("c", 1005)]
+    assert records[0].value["after"]["phone_number"] == "+1-555-0101"
 
 
 @pytest.mark.parametrize("mode", ["when_needed", "initial"])

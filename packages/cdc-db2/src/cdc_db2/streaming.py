@@ -24,7 +24,7 @@ from typing import Any
 from cdc_core.errors import ConnectorError
 from cdc_core.byte_lsn import grouped_hex
 from cdc_core.events import Checkpoint, RawChange
-from cdc_db2.catalog import LUW, CaptureTable, max_lsn_query, quote
+from cdc_db2.catalog import LUW, CaptureTable, max_lsn_query
 from cdc_db2.dialects import Dialect
 from cdc_db2.errors import sqlstate
 from cdc_db2.lsn import Lsn, text

@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from collections.abc import Callable, Iterator
 from functools import partial
 from itertools import repeat
-from typing import Any
 
 import psycopg
 from psycopg import sql

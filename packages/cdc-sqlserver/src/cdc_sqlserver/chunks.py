@@ -67,7 +67,7 @@ from cdc_sqlserver.catalog import CaptureInstance, quote, read_capture_instances
 from cdc_sqlserver.incremental import key_greater, key_value
 from cdc_sqlserver.log_end import log_end
 from cdc_sqlserver.lsn import Lsn, from_value
-from cdc_sqlserver.snapshot import ISOLATION, snapshot_offset
+from cdc_sqlserver.snapshot import snapshot_offset
 from cdc_sqlserver.snapshot_select import SnapshotSelect
 from cdc_sqlserver.source import source_block
 from cdc_sqlserver.types import TypeModes, base_name

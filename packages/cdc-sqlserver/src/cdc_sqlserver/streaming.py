@@ -208,11 +208,18 @@ class StreamReader:
         return Lsn(self._last_raw[0] or None)
 
     def window(self) -> Iterator[list[RawChange]] | None:
-        """The changes of the next window, or None when there is nothing new (a heartbeat may be due)."""
-        self._check_instances()
+        """The changes of the next window, or None when there is nothing new (a heartbeat may be due).
+
+        The max LSN is read before the capture instances are (SqlServerStreamingChangeEventSource's order:
+        currentMaxLsn, then the change tables whose start LSN lies below it): an instance created after that
+        read starts above the window. Read the other way round, one created in between (with changes captured)
+        was not known to the window, which read the old instance past the new one's start LSN and streamed
+        those changes with the old structure.
+        """
         last = self.last_commit
         row = self.conn.execute("SELECT sys.fn_cdc_get_max_lsn(), DATEDIFF(MINUTE, SYSUTCDATETIME(), SYSDATETIME())"
                                 ).fetchone()
+        self._check_instances()
         to_lsn = from_value(row[0]) if row else NULL
         tz = timedelta(minutes=int(row[1] or 0)) if row else timedelta(0)
         if not to_lsn.available:

@@ -167,7 +167,7 @@ def _serve(state: Any, conn: Any, parent: int) -> None:
                 socket.send_fds(sock, [b"F"], _outbox)
         except (BrokenPipeError, OSError):
             return
-        except Exception as e:  # noqa: BLE001 - an exception that cannot be pickled: its text
+        except Exception:  # noqa: BLE001 - an exception that cannot be pickled: its text
             conn.send((False, ConnectorError(f"{type(reply[1]).__name__}: {reply[1]}"), 0))
         finally:
             _close_all(_outbox)

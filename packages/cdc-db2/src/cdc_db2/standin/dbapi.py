@@ -55,8 +55,8 @@ def _error(e: psycopg.Error) -> ibm_db_dbi.Error:
         return ibm_db_dbi.OperationalError(f"[stand-in] SQL0952N Processing was cancelled due to an interrupt: "
                                            f"{message} SQLSTATE=57014 SQLCODE=-952")
     if isinstance(e, psycopg.errors.LockNotAvailable):
-        return ibm_db_dbi.ProgrammingError(f"[stand-in] SQL0911N The current transaction has been rolled back because "
-                                           f'of a deadlock or timeout.  Reason code "68". SQLSTATE=40001 SQLCODE=-911')
+        return ibm_db_dbi.ProgrammingError("[stand-in] SQL0911N The current transaction has been rolled back because "
+                                           'of a deadlock or timeout.  Reason code "68". SQLSTATE=40001 SQLCODE=-911')
     if isinstance(e, psycopg.OperationalError):
         return ibm_db_dbi.OperationalError(f"[stand-in] SQL30081N A communication error has been detected: {message}. "
                                            "SQLSTATE=08001 SQLCODE=-30081")
