@@ -89,6 +89,9 @@ class ConnectorFixture(Protocol):
     text_defaults: ClassVar[bool]
     #: Whether data topics name the database before the schema (``<prefix>.<database>.<schema>.<table>``).
     topic_names_database: ClassVar[bool]
+    #: Whether a start from an offset ahead of the server's log is refused (else it goes on with a warning quoting
+    #: the stored position, as the connector's Debezium does; ``test_kit_future_offsets``).
+    refuses_offsets_ahead: ClassVar[bool]
     #: The data-driven scenarios (``kit.scenarios``): a glob of their files under tests/, and the
     #: ``module:Class`` of the connector's ``ScenarioRun`` (its configuration, topic names, own steps).
     scenario_files: ClassVar[str]

@@ -19,6 +19,7 @@ class PostgresFixture:
     text_allows_nul: ClassVar[bool] = False  # text cannot hold U+0000
     text_defaults: ClassVar[bool] = True
     topic_names_database: ClassVar[bool] = False
+    refuses_offsets_ahead: ClassVar[bool] = True
     #: The data-driven scenarios (``kit.scenarios``): their files (a glob under tests/) and the run class.
     scenario_files: ClassVar[str] = "scenarios/postgres_*.yaml"
     scenario_run: ClassVar[str] = "kit.scenarios_postgres:PostgresScenarioRun"

@@ -27,7 +27,7 @@ from cdc_db2.catalog import (SYSTEM_SCHEMAS, CaptureTable, Registration, max_lsn
 from cdc_db2.errors import first_line, is_connection_error, sqlstate
 from cdc_db2.blocking import Position, position_of
 from cdc_db2.incremental import signal_table
-from cdc_db2.lsn import from_value
+from cdc_db2.lsn import Lsn, from_value
 from cdc_db2.plugin import CONNECTOR
 from cdc_db2.snapshot import ExclusiveSnapshotLock, SnapshotReader, quote_table_id, select_for
 from cdc_db2.history import history_store, replay
@@ -661,6 +661,23 @@ class Db2Connector:
                 self.metrics.streaming.captured_tables = after
         return events
 
+    def _warn_if_ahead(self, reader: StreamReader, resume: ResumePoint, log: Any) -> None:
+        """Warn when the stored commit LSN lies above the highest synchpoint (offsets from elsewhere, or edited).
+
+        Not refused, as Debezium 2.7.4 (Db2Connection.validateLogPosition checks only the lower bound). Its
+        streaming loop then reads one empty window and goes on from the highest synchpoint; cdc's waits until
+        the synchpoint passes the stored position, as SQL Server's does: an exclusive snapshot's handoff may lie
+        above a lagging synchpoint, and going back to it would repeat the snapshot's changes.
+        """
+        top = reader.max_lsn()
+        stored = resume.offset.get("commit_lsn")
+        if top is None or not Lsn.parse(stored).available or top >= Lsn.parse(stored).key():
+            return
+        log.warning("the stored offset (commit LSN %s) is ahead of the highest synchpoint %s of database %s on %s: "
+                    "these offsets are not this database's (copied from elsewhere, or edited?), or the capture "
+                    "program lags. Nothing is streamed until the synchpoint passes that LSN; put back the right "
+                    "offsets, or delete them to take a new snapshot", stored, from_value(top), self.db, self.address)
+
     def _stream(self, resume: ResumePoint) -> Iterator[list[RawChange | Checkpoint]]:
         """Poll the CD tables until stopped."""
         log = self.log.with_context("streaming")
@@ -669,6 +686,8 @@ class Db2Connector:
                                                     resume, skipped, log, self.dialect)
         log.info("streaming from commit LSN %s (change LSN %s)", resume.offset.get("commit_lsn"),
                  resume.offset.get("change_lsn"))
+        if self._offset is not None and resume.offset == dict(self._offset):
+            self._warn_if_ahead(reader, resume, log)
         if self.metrics is not None:
             self.metrics.streaming.connected = True
             self.metrics.streaming.captured_tables = {t.table.id.identifier for t in self._tables}

@@ -322,6 +322,24 @@ class SqlServerConnector:
             return False
         return from_value(oldest[0]).key() < stored.key()
 
+    def _warn_if_ahead(self, offset: dict[str, Any]) -> None:
+        """Warn when the stored commit LSN lies above the database's highest one (offsets from elsewhere, or edited).
+
+        Not refused, as Debezium 2.7.4 (validateLogPosition checks only the lower bound): its streaming loop
+        finds "no change in the database" until the database's max LSN passes the stored one, and so does cdc's.
+        """
+        stored = Lsn.parse(offset.get("commit_lsn"))
+        if not stored.available:
+            return
+        row = self._conn.execute("SELECT sys.fn_cdc_get_max_lsn()").fetchone()
+        if row is None or row[0] is None or from_value(row[0]).key() >= stored.key():
+            return
+        self.log.warning("the stored offset (commit LSN %s) is ahead of the highest LSN %s of database %s on %s: "
+                         "these offsets are not this database's (copied from elsewhere, or edited?). Nothing is "
+                         "streamed until the database's changes pass that LSN; put back the right offsets, or delete "
+                         "them to take a new snapshot", offset.get("commit_lsn"), from_value(row[0]), self.db,
+                         self.address)
+
     def _run(self) -> Iterator[list[RawChange | Checkpoint]]:
         """Check the stored position, snapshot if due, then stream."""
         offset = self._offset
@@ -338,6 +356,8 @@ class SqlServerConnector:
                                  "left. Set snapshot.mode=when_needed to take a new snapshot instead",
                                  offset.get("commit_lsn"), self.address)
         in_progress = bool(offset and offset.get("snapshot") and not offset.get("snapshot_completed"))
+        if offset is not None and not in_progress:
+            self._warn_if_ahead(offset)
         self._schema_snapshot = bool(self.snapshotter.should_snapshot_schema(offset is not None, in_progress))
         snapshotted: list[bool] = []
 
