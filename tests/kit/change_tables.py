@@ -15,7 +15,7 @@ from kit.contract import Workdir
 
 #: The kit modules both fixtures join (each declares it: ``kit.plugin`` reads a fixture class's own ``scenarios``).
 SCENARIOS = ("test_kit_stream", "test_kit_storms", "test_kit_state_files", "test_kit_hostile", "test_kit_null_defaults",
-             "test_kit_future_offsets")
+             "test_kit_future_offsets", "test_kit_sink_failures", "test_kit_server_faults")
 #: The kit's snapshot isolation for both: the chapters' consistent mode, whose handoff is exact (the others may
 #: repeat a change at the handoff, as Debezium's docs say).
 ISOLATION = "exclusive"
@@ -38,6 +38,14 @@ class ChangeTableFixture:
     #: stored commit LSN is above the oldest change left; both connectors warn, and stream nothing until the
     #: server's highest LSN passes the stored one.
     refuses_offsets_ahead: ClassVar[bool] = False
+    #: Not bounded by the queue: Debezium's JDBC result sets stream a window's change rows as the queue takes them;
+    #: cdc's readers fetch a whole window first (SQL Server: up to max.iteration.transactions, 500, transactions,
+    #: fetchall unless streaming.fetch.size; Db2: up to 5000, fetchall), and the stand-ins' psycopg cursors hold
+    #: whole results either way. With the kit's 1 MB values a stalled sink grows RSS by 20-35 MiB (limit 12).
+    read_ahead_unbounded: ClassVar[str | None] = (
+        "the change-table stream reads a whole window of change rows into memory before the queue takes them "
+        "(row-by-row window reads, as Debezium's JDBC result sets, are missing): a stalled sink with 1 MB values "
+        "grows RSS by 20-35 MiB")
     scenario_run: ClassVar[str] = "kit.scenarios:ScenarioRun"
     #: The connector's SQL type of each neutral type (``sql_type``).
     TYPES: ClassVar[dict[str, str]]

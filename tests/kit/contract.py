@@ -92,6 +92,9 @@ class ConnectorFixture(Protocol):
     #: Whether a start from an offset ahead of the server's log is refused (else it goes on with a warning quoting
     #: the stored position, as the connector's Debezium does; ``test_kit_future_offsets``).
     refuses_offsets_ahead: ClassVar[bool]
+    #: Why the connector reads ahead of a stalled sink by more than the queue holds (the slow-sink scenario is
+    #: skipped, naming it), or None when the queue's bound holds its memory (``test_kit_sink_failures``).
+    read_ahead_unbounded: ClassVar[str | None]
     #: The data-driven scenarios (``kit.scenarios``): a glob of their files under tests/, and the
     #: ``module:Class`` of the connector's ``ScenarioRun`` (its configuration, topic names, own steps).
     scenario_files: ClassVar[str]

@@ -20,6 +20,7 @@ class MariaDBFixture:
     text_defaults: ClassVar[bool] = True
     topic_names_database: ClassVar[bool] = False  # the database is the schema: <prefix>.<database>.<table>
     refuses_offsets_ahead: ClassVar[bool] = True
+    read_ahead_unbounded: ClassVar[str | None] = None
     #: The data-driven scenarios (``kit.scenarios``): their files (a glob under tests/) and the run class.
     scenario_files: ClassVar[str] = "data/mariadb_scenarios/*.yaml"
     scenario_run: ClassVar[str] = "kit.scenarios_mariadb:MariaDBScenarioRun"

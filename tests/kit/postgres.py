@@ -20,6 +20,7 @@ class PostgresFixture:
     text_defaults: ClassVar[bool] = True
     topic_names_database: ClassVar[bool] = False
     refuses_offsets_ahead: ClassVar[bool] = True
+    read_ahead_unbounded: ClassVar[str | None] = None
     #: The data-driven scenarios (``kit.scenarios``): their files (a glob under tests/) and the run class.
     scenario_files: ClassVar[str] = "scenarios/postgres_*.yaml"
     scenario_run: ClassVar[str] = "kit.scenarios_postgres:PostgresScenarioRun"
