@@ -85,6 +85,8 @@ class ConnectorFixture(Protocol):
     has_history: ClassVar[bool]
     #: Whether text columns may hold NUL characters.
     text_allows_nul: ClassVar[bool]
+    #: The largest value of the neutral ``decimal`` type as the server holds it (NUMERIC(38,10) where it can).
+    decimal_max: ClassVar[str]
     #: Whether a text column's ``DEFAULT`` reaches the event schema (and so JsonConverter's null replacement).
     text_defaults: ClassVar[bool]
     #: Whether data topics name the database before the schema (``<prefix>.<database>.<schema>.<table>``).

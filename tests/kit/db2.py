@@ -28,6 +28,8 @@ class Db2Fixture(ChangeTableFixture):
     TYPES = {"int32": "INTEGER", "int64": "BIGINT", "float64": "DOUBLE", "text": "CLOB(1048576)",
              "decimal": "DECIMAL(31,10)"}
     LAST_LSN = "ffffffff:ffffffff:ffffffffffffffff"
+    #: DECIMAL's precision is at most 31 on Db2: DECIMAL(31,10) holds 21 digits before the point.
+    decimal_max: ClassVar[str] = "999999999999999999999.9999999999"
     #: The neutral text type is CLOB (the kit writes texts of megabytes), and Debezium 2.7.4's Db2DefaultValueConverter
     #: has no mapper for CLOB: its DEFAULT gives no schema default (cdc_db2.defaults), so a NULL stays null.
     text_defaults: ClassVar[bool] = False

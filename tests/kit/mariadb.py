@@ -17,6 +17,7 @@ class MariaDBFixture:
     unavailable_value: ClassVar[str | None] = None  # binlog_row_image=FULL: every value is there
     has_history: ClassVar[bool] = True
     text_allows_nul: ClassVar[bool] = True
+    decimal_max: ClassVar[str] = "9999999999999999999999999999.9999999999"
     text_defaults: ClassVar[bool] = True
     topic_names_database: ClassVar[bool] = False  # the database is the schema: <prefix>.<database>.<table>
     refuses_offsets_ahead: ClassVar[bool] = True

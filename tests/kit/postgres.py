@@ -17,6 +17,7 @@ class PostgresFixture:
     unavailable_value: ClassVar[str | None] = "__debezium_unavailable_value"  # unchanged TOASTed values
     has_history: ClassVar[bool] = False
     text_allows_nul: ClassVar[bool] = False  # text cannot hold U+0000
+    decimal_max: ClassVar[str] = "9999999999999999999999999999.9999999999"
     text_defaults: ClassVar[bool] = True
     topic_names_database: ClassVar[bool] = False
     refuses_offsets_ahead: ClassVar[bool] = True

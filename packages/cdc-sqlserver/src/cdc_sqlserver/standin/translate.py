@@ -190,7 +190,8 @@ def _exec(proc: str, args: str) -> str:
     return f"SELECT * FROM {_name(proc).lower()}({', '.join(named)})"
 
 
-_PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\?")
+#: A ``?`` placeholder, or what may hold one that is not: a string literal, a bracketed or double-quoted identifier.
+_PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\[(?:[^\]]|\]\])*\]|\"(?:[^\"]|\"\")*\"|\?")
 _NUMBERED = re.compile(r"\$__p(\d+)\b")
 
 
