@@ -14,6 +14,11 @@ from typing import Any, ClassVar
 from kit.contract import Workdir
 
 #: The kit modules both fixtures join (each declares it: ``kit.plugin`` reads a fixture class's own ``scenarios``).
+#: Not joined: ``test_kit_snapshot_threads`` (both accept ``snapshot.max.threads`` but read the tables one after
+#: another on the snapshot's one connection and transaction -- parallel reads are missing, so no
+#: ``*_in_data_collection`` markers; cdc_core/config/catalogue/decisions.yaml -- and Debezium's pooled connections
+#: would wait on the exclusive snapshot's table locks) and ``test_kit_scenarios`` (neither has data-driven scenario
+#: files: their chapters' examples are tests/test_sqlserver_examples.py and tests/test_db2_examples.py).
 SCENARIOS = ("test_kit_stream", "test_kit_storms", "test_kit_state_files", "test_kit_hostile", "test_kit_null_defaults",
              "test_kit_future_offsets", "test_kit_sink_failures", "test_kit_server_faults")
 #: The kit's snapshot isolation for both: the chapters' consistent mode, whose handoff is exact (the others may
