@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import socket
 import time
 import uuid
@@ -399,3 +400,12 @@ def test_wal_level_replica_rejects_logical_slots() -> None:
         with ReplicationConnection(pg.conninfo()) as rc:
             with pytest.raises(ReplicationError, match="wal_level"):
                 rc.create_slot("nope")
+
+
+def test_a_replication_error_from_a_streaming_worker_keeps_its_sqlstate():
+    """Streaming workers send their errors to the engine through a pipe (pickled)."""
+    receiving, sending = multiprocessing.Pipe(duplex=False)
+    sending.send(ReplicationError('replication slot "cdc" does not exist', "42704"))
+    arrived = receiving.recv()
+    assert (type(arrived), str(arrived), arrived.sqlstate) == (
+        ReplicationError, 'replication slot "cdc" does not exist', "42704")

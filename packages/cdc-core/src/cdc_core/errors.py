@@ -14,6 +14,11 @@ class ConfigError(CdcError):
         self.problems = list(problems)
         super().__init__("invalid configuration:\n" + "\n".join(f"  {p}" for p in self.problems))
 
+    def __reduce__(self) -> tuple[type, tuple[list[str]]]:
+        """Pickled with its problems (a worker process's error reaches the engine so), not with its message text,
+        which __init__ would split into one problem per character."""
+        return type(self), (self.problems,)
+
 
 class ConnectorError(CdcError):
     """The connector cannot go on; the message says why and how to fix it."""

@@ -97,6 +97,10 @@ class ValueConversionError(CdcError, ValueError):
         detail = f": {reason}" if reason else ""
         super().__init__(f"cannot convert value {value!r} of column {column!r} (type {type_name}){detail}")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its parts (a snapshot worker's conversion error reaches the engine so)."""
+        return type(self), (self.column, self.type_name, self.value, self.reason)
+
 
 # --------------------------------------------------------------------------- schemas
 

@@ -77,6 +77,10 @@ class ReplicationError(ConnectionError):
         super().__init__(message)
         self.sqlstate = sqlstate
 
+    def __reduce__(self) -> tuple[type, tuple[str, str | None]]:
+        """Pickled with its SQLSTATE (a streaming worker's error reaches the engine so)."""
+        return type(self), (str(self), self.sqlstate)
+
 
 class ReplicationConnectionLost(ReplicationError):
     """Raised when the server closes the connection or ends the replication stream."""

@@ -13,6 +13,10 @@ class ExpressionSyntaxError(CdcError):
         self.column = column
         super().__init__(f"{reason} at column {column}")
 
+    def __reduce__(self) -> tuple[type, tuple[str, int]]:
+        """Pickled with its reason and column (a worker process's error reaches the engine so)."""
+        return type(self), (self.reason, self.column)
+
 
 class EvaluationError(CdcError):
     """An expression failed on a record (a field of null, a field the record does not have, mixed types).
@@ -24,3 +28,7 @@ class EvaluationError(CdcError):
         self.reason = reason
         self.column = column
         super().__init__(f"{reason} (at column {column})")
+
+    def __reduce__(self) -> tuple[type, tuple[str, int]]:
+        """Pickled with its reason and column (a worker process's error reaches the engine so)."""
+        return type(self), (self.reason, self.column)
