@@ -16,6 +16,7 @@ import os
 import time
 from typing import Any
 
+from cdc_core.engine import YOUNG_GC_THRESHOLD
 from cdc_db2.lsn import from_value
 from cdc_db2.standin import dbapi
 from cdc_db2.streaming import ResumePoint, StreamReader
@@ -55,7 +56,7 @@ def main() -> None:
         cur.execute(query, (start, top))
         rows = cur.fetchall()
         fetch_s = time.monotonic() - started
-        gc.set_threshold(50_000, *gc.get_threshold()[1:])  # as the engine runs
+        gc.set_threshold(YOUNG_GC_THRESHOLD, *gc.get_threshold()[1:])  # as the engine runs
         offset = {"commit_lsn": str(from_value(start)), "change_lsn": "NULL", "event_serial_no": 0}
         for _ in range(3):
             reader = StreamReader(_Fetched(rows), "mydatabase", db, "ASNCDC", [captured], ResumePoint(offset), set(),

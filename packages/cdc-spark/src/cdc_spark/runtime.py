@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import gc
 
-#: Allocations between young-generation collections (CPython's default is 700).
-YOUNG_GC_THRESHOLD = 50_000
+from cdc_core.engine import YOUNG_GC_THRESHOLD
 
 
 def tune_gc() -> None:
