@@ -8,6 +8,7 @@ import pytest
 from change_table_tests import run as _run
 
 from cdc_core.stores.memory_offsets import MemoryOffsetStore
+from cdc_sqlserver.standin import dbapi as standin_dbapi
 from cdc_sqlserver.standin.testing import inventory, standin  # noqa: F401  (fixtures)
 from cdc_sqlserver.streaming import StreamReader
 
@@ -149,6 +150,33 @@ def test_an_instance_created_between_the_instance_check_and_the_window_takes_its
                          lambda rs: len(_data(rs)) >= 1, action=actions))
     assert [(r.value["op"], r.value["after"]["id"]) for r in records] == [("c", 1005)]
     assert records[0].value["after"]["phone_number"] == "+1-555-0101"
+
+
+def test_a_large_transaction_is_fetched_in_bounded_parts(inventory, monkeypatch):
+    """streaming.fetch.size 0 (the default) leaves the fetch size to the driver, as JDBC does with Debezium's 0, and
+    mssql-jdbc streams: a 5,000-row transaction must not come from the driver in one piece (pyodbc's fetchall would
+    hold every row of the window as Python objects at once)."""
+    largest = [0]
+
+    def counted(method):
+        def fetch(self, *args):
+            rows = method(self, *args)
+            largest[0] = max(largest[0], len(rows))
+            return rows
+        return fetch
+
+    monkeypatch.setattr(standin_dbapi.Cursor, "fetchall", counted(standin_dbapi.Cursor.fetchall))
+    monkeypatch.setattr(standin_dbapi.Cursor, "fetchmany", counted(standin_dbapi.Cursor.fetchmany))
+    config = inventory.properties(**{"snapshot.mode": "no_data"})
+
+    def actions():
+        largest[0] = 0
+        inventory.execute("INSERT INTO dbo.customers (first_name, last_name, email) "
+                          "SELECT 'f' || g, 'l', 'e' || g || '@x' FROM generate_series(1, 5000) g")
+
+    records = _data(_run(config, MemoryOffsetStore(), lambda rs: len(_data(rs)) >= 5000, action=actions))
+    assert [r.value["after"]["id"] for r in records] == list(range(1005, 6005))
+    assert 0 < largest[0] <= 2048
 
 
 @pytest.mark.parametrize("mode", ["when_needed", "initial"])

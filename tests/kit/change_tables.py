@@ -45,9 +45,9 @@ class ChangeTableFixture:
     #: server's highest LSN passes the stored one.
     refuses_offsets_ahead: ClassVar[bool] = False
     #: Not bounded by the queue: Debezium's JDBC result sets stream a window's change rows as the queue takes them;
-    #: cdc's readers fetch a whole window first (SQL Server: up to max.iteration.transactions, 500, transactions,
-    #: fetchall unless streaming.fetch.size; Db2: up to 5000, fetchall), and the stand-ins' psycopg cursors hold
-    #: whole results either way. With the kit's 1 MB values a stalled sink grows RSS by 20-35 MiB (limit 12).
+    #: Db2's reader fetches a whole window first (up to 5000 transactions, fetchall; SQL Server's says its own),
+    #: and the stand-ins' psycopg cursors hold whole results either way. With the kit's 1 MB values a stalled sink
+    #: grows RSS by 20-35 MiB (limit 12).
     read_ahead_unbounded: ClassVar[str | None] = (
         "the change-table stream reads a whole window of change rows into memory before the queue takes them "
         "(row-by-row window reads, as Debezium's JDBC result sets, are missing): a stalled sink with 1 MB values "

@@ -124,7 +124,7 @@ class StreamReader:
         self.caught_up: Lsn | None = None
         #: ``() -> list[CaptureInstance]``: every instance of the captured tables, read again when one appears or goes.
         self.refresh = refresh
-        #: ``streaming.fetch.size``: rows per fetch of a capture instance read alone in a window (0: all at once).
+        #: ``streaming.fetch.size``: rows per fetch of a capture instance read alone in a window (0: ``_BATCH``).
         self.fetch_size = fetch_size
         #: cdc_sqlserver.agent.AgentCheck: asked when a poll finds no maximum LSN (None: never).
         self.agent = agent
@@ -253,7 +253,9 @@ class StreamReader:
         """One instance's change rows in the window, within its own start and stop LSNs, a fetch (list) at a time.
 
         ``whole``: fetched at once (several instances are merged: one connection holds one open result
-        set); else in ``streaming.fetch.size`` batches (all at once when 0).
+        set); else in ``streaming.fetch.size`` batches, ``_BATCH`` rows when it is 0 (JDBC's fetch size 0, which
+        Debezium passes on, leaves it to the driver, and mssql-jdbc streams: a window's rows are never all held
+        at once, however large its transactions).
         """
         start = max(from_lsn, inst.start_lsn, key=Lsn.key)  # an instance never reads below its start LSN
         if start.key() > to_lsn.key():
@@ -270,8 +272,8 @@ class StreamReader:
             self.log.info("capture instance %s of %s is gone (sys.sp_cdc_disable_table): no longer read", inst.name,
                           inst.table.id)
             return ()
-        fetches: Iterable[list[tuple[Any, ...]]] = ([cursor.fetchall()] if whole or not self.fetch_size
-                                                     else _batches(cursor, self.fetch_size))
+        fetches: Iterable[list[tuple[Any, ...]]] = ([cursor.fetchall()] if whole
+                                                     else _batches(cursor, self.fetch_size or _BATCH))
         if inst.stop_lsn.available:
             stop = inst.stop_lsn.raw
             # from its stop LSN on, the newer instance has them
