@@ -8,7 +8,7 @@ import weakref
 
 from cdc_core.config import Config
 from cdc_core.engine import Engine
-from cdc_mysql import connector as mysql_connector
+from cdc_core.stores import configured_history
 
 from mariadb_cdc import EngineThread, connector_config
 
@@ -80,9 +80,9 @@ def test_two_engines_never_see_each_others_history(mariadb_server):
 def test_a_collected_configs_history_goes_with_it(mariadb_server):
     """The history is kept per live Config: once collected, a new Config that gets its id cannot find it."""
     config = Config(connector_config(mariadb_server, "unused"))
-    store = mysql_connector._memory_history(config)
-    assert mysql_connector._memory_history(config) is store  # the same engine's retries keep it
+    store = configured_history.memory_history(config)
+    assert configured_history.memory_history(config) is store  # the same engine's retries keep it
     key, ref = id(config), weakref.ref(config)
     del config
     gc.collect()
-    assert ref() is None and key not in mysql_connector._MEMORY_HISTORIES
+    assert ref() is None and key not in configured_history._MEMORY_HISTORIES

@@ -30,7 +30,8 @@ from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import Lsn, from_value
 from cdc_db2.plugin import CONNECTOR
 from cdc_db2.snapshot import ExclusiveSnapshotLock, SnapshotReader, quote_table_id, select_for
-from cdc_db2.history import history_store, replay
+from cdc_core.stores.configured_history import history_store
+from cdc_db2.history import replay
 from cdc_db2.schema_changes import infos_from_json, schema_change_record, table_json
 from cdc_db2.source import SOURCE_SCHEMA, source_block
 from cdc_db2.streaming import ResumePoint, StreamReader

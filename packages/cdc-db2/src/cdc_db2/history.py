@@ -9,37 +9,12 @@ The store is the engine's if it gives one, else ``schema.history.internal`` (``h
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
-from cdc_core.config import Config, common
 from cdc_core.errors import SchemaHistoryError
-from cdc_core.plugins import registry
 from cdc_db2.lsn import Lsn
 
 _AFTER_ALL = b"\xff" * 17
-
-#: Memory histories by the id of a live Config, so a retry of the same engine keeps its history (as cdc_sqlserver).
-_MEMORY_HISTORIES: dict[int, Any] = {}
-
-
-def history_store(config: Config, given: Any) -> Any:
-    """The engine's store if it gave one, else the configured ``schema.history.internal`` (``cdc run``: the file;
-    memory without a file name), as Debezium's Db2 connector, a historized one, always keeps one."""
-    if given is not None:
-        return given
-    cls = registry().get("schema history store", config.get(common.SCHEMA_HISTORY))
-    if cls.name == "memory" or (cls.name == "file" and not config.get(common.SCHEMA_HISTORY_FILE)):
-        key = id(config)
-        store = _MEMORY_HISTORIES.get(key)
-        if store is None:
-            from cdc_core.stores.memory_history import MemorySchemaHistoryStore
-
-            store = _MEMORY_HISTORIES[key] = MemorySchemaHistoryStore()
-            weakref.finalize(config, _MEMORY_HISTORIES.pop, key, None)
-        return store
-    return cls(config)
-
 
 def _position(offset: dict[str, Any]) -> tuple[bytes, bytes]:
     """An offset's place in commit order (a snapshot's covers its whole commit LSN)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-import weakref
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
@@ -24,6 +23,7 @@ from cdc_core.errors import ConnectorError, RetriableError, UnknownHostError, of
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
 from cdc_core.notifications.initial import InitialSnapshotNotifications
 from cdc_core.plugins import registry
+from cdc_core.stores.configured_history import history_store
 from cdc_core.topics import topic_naming_strategy
 from cdc_core.schema import Schema
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
@@ -57,23 +57,6 @@ from cdc_mysql.snapshotting import Snapshotting, snapshot_problems
 from cdc_mysql.source import source_schema
 from cdc_mysql.streaming import BinlogStreamer, TableVersions
 from cdc_mysql.types import type_modes
-
-#: Memory schema histories by the id of a live Config object, so a retry of the same engine (same Config)
-#: keeps its history; an entry goes when its Config is collected, so a reused id never finds another's history.
-_MEMORY_HISTORIES: dict[int, Any] = {}
-
-
-def _memory_history(config: Config) -> Any:
-    """The in-memory schema history store of one engine's Config (created on first use)."""
-    key = id(config)
-    store = _MEMORY_HISTORIES.get(key)
-    if store is None:
-        from cdc_core.stores.memory_history import MemorySchemaHistoryStore
-
-        store = _MEMORY_HISTORIES[key] = MemorySchemaHistoryStore()
-        weakref.finalize(config, _MEMORY_HISTORIES.pop, key, None)
-    return store
-
 
 class MySqlConnector(Snapshotting, DdlEvents):
     """Debezium's MySQL connector: consistent snapshot under a lock, then the binlog from the snapshot's position."""
@@ -324,13 +307,7 @@ class MySqlConnector(Snapshotting, DdlEvents):
                 "when_needed, or delete the offsets and the schema history to start over.")
 
     def _history_store(self) -> Any:
-        if self.context.history is not None:
-            return self.context.history
-        cls = registry().get("schema history store", self.config.get(common.SCHEMA_HISTORY))
-        if cls.name == "memory" or (cls.name == "file" and not self.config.get(common.SCHEMA_HISTORY_FILE)):
-            # Kept per engine Config, so a retry of the same engine keeps it; a Kafka or other store is used as named.
-            return _memory_history(self.config)
-        return cls(self.config)
+        return history_store(self.config, self.context.history)
 
     # -- the run -------------------------------------------------------------------------------
 

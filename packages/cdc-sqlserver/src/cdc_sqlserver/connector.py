@@ -33,7 +33,8 @@ from cdc_sqlserver.instance_notes import InstanceCompletion
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
 from cdc_sqlserver.plugin import CONNECTOR
-from cdc_sqlserver.schema_history import SchemaHistory, TableCheck, history_store
+from cdc_core.stores.configured_history import history_store
+from cdc_sqlserver.schema_history import SchemaHistory, TableCheck
 from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.server_parse import ServerParse
 from cdc_sqlserver.snapshot import ExclusiveSnapshotLock, SnapshotReader, UncapturedTable

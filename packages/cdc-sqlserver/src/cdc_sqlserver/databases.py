@@ -51,7 +51,7 @@ from cdc_core.spi.connector import ConnectorContext
 from cdc_sqlserver import config as msc
 from cdc_sqlserver.connector import SqlServerConnector
 from cdc_sqlserver.incremental import SqlServerChunkReader, SqlServerIncrementalSource, signal_table_key
-from cdc_sqlserver.schema_history import history_store
+from cdc_core.stores.configured_history import history_store
 from cdc_sqlserver.source import SOURCE_SCHEMA
 from cdc_sqlserver.tasks import Tasks, round_robin, task_databases
 

@@ -31,14 +31,11 @@ capture instance starts (then its ALTER, with the catalog's structure).
 from __future__ import annotations
 
 import time
-import weakref
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
-from cdc_core.config import Config, common
 from cdc_core.errors import SchemaHistoryError
 from cdc_core.events import ChangeRecord, Checkpoint, RawChange
-from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.schema import Schema
 from cdc_core.schema_change_events import schema_change_record
@@ -61,27 +58,6 @@ class TableCheck(NamedTuple):
     """
 
     table: Table
-
-#: Memory histories by the id of a live Config, so a retry of the same engine keeps its history (as cdc_mysql).
-_MEMORY_HISTORIES: dict[int, Any] = {}
-
-
-def history_store(config: Config, given: Any) -> Any:
-    """The engine's store if it gave one, else the configured ``schema.history.internal`` (memory without a file)."""
-    if given is not None:
-        return given
-    cls = registry().get("schema history store", config.get(common.SCHEMA_HISTORY))
-    if cls.name == "memory" or (cls.name == "file" and not config.get(common.SCHEMA_HISTORY_FILE)):
-        key = id(config)
-        store = _MEMORY_HISTORIES.get(key)
-        if store is None:
-            from cdc_core.stores.memory_history import MemorySchemaHistoryStore
-
-            store = _MEMORY_HISTORIES[key] = MemorySchemaHistoryStore()
-            weakref.finalize(config, _MEMORY_HISTORIES.pop, key, None)
-        return store
-    return cls(config)
-
 
 def table_id_text(table: Table) -> str:
     """Debezium's quoted id: ``"db"."schema"."table"``."""
