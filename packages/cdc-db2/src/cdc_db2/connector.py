@@ -16,9 +16,10 @@ from cdc_core.plugins import registry
 from cdc_core.relational import Table
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
 from cdc_core.snapshot.phases import snapshot_then_stream
-from cdc_core.stores.history_required import require_history
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
+from cdc_core.stores.configured_history import history_store
+from cdc_core.stores.history_required import require_history
 from cdc_db2 import config as dbc
 from cdc_db2 import driver
 from cdc_db2.dialects import dialect
@@ -30,7 +31,6 @@ from cdc_db2.incremental import signal_table
 from cdc_db2.lsn import Lsn, from_value
 from cdc_db2.plugin import CONNECTOR
 from cdc_db2.snapshot import ExclusiveSnapshotLock, SnapshotReader, quote_table_id, select_for
-from cdc_core.stores.configured_history import history_store
 from cdc_db2.history import replay
 from cdc_db2.schema_changes import infos_from_json, schema_change_record, table_json
 from cdc_db2.source import SOURCE_SCHEMA, source_block

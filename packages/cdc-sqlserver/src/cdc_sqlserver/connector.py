@@ -15,10 +15,11 @@ from cdc_core.plugins import registry
 from cdc_core.notifications.initial import InitialSnapshotNotifications
 from cdc_core.relational import Table, TableId
 from cdc_core.snapshot import snapshot_lock, snapshot_query, snapshotter
-from cdc_core.stores.history_required import require_history
 from cdc_core.snapshot.phases import snapshot_then_stream
 from cdc_core.spi.connector import ConnectorContext
 from cdc_core.spi.offsets import OffsetShape
+from cdc_core.stores.configured_history import history_store
+from cdc_core.stores.history_required import require_history
 from cdc_core.topics import topic_naming_strategy
 from cdc_sqlserver import config as msc
 from cdc_sqlserver import odbc
@@ -33,7 +34,6 @@ from cdc_sqlserver.instance_notes import InstanceCompletion
 from cdc_sqlserver.lsn import Lsn, from_value
 from cdc_sqlserver.metrics import counted, database_groups, metered_snapshot
 from cdc_sqlserver.plugin import CONNECTOR
-from cdc_core.stores.configured_history import history_store
 from cdc_sqlserver.schema_history import SchemaHistory, TableCheck
 from cdc_sqlserver.schema_tables import schema_tables
 from cdc_sqlserver.server_parse import ServerParse
