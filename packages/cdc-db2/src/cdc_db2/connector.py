@@ -99,7 +99,7 @@ class Db2Connector:
         #: What the schema change events announced last of every registered table: ``schema.table`` to
         #: ``(schema, table, definition)``; None until the snapshot or the schema history sets it.
         self._known: dict[str, tuple[str, str, dict[str, Any]]] | None = None
-        #: The schema history (``cdc run``: ``schema.history.internal``'s file; cdc_db2.history.history_store).
+        #: The schema history (``cdc run``: ``schema.history.internal``'s file; cdc_core.stores.configured_history).
         self.history = history_store(config, context.history)
         #: The streaming side's reader, once streaming started (a blocking snapshot hands it the tables it read).
         self._stream_reader: StreamReader | None = None

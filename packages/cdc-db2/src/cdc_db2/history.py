@@ -4,7 +4,7 @@ Records are Debezium's history record shape (``source``, ``position``, ``databas
 ``tableChanges``) plus ``version``. A restart replays the records at or before the stored offset into
 the definitions last announced, so changes made while the connector was down come out as schema
 change events (CREATE, ALTER) when streaming starts; DROP records of earlier cdc versions are still read.
-The store is the engine's if it gives one, else ``schema.history.internal`` (``history_store``).
+The store is the engine's if it gives one, else ``schema.history.internal`` (``cdc_core.stores.configured_history``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from cdc_core.errors import SchemaHistoryError
 from cdc_db2.lsn import Lsn
 
 _AFTER_ALL = b"\xff" * 17
+
 
 def _position(offset: dict[str, Any]) -> tuple[bytes, bytes]:
     """An offset's place in commit order (a snapshot's covers its whole commit LSN)."""

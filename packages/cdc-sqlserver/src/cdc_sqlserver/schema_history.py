@@ -59,6 +59,7 @@ class TableCheck(NamedTuple):
 
     table: Table
 
+
 def table_id_text(table: Table) -> str:
     """Debezium's quoted id: ``"db"."schema"."table"``."""
     return ".".join('"' + p.replace('"', '""') + '"' for p in (table.id.catalog, table.id.schema, table.id.table) if p)
