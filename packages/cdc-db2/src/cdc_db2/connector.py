@@ -711,7 +711,7 @@ class Db2Connector:
             changes = self._refresh(reader, log)
             if changes:
                 yield changes
-            window = reader.window(top) if top is not None else None
+            window = reader.window(top)
             got = False
             if window is not None:
                 for batch in window:

@@ -163,10 +163,9 @@ class StreamReader:
         row = cur.fetchone()
         return bytes(row[0]) if row and row[0] is not None else None
 
-    def window(self, top: bytes | None = None) -> Iterator[list[RawChange]] | None:
-        """The changes of the next window, up to ``top`` (the highest synchpoint read before the registrations were,
-        as Debezium reads its currentMaxLsn first; read now when not given), or None when there is nothing new."""
-        to_lsn = self.max_lsn() if top is None else top
+    def window(self, to_lsn: bytes | None) -> Iterator[list[RawChange]] | None:
+        """The changes of the next window, up to ``to_lsn`` (``max_lsn()`` read before the registrations were, as
+        Debezium reads its currentMaxLsn first), or None when there is nothing new."""
         if to_lsn is None or (to_lsn, _AFTER_ALL) <= self.last:
             return None
         # IBMSNAP_UOW rows are written with their CD rows: any of them below the synchpoint ends a complete window.
